@@ -1,0 +1,253 @@
+// Package cmd is the hermes command line: a urfave/cli/v2 application with
+// one file per noun. Actions are thin: they parse flags, call a store, and
+// print. Errors are mapped to exit codes in exactly one place, exitCode.
+package cmd
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/profiles"
+)
+
+// Version is the hermes version; the build may set it with -ldflags.
+var Version = "0.1.0-dev"
+
+// Exit codes: the scripting contract of DESIGN.md.
+const (
+	ExitOK       = 0
+	ExitFailed   = 1
+	ExitUsage    = 2
+	ExitNotFound = 3
+	ExitRefused  = 4
+	ExitLock     = 5
+)
+
+// usageError is bad usage: an unknown flag, a missing argument.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+// exitCode maps an error to the exit-code table. It is the only place that
+// does, and it looks through wrapping with errors.Is and errors.As.
+func exitCode(err error) int {
+	var lockErr *fsstore.LockTimeoutError
+	var usage usageError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &lockErr):
+		return ExitLock
+	case errors.As(err, &usage), errors.Is(err, fsstore.ErrInvalid):
+		return ExitUsage
+	case errors.Is(err, fsstore.ErrNotFound):
+		return ExitNotFound
+	case errors.Is(err, fsstore.ErrRefused):
+		return ExitRefused
+	}
+	var coder cli.ExitCoder
+	if errors.As(err, &coder) {
+		return coder.ExitCode()
+	}
+	return ExitFailed
+}
+
+// Main runs hermes with os.Args and returns the exit code.
+func Main() int {
+	return Run(os.Args, os.Stdin, os.Stdout, os.Stderr)
+}
+
+// Run runs hermes with args and the given streams and returns the exit
+// code. Messages go to stderr as "hermes: …"; data goes to stdout.
+func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	app := NewApp(stdin, stdout, stderr)
+	err := app.Run(interspersed(app, args))
+	if err == nil {
+		return ExitOK
+	}
+	code := exitCode(err)
+	var silent silentExit
+	if !errors.As(err, &silent) {
+		msg := err.Error()
+		if fsstore.IsDiskFull(err) {
+			msg = "disk full: " + msg
+		}
+		fmt.Fprintf(stderr, "hermes: %s\n", msg)
+	}
+	return code
+}
+
+// silentExit carries an exit code without a message: the command has
+// already said what there was to say (fsck's findings, a task's own exit
+// code).
+type silentExit struct{ code int }
+
+func (e silentExit) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+func (e silentExit) ExitCode() int { return e.code }
+
+// NewApp builds the application.
+func NewApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
+	app := &cli.App{
+		Name:                 "hermes",
+		Usage:                "durable sessions, tasks and boards for AI agents, kept as plain files",
+		Version:              Version,
+		Reader:               stdin,
+		Writer:               stdout,
+		ErrWriter:            stderr,
+		EnableBashCompletion: true,
+		Suggest:              true,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "home", Usage: "root directory (default $HERMES_HOME, else ~/.hermes)"},
+			&cli.StringFlag{Name: "profile", Aliases: []string{"p"}, Usage: "profile (default $HERMES_PROFILE, else <home>/active_profile, else default)"},
+			&cli.BoolFlag{Name: "json", Usage: "print JSON: one object for a record, one object a line for a listing"},
+			&cli.StringFlag{Name: "lock-timeout", Value: "10s", Usage: "how long to wait for a lock before exit 5"},
+		},
+		Commands: []*cli.Command{
+			sessionsCommand(),
+			profileCommand(),
+			fsckCommand(),
+			completionCommand(),
+			manCommand(),
+		},
+		// Errors are mapped to exit codes by Run (exitCode), after app.Run
+		// returns; this handler only stops urfave/cli from exiting on its
+		// own, which it would do for a cli.ExitCoder with a type assertion
+		// that misses wrapped errors.
+		ExitErrHandler: func(*cli.Context, error) {},
+	}
+	app.Action = groupAction
+	walkCommands(app.Commands, func(c *cli.Command) {
+		c.OnUsageError = onUsageError
+		if len(c.Subcommands) > 0 && c.Action == nil {
+			c.Action = groupAction
+		}
+	})
+	app.OnUsageError = onUsageError
+	return app
+}
+
+func walkCommands(cmds []*cli.Command, fn func(*cli.Command)) {
+	for _, c := range cmds {
+		fn(c)
+		walkCommands(c.Subcommands, fn)
+	}
+}
+
+func onUsageError(c *cli.Context, err error, _ bool) error {
+	return usageError{err}
+}
+
+// groupAction runs for a noun given without a known verb: help when given
+// nothing, a usage error for an unknown verb.
+func groupAction(c *cli.Context) error {
+	if c.Args().Present() {
+		return usagef("unknown command %q (see 'hermes %s --help')", c.Args().First(), strings.TrimSpace(strings.TrimPrefix(c.Command.FullName(), "hermes")))
+	}
+	return cli.ShowSubcommandHelp(c)
+}
+
+// env is what every action needs: the resolved profile, its config, and
+// the global flags.
+type env struct {
+	c           *cli.Context
+	profile     profiles.Profile
+	lockTimeout time.Duration
+	json        bool
+	stdin       io.Reader
+	stdout      io.Writer
+	stderr      io.Writer
+}
+
+// newEnv resolves the global flags. Nothing is written.
+func newEnv(c *cli.Context) (*env, error) {
+	root, err := profiles.Root(c.String("home"))
+	if err != nil {
+		return nil, err
+	}
+	p, err := profiles.Resolve(root, c.String("profile"))
+	if err != nil {
+		return nil, err
+	}
+	lt, err := parseLockTimeout(c.String("lock-timeout"))
+	if err != nil {
+		return nil, err
+	}
+	return &env{
+		c:           c,
+		profile:     p,
+		lockTimeout: lt,
+		json:        c.Bool("json"),
+		stdin:       c.App.Reader,
+		stdout:      c.App.Writer,
+		stderr:      c.App.ErrWriter,
+	}, nil
+}
+
+func parseLockTimeout(s string) (time.Duration, error) {
+	if s == "0" || s == "0s" {
+		return 0, nil
+	}
+	return profiles.ParseDuration(s)
+}
+
+// warn prints a report of recovered damage to stderr.
+func (e *env) warn(msg string) {
+	fmt.Fprintf(e.stderr, "hermes: warning: %s\n", msg)
+}
+
+// config loads the profile's config.yaml.
+func (e *env) config() (profiles.Config, error) {
+	return profiles.LoadConfig(e.profile.Dir())
+}
+
+// sessions opens the profile's session store.
+func (e *env) sessions() *fsstore.SessionStore {
+	return fsstore.NewSessionStore(e.profile.Dir(), e.profile.Name, e.lockTimeout, e.warn)
+}
+
+// stdinIsTerminal reports whether stdin is an interactive terminal.
+func (e *env) stdinIsTerminal() bool {
+	f, ok := e.stdin.(*os.File)
+	return ok && isTerminal(f)
+}
+
+// confirm asks a yes/no question on the terminal. Without a terminal it
+// never prompts: it refuses unless --yes was given.
+func (e *env) confirm(yes bool, question string) error {
+	if yes {
+		return nil
+	}
+	if !e.stdinIsTerminal() {
+		return usagef("%s: refusing without --yes (stdin is not a terminal)", question)
+	}
+	fmt.Fprintf(e.stderr, "%s [y/N] ", question)
+	var answer string
+	fmt.Fscanln(e.stdin, &answer)
+	if a := strings.ToLower(strings.TrimSpace(answer)); a == "y" || a == "yes" {
+		return nil
+	}
+	return fmt.Errorf("not confirmed; nothing removed")
+}
+
+// oneArg returns the single positional argument named name.
+func oneArg(c *cli.Context, name string) (string, error) {
+	switch c.NArg() {
+	case 1:
+		return c.Args().First(), nil
+	case 0:
+		return "", usagef("missing %s", name)
+	}
+	return "", usagef("expected one %s, got %d arguments", name, c.NArg())
+}

@@ -1,0 +1,52 @@
+package cmd
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/urfave/cli/v2"
+)
+
+func fsckCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "fsck",
+		Usage:     "check every document and log of the profile; exit 0 when clean, 1 when problems remain",
+		ArgsUsage: " ",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "repair", Usage: "fix what can be fixed without deleting a byte (move aside, never remove)"},
+		},
+		Action: withEnv(fsck),
+	}
+}
+
+func fsck(e *env) error {
+	repair := e.c.Bool("repair")
+	lostFound := filepath.Join(e.profile.Dir(), "lost+found")
+	findings, err := e.sessions().Check(repair, lostFound)
+	if err != nil {
+		return err
+	}
+	problems := 0
+	for _, f := range findings {
+		if f.Problem && !f.Repaired {
+			problems++
+		}
+		if e.json {
+			printJSON(e.stdout, f)
+			continue
+		}
+		tag := "note"
+		switch {
+		case f.Repaired:
+			tag = "repaired"
+		case f.Problem:
+			tag = "problem"
+		}
+		fmt.Fprintf(e.stdout, "%s: %s: %s\n", tag, f.Path, f.What)
+	}
+	if problems > 0 {
+		fmt.Fprintf(e.stderr, "hermes: fsck: %d problems in profile %s\n", problems, e.profile.Name)
+		return silentExit{ExitFailed}
+	}
+	return nil
+}

@@ -1,0 +1,278 @@
+package importer
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/hermes/hermes/fsstore"
+)
+
+// claudeEntry is one line of a Claude Code transcript. Only the fields the
+// import uses are read.
+type claudeEntry struct {
+	Type              string          `json:"type"`
+	UUID              string          `json:"uuid"`
+	ParentUUID        string          `json:"parentUuid"`
+	LogicalParentUUID string          `json:"logicalParentUuid"`
+	SessionID         string          `json:"sessionId"`
+	Timestamp         string          `json:"timestamp"`
+	IsSidechain       bool            `json:"isSidechain"`
+	Message           json.RawMessage `json:"message"`
+	Summary           string          `json:"summary"`
+	LeafUUID          string          `json:"leafUuid"`
+
+	line int
+}
+
+// hasMessage reports whether the entry is a turn of the conversation.
+func (e *claudeEntry) hasMessage() bool {
+	return (e.Type == "user" || e.Type == "assistant") && len(e.Message) > 0 && string(e.Message) != "null"
+}
+
+type claudeMessage struct {
+	ID      string          `json:"id"`
+	Role    string          `json:"role"`
+	Model   string          `json:"model"`
+	Content json.RawMessage `json:"content"`
+}
+
+type claudeBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   json.RawMessage `json:"content"`
+	Source    *struct {
+		Type      string `json:"type"`
+		MediaType string `json:"media_type"`
+		Data      string `json:"data"`
+		URL       string `json:"url"`
+	} `json:"source"`
+}
+
+func parseClaudeCode(data []byte) (Session, error) {
+	const format = FormatClaudeCode
+	var entries []*claudeEntry
+	byUUID := map[string]*claudeEntry{}
+	var last *claudeEntry // the last entry with a message, outside sidechains
+	for n, line := range lines(data) {
+		e := &claudeEntry{line: n}
+		if err := decodeLine(format, n, line, e); err != nil {
+			return Session{}, err
+		}
+		entries = append(entries, e)
+		if e.UUID != "" {
+			byUUID[e.UUID] = e
+		}
+		if e.hasMessage() && !e.IsSidechain {
+			last = e
+		}
+	}
+	if len(entries) == 0 {
+		return Session{}, invalidf(format, 0, "empty input")
+	}
+	if last == nil {
+		return Session{}, invalidf(format, 0, "no user or assistant messages")
+	}
+
+	// The conversation is the chain from the last message back to the root;
+	// entries off the chain are abandoned branches (edits, retries). A
+	// compaction boundary has no parentUuid but names the entry it follows
+	// in logicalParentUuid, so the chain crosses it.
+	var chain []*claudeEntry
+	onChain := map[string]bool{}
+	for e := last; e != nil; {
+		if onChain[e.UUID] {
+			return Session{}, invalidf(format, e.line, "parentUuid chain loops back to %q", e.UUID)
+		}
+		onChain[e.UUID] = true
+		chain = append(chain, e)
+		parent := e.ParentUUID
+		if parent == "" {
+			parent = e.LogicalParentUUID
+		}
+		e = byUUID[parent]
+	}
+	for i, j := 0, len(chain)-1; i < j; i, j = i+1, j-1 {
+		chain[i], chain[j] = chain[j], chain[i]
+	}
+
+	s := Session{ID: last.SessionID, Source: "import:" + format}
+	// Claude Code may write several summaries; the one whose leaf is on the
+	// chain names this conversation, else the first one.
+	var firstSummary string
+	for _, e := range entries {
+		if e.Type != "summary" || e.Summary == "" {
+			continue
+		}
+		if e.LeafUUID != "" && onChain[e.LeafUUID] {
+			s.Title = e.Summary
+			break
+		}
+		if firstSummary == "" {
+			firstSummary = e.Summary
+		}
+	}
+	if s.Title == "" {
+		s.Title = firstSummary
+	}
+
+	b := claudeBuilder{format: format}
+	for _, e := range chain {
+		if s.ID == "" {
+			s.ID = e.SessionID
+		}
+		if s.CreatedAt.IsZero() && e.Timestamp != "" {
+			t, err := parseTime(e.Timestamp)
+			if err != nil {
+				return Session{}, invalidf(format, e.line, "timestamp: %v", err)
+			}
+			s.CreatedAt = t
+		}
+		if !e.hasMessage() {
+			continue // system notices, compaction boundaries
+		}
+		if err := b.add(e, &s); err != nil {
+			return Session{}, err
+		}
+	}
+	b.flush()
+	s.Messages = b.msgs
+	return s, nil
+}
+
+// claudeBuilder turns chain entries into chat messages. Claude Code writes
+// one API response as several entries (one per content block) sharing
+// message.id; consecutive ones are merged back into one assistant message.
+type claudeBuilder struct {
+	format string
+	msgs   []fsstore.Message
+
+	pendingID string // message.id of the assistant message being built
+	pending   *fsstore.Message
+	parts     []json.RawMessage
+	calls     []toolCall
+}
+
+func (b *claudeBuilder) add(e *claudeEntry, s *Session) error {
+	var m claudeMessage
+	if err := json.Unmarshal(e.Message, &m); err != nil {
+		return invalidf(b.format, e.line, "message: %v", err)
+	}
+	stamp, err := ts(e.Timestamp)
+	if err != nil {
+		return invalidf(b.format, e.line, "timestamp: %v", err)
+	}
+	blocks, err := claudeBlocks(m.Content)
+	if err != nil {
+		return invalidf(b.format, e.line, "message content: %v", err)
+	}
+	if e.Type == "assistant" {
+		if s.Model == "" && m.Model != "" && m.Model != "<synthetic>" {
+			s.Model = m.Model
+		}
+		if b.pending == nil || m.ID == "" || m.ID != b.pendingID {
+			b.flush()
+			b.pending = &fsstore.Message{Role: "assistant", TS: stamp}
+			b.pendingID = m.ID
+		}
+		for _, bl := range blocks {
+			switch bl.Type {
+			case "text":
+				b.parts = append(b.parts, textPart(bl.Text))
+			case "tool_use":
+				args := "{}"
+				if len(bl.Input) > 0 && string(bl.Input) != "null" {
+					args = compactJSON(bl.Input)
+				}
+				b.calls = append(b.calls, newToolCall(bl.ID, bl.Name, args))
+			}
+			// thinking, redacted_thinking and server-side tool blocks are dropped.
+		}
+		return nil
+	}
+
+	b.flush()
+	var parts []json.RawMessage
+	for _, bl := range blocks {
+		switch bl.Type {
+		case "tool_result":
+			text, err := claudeResultText(bl.Content)
+			if err != nil {
+				return invalidf(b.format, e.line, "tool_result %q: %v", bl.ToolUseID, err)
+			}
+			b.msgs = append(b.msgs, fsstore.Message{TS: stamp, Role: "tool", Content: fsstore.TextContent(text), ToolCallID: bl.ToolUseID})
+		case "text":
+			parts = append(parts, textPart(bl.Text))
+		case "image":
+			if url := bl.imageURL(); url != "" {
+				parts = append(parts, imagePart(url))
+			}
+		}
+	}
+	if len(parts) > 0 {
+		b.msgs = append(b.msgs, fsstore.Message{TS: stamp, Role: "user", Content: partsContent(parts)})
+	}
+	return nil
+}
+
+// flush emits the assistant message being built, unless it said nothing
+// (a response that was only thinking).
+func (b *claudeBuilder) flush() {
+	if b.pending == nil {
+		return
+	}
+	if len(b.parts) > 0 || len(b.calls) > 0 {
+		b.pending.Content = partsContent(b.parts)
+		b.pending.ToolCalls = toolCallsJSON(b.calls)
+		b.msgs = append(b.msgs, *b.pending)
+	}
+	b.pending, b.pendingID, b.parts, b.calls = nil, "", nil, nil
+}
+
+// claudeBlocks reads a content value: a string is one text block.
+func claudeBlocks(content json.RawMessage) ([]claudeBlock, error) {
+	if len(content) == 0 || string(content) == "null" {
+		return nil, nil
+	}
+	if content[0] == '"' {
+		var s string
+		if err := json.Unmarshal(content, &s); err != nil {
+			return nil, err
+		}
+		return []claudeBlock{{Type: "text", Text: s}}, nil
+	}
+	var blocks []claudeBlock
+	if err := json.Unmarshal(content, &blocks); err != nil {
+		return nil, err
+	}
+	return blocks, nil
+}
+
+// claudeResultText is the text of a tool_result's content: a string, or
+// the text blocks of a list joined by newlines (images are dropped).
+func claudeResultText(content json.RawMessage) (string, error) {
+	blocks, err := claudeBlocks(content)
+	if err != nil {
+		return "", err
+	}
+	var texts []string
+	for _, bl := range blocks {
+		if bl.Type == "text" {
+			texts = append(texts, bl.Text)
+		}
+	}
+	return strings.Join(texts, "\n"), nil
+}
+
+func (bl *claudeBlock) imageURL() string {
+	switch {
+	case bl.Source == nil:
+		return ""
+	case bl.Source.Type == "base64" && bl.Source.Data != "":
+		return "data:" + bl.Source.MediaType + ";base64," + bl.Source.Data
+	}
+	return bl.Source.URL
+}

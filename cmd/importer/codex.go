@@ -1,0 +1,260 @@
+package importer
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/hermes/hermes/fsstore"
+)
+
+// codexLine is one line of a Codex rollout. Since Codex 0.3x every line is
+// {timestamp, type, payload}; before that the first line was the bare
+// session meta and the others bare response items (plus {"record_type":
+// "state"} lines), which is what Type/RecordType/ID catch.
+type codexLine struct {
+	Timestamp  string          `json:"timestamp"`
+	Type       string          `json:"type"`
+	Payload    json.RawMessage `json:"payload"`
+	RecordType string          `json:"record_type"`
+	ID         string          `json:"id"`
+}
+
+type codexMeta struct {
+	ID           string `json:"id"`
+	Timestamp    string `json:"timestamp"`
+	Instructions string `json:"instructions"`
+	Model        string `json:"model"`
+}
+
+type codexItem struct {
+	Type      string          `json:"type"`
+	Role      string          `json:"role"`
+	Content   json.RawMessage `json:"content"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	Input     json.RawMessage `json:"input"`
+	Action    json.RawMessage `json:"action"`
+	CallID    string          `json:"call_id"`
+	ID        string          `json:"id"`
+	Output    json.RawMessage `json:"output"`
+}
+
+func parseCodex(data []byte) (Session, error) {
+	const format = FormatCodex
+	s := Session{Source: "import:" + format}
+	var instructions string
+	var sawMeta bool
+	first := true
+	var msgs []fsstore.Message
+	for n, raw := range lines(data) {
+		var l codexLine
+		if err := decodeLine(format, n, raw, &l); err != nil {
+			return Session{}, err
+		}
+		isFirst := first
+		first = false
+		payload := l.Payload
+		kind := l.Type
+		switch {
+		case len(payload) > 0 && string(payload) != "null":
+			// the wrapped format
+		case l.RecordType != "":
+			continue
+		case isFirst && l.Type == "" && l.ID != "":
+			kind, payload = "session_meta", raw
+		case l.Type != "":
+			kind, payload = "response_item", raw
+		default:
+			continue
+		}
+		switch kind {
+		case "session_meta":
+			var m codexMeta
+			if err := json.Unmarshal(payload, &m); err != nil {
+				return Session{}, invalidf(format, n, "session_meta: %v", err)
+			}
+			if sawMeta {
+				continue // a forked or resumed rollout repeats its parent's meta
+			}
+			sawMeta = true
+			s.ID, instructions = m.ID, m.Instructions
+			if s.Model == "" {
+				s.Model = m.Model
+			}
+			stamp := m.Timestamp
+			if stamp == "" {
+				stamp = l.Timestamp
+			}
+			if stamp != "" {
+				t, err := parseTime(stamp)
+				if err != nil {
+					return Session{}, invalidf(format, n, "session_meta: %v", err)
+				}
+				s.CreatedAt = t
+			}
+		case "turn_context":
+			var c struct {
+				Model string `json:"model"`
+			}
+			if err := json.Unmarshal(payload, &c); err != nil {
+				return Session{}, invalidf(format, n, "turn_context: %v", err)
+			}
+			if s.Model == "" {
+				s.Model = c.Model
+			}
+		case "response_item":
+			var it codexItem
+			if err := json.Unmarshal(payload, &it); err != nil {
+				return Session{}, invalidf(format, n, "response_item: %v", err)
+			}
+			stamp, err := ts(l.Timestamp)
+			if err != nil {
+				return Session{}, invalidf(format, n, "timestamp: %v", err)
+			}
+			if msgs, err = codexAppend(msgs, it, stamp); err != nil {
+				return Session{}, invalidf(format, n, "%s: %v", it.Type, err)
+			}
+		}
+		// event_msg, compacted and unknown line types repeat or summarize
+		// what the response items hold.
+	}
+	if !sawMeta && len(msgs) == 0 {
+		return Session{}, invalidf(format, 0, "no session_meta line and no messages")
+	}
+	// Codex records the instructions as a message too; add them only when
+	// no message carries them.
+	if instructions = strings.TrimSpace(instructions); instructions != "" && !anyContains(msgs, instructions) {
+		sys := fsstore.Message{Role: "system", Content: fsstore.TextContent(instructions)}
+		msgs = append([]fsstore.Message{sys}, msgs...)
+	}
+	s.Messages = msgs
+	return s, nil
+}
+
+var codexRoles = map[string]string{"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
+
+// codexAppend adds the chat form of one response item to msgs.
+func codexAppend(msgs []fsstore.Message, it codexItem, stamp string) ([]fsstore.Message, error) {
+	var call toolCall
+	switch it.Type {
+	case "message":
+		role, ok := codexRoles[it.Role]
+		if !ok {
+			return nil, fmt.Errorf("role %q is not one of user, assistant, system, developer", it.Role)
+		}
+		content, err := codexContent(it.Content)
+		if err != nil {
+			return nil, err
+		}
+		return append(msgs, fsstore.Message{TS: stamp, Role: role, Content: content}), nil
+	case "function_call":
+		call = newToolCall(it.CallID, it.Name, jsonString(it.Arguments))
+	case "custom_tool_call":
+		call = newToolCall(it.CallID, it.Name, jsonString(it.Input))
+	case "local_shell_call":
+		id := it.CallID
+		if id == "" {
+			id = it.ID
+		}
+		call = newToolCall(id, "local_shell", jsonString(it.Action))
+	case "function_call_output", "custom_tool_call_output":
+		return append(msgs, fsstore.Message{TS: stamp, Role: "tool", Content: fsstore.TextContent(codexOutputText(it.Output)), ToolCallID: it.CallID}), nil
+	default:
+		return msgs, nil // reasoning, web_search_call, ghost_snapshot, …
+	}
+	if call.ID == "" {
+		return nil, fmt.Errorf("no call_id")
+	}
+	// A call joins the assistant message just before it: the text the model
+	// said with it, or the calls it made alongside.
+	if n := len(msgs); n > 0 && msgs[n-1].Role == "assistant" {
+		last := &msgs[n-1]
+		var calls []toolCall
+		if len(last.ToolCalls) > 0 {
+			if err := json.Unmarshal(last.ToolCalls, &calls); err != nil {
+				return nil, err
+			}
+		}
+		last.ToolCalls = toolCallsJSON(append(calls, call))
+		return msgs, nil
+	}
+	return append(msgs, fsstore.Message{TS: stamp, Role: "assistant", Content: json.RawMessage("null"), ToolCalls: toolCallsJSON([]toolCall{call})}), nil
+}
+
+// codexContent maps Responses API content items to chat content: text
+// items to text (a string when there is one), images to image_url parts.
+func codexContent(content json.RawMessage) (json.RawMessage, error) {
+	if len(content) == 0 || string(content) == "null" {
+		return json.RawMessage("null"), nil
+	}
+	if content[0] == '"' {
+		return json.RawMessage(compactJSON(content)), nil
+	}
+	var items []struct {
+		Type     string          `json:"type"`
+		Text     string          `json:"text"`
+		ImageURL json.RawMessage `json:"image_url"`
+	}
+	if err := json.Unmarshal(content, &items); err != nil {
+		return nil, err
+	}
+	var parts []json.RawMessage
+	for _, it := range items {
+		switch it.Type {
+		case "input_text", "output_text", "text":
+			parts = append(parts, textPart(it.Text))
+		case "input_image":
+			if url := jsonString(it.ImageURL); url != "" {
+				parts = append(parts, imagePart(url))
+			}
+		}
+	}
+	return partsContent(parts), nil
+}
+
+// codexOutputText is the text of a function_call_output's output: a
+// string as it is (often itself JSON, which is what the model saw), or an
+// object's "content" or "output", or the text items of a list.
+func codexOutputText(out json.RawMessage) string {
+	if len(out) == 0 || out[0] == '"' || string(out) == "null" {
+		return jsonString(out)
+	}
+	if out[0] == '{' {
+		var o struct {
+			Content json.RawMessage `json:"content"`
+			Output  json.RawMessage `json:"output"`
+		}
+		if json.Unmarshal(out, &o) == nil {
+			for _, v := range []json.RawMessage{o.Content, o.Output} {
+				if len(v) > 0 && string(v) != "null" {
+					return codexOutputText(v)
+				}
+			}
+		}
+	}
+	if out[0] == '[' {
+		var items []struct {
+			Text string `json:"text"`
+		}
+		if json.Unmarshal(out, &items) == nil {
+			var texts []string
+			for _, it := range items {
+				if it.Text != "" {
+					texts = append(texts, it.Text)
+				}
+			}
+			return strings.Join(texts, "\n")
+		}
+	}
+	return jsonString(out)
+}
+
+func anyContains(msgs []fsstore.Message, text string) bool {
+	for _, m := range msgs {
+		if strings.Contains(m.Text(), text) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,175 @@
+package importer
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/hermes/hermes/fsstore"
+)
+
+// parseHermesJSON reads the Python agent's one-object session snapshot.
+func parseHermesJSON(data []byte) (Session, error) {
+	const format = FormatHermesJSON
+	var doc struct {
+		SessionID    string            `json:"session_id"`
+		Title        string            `json:"title"`
+		Model        string            `json:"model"`
+		Platform     string            `json:"platform"`
+		SessionStart json.RawMessage   `json:"session_start"`
+		SystemPrompt string            `json:"system_prompt"`
+		Messages     []json.RawMessage `json:"messages"`
+	}
+	data = trimBOM(data)
+	start := bytes.TrimLeft(data, " \t\r\n")
+	if len(start) > 0 && start[0] != '{' {
+		return Session{}, invalidf(format, lineAt(data, int64(len(data)-len(start))), "not a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil {
+		return Session{}, jsonError(format, data, dec, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return Session{}, invalidf(format, lineAt(data, dec.InputOffset()), "data after the session object")
+	}
+	if doc.Messages == nil {
+		return Session{}, invalidf(format, 0, "no \"messages\" list")
+	}
+	s := Session{ID: doc.SessionID, Title: doc.Title, Source: "import:" + format, Model: doc.Model}
+	if doc.Platform != "" {
+		s.Source = doc.Platform
+	}
+	var err error
+	if s.CreatedAt, err = parseTimeJSON(doc.SessionStart); err != nil {
+		return Session{}, invalidf(format, 0, "session_start: %v", err)
+	}
+	if s.Messages, err = hermesMessages(doc.Messages, doc.SystemPrompt, func(i int, err error) error {
+		return invalidf(format, rawLine(data, doc.Messages, i), "message %d: %v", i+1, err)
+	}); err != nil {
+		return Session{}, err
+	}
+	return s, nil
+}
+
+// parseHermesJSONL reads a sessions export: one session document a line,
+// each with its transcript in "messages".
+func parseHermesJSONL(data []byte) ([]Session, error) {
+	const format = FormatHermesJSONL
+	var out []Session
+	for n, line := range lines(data) {
+		var doc struct {
+			ID           string             `json:"id"`
+			Title        string             `json:"title"`
+			Source       string             `json:"source"`
+			Model        string             `json:"model"`
+			CreatedAt    json.RawMessage    `json:"created_at"`
+			StartedAt    json.RawMessage    `json:"started_at"`
+			SystemPrompt string             `json:"system_prompt"`
+			Messages     *[]json.RawMessage `json:"messages"`
+		}
+		if err := decodeLine(format, n, line, &doc); err != nil {
+			return nil, err
+		}
+		if doc.Messages == nil {
+			return nil, invalidf(format, n, "no \"messages\" list")
+		}
+		s := Session{ID: doc.ID, Title: doc.Title, Source: "import:" + format, Model: doc.Model}
+		if doc.Source != "" {
+			s.Source = doc.Source
+		}
+		created := doc.CreatedAt
+		if len(created) == 0 || string(created) == "null" {
+			created = doc.StartedAt // the Python agent's export
+		}
+		var err error
+		if s.CreatedAt, err = parseTimeJSON(created); err != nil {
+			return nil, invalidf(format, n, "created_at: %v", err)
+		}
+		if s.Messages, err = hermesMessages(*doc.Messages, doc.SystemPrompt, func(i int, err error) error {
+			return invalidf(format, n, "message %d: %v", i+1, err)
+		}); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	if len(out) == 0 {
+		return nil, invalidf(format, 0, "empty input")
+	}
+	return out, nil
+}
+
+// hermesMessages checks each message with fsstore.ParseMessage, zeroes seq
+// and normalizes ts, and puts systemPrompt first unless the transcript
+// already starts with it.
+func hermesMessages(raws []json.RawMessage, systemPrompt string, fail func(i int, err error) error) ([]fsstore.Message, error) {
+	msgs := make([]fsstore.Message, 0, len(raws)+1)
+	for i, raw := range raws {
+		m, err := fsstore.ParseMessage(raw)
+		if err != nil {
+			return nil, fail(i, err)
+		}
+		m.Seq = 0
+		if m.TS, err = ts(m.TS); err != nil {
+			return nil, fail(i, fmt.Errorf("ts: %v", err))
+		}
+		// The Python agent stamps some messages with "timestamp" (ISO or
+		// Unix seconds): it is the message's ts.
+		if v, ok := m.Extra["timestamp"]; ok && m.TS == "" {
+			t, err := parseTimeJSON(v)
+			if err != nil {
+				return nil, fail(i, fmt.Errorf("timestamp: %v", err))
+			}
+			if !t.IsZero() {
+				m.TS = fsstore.Timestamp(t)
+			}
+			delete(m.Extra, "timestamp")
+			if len(m.Extra) == 0 {
+				m.Extra = nil
+			}
+		}
+		msgs = append(msgs, m)
+	}
+	if systemPrompt != "" && (len(msgs) == 0 || msgs[0].Role != "system" || msgs[0].Text() != systemPrompt) {
+		sys := fsstore.Message{Role: "system", Content: fsstore.TextContent(systemPrompt)}
+		msgs = append([]fsstore.Message{sys}, msgs...)
+	}
+	return msgs, nil
+}
+
+// jsonError turns a decode error of a whole-file JSON document into a
+// parseError naming the line.
+func jsonError(format string, data []byte, dec *json.Decoder, err error) error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return invalidf(format, lineAt(data, syn.Offset), "malformed JSON: %v", err)
+	case errors.As(err, &typ):
+		return invalidf(format, lineAt(data, typ.Offset), "malformed JSON: %v", err)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return invalidf(format, lineAt(data, int64(len(data))), "truncated JSON: %v", err)
+	case errors.Is(err, io.EOF):
+		return invalidf(format, 0, "empty input")
+	}
+	return invalidf(format, lineAt(data, dec.InputOffset()), "malformed JSON: %v", err)
+}
+
+// rawLine finds the line of raws[i] in data. json.RawMessage keeps the
+// source bytes, so searching in order after the previous element finds it.
+func rawLine(data []byte, raws []json.RawMessage, i int) int {
+	off := 0
+	for j := 0; j <= i; j++ {
+		k := bytes.Index(data[off:], raws[j])
+		if k < 0 {
+			return 0
+		}
+		if j < i {
+			off += k + len(raws[j])
+		} else {
+			off += k
+		}
+	}
+	return lineAt(data, int64(off))
+}

@@ -1,0 +1,396 @@
+package importer
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"iter"
+	"strings"
+	"time"
+
+	"github.com/hermes/hermes/fsstore"
+)
+
+// The formats Parse reads. Each name is what the user passes to
+// `--format` and what Detect returns.
+const (
+	FormatHermesJSON  = "hermes-json"  // the Python hermes agent's session snapshot session_<id>.json
+	FormatHermesJSONL = "hermes-jsonl" // hermes `sessions export` JSONL: one session object a line, with "messages"
+	FormatClaudeCode  = "claude-code"  // ~/.claude/projects/<dir>/<uuid>.jsonl
+	FormatCodex       = "codex"        // ~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl
+)
+
+// Formats lists every format Parse accepts, in the order Detect tries them.
+var Formats = []string{FormatHermesJSON, FormatHermesJSONL, FormatClaudeCode, FormatCodex}
+
+// Session is one conversation read from another tool, ready to be stored.
+type Session struct {
+	ID        string // the source's session id when it has one ("" otherwise)
+	Title     string
+	Source    string // "import:<format>" unless the data names a platform/source (hermes-json: platform; hermes-jsonl: source field)
+	Model     string
+	CreatedAt time.Time         // zero if unknown
+	Messages  []fsstore.Message // Seq left 0; TS set when the source gives a timestamp (RFC 3339 UTC via fsstore.Timestamp), else ""
+}
+
+// parseError is the one error type the package returns for bad input. It
+// matches fsstore.ErrInvalid, so the command line maps it to exit code 2.
+type parseError struct {
+	format string
+	line   int // 1-based; 0 when the error has no line
+	msg    string
+}
+
+func (e *parseError) Error() string {
+	if e.line > 0 {
+		return fmt.Sprintf("%s: line %d: %s", e.format, e.line, e.msg)
+	}
+	return e.format + ": " + e.msg
+}
+
+func (e *parseError) Is(target error) bool { return target == fsstore.ErrInvalid }
+
+func invalidf(format string, line int, msgFormat string, args ...any) error {
+	return &parseError{format: format, line: line, msg: fmt.Sprintf(msgFormat, args...)}
+}
+
+// Parse parses all of r in the given format ("" = detect). Returns one or
+// more sessions (hermes-jsonl may hold many).
+// Malformed input -> error wrapping fsstore.ErrInvalid with a message naming
+// the format and the line number when there is one.
+func Parse(r io.Reader, format string) ([]Session, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("read input: %w", err)
+	}
+	if format == "" {
+		if format, err = Detect(data); err != nil {
+			return nil, err
+		}
+	}
+	if len(bytes.TrimSpace(trimBOM(data))) == 0 {
+		return nil, invalidf(format, 0, "empty input")
+	}
+	switch format {
+	case FormatHermesJSON:
+		s, err := parseHermesJSON(data)
+		if err != nil {
+			return nil, err
+		}
+		return []Session{s}, nil
+	case FormatHermesJSONL:
+		return parseHermesJSONL(data)
+	case FormatClaudeCode:
+		s, err := parseClaudeCode(data)
+		if err != nil {
+			return nil, err
+		}
+		return []Session{s}, nil
+	case FormatCodex:
+		s, err := parseCodex(data)
+		if err != nil {
+			return nil, err
+		}
+		return []Session{s}, nil
+	}
+	return nil, &parseError{format: "import", msg: fmt.Sprintf("unknown format %q (want one of %s)", format, strings.Join(Formats, ", "))}
+}
+
+// Detect reads the start of the data and names its format, or returns an
+// error wrapping fsstore.ErrInvalid.
+//
+// It looks only at the top-level keys of the first JSON object (and its
+// "type"), so a prefix of a large file is enough; a pretty-printed object
+// that spans lines is a hermes-json snapshot, since every JSONL format puts
+// one object on one line.
+func Detect(data []byte) (string, error) {
+	data = bytes.TrimLeft(trimBOM(data), " \t\r\n")
+	if len(data) == 0 {
+		return "", &parseError{format: "detect", msg: "empty input"}
+	}
+	switch data[0] {
+	case '{':
+	case '[':
+		return "", &parseError{format: "detect", msg: "input is a JSON array, not a session object or JSONL transcript"}
+	default:
+		return "", &parseError{format: "detect", msg: "input does not start with a JSON object"}
+	}
+	h := readHead(data)
+	has := func(k string) bool { return h.keys[k] }
+	switch {
+	case has("payload") && codexLineTypes[h.typ]:
+		return FormatCodex, nil
+	case has("session_id") && (has("messages") || has("session_start") || has("platform") || has("system_prompt")):
+		return FormatHermesJSON, nil
+	case h.multiline && has("messages"):
+		return FormatHermesJSON, nil
+	case has("messages") && !has("type"):
+		return FormatHermesJSONL, nil
+	case has("sessionId") || has("parentUuid") || has("leafUuid") || claudeEntryTypes[h.typ]:
+		return FormatClaudeCode, nil
+	case !has("type") && has("id") && has("timestamp"):
+		// The pre-2025-09 Codex rollout: a bare session meta line.
+		return FormatCodex, nil
+	case codexItemTypes[h.typ] || has("record_type"):
+		return FormatCodex, nil
+	}
+	return "", &parseError{format: "detect", msg: fmt.Sprintf("unrecognized format (want one of %s)", strings.Join(Formats, ", "))}
+}
+
+var (
+	codexLineTypes   = map[string]bool{"session_meta": true, "response_item": true, "event_msg": true, "turn_context": true, "compacted": true}
+	codexItemTypes   = map[string]bool{"message": true, "function_call": true, "function_call_output": true, "reasoning": true, "custom_tool_call": true, "custom_tool_call_output": true, "local_shell_call": true}
+	claudeEntryTypes = map[string]bool{"user": true, "assistant": true, "summary": true, "system": true, "file-history-snapshot": true}
+)
+
+type head struct {
+	keys      map[string]bool
+	typ       string // the top-level "type" when it is a string
+	multiline bool   // the object (or the part of it read) spans lines
+}
+
+// readHead collects the top-level keys of the first object in data,
+// stopping quietly where the data ends or stops being JSON.
+func readHead(data []byte) head {
+	h := head{keys: map[string]bool{}}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	end := len(data)
+	defer func() { h.multiline = bytes.IndexByte(data[:end], '\n') >= 0 }()
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		end = 0
+		return h
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return h
+		}
+		key, _ := t.(string)
+		h.keys[key] = true
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return h
+		}
+		if key == "type" {
+			json.Unmarshal(v, &h.typ)
+		}
+	}
+	end = int(dec.InputOffset())
+	return h
+}
+
+func trimBOM(data []byte) []byte {
+	return bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
+}
+
+// lines yields the non-blank lines of a JSONL file with their 1-based
+// numbers, without the line ending.
+func lines(data []byte) iter.Seq2[int, []byte] {
+	return func(yield func(int, []byte) bool) {
+		data = trimBOM(data)
+		for n := 1; len(data) > 0; n++ {
+			line := data
+			if i := bytes.IndexByte(data, '\n'); i >= 0 {
+				line, data = data[:i], data[i+1:]
+			} else {
+				data = nil
+			}
+			line = bytes.TrimSpace(line)
+			if len(line) == 0 {
+				continue
+			}
+			if !yield(n, line) {
+				return
+			}
+		}
+	}
+}
+
+// decodeLine unmarshals one JSONL line, which must be an object, into v.
+func decodeLine(format string, n int, line []byte, v any) error {
+	if line[0] != '{' {
+		return invalidf(format, n, "not a JSON object")
+	}
+	if err := json.Unmarshal(line, v); err != nil {
+		return invalidf(format, n, "malformed JSON: %v", err)
+	}
+	return nil
+}
+
+// lineAt returns the 1-based line number of byte offset off in data.
+func lineAt(data []byte, off int64) int {
+	off = min(max(off, 0), int64(len(data)))
+	return bytes.Count(data[:off], []byte("\n")) + 1
+}
+
+// Layouts for the timestamps other tools write. Python's isoformat() has no
+// zone for a naive datetime; those are read as UTC.
+var timeLayouts = []string{
+	time.RFC3339Nano,
+	"2006-01-02T15:04:05.999999999",
+	"2006-01-02 15:04:05.999999999Z07:00",
+	"2006-01-02 15:04:05.999999999",
+}
+
+func parseTime(s string) (time.Time, error) {
+	for _, layout := range timeLayouts {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.UTC(), nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("timestamp %q is not ISO 8601", s)
+}
+
+// parseTimeJSON reads a timestamp given as an ISO 8601 string or as Unix
+// seconds. null or absent is the zero time.
+func parseTimeJSON(v json.RawMessage) (time.Time, error) {
+	if len(v) == 0 || string(v) == "null" {
+		return time.Time{}, nil
+	}
+	if v[0] == '"' {
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil {
+			return time.Time{}, err
+		}
+		if s == "" {
+			return time.Time{}, nil
+		}
+		return parseTime(s)
+	}
+	var secs float64
+	if err := json.Unmarshal(v, &secs); err != nil {
+		return time.Time{}, fmt.Errorf("timestamp %s is neither a string nor a number", v)
+	}
+	whole := int64(secs)
+	return time.Unix(whole, int64((secs-float64(whole))*1e9)).UTC(), nil
+}
+
+// ts formats a source timestamp for Message.TS: "" stays "".
+func ts(s string) (string, error) {
+	if s == "" {
+		return "", nil
+	}
+	t, err := parseTime(s)
+	if err != nil {
+		return "", err
+	}
+	return fsstore.Timestamp(t), nil
+}
+
+// textParts returns texts as a content value: a string for one text, a
+// list of text parts for several, null for none.
+func textParts(texts []string) json.RawMessage {
+	switch len(texts) {
+	case 0:
+		return json.RawMessage("null")
+	case 1:
+		return fsstore.TextContent(texts[0])
+	}
+	parts := make([]json.RawMessage, len(texts))
+	for i, t := range texts {
+		parts[i] = textPart(t)
+	}
+	return mustMarshal(parts)
+}
+
+func textPart(text string) json.RawMessage {
+	return mustMarshal(struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}{"text", text})
+}
+
+// partsContent is textParts for a mix of text and other parts: a lone text
+// part becomes a string.
+func partsContent(parts []json.RawMessage) json.RawMessage {
+	if len(parts) == 0 {
+		return json.RawMessage("null")
+	}
+	if len(parts) == 1 {
+		if t, ok := partText(parts[0]); ok {
+			return fsstore.TextContent(t)
+		}
+	}
+	return mustMarshal(parts)
+}
+
+func partText(part json.RawMessage) (string, bool) {
+	var p struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(part, &p) != nil || p.Type != "text" {
+		return "", false
+	}
+	return p.Text, true
+}
+
+// imagePart is an OpenAI image_url content part.
+func imagePart(url string) json.RawMessage {
+	type imageURL struct {
+		URL string `json:"url"`
+	}
+	return mustMarshal(struct {
+		Type     string   `json:"type"`
+		ImageURL imageURL `json:"image_url"`
+	}{"image_url", imageURL{url}})
+}
+
+// toolCall is one entry of an assistant message's tool_calls.
+type toolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function toolFunction `json:"function"`
+}
+
+type toolFunction struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+func newToolCall(id, name, arguments string) toolCall {
+	return toolCall{ID: id, Type: "function", Function: toolFunction{Name: name, Arguments: arguments}}
+}
+
+func toolCallsJSON(calls []toolCall) json.RawMessage {
+	if len(calls) == 0 {
+		return nil
+	}
+	return mustMarshal(calls)
+}
+
+// mustMarshal marshals values built here from strings and raw JSON that was
+// already checked, which cannot fail.
+func mustMarshal(v any) json.RawMessage {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		panic(err)
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+// jsonString returns v as a string: the value of a JSON string, or the
+// compact JSON text of anything else ("" for null or absent).
+func jsonString(v json.RawMessage) string {
+	if len(v) == 0 || string(v) == "null" {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		return s
+	}
+	return compactJSON(v)
+}
+
+// compactJSON returns the compact text of a JSON value that was already
+// decoded once, so it is valid.
+func compactJSON(v json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, v) != nil {
+		return string(v)
+	}
+	return b.String()
+}

@@ -1,0 +1,67 @@
+// Package provider turns a transcript into a model reply: given the whole
+// history of a session, the new user message last, it returns the assistant
+// and tool messages to append after it. It stores nothing; the chat command
+// appends the reply to the transcript.
+//
+// New(Config) returns one of three providers. A Config it cannot use (an
+// unknown name, openai without a model, exec without a command) is an error
+// matching fsstore.ErrInvalid, and ErrUnknownProvider for an unknown name.
+// A failing call returns an *Error whose one-line message starts with the
+// provider and includes what the provider itself said. Every call is bounded
+// by Config.Timeout (default 10 minutes; negative for none); a call that runs
+// out of it fails with an *Error wrapping context.DeadlineExceeded.
+//
+// # echo
+//
+// echo needs no model and answers the same way every time, for offline use
+// and tests. Its reply is one assistant message whose content is the string
+//
+//	echo: <N> messages received; you said: <text>
+//
+// where N is the number of messages in the request and text is the text of
+// the last user message (empty when there is none). The text is also
+// written to Request.Stream. It reports no usage.
+//
+// # openai
+//
+// openai POSTs {BaseURL}/chat/completions (BaseURL defaults to
+// https://api.openai.com/v1, so any OpenAI-compatible server works: llama.cpp,
+// vLLM, Ollama) with {"model": …, "messages": […]}, each message as the store
+// keeps it without seq and ts, and the API key, when set, as a bearer token.
+// The reply is one assistant message: its content (null when it only calls
+// tools) and its tool_calls as the server sent them. With a Request.Stream
+// it asks for a stream ("stream": true, usage included), writes content
+// deltas to the stream as they arrive, and assembles the message from the
+// deltas: content concatenated; tool calls by index, id and type taken
+// whole, function name and arguments concatenated.
+//
+// Retries: a 429, a 5xx, or a connection error (refused, reset, a stream
+// that broke off) is retried up to Config.MaxRetries times (default 3,
+// negative for none), waiting 500ms, 1s, 2s, … or, when the response carries
+// Retry-After (seconds or an HTTP date), that long; no wait is longer than
+// 30s. Any other 4xx is not retried, and neither is a streamed response that
+// has already written text to Request.Stream, since the caller has shown it.
+// An error status reads "openai: HTTP <status>: <message>", the message
+// being the body's error.message or else the body cut to 200 bytes.
+//
+// # exec
+//
+// exec runs Config.ExecCommand with `sh -c` once per call, so any program
+// can be the agent. The protocol:
+//
+//   - stdin: the transcript as JSONL, one message a line as the store keeps
+//     it (seq and ts included), then end of file.
+//   - environment: hermes's own, plus HERMES_SESSION_ID set to the session.
+//   - stdout: the reply as JSONL chat messages, one or more, blank lines
+//     ignored. Only roles assistant and tool are allowed; seq and ts, if
+//     given, are ignored. The text of each assistant message is written to
+//     Request.Stream as its line arrives, texts separated by a newline.
+//   - stderr: passed through to hermes's stderr, for the program's logs.
+//   - exit status: 0 for a reply; anything else fails the call with
+//     "exec provider: command exited with status N" (or "killed by signal
+//     N"), and the output is not used.
+//
+// The command runs in its own process group; when the call is canceled or
+// times out the whole group is killed. Once the command has exited, a child
+// it left behind holding stdout delays the call by at most 2 seconds.
+package provider

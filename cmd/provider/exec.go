@@ -1,0 +1,153 @@
+package provider
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"github.com/hermes/hermes/fsstore"
+)
+
+// defaultStderr is where an exec command's stderr goes: the caller's own,
+// so agent programs can log to the terminal.
+var defaultStderr io.Writer = os.Stderr
+
+// execWaitDelay bounds the wait for the command's output once it has exited
+// (or been killed): a background child that inherited stdout must not hold
+// the call open.
+const execWaitDelay = 2 * time.Second
+
+// execProvider runs a command for each turn; see the package doc for the
+// protocol.
+type execProvider struct {
+	command string
+	timeout time.Duration
+	stderr  io.Writer
+}
+
+func (p *execProvider) Name() string { return "exec" }
+
+func (p *execProvider) Complete(ctx context.Context, req Request) (Reply, error) {
+	ctx, cancel := withTimeout(ctx, p.timeout)
+	defer cancel()
+
+	// MarshalJSON directly, not json.Marshal: the store's own bytes, without
+	// json.Marshal's \u003c escaping of < > &, are easier on shell scripts.
+	var stdin bytes.Buffer
+	for _, m := range req.Messages {
+		line, err := m.MarshalJSON()
+		if err != nil {
+			return Reply{}, fmt.Errorf("exec provider: encoding transcript: %w", err)
+		}
+		stdin.Write(line)
+		stdin.WriteByte('\n')
+	}
+
+	out := &execOutput{stream: &streamWriter{w: req.Stream}}
+	cmd := exec.CommandContext(ctx, "sh", "-c", p.command)
+	cmd.Env = append(os.Environ(), "HERMES_SESSION_ID="+req.SessionID)
+	cmd.Stdin = &stdin
+	cmd.Stdout = out
+	cmd.Stderr = p.stderr
+	// Its own process group, so that a cancel kills what the command
+	// started too, not only sh.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = execWaitDelay
+
+	err := cmd.Run()
+	if errors.Is(err, exec.ErrWaitDelay) {
+		err = nil // exited 0; only a leftover child still held stdout
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return Reply{}, contextError(ctx, "exec provider", "exec", p.timeout)
+		}
+		var exitErr *exec.ExitError
+		if errors.As(err, &exitErr) {
+			e := &Error{Provider: "exec", ExitCode: exitErr.ExitCode()}
+			if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				e.Message = fmt.Sprintf("exec provider: command killed by signal %d (%v)", int(ws.Signal()), ws.Signal())
+			} else {
+				e.Message = fmt.Sprintf("exec provider: command exited with status %d", e.ExitCode)
+			}
+			return Reply{}, e
+		}
+		return Reply{}, &Error{Provider: "exec", Message: "exec provider: " + oneLine(err.Error()), Err: err}
+	}
+	out.flush()
+	if out.err != "" {
+		return Reply{}, &Error{Provider: "exec", Message: "exec provider: " + out.err}
+	}
+	if len(out.msgs) == 0 {
+		return Reply{}, &Error{Provider: "exec", Message: "exec provider: command printed no messages (want JSONL chat messages on stdout)"}
+	}
+	return Reply{Messages: out.msgs}, nil
+}
+
+// execOutput parses the command's stdout a line at a time as it arrives,
+// so the reply's text reaches the stream while the command still runs.
+type execOutput struct {
+	stream *streamWriter
+	buf    []byte // an unfinished line
+	line   int    // lines seen
+	msgs   []fsstore.Message
+	err    string // the first bad line; later lines are ignored
+	texts  int    // assistant texts written to stream
+}
+
+func (o *execOutput) Write(p []byte) (int, error) {
+	o.buf = append(o.buf, p...)
+	rest := o.buf
+	for {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			break
+		}
+		o.parse(rest[:i])
+		rest = rest[i+1:]
+	}
+	o.buf = o.buf[:copy(o.buf, rest)]
+	return len(p), nil
+}
+
+// flush parses a last line that has no newline.
+func (o *execOutput) flush() {
+	if len(o.buf) > 0 {
+		o.parse(o.buf)
+		o.buf = o.buf[:0]
+	}
+}
+
+func (o *execOutput) parse(line []byte) {
+	o.line++
+	if o.err != "" || len(bytes.TrimSpace(line)) == 0 {
+		return
+	}
+	m, err := fsstore.ParseMessage(line)
+	if err != nil {
+		// Not wrapped: a bad reply is the provider's failure, not the
+		// caller's bad input that fsstore.ErrInvalid would mean.
+		o.err = fmt.Sprintf("output line %d: %v", o.line, err)
+		return
+	}
+	if m.Role != "assistant" && m.Role != "tool" {
+		o.err = fmt.Sprintf("output line %d: role %q is not allowed (want assistant or tool)", o.line, m.Role)
+		return
+	}
+	m.Seq, m.TS = 0, ""
+	o.msgs = append(o.msgs, m)
+	if text := m.Text(); m.Role == "assistant" && text != "" {
+		if o.texts > 0 {
+			o.stream.WriteString("\n")
+		}
+		o.stream.WriteString(text)
+		o.texts++
+	}
+}

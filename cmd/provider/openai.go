@@ -1,0 +1,536 @@
+package provider
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hermes/hermes/fsstore"
+)
+
+const (
+	defaultBaseURL    = "https://api.openai.com/v1"
+	defaultMaxRetries = 3
+)
+
+// Retry timing, variables so tests can shrink them.
+var (
+	retryBaseDelay = 500 * time.Millisecond // the first retry's wait; it doubles for each next one
+	retryMaxDelay  = 30 * time.Second       // no wait is longer, whatever Retry-After says
+)
+
+// maxErrorBody bounds how much of an error response is read.
+const maxErrorBody = 64 << 10
+
+// openAI speaks the chat completions API with net/http rather than a
+// client library: it needs one endpoint, and a client library would pull a
+// large dependency tree into hermes for it.
+type openAI struct {
+	url        string
+	model      string
+	apiKey     string
+	timeout    time.Duration
+	maxRetries int
+	client     *http.Client
+}
+
+func newOpenAI(cfg Config, timeout time.Duration) (Provider, error) {
+	if cfg.Model == "" {
+		return nil, configErrorf("openai provider: a model is required")
+	}
+	base := cfg.BaseURL
+	if base == "" {
+		base = defaultBaseURL
+	}
+	base = strings.TrimRight(base, "/")
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, configErrorf("openai provider: base URL %q is not an http or https URL", cfg.BaseURL)
+	}
+	retries := cfg.MaxRetries
+	switch {
+	case retries == 0:
+		retries = defaultMaxRetries
+	case retries < 0:
+		retries = 0
+	}
+	return &openAI{
+		url:        base + "/chat/completions",
+		model:      cfg.Model,
+		apiKey:     cfg.APIKey,
+		timeout:    timeout,
+		maxRetries: retries,
+		client:     &http.Client{}, // no client timeout: the context bounds the whole call, body included
+	}, nil
+}
+
+func (p *openAI) Name() string { return "openai" }
+
+func (p *openAI) Complete(ctx context.Context, req Request) (Reply, error) {
+	ctx, cancel := withTimeout(ctx, p.timeout)
+	defer cancel()
+	body := requestBody(p.model, req.Messages, req.Stream != nil)
+	stream := &streamWriter{w: req.Stream}
+	for attempt := 1; ; attempt++ {
+		reply, err := p.attempt(ctx, body, stream)
+		if err == nil {
+			return reply, nil
+		}
+		if ctx.Err() != nil {
+			err = contextError(ctx, "openai", "openai", p.timeout)
+		}
+		err.Attempts = attempt
+		if ctx.Err() != nil || !err.retryable || attempt > p.maxRetries || stream.wrote {
+			return Reply{}, err
+		}
+		t := time.NewTimer(retryDelay(attempt, err.retryAfter))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			err := contextError(ctx, "openai", "openai", p.timeout)
+			err.Attempts = attempt
+			return Reply{}, err
+		case <-t.C:
+		}
+	}
+}
+
+// retryDelay is the wait before retry n (1, 2, …): Retry-After when the
+// server sent one, else retryBaseDelay doubled for each earlier retry;
+// never more than retryMaxDelay.
+func retryDelay(n int, retryAfter time.Duration) time.Duration {
+	d := retryAfter
+	if d < 0 {
+		d = retryBaseDelay
+		for i := 1; i < n && d < retryMaxDelay; i++ {
+			d *= 2
+		}
+	}
+	return min(d, retryMaxDelay)
+}
+
+// parseRetryAfter reads a Retry-After header: delay-seconds, or an HTTP
+// date. It returns a negative duration when the header is absent or bad.
+func parseRetryAfter(h string) time.Duration {
+	h = strings.TrimSpace(h)
+	if h == "" {
+		return -1
+	}
+	if s, err := strconv.ParseInt(h, 10, 64); err == nil {
+		if s < 0 {
+			return -1
+		}
+		if s > int64(retryMaxDelay/time.Second) {
+			return retryMaxDelay
+		}
+		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(h); err == nil {
+		return max(time.Until(t), 0)
+	}
+	return -1
+}
+
+// requestBody is the chat completions request. The messages are written as
+// the store keeps them (ChatJSON), so content parts and unknown fields reach
+// the server unchanged.
+func requestBody(model string, msgs []fsstore.Message, stream bool) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"model":`)
+	m, _ := json.Marshal(model) // a string always encodes
+	b.Write(m)
+	b.WriteString(`,"messages":[`)
+	for i, msg := range msgs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(msg.ChatJSON())
+	}
+	b.WriteByte(']')
+	if stream {
+		b.WriteString(`,"stream":true,"stream_options":{"include_usage":true}`)
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+}
+
+// attempt sends one request. Its error says whether a retry may help.
+func (p *openAI) attempt(ctx context.Context, body []byte, stream *streamWriter) (Reply, *Error) {
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url, bytes.NewReader(body))
+	if err != nil {
+		return Reply{}, &Error{Provider: "openai", Message: "openai: " + err.Error(), Err: err}
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	if stream.w != nil {
+		hreq.Header.Set("Accept", "text/event-stream")
+	} else {
+		hreq.Header.Set("Accept", "application/json")
+	}
+	if p.apiKey != "" {
+		hreq.Header.Set("Authorization", "Bearer "+p.apiKey)
+	}
+	resp, err := p.client.Do(hreq)
+	if err != nil {
+		// A connection refused or reset, a DNS failure: worth another try.
+		return Reply{}, &Error{Provider: "openai", Message: "openai: " + oneLine(err.Error()), Err: err, retryable: true, retryAfter: -1}
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		return Reply{}, &Error{
+			Provider:   "openai",
+			StatusCode: resp.StatusCode,
+			Message:    fmt.Sprintf("openai: HTTP %d: %s", resp.StatusCode, errorText(data)),
+			retryable:  resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500,
+			retryAfter: parseRetryAfter(resp.Header.Get("Retry-After")),
+		}
+	}
+	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if stream.w != nil && mediaType != "application/json" {
+		return readStream(resp.Body, stream)
+	}
+	// Not streaming, or a server that ignored "stream": one JSON document.
+	reply, perr := readResponse(resp.Body)
+	if perr == nil && stream.w != nil {
+		stream.WriteString(reply.Messages[0].Text())
+	}
+	return reply, perr
+}
+
+// errorText is the message of an error response: error.message (or the
+// other shapes servers use), else the body itself cut to 200 bytes.
+func errorText(body []byte) string {
+	var e struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+		Detail  json.RawMessage `json:"detail"`
+	}
+	if json.Unmarshal(body, &e) == nil {
+		if msg := apiErrorText(e.Error); msg != "" {
+			return msg
+		}
+		if e.Message != "" {
+			return oneLine(e.Message)
+		}
+		var detail string
+		if json.Unmarshal(e.Detail, &detail) == nil && detail != "" {
+			return oneLine(detail)
+		}
+	}
+	s := oneLine(string(body))
+	if len(s) > 200 {
+		s = s[:200]
+		for !utf8.ValidString(s) {
+			s = s[:len(s)-1]
+		}
+	}
+	if s == "" {
+		s = "empty response body"
+	}
+	return s
+}
+
+// apiErrorText reads an "error" value: {"message": …} or a bare string.
+func apiErrorText(raw json.RawMessage) string {
+	var obj struct {
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(raw, &obj) == nil && obj.Message != "" {
+		return oneLine(obj.Message)
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return oneLine(s)
+	}
+	return ""
+}
+
+func badResponse(format string, args ...any) *Error {
+	return &Error{Provider: "openai", Message: "openai: " + fmt.Sprintf(format, args...), retryAfter: -1}
+}
+
+// readResponse parses a non-streaming response.
+func readResponse(body io.Reader) (Reply, *Error) {
+	var r struct {
+		Choices []struct {
+			Message struct {
+				Content   json.RawMessage `json:"content"`
+				ToolCalls json.RawMessage `json:"tool_calls"`
+				Refusal   *string         `json:"refusal"`
+			} `json:"message"`
+		} `json:"choices"`
+		Usage *Usage          `json:"usage"`
+		Error json.RawMessage `json:"error"`
+	}
+	data, err := io.ReadAll(body)
+	if err != nil {
+		// The status was fine but the body broke off: a connection error.
+		return Reply{}, &Error{Provider: "openai", Message: "openai: reading response: " + oneLine(err.Error()), Err: err, retryable: true, retryAfter: -1}
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		return Reply{}, badResponse("malformed response: %v: %s", err, errorText(data))
+	}
+	if msg := apiErrorText(r.Error); msg != "" {
+		return Reply{}, badResponse("%s", msg)
+	}
+	if len(r.Choices) == 0 {
+		return Reply{}, badResponse("response has no choices")
+	}
+	c := r.Choices[0].Message
+	m, perr := assistantMessage(c.Content, c.ToolCalls, c.Refusal)
+	if perr != nil {
+		return Reply{}, perr
+	}
+	return Reply{Messages: []fsstore.Message{m}, Usage: r.Usage}, nil
+}
+
+// assistantMessage builds the reply message from the fields a request may
+// carry back. Fields only responses have (annotations, audio, reasoning)
+// are dropped: the API can refuse a later request that sends them.
+func assistantMessage(content, toolCalls json.RawMessage, refusal *string) (fsstore.Message, *Error) {
+	m := fsstore.Message{Role: "assistant"}
+	if !isNull(toolCalls) && string(toolCalls) != "[]" {
+		if toolCalls[0] != '[' {
+			return m, badResponse("malformed response: tool_calls is not a list")
+		}
+		m.ToolCalls = compact(toolCalls)
+	}
+	switch {
+	case !isNull(content):
+		if content[0] != '"' && content[0] != '[' {
+			return m, badResponse("malformed response: content is not a string or a list of parts")
+		}
+		m.Content = compact(content)
+	case m.ToolCalls != nil:
+		m.Content = json.RawMessage("null")
+	default:
+		// The API refuses an assistant message with neither content nor tool calls.
+		m.Content = fsstore.TextContent("")
+	}
+	if refusal != nil && *refusal != "" {
+		m.Extra = map[string]json.RawMessage{"refusal": fsstore.TextContent(*refusal)}
+	}
+	return m, nil
+}
+
+func isNull(raw json.RawMessage) bool {
+	return len(raw) == 0 || string(raw) == "null"
+}
+
+func compact(raw json.RawMessage) json.RawMessage {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return raw // it came from a decoded document, so it is valid
+	}
+	return b.Bytes()
+}
+
+// streamChunk is one server-sent event of a streaming response.
+type streamChunk struct {
+	Choices []struct {
+		Index int `json:"index"`
+		Delta struct {
+			Content   *string `json:"content"`
+			Refusal   *string `json:"refusal"`
+			ToolCalls []struct {
+				Index    *int   `json:"index"`
+				ID       string `json:"id"`
+				Type     string `json:"type"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *Usage          `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+type toolCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// streamState assembles the reply from its deltas.
+type streamState struct {
+	content  strings.Builder
+	refusal  strings.Builder
+	calls    map[int]*toolCall
+	usage    *Usage
+	finished bool // a finish_reason was seen
+	done     bool // data: [DONE] was seen
+}
+
+// readStream reads server-sent events until data: [DONE], writing content
+// deltas to stream as they come.
+func readStream(body io.Reader, stream *streamWriter) (Reply, *Error) {
+	st := &streamState{calls: map[int]*toolCall{}}
+	r := bufio.NewReader(body)
+	var event []byte // data lines of the event being read
+	pending := false
+	dispatch := func() *Error {
+		if !pending {
+			return nil
+		}
+		data := event
+		event, pending = event[:0], false
+		return st.event(data, stream)
+	}
+	for !st.done {
+		line, err := r.ReadBytes('\n')
+		if len(line) > 0 {
+			line = bytes.TrimRight(line, "\r\n")
+			var perr *Error
+			switch {
+			case len(line) == 0:
+				perr = dispatch()
+			case line[0] == ':': // a comment, used as keep-alive
+			default:
+				field, value, _ := bytes.Cut(line, []byte(":"))
+				value = bytes.TrimPrefix(value, []byte(" "))
+				if string(field) != "data" {
+					break
+				}
+				if pending {
+					event = append(append(event, '\n'), value...)
+					break
+				}
+				event, pending = append(event[:0], value...), true
+				// Servers that leave out the blank line between events
+				// still send one whole JSON value a data line.
+				if string(value) == "[DONE]" || json.Valid(value) {
+					perr = dispatch()
+				}
+			}
+			if perr != nil {
+				return Reply{}, perr
+			}
+		}
+		if err == io.EOF {
+			if perr := dispatch(); perr != nil {
+				return Reply{}, perr
+			}
+			break
+		}
+		if err != nil {
+			return Reply{}, &Error{Provider: "openai", Message: "openai: reading stream: " + oneLine(err.Error()), Err: err, retryable: true, retryAfter: -1}
+		}
+	}
+	if !st.done && !st.finished {
+		return Reply{}, &Error{Provider: "openai", Message: "openai: stream ended before data: [DONE]", Err: io.ErrUnexpectedEOF, retryable: true, retryAfter: -1}
+	}
+	return st.reply()
+}
+
+// event handles the data of one event.
+func (st *streamState) event(data []byte, stream *streamWriter) *Error {
+	if string(data) == "[DONE]" {
+		st.done = true
+		return nil
+	}
+	var c streamChunk
+	if err := json.Unmarshal(data, &c); err != nil {
+		return badResponse("malformed stream event: %v: %s", err, errorText(data))
+	}
+	if msg := apiErrorText(c.Error); msg != "" {
+		return badResponse("%s", msg)
+	}
+	if c.Usage != nil {
+		st.usage = c.Usage
+	}
+	for _, ch := range c.Choices {
+		if ch.Index != 0 {
+			continue // only one choice is asked for
+		}
+		if ch.FinishReason != nil && *ch.FinishReason != "" {
+			st.finished = true
+		}
+		d := ch.Delta
+		if d.Content != nil {
+			st.content.WriteString(*d.Content)
+			stream.WriteString(*d.Content)
+		}
+		if d.Refusal != nil {
+			st.refusal.WriteString(*d.Refusal)
+		}
+		for i, tc := range d.ToolCalls {
+			index := i
+			if tc.Index != nil {
+				index = *tc.Index
+			}
+			call := st.calls[index]
+			if call == nil {
+				call = &toolCall{}
+				st.calls[index] = call
+			}
+			// An id and a type come whole (some servers repeat them in
+			// every delta); a name and the arguments come in pieces.
+			if tc.ID != "" {
+				call.ID = tc.ID
+			}
+			if tc.Type != "" {
+				call.Type = tc.Type
+			}
+			call.Function.Name += tc.Function.Name
+			call.Function.Arguments += tc.Function.Arguments
+		}
+	}
+	return nil
+}
+
+func (st *streamState) reply() (Reply, *Error) {
+	var toolCalls json.RawMessage
+	if len(st.calls) > 0 {
+		indexes := make([]int, 0, len(st.calls))
+		for i := range st.calls {
+			indexes = append(indexes, i)
+		}
+		sort.Ints(indexes)
+		calls := make([]*toolCall, 0, len(indexes))
+		for _, i := range indexes {
+			c := st.calls[i]
+			if c.Type == "" {
+				c.Type = "function"
+			}
+			calls = append(calls, c)
+		}
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(calls); err != nil {
+			return Reply{}, badResponse("encoding tool calls: %v", err)
+		}
+		toolCalls = bytes.TrimRight(b.Bytes(), "\n")
+	}
+	var content json.RawMessage
+	if st.content.Len() > 0 {
+		content = fsstore.TextContent(st.content.String())
+	}
+	var refusal *string
+	if st.refusal.Len() > 0 {
+		s := st.refusal.String()
+		refusal = &s
+	}
+	m, err := assistantMessage(content, toolCalls, refusal)
+	if err != nil {
+		return Reply{}, err
+	}
+	return Reply{Messages: []fsstore.Message{m}, Usage: st.usage}, nil
+}

@@ -1,0 +1,163 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/hermes/hermes/fsstore"
+)
+
+// Config chooses a provider and sets it up.
+type Config struct {
+	Name        string        // "echo" (default when empty), "openai", "exec"
+	BaseURL     string        // openai: e.g. http://127.0.0.1:8080/v1 ; default https://api.openai.com/v1
+	Model       string        // openai: model name (required for openai; error if empty)
+	APIKey      string        // openai: bearer token, may be empty for local servers
+	ExecCommand string        // exec: run through `sh -c`
+	Timeout     time.Duration // whole-call timeout; 0 means 10 minutes; negative means none
+	MaxRetries  int           // openai: retries on 429/5xx/connection errors; 0 means default 3; negative means none
+}
+
+// Request is one turn: the transcript so far, the new user message last.
+type Request struct {
+	SessionID string
+	Messages  []fsstore.Message // the full history, the new user message last
+	Stream    io.Writer         // if non-nil, text of the reply is written here as it arrives (streaming)
+}
+
+// Usage is the token count a provider reports for one call.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// Reply is what a call adds to the transcript.
+type Reply struct {
+	Messages []fsstore.Message // assistant and tool messages to append, in order; Seq/TS left zero
+	Usage    *Usage            // nil when the provider gives none
+}
+
+// Provider turns a transcript into a reply.
+type Provider interface {
+	Name() string
+	// Complete returns the messages to append after req.Messages. On error
+	// nothing of the reply is valid, though part of its text may already
+	// have been written to req.Stream.
+	Complete(ctx context.Context, req Request) (Reply, error)
+}
+
+// ErrUnknownProvider is wrapped by the error New returns for a name it does
+// not know.
+var ErrUnknownProvider = errors.New("unknown provider")
+
+const defaultTimeout = 10 * time.Minute
+
+// New returns the provider cfg names. A bad Config (unknown name, openai
+// without a model, exec without a command, a malformed base URL) is an
+// error that also matches fsstore.ErrInvalid: it is bad input, not a
+// provider failure.
+func New(cfg Config) (Provider, error) {
+	timeout := cfg.Timeout
+	if timeout == 0 {
+		timeout = defaultTimeout
+	}
+	switch cfg.Name {
+	case "", "echo":
+		return echoProvider{}, nil
+	case "openai":
+		return newOpenAI(cfg, timeout)
+	case "exec":
+		if strings.TrimSpace(cfg.ExecCommand) == "" {
+			return nil, configErrorf("exec provider: no command configured")
+		}
+		return &execProvider{command: cfg.ExecCommand, timeout: timeout, stderr: defaultStderr}, nil
+	}
+	return nil, &configError{
+		msg:     fmt.Sprintf("unknown provider %q (want echo, openai or exec)", cfg.Name),
+		wrapped: []error{ErrUnknownProvider, fsstore.ErrInvalid},
+	}
+}
+
+// configError is a bad Config.
+type configError struct {
+	msg     string
+	wrapped []error
+}
+
+func (e *configError) Error() string   { return e.msg }
+func (e *configError) Unwrap() []error { return e.wrapped }
+
+func configErrorf(format string, args ...any) error {
+	return &configError{msg: fmt.Sprintf(format, args...), wrapped: []error{fsstore.ErrInvalid}}
+}
+
+// Error is a provider failure: an HTTP error status, a command's exit
+// status, output that does not parse, a timeout. Error() is one line that
+// starts with the provider ("openai: …", "exec provider: …") and includes
+// what the provider itself said.
+type Error struct {
+	Provider   string // "openai" or "exec"
+	StatusCode int    // openai: the HTTP status of the last response; 0 when there was none
+	ExitCode   int    // exec: the command's exit status; -1 when it was killed by a signal; 0 otherwise
+	Attempts   int    // openai: how many requests were sent
+	Message    string // the whole message Error returns
+	Err        error  // the cause, if any: a connection error, context.DeadlineExceeded, …
+
+	retryable  bool
+	retryAfter time.Duration // from a Retry-After header; negative when there was none
+}
+
+func (e *Error) Error() string { return e.Message }
+func (e *Error) Unwrap() error { return e.Err }
+
+// timedOut is the cause of a context that ended by the provider's own
+// Timeout, to tell it apart from the caller's deadline or cancel.
+var timedOut = errors.New("provider timeout")
+
+// withTimeout bounds ctx by the provider's timeout; negative means none.
+func withTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if d < 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeoutCause(ctx, d, timedOut)
+}
+
+// contextError reports why ctx ended: "timed out after 10m0s" for the
+// provider's own timeout, else the caller's reason. It wraps ctx.Err(), so
+// errors.Is(err, context.DeadlineExceeded) holds for a timeout.
+func contextError(ctx context.Context, prefix string, provider string, timeout time.Duration) *Error {
+	msg := prefix + ": " + ctx.Err().Error()
+	if context.Cause(ctx) == timedOut {
+		msg = fmt.Sprintf("%s: timed out after %v", prefix, timeout)
+	}
+	return &Error{Provider: provider, Message: msg, Err: ctx.Err()}
+}
+
+// streamWriter writes reply text to the caller's Stream, if any. The
+// stream is a display: once a write fails it is not written again, but the
+// call goes on, so the reply can still be stored.
+type streamWriter struct {
+	w      io.Writer
+	wrote  bool // some text was written (the openai provider must not retry then)
+	failed bool
+}
+
+func (s *streamWriter) WriteString(text string) {
+	if s.w == nil || s.failed || text == "" {
+		return
+	}
+	s.wrote = true
+	if _, err := io.WriteString(s.w, text); err != nil {
+		s.failed = true
+	}
+}
+
+// oneLine collapses runs of white space, newlines included, to one space.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}

@@ -1,0 +1,724 @@
+package cmd
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/profiles"
+)
+
+func sessionsCommand() *cli.Command {
+	yes := &cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "do not ask for confirmation"}
+	return &cli.Command{
+		Name:  "sessions",
+		Usage: "agent conversations: create, append, show, export, list, search, prune",
+		Subcommands: []*cli.Command{
+			{
+				Name:      "new",
+				Usage:     "create a session and print its id",
+				ArgsUsage: " ",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "title", Usage: "a title, unique in the profile"},
+					&cli.StringFlag{Name: "source", Value: "cli", Usage: "where the session comes from"},
+					&cli.StringFlag{Name: "model", Usage: "the model it talks to"},
+					&cli.StringFlag{Name: "id", Usage: "create with this id (a no-op if it exists)"},
+				},
+				Action: withEnv(sessionsNew),
+			},
+			{
+				Name:      "append",
+				Usage:     "append messages (JSONL on stdin, or --role and --content) and print the message count",
+				ArgsUsage: "ID",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "role", Usage: "role of a single message: user, assistant, system, tool"},
+					&cli.StringFlag{Name: "content", Usage: "text of a single message"},
+				},
+				Action: withEnv(sessionsAppend),
+			},
+			{
+				Name:      "save",
+				Usage:     "write the whole transcript (JSONL on stdin); refused if it would shorten or rewrite history",
+				ArgsUsage: "ID",
+				Flags: []cli.Flag{
+					&cli.BoolFlag{Name: "force", Usage: "replace a transcript the write does not extend, keeping the old one beside it"},
+				},
+				Action: withEnv(sessionsSave),
+			},
+			{
+				Name:      "show",
+				Usage:     "print a session and its messages",
+				ArgsUsage: "ID|PREFIX|TITLE",
+				Action:    withEnv(sessionsShow),
+			},
+			{
+				Name:      "export",
+				Usage:     "stream sessions as JSONL (one session a line), JSON or Markdown",
+				ArgsUsage: "ID|PREFIX|TITLE",
+				Flags: []cli.Flag{
+					&cli.BoolFlag{Name: "all", Usage: "every session of the profile"},
+					&cli.StringFlag{Name: "format", Value: "jsonl", Usage: "jsonl, json or md"},
+				},
+				Action: withEnv(sessionsExport),
+			},
+			{
+				Name:      "list",
+				Usage:     "sessions by most recent activity",
+				ArgsUsage: " ",
+				Flags: []cli.Flag{
+					&cli.IntFlag{Name: "limit", Value: 20, Usage: "at most this many (0: all)"},
+					&cli.StringFlag{Name: "source", Usage: "only this source"},
+					&cli.StringFlag{Name: "state", Usage: "only this state: active, ended, suspended, resume_pending"},
+				},
+				Action: withEnv(sessionsList),
+			},
+			{
+				Name:      "search",
+				Usage:     "find messages containing QUERY (case-insensitive)",
+				ArgsUsage: "QUERY",
+				Flags: []cli.Flag{
+					&cli.IntFlag{Name: "limit", Value: 50, Usage: "at most this many matches (0: all)"},
+				},
+				Action: withEnv(sessionsSearch),
+			},
+			{
+				Name:      "rename",
+				Usage:     "set a session's title (unique in the profile)",
+				ArgsUsage: "ID TITLE",
+				Action:    withEnv(sessionsRename),
+			},
+			{
+				Name:      "end",
+				Usage:     "end a session (the first reason stays)",
+				ArgsUsage: "ID",
+				Flags:     []cli.Flag{&cli.StringFlag{Name: "reason", Value: "user", Usage: "why it ended"}},
+				Action:    withEnv(sessionsEnd),
+			},
+			{
+				Name:      "reopen",
+				Usage:     "make an ended session active again",
+				ArgsUsage: "ID",
+				Action:    withEnv(sessionsReopen),
+			},
+			{
+				Name:      "delete",
+				Usage:     "delete an ended session and its files",
+				ArgsUsage: "ID",
+				Flags:     []cli.Flag{yes, &cli.BoolFlag{Name: "dry-run", Usage: "say what would be removed, remove nothing"}},
+				Action:    withEnv(sessionsDelete),
+			},
+			{
+				Name:      "prune",
+				Usage:     "delete ended sessions whose last activity is older than a duration",
+				ArgsUsage: " ",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "older-than", Usage: "e.g. 90d, 12h (default: retention.sessions in config.yaml)"},
+					&cli.StringFlag{Name: "source", Usage: "only this source"},
+					&cli.BoolFlag{Name: "dry-run", Usage: "list what would be removed, remove nothing"},
+					yes,
+				},
+				Action: withEnv(sessionsPrune),
+			},
+			{
+				Name:      "stats",
+				Usage:     "counts by state and source, messages, bytes on disk",
+				ArgsUsage: " ",
+				Action:    withEnv(sessionsStats),
+			},
+		},
+	}
+}
+
+// withEnv resolves the global flags before running an action.
+func withEnv(fn func(*env) error) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		e, err := newEnv(c)
+		if err != nil {
+			return err
+		}
+		return fn(e)
+	}
+}
+
+// resolveSession turns the ID argument into a session id.
+func (e *env) resolveSession(ref string) (string, error) {
+	return e.sessions().Resolve(ref)
+}
+
+func sessionsNew(e *env) error {
+	if e.c.NArg() > 0 {
+		return usagef("new takes no arguments (use --title)")
+	}
+	sess, _, err := e.sessions().Create(fsstore.Session{
+		ID:     e.c.String("id"),
+		Title:  e.c.String("title"),
+		Source: e.c.String("source"),
+		Model:  e.c.String("model"),
+	})
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return printJSON(e.stdout, sess)
+	}
+	fmt.Fprintln(e.stdout, sess.ID)
+	return nil
+}
+
+// readMessages reads chat messages as JSONL from r: blank lines skipped,
+// every line checked before anything is written.
+func readMessages(r io.Reader) ([]fsstore.Message, error) {
+	br := bufio.NewReaderSize(r, 1<<20)
+	var msgs []fsstore.Message
+	for n := 1; ; n++ {
+		line, err := br.ReadBytes('\n')
+		if len(strings.TrimSpace(string(line))) > 0 {
+			m, perr := fsstore.ParseMessage(line)
+			if perr != nil {
+				return nil, fmt.Errorf("stdin line %d: %w", n, perr)
+			}
+			msgs = append(msgs, m)
+		}
+		if err == io.EOF {
+			return msgs, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+func sessionsAppend(e *env) error {
+	ref, err := oneArg(e.c, "session ID")
+	if err != nil {
+		return err
+	}
+	var msgs []fsstore.Message
+	if role := e.c.String("role"); role != "" || e.c.IsSet("content") {
+		if !e.c.IsSet("content") {
+			return usagef("--role needs --content")
+		}
+		if role == "" {
+			role = "user"
+		}
+		m := fsstore.Message{Role: role, Content: fsstore.TextContent(e.c.String("content"))}
+		line, _ := m.MarshalJSON()
+		if _, err := fsstore.ParseMessage(line); err != nil {
+			return err
+		}
+		msgs = append(msgs, m)
+	} else {
+		if e.stdinIsTerminal() {
+			return usagef("append reads JSONL messages on stdin, or takes --role and --content")
+		}
+		if msgs, err = readMessages(e.stdin); err != nil {
+			return err
+		}
+		if len(msgs) == 0 {
+			return usagef("no messages on stdin")
+		}
+	}
+	id, err := e.resolveSession(ref)
+	if err != nil {
+		return err
+	}
+	n, err := e.sessions().Append(id, msgs)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return printJSON(e.stdout, map[string]any{"session_id": id, "appended": len(msgs), "message_count": n})
+	}
+	fmt.Fprintln(e.stdout, n)
+	return nil
+}
+
+func sessionsSave(e *env) error {
+	ref, err := oneArg(e.c, "session ID")
+	if err != nil {
+		return err
+	}
+	if e.stdinIsTerminal() {
+		return usagef("save reads the whole transcript as JSONL on stdin")
+	}
+	msgs, err := readMessages(e.stdin)
+	if err != nil {
+		return err
+	}
+	id, err := e.resolveSession(ref)
+	if err != nil {
+		return err
+	}
+	res, err := e.sessions().Save(id, msgs, e.c.Bool("force"))
+	if err != nil {
+		return err
+	}
+	if res.Replaced != "" {
+		e.warn(fmt.Sprintf("replaced transcript of session %s; the old one is kept at %s", id, res.Replaced))
+	}
+	if e.json {
+		return printJSON(e.stdout, struct {
+			SessionID string `json:"session_id"`
+			fsstore.SaveResult
+		}{id, res})
+	}
+	fmt.Fprintln(e.stdout, res.Count)
+	return nil
+}
+
+func sessionsShow(e *env) error {
+	ref, err := oneArg(e.c, "session ID")
+	if err != nil {
+		return err
+	}
+	id, err := e.resolveSession(ref)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return exportSessions(e, []string{id}, "json")
+	}
+	store := e.sessions()
+	sess, err := store.Get(id)
+	if err != nil {
+		return err
+	}
+	t, err := store.OpenTranscript(id)
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	w := bufferedOut(e.stdout)
+	tb := newTable(w)
+	tb.row("id:", sess.ID)
+	tb.row("title:", sess.Title)
+	tb.row("state:", stateWithReason(sess))
+	tb.row("source:", sess.Source)
+	if sess.Model != "" {
+		tb.row("model:", sess.Model)
+	}
+	if sess.ParentSessionID != "" {
+		tb.row("parent:", sess.ParentSessionID)
+	}
+	tb.row("created:", sess.CreatedAt)
+	tb.row("updated:", sess.UpdatedAt)
+	tb.row("messages:", sess.MessageCount)
+	tb.flush()
+	err = t.Each(func(m fsstore.Message) error {
+		fmt.Fprintf(w, "\n[%d] %s  %s\n", m.Seq, m.Role, m.TS)
+		writeMessageBody(w, m)
+		return nil
+	})
+	if ferr := w.Flush(); err == nil {
+		err = ferr
+	}
+	return err
+}
+
+func stateWithReason(s fsstore.Session) string {
+	switch {
+	case s.State == fsstore.StateEnded && s.EndReason != "":
+		return s.State + " (" + s.EndReason + ")"
+	case s.State == fsstore.StateResumePending && s.ResumeReason != "":
+		return s.State + " (" + s.ResumeReason + ")"
+	}
+	return s.State
+}
+
+// writeMessageBody prints a message's text, tool calls and tool call id
+// for people.
+func writeMessageBody(w io.Writer, m fsstore.Message) {
+	if text := m.Text(); text != "" {
+		fmt.Fprintln(w, text)
+	}
+	if m.ToolCallID != "" {
+		fmt.Fprintf(w, "(result of tool call %s)\n", m.ToolCallID)
+	}
+	if len(m.ToolCalls) > 0 && string(m.ToolCalls) != "null" {
+		fmt.Fprintf(w, "tool calls: %s\n", m.ToolCalls)
+	}
+}
+
+func sessionsExport(e *env) error {
+	format := e.c.String("format")
+	switch format {
+	case "jsonl", "json", "md":
+	default:
+		return usagef("unknown --format %q (jsonl, json or md)", format)
+	}
+	var ids []string
+	switch {
+	case e.c.Bool("all") && e.c.NArg() > 0:
+		return usagef("give an ID or --all, not both")
+	case e.c.Bool("all"):
+		all, err := e.sessions().IDs()
+		if err != nil {
+			return err
+		}
+		ids = all
+	default:
+		ref, err := oneArg(e.c, "session ID (or --all)")
+		if err != nil {
+			return err
+		}
+		id, err := e.resolveSession(ref)
+		if err != nil {
+			return err
+		}
+		ids = []string{id}
+	}
+	if format == "json" && e.c.Bool("all") {
+		return exportArray(e, ids)
+	}
+	return exportSessions(e, ids, format)
+}
+
+// exportSessions streams each session in format. jsonl and json write the
+// document's fields plus "messages", one session a line; md writes
+// Markdown. Memory stays at one message whatever the transcript's size.
+func exportSessions(e *env, ids []string, format string) error {
+	w := bufferedOut(e.stdout)
+	store := e.sessions()
+	for _, id := range ids {
+		var err error
+		if format == "md" {
+			err = exportMarkdown(w, store, id)
+		} else {
+			err = exportJSON(w, store, id)
+			w.WriteByte('\n')
+		}
+		if err != nil {
+			w.Flush()
+			return err
+		}
+	}
+	return w.Flush()
+}
+
+// exportArray writes the sessions as one JSON array.
+func exportArray(e *env, ids []string) error {
+	w := bufferedOut(e.stdout)
+	store := e.sessions()
+	w.WriteByte('[')
+	for i, id := range ids {
+		if i > 0 {
+			w.WriteByte(',')
+		}
+		if err := exportJSON(w, store, id); err != nil {
+			w.Flush()
+			return err
+		}
+	}
+	w.WriteString("]\n")
+	return w.Flush()
+}
+
+func exportJSON(w *bufio.Writer, store *fsstore.SessionStore, id string) error {
+	sess, err := store.Get(id)
+	if err != nil {
+		return err
+	}
+	t, err := store.OpenTranscript(id)
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	head, err := jsonObjectOpen(sess)
+	if err != nil {
+		return err
+	}
+	w.Write(head)
+	w.WriteString(`,"messages":[`)
+	first := true
+	err = t.EachLine(func(line []byte) error {
+		if !first {
+			w.WriteByte(',')
+		}
+		first = false
+		_, err := w.Write(line)
+		return err
+	})
+	w.WriteString("]}")
+	return err
+}
+
+func exportMarkdown(w *bufio.Writer, store *fsstore.SessionStore, id string) error {
+	sess, err := store.Get(id)
+	if err != nil {
+		return err
+	}
+	t, err := store.OpenTranscript(id)
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	title := sess.Title
+	if title == "" {
+		title = sess.ID
+	}
+	fmt.Fprintf(w, "# %s\n\n- id: `%s`\n- source: %s\n- state: %s\n- created: %s\n- updated: %s\n- messages: %d\n",
+		title, sess.ID, sess.Source, stateWithReason(sess), sess.CreatedAt, sess.UpdatedAt, sess.MessageCount)
+	err = t.Each(func(m fsstore.Message) error {
+		fmt.Fprintf(w, "\n## %d. %s\n\n", m.Seq, m.Role)
+		if m.ToolCallID != "" {
+			fmt.Fprintf(w, "_result of tool call `%s`_\n\n", m.ToolCallID)
+		}
+		if text := m.Text(); text != "" {
+			fmt.Fprintf(w, "%s\n", text)
+		}
+		if len(m.ToolCalls) > 0 && string(m.ToolCalls) != "null" {
+			fmt.Fprintf(w, "\n```json\n%s\n```\n", m.ToolCalls)
+		}
+		return nil
+	})
+	w.WriteString("\n")
+	return err
+}
+
+func sessionsList(e *env) error {
+	if e.c.NArg() > 0 {
+		return usagef("list takes no arguments")
+	}
+	if st := e.c.String("state"); st != "" && !validState(st) {
+		return usagef("unknown --state %q (active, ended, suspended, resume_pending)", st)
+	}
+	if e.c.Int("limit") < 0 {
+		return usagef("--limit must be 0 or more")
+	}
+	list, err := e.sessions().List(fsstore.ListOptions{
+		Limit:  e.c.Int("limit"),
+		Source: e.c.String("source"),
+		State:  e.c.String("state"),
+	})
+	if err != nil {
+		return err
+	}
+	if e.json {
+		w := bufferedOut(e.stdout)
+		for _, s := range list {
+			printJSON(w, s)
+		}
+		return w.Flush()
+	}
+	tb := newTable(e.stdout, "ID", "TITLE", "STATE", "MSGS", "LAST ACTIVITY", "PREVIEW")
+	for _, s := range list {
+		tb.row(s.ID, dash(s.Title), s.State, s.MessageCount, shortTime(s.UpdatedAt), dash(s.Preview))
+	}
+	return tb.flush()
+}
+
+func validState(s string) bool {
+	switch s {
+	case fsstore.StateActive, fsstore.StateEnded, fsstore.StateSuspended, fsstore.StateResumePending:
+		return true
+	}
+	return false
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// shortTime shows a record timestamp to the second, in UTC.
+func shortTime(ts string) string {
+	t, err := time.Parse(time.RFC3339Nano, ts)
+	if err != nil {
+		return ts
+	}
+	return t.UTC().Format("2006-01-02 15:04:05")
+}
+
+func sessionsSearch(e *env) error {
+	query, err := oneArg(e.c, "QUERY")
+	if err != nil {
+		return err
+	}
+	if e.c.Int("limit") < 0 {
+		return usagef("--limit must be 0 or more")
+	}
+	hits, err := e.sessions().Search(query, e.c.Int("limit"))
+	if err != nil {
+		return err
+	}
+	if e.json {
+		w := bufferedOut(e.stdout)
+		for _, h := range hits {
+			printJSON(w, h)
+		}
+		return w.Flush()
+	}
+	tb := newTable(e.stdout, "SESSION", "TITLE", "SEQ", "SNIPPET")
+	for _, h := range hits {
+		tb.row(h.SessionID, dash(h.Title), h.Seq, h.Snippet)
+	}
+	return tb.flush()
+}
+
+func sessionsRename(e *env) error {
+	if e.c.NArg() != 2 {
+		return usagef("rename takes ID and TITLE")
+	}
+	id, err := e.resolveSession(e.c.Args().Get(0))
+	if err != nil {
+		return err
+	}
+	sess, err := e.sessions().Rename(id, e.c.Args().Get(1))
+	return printSession(e, sess, err)
+}
+
+func printSession(e *env, sess fsstore.Session, err error) error {
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return printJSON(e.stdout, sess)
+	}
+	fmt.Fprintln(e.stdout, sess.ID)
+	return nil
+}
+
+func sessionsEnd(e *env) error {
+	ref, err := oneArg(e.c, "session ID")
+	if err != nil {
+		return err
+	}
+	id, err := e.resolveSession(ref)
+	if err != nil {
+		return err
+	}
+	sess, err := e.sessions().End(id, e.c.String("reason"))
+	return printSession(e, sess, err)
+}
+
+func sessionsReopen(e *env) error {
+	ref, err := oneArg(e.c, "session ID")
+	if err != nil {
+		return err
+	}
+	id, err := e.resolveSession(ref)
+	if err != nil {
+		return err
+	}
+	sess, err := e.sessions().Reopen(id)
+	return printSession(e, sess, err)
+}
+
+func sessionsDelete(e *env) error {
+	ref, err := oneArg(e.c, "session ID")
+	if err != nil {
+		return err
+	}
+	id, err := e.resolveSession(ref)
+	if err != nil {
+		return err
+	}
+	store := e.sessions()
+	dry := e.c.Bool("dry-run")
+	if !dry {
+		// Check the session's state before asking, so that a refusal is not
+		// preceded by a question.
+		if _, err := store.Delete(id, true); err != nil {
+			return err
+		}
+		if err := e.confirm(e.c.Bool("yes"), fmt.Sprintf("delete session %s", id)); err != nil {
+			return err
+		}
+	}
+	r, err := store.Delete(id, dry)
+	if err != nil {
+		return err
+	}
+	return printRemovals(e, []fsstore.Removal{r}, dry)
+}
+
+func printRemovals(e *env, rs []fsstore.Removal, dry bool) error {
+	if e.json {
+		for _, r := range rs {
+			if err := printJSON(e.stdout, r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	verb := "removed"
+	if dry {
+		verb = "would remove"
+	}
+	for _, r := range rs {
+		fmt.Fprintf(e.stdout, "%s %s  %s  %s  (%d files, %d bytes)\n", verb, r.SessionID, dash(r.Title), shortTime(r.UpdatedAt), len(r.Files), r.Bytes)
+	}
+	return nil
+}
+
+func sessionsPrune(e *env) error {
+	if e.c.NArg() > 0 {
+		return usagef("prune takes no arguments")
+	}
+	olderThan := e.c.String("older-than")
+	if olderThan == "" {
+		cfg, err := e.config()
+		if err != nil {
+			return err
+		}
+		if olderThan = cfg.Retention.Sessions; olderThan == "" {
+			return usagef("prune needs --older-than (or retention.sessions in config.yaml)")
+		}
+	}
+	d, err := profiles.ParseDuration(olderThan)
+	if err != nil {
+		return err
+	}
+	cutoff := time.Now().Add(-d)
+	store := e.sessions()
+	dry := e.c.Bool("dry-run")
+	if !dry && !e.c.Bool("yes") {
+		candidates, err := store.Prune(cutoff, e.c.String("source"), true)
+		if err != nil {
+			return err
+		}
+		if len(candidates) == 0 {
+			return nil
+		}
+		if err := e.confirm(false, fmt.Sprintf("delete %d ended sessions older than %s", len(candidates), olderThan)); err != nil {
+			return err
+		}
+	}
+	rs, err := store.Prune(cutoff, e.c.String("source"), dry)
+	if perr := printRemovals(e, rs, dry); err == nil {
+		err = perr
+	}
+	return err
+}
+
+func sessionsStats(e *env) error {
+	if e.c.NArg() > 0 {
+		return usagef("stats takes no arguments")
+	}
+	st, err := e.sessions().Stats()
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return printJSON(e.stdout, st)
+	}
+	tb := newTable(e.stdout)
+	tb.row("sessions:", st.Sessions)
+	for _, s := range sortedKeys(st.ByState) {
+		tb.row("  "+s+":", st.ByState[s])
+	}
+	tb.row("sources:", "")
+	for _, s := range sortedKeys(st.BySource) {
+		tb.row("  "+dash(s)+":", st.BySource[s])
+	}
+	tb.row("messages:", st.Messages)
+	tb.row("bytes:", st.Bytes)
+	return tb.flush()
+}

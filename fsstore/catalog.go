@@ -1,0 +1,221 @@
+package fsstore
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+)
+
+// The activity catalog answers "which sessions were active most recently"
+// without opening every document: `sessions list` over 100,000 sessions
+// reads a few kilobytes from its end instead of 100,000 files.
+//
+// It is an append-only JSONL log, .catalog.jsonl, with one line
+// {"session_id","at"} for every write to a session (create, append, a
+// metadata change), in the order the writes happened. Reading it backwards,
+// the first line seen for each session is its latest activity. Appends to
+// it are serialized by .catalog.lock, held only for the one write and sync.
+//
+// The catalog is a cache. The documents are the truth: a line whose session
+// has no document is skipped; a missing catalog is rebuilt from the
+// documents; `fsck --repair` rebuilds it when it lacks a session. It is
+// compacted (one line per session) when it grows past catalogCompactSize.
+const (
+	catalogName        = ".catalog.jsonl"
+	catalogLockName    = ".catalog.lock"
+	catalogCompactSize = 64 << 20
+)
+
+type catalogEntry struct {
+	SessionID string `json:"session_id"`
+	At        string `json:"at"`
+}
+
+func (s *SessionStore) catalogPath() string { return filepath.Join(s.Dir, catalogName) }
+
+// touchCatalog records activity on id.
+func (s *SessionStore) touchCatalog(id string, now time.Time) error {
+	unlock, err := Lock(filepath.Join(s.Dir, catalogLockName), s.LockTimeout)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	line, _ := json.Marshal(catalogEntry{SessionID: id, At: Timestamp(now)})
+	f, moved, err := OpenAppend(s.catalogPath(), now)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	s.warnMoved(moved)
+	if err := AppendLines(f, [][]byte{append(line, '\n')}); err != nil {
+		return err
+	}
+	if fi, err := f.Stat(); err == nil && fi.Size() > catalogCompactSize {
+		return s.compactCatalogLocked()
+	}
+	return nil
+}
+
+// ListOptions filter List.
+type ListOptions struct {
+	Limit  int // 0: no limit
+	Source string
+	State  string
+}
+
+// List returns sessions by most recent activity first. It walks the
+// catalog backwards and opens only the documents it returns (and those the
+// filters reject), so its cost follows the limit, not the number of
+// sessions. Message counts are checked against the transcripts.
+func (s *SessionStore) List(opts ListOptions) ([]Session, error) {
+	f, err := os.Open(s.catalogPath())
+	if errors.Is(err, os.ErrNotExist) {
+		if err := s.rebuildCatalog(); err != nil {
+			return nil, err
+		}
+		f, err = os.Open(s.catalogPath())
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var out []Session
+	err = eachLineBackward(f, fi.Size(), func(line []byte) bool {
+		var e catalogEntry
+		if json.Unmarshal(line, &e) != nil || seen[e.SessionID] || CheckID("session id", e.SessionID) != nil {
+			return true
+		}
+		seen[e.SessionID] = true
+		sess, err := s.readSession(e.SessionID, false)
+		if err != nil {
+			var corrupt *CorruptError
+			if errors.As(err, &corrupt) {
+				s.Warn(err.Error())
+			}
+			return true
+		}
+		if (opts.Source != "" && sess.Source != opts.Source) || (opts.State != "" && sess.State != opts.State) {
+			return true
+		}
+		if n, err := s.transcriptCount(sess.ID); err == nil {
+			sess.MessageCount = n
+		}
+		out = append(out, sess)
+		return opts.Limit <= 0 || len(out) < opts.Limit
+	})
+	return out, err
+}
+
+// eachLineBackward calls fn with each complete line of the first size bytes
+// of f, last line first, until fn returns false. A torn tail is skipped.
+func eachLineBackward(f *os.File, size int64, fn func(line []byte) bool) error {
+	const chunk = 64 << 10
+	end, err := lastNewline(f, size)
+	if err != nil || end < 0 {
+		return err
+	}
+	// buf holds the bytes from pos to end (exclusive of the final newline).
+	pos := end
+	var buf []byte
+	for {
+		if i := bytes.LastIndexByte(buf, '\n'); i >= 0 {
+			line := buf[i+1:]
+			buf = buf[:i]
+			if len(line) > 0 && !fn(line) {
+				return nil
+			}
+			continue
+		}
+		if pos == 0 {
+			if len(buf) > 0 {
+				fn(buf)
+			}
+			return nil
+		}
+		n := min(int64(chunk), pos)
+		pos -= n
+		more := make([]byte, n, n+int64(len(buf)))
+		if _, err := f.ReadAt(more, pos); err != nil && err != io.EOF {
+			return err
+		}
+		buf = append(more, buf...)
+	}
+}
+
+// rebuildCatalog writes a catalog from the documents, ordered by their
+// updated_at. It is how a profile without a catalog gets one.
+func (s *SessionStore) rebuildCatalog() error {
+	if _, err := os.Stat(s.Dir); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	unlock, err := Lock(filepath.Join(s.Dir, catalogLockName), s.LockTimeout)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return s.compactCatalogLocked()
+}
+
+// compactCatalogLocked rewrites the catalog atomically with one line per
+// session that has a document, oldest activity first. The caller holds the
+// catalog lock.
+func (s *SessionStore) compactCatalogLocked() error {
+	all, err := s.All()
+	if err != nil {
+		return err
+	}
+	sort.SliceStable(all, func(i, j int) bool {
+		if all[i].UpdatedAt != all[j].UpdatedAt {
+			return all[i].UpdatedAt < all[j].UpdatedAt
+		}
+		return all[i].ID < all[j].ID
+	})
+	var b bytes.Buffer
+	for _, sess := range all {
+		line, _ := json.Marshal(catalogEntry{SessionID: sess.ID, At: sess.UpdatedAt})
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	return WriteFileAtomic(s.catalogPath(), b.Bytes())
+}
+
+// RebuildCatalog rebuilds the catalog from the documents (fsck --repair).
+func (s *SessionStore) RebuildCatalog() error { return s.rebuildCatalog() }
+
+// catalogIDs returns the set of sessions the catalog names.
+func (s *SessionStore) catalogIDs() (map[string]bool, error) {
+	f, err := os.Open(s.catalogPath())
+	if errors.Is(err, os.ErrNotExist) {
+		return map[string]bool{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	ids := map[string]bool{}
+	_, err = ScanLines(f, fi.Size(), func(line []byte, _ int64) error {
+		var e catalogEntry
+		if json.Unmarshal(line, &e) == nil {
+			ids[e.SessionID] = true
+		}
+		return nil
+	})
+	return ids, err
+}

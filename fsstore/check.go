@@ -1,0 +1,207 @@
+package fsstore
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Finding is one thing fsck noticed. A Problem makes fsck fail until it is
+// repaired; a note (Problem false) is only said: the copies kept aside by
+// recovery are notes, since they are the record of a repair, not damage.
+type Finding struct {
+	Path     string `json:"path"`
+	What     string `json:"what"`
+	Problem  bool   `json:"problem"`
+	Repaired bool   `json:"repaired"`
+}
+
+// strayAge is how old a temp file must be before fsck calls it stray: a
+// younger one may belong to a write in progress.
+const strayAge = time.Minute
+
+// asideMarkers are the infixes of the copies that recovery keeps.
+var asideMarkers = []string{".torn-", ".corrupt-", ".replaced-"}
+
+// Check reads every document and transcript of the store and reports torn
+// tails, corrupt records, seq gaps, counts that disagree with transcripts,
+// transcripts without a document, stray temp files and catalog gaps. With
+// repair it fixes what it can without deleting a byte: torn tails and
+// unreadable documents are moved aside, counts rewritten, a document made
+// for an orphan transcript, stray temp files moved to lostFound, the
+// catalog rebuilt. Damage inside a transcript is reported, not repaired.
+func (s *SessionStore) Check(repair bool, lostFound string) ([]Finding, error) {
+	entries, err := os.ReadDir(s.Dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []Finding
+	add := func(f Finding) { out = append(out, f) }
+	docs := map[string]bool{}
+	var logs []string
+	for _, e := range entries {
+		name := e.Name()
+		path := filepath.Join(s.Dir, name)
+		switch {
+		case isAside(name):
+			add(Finding{Path: path, What: "kept aside by an earlier recovery"})
+		case strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp-"):
+			fi, err := e.Info()
+			if err != nil || time.Since(fi.ModTime()) < strayAge {
+				continue
+			}
+			f := Finding{Path: path, What: "stray temp file of an interrupted write", Problem: true}
+			if repair {
+				f.Repaired, f.What = moveToLostFound(path, lostFound, f.What)
+			}
+			add(f)
+		case strings.HasPrefix(name, "."), strings.HasSuffix(name, ".lock"):
+		case strings.HasSuffix(name, ".jsonl"):
+			logs = append(logs, strings.TrimSuffix(name, ".jsonl"))
+		case strings.HasSuffix(name, ".json"):
+			id := strings.TrimSuffix(name, ".json")
+			var sess Session
+			err := readDoc(path, &sess)
+			var corrupt *CorruptError
+			if errors.As(err, &corrupt) {
+				f := Finding{Path: path, What: "document does not parse: " + corrupt.Err.Error(), Problem: true}
+				if repair {
+					if _, err := s.Get(id); err != nil && !errors.Is(err, ErrNotFound) {
+						f.What += " (" + err.Error() + ")"
+						f.Repaired = true
+					}
+				}
+				add(f)
+				continue
+			}
+			if err != nil {
+				return out, err
+			}
+			docs[id] = true
+		}
+	}
+	for _, id := range logs {
+		out = append(out, s.checkTranscript(id, docs[id], repair)...)
+	}
+	catalog, err := s.catalogIDs()
+	if err != nil {
+		return out, err
+	}
+	for id := range docs {
+		if !catalog[id] {
+			f := Finding{Path: s.catalogPath(), What: "activity catalog lacks session " + id, Problem: true}
+			if repair {
+				f.Repaired = s.RebuildCatalog() == nil
+			}
+			add(f)
+			break
+		}
+	}
+	return out, nil
+}
+
+func isAside(name string) bool {
+	for _, m := range asideMarkers {
+		if strings.Contains(name, m) {
+			return true
+		}
+	}
+	return false
+}
+
+func moveToLostFound(path, lostFound, what string) (bool, string) {
+	if err := EnsureDir(lostFound); err != nil {
+		return false, what + " (" + err.Error() + ")"
+	}
+	dst := filepath.Join(lostFound, filepath.Base(path))
+	if err := os.Rename(path, dst); err != nil {
+		return false, what + " (" + err.Error() + ")"
+	}
+	SyncDir(filepath.Dir(path))
+	SyncDir(lostFound)
+	return true, what + "; moved to " + dst
+}
+
+func (s *SessionStore) checkTranscript(id string, hasDoc, repair bool) []Finding {
+	path := s.logPath(id)
+	var out []Finding
+	f, err := os.Open(path)
+	if err != nil {
+		return []Finding{{Path: path, What: err.Error(), Problem: true}}
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return []Finding{{Path: path, What: err.Error(), Problem: true}}
+	}
+	var want int64 = 1
+	torn, err := ScanLines(f, fi.Size(), func(line []byte, off int64) error {
+		var pos struct {
+			Seq int64 `json:"seq"`
+		}
+		if _, perr := ParseMessage(line); perr != nil || json.Unmarshal(line, &pos) != nil {
+			out = append(out, Finding{Path: path, What: fmt.Sprintf("corrupt record at offset %d (not repaired: it is not at the tail)", off), Problem: true})
+			want++
+			return nil
+		}
+		if pos.Seq != want {
+			out = append(out, Finding{Path: path, What: fmt.Sprintf("seq %d at offset %d, expected %d", pos.Seq, off, want), Problem: true})
+		}
+		want = pos.Seq + 1
+		return nil
+	})
+	if err != nil {
+		return append(out, Finding{Path: path, What: err.Error(), Problem: true})
+	}
+	if torn != nil {
+		fd := Finding{Path: path, What: fmt.Sprintf("torn tail of %d bytes at offset %d", torn.Size, torn.Offset), Problem: true}
+		if repair {
+			fd.Repaired, fd.What = s.cutTail(id, fd.What)
+		}
+		out = append(out, fd)
+	}
+	if !hasDoc {
+		fd := Finding{Path: path, What: "transcript has no document", Problem: true}
+		if repair {
+			_, _, err := s.Create(Session{ID: id, Source: "recovered", State: StateEnded, EndReason: "recovered_by_fsck"})
+			fd.Repaired = err == nil
+			if err == nil {
+				fd.What += "; made one (source recovered, state ended)"
+			}
+		}
+		return append(out, fd)
+	}
+	var sess Session
+	if readDoc(s.docPath(id), &sess) == nil {
+		if n, err := s.transcriptCount(id); err == nil && n != sess.MessageCount {
+			fd := Finding{Path: s.docPath(id), What: fmt.Sprintf("message_count %d, transcript has %d", sess.MessageCount, n), Problem: true}
+			if repair {
+				_, err := s.Get(id)
+				fd.Repaired = err == nil
+			}
+			out = append(out, fd)
+		}
+	}
+	return out
+}
+
+func (s *SessionStore) cutTail(id, what string) (bool, string) {
+	unlock, err := s.lock(id)
+	if err != nil {
+		return false, what + " (" + err.Error() + ")"
+	}
+	defer unlock()
+	f, moved, err := OpenAppend(s.logPath(id), s.Now())
+	if err != nil {
+		return false, what + " (" + err.Error() + ")"
+	}
+	f.Close()
+	return true, what + "; moved aside to " + moved
+}

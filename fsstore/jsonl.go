@@ -1,0 +1,211 @@
+package fsstore
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// TornTail describes bytes after the last newline of a log: a record whose
+// write a crash cut short. It was never acknowledged, so readers skip it
+// and the next writer moves it aside.
+type TornTail struct {
+	Path   string
+	Offset int64 // where the partial record starts
+	Size   int64 // how many bytes it has
+}
+
+func (t *TornTail) String() string {
+	return fmt.Sprintf("%s: torn tail of %d bytes at offset %d skipped (the next write moves it aside)", t.Path, t.Size, t.Offset)
+}
+
+// ScanLines calls fn for each complete line of f (without its newline) in
+// the first size bytes, with the line's offset. The slice passed to fn is
+// only valid during the call. Bytes after the last newline are not passed to
+// fn; they are returned as a *TornTail. An error from fn stops the scan and
+// is returned. Memory stays at one line plus a buffer.
+func ScanLines(f *os.File, size int64, fn func(line []byte, off int64) error) (*TornTail, error) {
+	r := bufio.NewReaderSize(io.NewSectionReader(f, 0, size), 256<<10)
+	var off int64
+	var long []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			long = append(long, chunk...)
+			continue
+		}
+		line := chunk
+		if long != nil {
+			line = append(long, chunk...)
+			long = nil
+		}
+		if err == io.EOF {
+			if len(line) > 0 {
+				return &TornTail{Path: f.Name(), Offset: off, Size: int64(len(line))}, nil
+			}
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", f.Name(), err)
+		}
+		if err := fn(line[:len(line)-1], off); err != nil {
+			return nil, err
+		}
+		off += int64(len(line))
+	}
+}
+
+// LastLine returns the last complete line of the first size bytes of f and
+// its offset, reading backwards, so its cost does not grow with the log. It
+// returns a nil line for a log with no complete line.
+func LastLine(f *os.File, size int64) ([]byte, int64, error) {
+	end, err := lastNewline(f, size)
+	if err != nil || end < 0 {
+		return nil, 0, err
+	}
+	start, err := lastNewline(f, end)
+	if err != nil {
+		return nil, 0, err
+	}
+	start++
+	line := make([]byte, end-start)
+	if _, err := f.ReadAt(line, start); err != nil {
+		return nil, 0, fmt.Errorf("read %s: %w", f.Name(), err)
+	}
+	return line, start, nil
+}
+
+// lastNewline returns the offset of the last '\n' before limit, or -1.
+func lastNewline(f *os.File, limit int64) (int64, error) {
+	buf := make([]byte, 64<<10)
+	for limit > 0 {
+		n := min(int64(len(buf)), limit)
+		start := limit - n
+		if _, err := f.ReadAt(buf[:n], start); err != nil {
+			return 0, fmt.Errorf("read %s: %w", f.Name(), err)
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			return start + int64(i), nil
+		}
+		limit = start
+	}
+	return -1, nil
+}
+
+// OpenAppend opens the log at path for appending, creating it 0600 (and
+// committing the create to its directory) if missing. It never follows a
+// symlink. If the log ends in a torn tail, the tail is copied to
+// path.torn-<unix>, synced, and cut off before anything is appended; the
+// name of the copy is returned. The caller must hold the log's lock.
+func OpenAppend(path string, now time.Time) (f *os.File, moved string, err error) {
+	f, err = os.OpenFile(path, os.O_RDWR|os.O_APPEND|syscall.O_NOFOLLOW, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		f, err = os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, fileMode)
+		if err == nil {
+			err = f.Chmod(fileMode)
+			if err == nil {
+				err = SyncDir(filepath.Dir(path))
+			}
+		}
+		if err != nil {
+			if f != nil {
+				f.Close()
+			}
+			return nil, "", fmt.Errorf("create %s: %w", path, err)
+		}
+		return f, "", nil
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("open %s: %w", path, linkErr(err))
+	}
+	moved, err = cutTornTail(f, now)
+	if err != nil {
+		f.Close()
+		return nil, "", err
+	}
+	return f, moved, nil
+}
+
+// linkErr turns the ELOOP of O_NOFOLLOW into a refusal that says why.
+func linkErr(err error) error {
+	if errors.Is(err, syscall.ELOOP) {
+		return refusedf("is a symlink; refusing to write through it")
+	}
+	return err
+}
+
+func cutTornTail(f *os.File, now time.Time) (string, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	size := fi.Size()
+	if size == 0 {
+		return "", nil
+	}
+	last := make([]byte, 1)
+	if _, err := f.ReadAt(last, size-1); err != nil {
+		return "", fmt.Errorf("read %s: %w", f.Name(), err)
+	}
+	if last[0] == '\n' {
+		return "", nil
+	}
+	nl, err := lastNewline(f, size)
+	if err != nil {
+		return "", err
+	}
+	keep := nl + 1
+	tail := make([]byte, size-keep)
+	if _, err := f.ReadAt(tail, keep); err != nil {
+		return "", fmt.Errorf("read %s: %w", f.Name(), err)
+	}
+	aside := fmt.Sprintf("%s.torn-%d", f.Name(), now.Unix())
+	for i := 1; ; i++ {
+		if _, err := os.Lstat(aside); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		aside = fmt.Sprintf("%s.torn-%d.%d", f.Name(), now.Unix(), i)
+	}
+	if err := writeAtomic(aside, func(w io.Writer) error { _, err := w.Write(tail); return err }); err != nil {
+		return "", err
+	}
+	if err := f.Truncate(keep); err != nil {
+		return "", fmt.Errorf("cut torn tail of %s: %w", f.Name(), err)
+	}
+	if err := syncFile(f); err != nil {
+		return "", fmt.Errorf("cut torn tail of %s: sync: %w", f.Name(), err)
+	}
+	return aside, nil
+}
+
+// AppendLines writes each line (which must end in '\n') with one write call
+// and then syncs f once. If a write or the sync fails, f is cut back to its
+// size before the call, so a failed append leaves the log as it was.
+func AppendLines(f *os.File, lines [][]byte) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	before := fi.Size()
+	fail := func(err error) error {
+		if terr := f.Truncate(before); terr == nil {
+			syncFile(f)
+		}
+		return err
+	}
+	for _, line := range lines {
+		if _, err := f.Write(line); err != nil {
+			return fail(fmt.Errorf("append to %s: %w", f.Name(), err))
+		}
+	}
+	if err := syncFile(f); err != nil {
+		return fail(fmt.Errorf("append to %s: sync: %w", f.Name(), err))
+	}
+	return nil
+}

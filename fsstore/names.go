@@ -1,0 +1,56 @@
+package fsstore
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// MaxIDLen is the longest id, in bytes, that CheckID accepts.
+const MaxIDLen = 96
+
+// CheckID reports whether id can name a record: a file name inside a store
+// directory and nothing else. It refuses the empty string, '/', '\\', "..",
+// a leading '.', NUL and other control characters, invalid UTF-8 and more
+// than MaxIDLen bytes. what names the kind of id in the error ("session id").
+// Every store calls it before the id touches a path.
+func CheckID(what, id string) error {
+	switch {
+	case id == "":
+		return invalidf("empty %s", what)
+	case len(id) > MaxIDLen:
+		return invalidf("%s is %d bytes; the limit is %d", what, len(id), MaxIDLen)
+	case !utf8.ValidString(id):
+		return invalidf("%s %q is not valid UTF-8", what, id)
+	case strings.HasPrefix(id, "."):
+		return invalidf("%s %q starts with '.'", what, id)
+	case strings.Contains(id, ".."):
+		return invalidf("%s %q contains '..'", what, id)
+	case strings.ContainsAny(id, `/\`):
+		return invalidf("%s %q contains a path separator", what, id)
+	}
+	for _, r := range id {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return invalidf("%s %q contains a control character", what, id)
+		}
+	}
+	return nil
+}
+
+// NewID returns a new time-ordered id such as 20261121_020734_a1b2c3: a
+// directory listing sorts by creation without opening a file.
+func NewID(now time.Time) string {
+	var b [3]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand does not fail on supported platforms
+	}
+	return now.UTC().Format("20060102_150405") + "_" + hex.EncodeToString(b[:])
+}
+
+// Timestamp formats t as the records do: RFC 3339, UTC, with sub-second
+// precision.
+func Timestamp(t time.Time) string {
+	return t.UTC().Format("2006-01-02T15:04:05.000000Z07:00")
+}

@@ -1,0 +1,907 @@
+package fsstore
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Session states.
+const (
+	StateActive        = "active"
+	StateEnded         = "ended"
+	StateSuspended     = "suspended"
+	StateResumePending = "resume_pending"
+)
+
+// Session is a session document: the metadata of one conversation. Its
+// message_count, updated_at and preview are caches of the transcript; when
+// they disagree with it, the transcript wins and the document is repaired.
+// Every field is always present in JSON (empty when unset), so scripts can
+// rely on the keys.
+type Session struct {
+	ID              string `json:"id"`
+	Title           string `json:"title"`
+	Source          string `json:"source"`
+	Model           string `json:"model"`
+	CreatedAt       string `json:"created_at"`
+	UpdatedAt       string `json:"updated_at"`
+	EndedAt         string `json:"ended_at"`
+	EndReason       string `json:"end_reason"`
+	State           string `json:"state"`
+	ResumeReason    string `json:"resume_reason"`
+	ParentSessionID string `json:"parent_session_id"`
+	SessionKey      string `json:"session_key"`
+	MessageCount    int64  `json:"message_count"`
+	Profile         string `json:"profile"`
+	Preview         string `json:"preview"`
+}
+
+// previewLen is how many characters of the first user message a session
+// keeps as its preview.
+const previewLen = 80
+
+// SessionStore keeps the sessions of one profile in Dir:
+//
+//	<id>.json        the document, rewritten atomically
+//	<id>.jsonl       the transcript, append-only
+//	<id>.lock        the sidecar lock that serializes writers of this session
+//	.catalog.jsonl   the activity catalog (see catalog.go)
+//
+// Names starting with '.' are the store's own; ids cannot start with one.
+type SessionStore struct {
+	Dir         string
+	Profile     string
+	LockTimeout time.Duration
+	// Now is the clock; tests replace it.
+	Now func() time.Time
+	// Warn receives reports of recovered damage (a torn tail skipped or
+	// moved aside, a document repaired). It must not be nil.
+	Warn func(msg string)
+}
+
+// NewSessionStore returns the store of the profile whose directory is
+// profileDir. Nothing is created until the first write.
+func NewSessionStore(profileDir, profile string, lockTimeout time.Duration, warn func(string)) *SessionStore {
+	return &SessionStore{
+		Dir:         filepath.Join(profileDir, "sessions"),
+		Profile:     profile,
+		LockTimeout: lockTimeout,
+		Now:         time.Now,
+		Warn:        warn,
+	}
+}
+
+func (s *SessionStore) docPath(id string) string  { return filepath.Join(s.Dir, id+".json") }
+func (s *SessionStore) logPath(id string) string  { return filepath.Join(s.Dir, id+".jsonl") }
+func (s *SessionStore) lockPath(id string) string { return filepath.Join(s.Dir, id+".lock") }
+
+// lock takes the writer lock of session id.
+func (s *SessionStore) lock(id string) (func(), error) {
+	if err := EnsureDir(s.Dir); err != nil {
+		return nil, err
+	}
+	return Lock(s.lockPath(id), s.LockTimeout)
+}
+
+// readSession reads the document of id. A document that does not parse is
+// quarantined (under the session's lock, so a concurrent rewrite is not
+// mistaken for damage) and reported as an error.
+func (s *SessionStore) readSession(id string, locked bool) (Session, error) {
+	var sess Session
+	err := readDoc(s.docPath(id), &sess)
+	if errors.Is(err, os.ErrNotExist) {
+		return Session{}, notFoundf("session %s not found", id)
+	}
+	var corrupt *CorruptError
+	if errors.As(err, &corrupt) {
+		if !locked {
+			unlock, lerr := s.lock(id)
+			if lerr != nil {
+				return Session{}, lerr
+			}
+			defer unlock()
+			return s.readSession(id, true)
+		}
+		return Session{}, quarantine(s.docPath(id), s.Now().Unix(), err)
+	}
+	return sess, err
+}
+
+// Create makes a session document with an empty transcript. The id is
+// sess.ID, or a new one when empty. Creating a session that exists is a
+// no-op that returns the stored document and created=false: never an error
+// that would stop later writes. A non-empty title must not be taken by
+// another session.
+func (s *SessionStore) Create(sess Session) (_ Session, created bool, err error) {
+	now := s.Now()
+	if sess.ID == "" {
+		sess.ID = NewID(now)
+	}
+	if err := CheckID("session id", sess.ID); err != nil {
+		return Session{}, false, err
+	}
+	unlock, err := s.lock(sess.ID)
+	if err != nil {
+		return Session{}, false, err
+	}
+	defer unlock()
+	old, err := s.readSession(sess.ID, true)
+	if err == nil {
+		return old, false, nil
+	}
+	if !errors.Is(err, ErrNotFound) {
+		return Session{}, false, err
+	}
+	if sess.Title != "" {
+		if err := s.checkTitleFree(sess.Title, sess.ID); err != nil {
+			return Session{}, false, err
+		}
+	}
+	ts := Timestamp(now)
+	sess.CreatedAt, sess.UpdatedAt = ts, ts
+	if sess.State == "" {
+		sess.State = StateActive
+	}
+	sess.Profile = s.Profile
+	// A transcript may exist without a document (its document was
+	// quarantined): it is kept, and the new document counts it.
+	f, moved, err := OpenAppend(s.logPath(sess.ID), now)
+	if err != nil {
+		return Session{}, false, err
+	}
+	s.warnMoved(moved)
+	fi, err := f.Stat()
+	if err == nil {
+		sess.MessageCount, _, err = lastSeq(f, fi.Size())
+	}
+	f.Close()
+	if err != nil {
+		return Session{}, false, err
+	}
+	if err := s.touchCatalog(sess.ID, now); err != nil {
+		return Session{}, false, err
+	}
+	if err := writeDoc(s.docPath(sess.ID), &sess); err != nil {
+		return Session{}, false, err
+	}
+	return sess, true, nil
+}
+
+func (s *SessionStore) warnMoved(moved string) {
+	if moved != "" {
+		s.Warn(fmt.Sprintf("torn tail moved aside to %s", moved))
+	}
+}
+
+// Get returns the document of id with its message count checked against
+// the transcript: a count that disagrees is repaired on disk and reported.
+func (s *SessionStore) Get(id string) (Session, error) {
+	if err := CheckID("session id", id); err != nil {
+		return Session{}, err
+	}
+	sess, err := s.readSession(id, false)
+	if err != nil {
+		return Session{}, err
+	}
+	n, err := s.transcriptCount(id)
+	if err != nil || n == sess.MessageCount {
+		return sess, err
+	}
+	unlock, err := s.lock(id)
+	if err != nil {
+		return Session{}, err
+	}
+	defer unlock()
+	if sess, err = s.readSession(id, true); err != nil {
+		return Session{}, err
+	}
+	if n, err = s.transcriptCount(id); err != nil || n == sess.MessageCount {
+		return sess, err
+	}
+	s.Warn(fmt.Sprintf("session %s: document said %d messages, transcript has %d; document repaired", id, sess.MessageCount, n))
+	sess.MessageCount = n
+	return sess, writeDoc(s.docPath(id), &sess)
+}
+
+// transcriptCount is the seq of the last complete line of the transcript.
+func (s *SessionStore) transcriptCount(id string) (int64, error) {
+	f, err := os.Open(s.logPath(id))
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	n, _, err := lastSeq(f, fi.Size())
+	return n, err
+}
+
+// lastSeq returns the seq and ts of the last complete line of the first size
+// bytes of a transcript (0 and "" when it has none). Lines begin with seq,
+// so only the line's first bytes are read unless it was written elsewhere.
+func lastSeq(f *os.File, size int64) (int64, string, error) {
+	end, err := lastNewline(f, size)
+	if err != nil || end < 0 {
+		return 0, "", err
+	}
+	start, err := lastNewline(f, end)
+	if err != nil {
+		return 0, "", err
+	}
+	start++
+	head := make([]byte, min(end-start, 256))
+	if _, err := f.ReadAt(head, start); err != nil {
+		return 0, "", fmt.Errorf("read %s: %w", f.Name(), err)
+	}
+	var pos struct {
+		Seq int64  `json:"seq"`
+		TS  string `json:"ts"`
+	}
+	if cut := prefixObject(head); cut != nil && json.Unmarshal(cut, &pos) == nil && pos.Seq > 0 {
+		return pos.Seq, pos.TS, nil
+	}
+	line := make([]byte, end-start)
+	if _, err := f.ReadAt(line, start); err != nil {
+		return 0, "", fmt.Errorf("read %s: %w", f.Name(), err)
+	}
+	if err := json.Unmarshal(line, &pos); err != nil {
+		return 0, "", &CorruptError{Path: f.Name(), Offset: start, Err: err}
+	}
+	return pos.Seq, pos.TS, nil
+}
+
+// prefixObject turns the head of a line written by Message.MarshalJSON,
+// `{"seq":N,"ts":"…",…`, into the object `{"seq":N,"ts":"…"}`, or nil.
+func prefixObject(head []byte) []byte {
+	const p = `{"seq":`
+	if !strings.HasPrefix(string(head), p) {
+		return nil
+	}
+	i := strings.Index(string(head), `","role":`)
+	if i < 0 {
+		return nil
+	}
+	return append(append([]byte{}, head[:i+1]...), '}')
+}
+
+// Append adds msgs to the end of the transcript of id, numbering them from
+// the last stored seq, and returns the new message count. Each message is
+// one write; the transcript is synced before the document is updated, so an
+// acknowledged append is durable and a crash leaves at most a torn tail. A
+// ts already set on a message is kept.
+func (s *SessionStore) Append(id string, msgs []Message) (int64, error) {
+	if err := CheckID("session id", id); err != nil {
+		return 0, err
+	}
+	unlock, err := s.lock(id)
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
+	sess, err := s.readSession(id, true)
+	if err != nil {
+		return 0, err
+	}
+	return s.appendLocked(&sess, msgs)
+}
+
+func (s *SessionStore) appendLocked(sess *Session, msgs []Message) (int64, error) {
+	now := s.Now()
+	f, moved, err := OpenAppend(s.logPath(sess.ID), now)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	s.warnMoved(moved)
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	seq, _, err := lastSeq(f, fi.Size())
+	if err != nil {
+		return 0, err
+	}
+	ts := Timestamp(now)
+	lines := make([][]byte, len(msgs))
+	for i := range msgs {
+		seq++
+		msgs[i].Seq = seq
+		if msgs[i].TS == "" {
+			msgs[i].TS = ts
+		}
+		b, err := msgs[i].MarshalJSON()
+		if err != nil {
+			return 0, err
+		}
+		lines[i] = append(b, '\n')
+		if sess.Preview == "" && msgs[i].Role == "user" {
+			sess.Preview = preview(msgs[i].Text())
+		}
+	}
+	if err := AppendLines(f, lines); err != nil {
+		return 0, err
+	}
+	sess.MessageCount = seq
+	sess.UpdatedAt = ts
+	if err := s.touchCatalog(sess.ID, now); err != nil {
+		return 0, err
+	}
+	return seq, writeDoc(s.docPath(sess.ID), sess)
+}
+
+func preview(text string) string {
+	text = strings.Join(strings.Fields(text), " ")
+	if r := []rune(text); len(r) > previewLen {
+		return string(r[:previewLen-1]) + "…"
+	}
+	return text
+}
+
+// SaveResult says what a guarded whole-transcript write did.
+type SaveResult struct {
+	Appended int    `json:"appended"`
+	Count    int64  `json:"message_count"`
+	Replaced string `json:"replaced"` // with force: where the old transcript was kept
+}
+
+// Save is the guarded whole-transcript write: msgs is the full history as
+// the caller knows it. If it extends the stored transcript (the stored
+// messages are its prefix), only the new tail is appended. If it is shorter
+// or diverges, Save refuses with ErrRefused, naming both lengths, and
+// changes nothing, unless force is set: then the old transcript is kept
+// beside the new one as <id>.jsonl.replaced-<unix> and msgs replaces it.
+func (s *SessionStore) Save(id string, msgs []Message, force bool) (SaveResult, error) {
+	if err := CheckID("session id", id); err != nil {
+		return SaveResult{}, err
+	}
+	unlock, err := s.lock(id)
+	if err != nil {
+		return SaveResult{}, err
+	}
+	defer unlock()
+	sess, err := s.readSession(id, true)
+	if err != nil {
+		return SaveResult{}, err
+	}
+	stored, divergeAt, err := s.comparePrefix(id, msgs)
+	if err != nil {
+		return SaveResult{}, err
+	}
+	var why string
+	switch {
+	case stored > int64(len(msgs)):
+		why = fmt.Sprintf("would shorten history: session %s has %d messages, the write has %d", id, stored, len(msgs))
+	case divergeAt > 0:
+		why = fmt.Sprintf("write diverges from the history of session %s at message %d (stored %d messages, the write has %d)", id, divergeAt, stored, len(msgs))
+	}
+	if why == "" {
+		tail := msgs[stored:]
+		if len(tail) == 0 {
+			return SaveResult{Count: stored}, nil
+		}
+		n, err := s.appendLocked(&sess, tail)
+		return SaveResult{Appended: len(tail), Count: n}, err
+	}
+	if !force {
+		return SaveResult{}, refusedf("%s; nothing written (--force replaces it and keeps the old transcript)", why)
+	}
+	return s.replaceLocked(&sess, msgs)
+}
+
+// comparePrefix streams the stored transcript of id against msgs. It
+// returns the stored count and the 1-based position of the first stored
+// message that msgs contradicts (0 if none).
+func (s *SessionStore) comparePrefix(id string, msgs []Message) (stored int64, divergeAt int64, err error) {
+	f, err := os.Open(s.logPath(id))
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, 0, err
+	}
+	torn, err := ScanLines(f, fi.Size(), func(line []byte, off int64) error {
+		m, err := ParseMessage(line)
+		if err != nil {
+			return &CorruptError{Path: f.Name(), Offset: off, Err: err}
+		}
+		stored++
+		if divergeAt == 0 && (stored > int64(len(msgs)) || !m.SameAs(msgs[stored-1])) {
+			divergeAt = stored
+		}
+		return nil
+	})
+	if torn != nil {
+		s.Warn(torn.String())
+	}
+	return stored, divergeAt, err
+}
+
+func (s *SessionStore) replaceLocked(sess *Session, msgs []Message) (SaveResult, error) {
+	now := s.Now()
+	path := s.logPath(sess.ID)
+	kept, err := copyAside(path, fmt.Sprintf(".replaced-%d", now.Unix()))
+	if err != nil {
+		return SaveResult{}, err
+	}
+	ts := Timestamp(now)
+	err = writeAtomic(path, func(w io.Writer) error {
+		for i := range msgs {
+			msgs[i].Seq = int64(i + 1)
+			if msgs[i].TS == "" {
+				msgs[i].TS = ts
+			}
+			b, err := msgs[i].MarshalJSON()
+			if err != nil {
+				return err
+			}
+			if _, err := w.Write(append(b, '\n')); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return SaveResult{}, err
+	}
+	sess.MessageCount = int64(len(msgs))
+	sess.UpdatedAt = ts
+	sess.Preview = ""
+	for _, m := range msgs {
+		if m.Role == "user" {
+			sess.Preview = preview(m.Text())
+			break
+		}
+	}
+	if err := s.touchCatalog(sess.ID, now); err != nil {
+		return SaveResult{}, err
+	}
+	return SaveResult{Appended: len(msgs), Count: sess.MessageCount, Replaced: kept}, writeDoc(s.docPath(sess.ID), sess)
+}
+
+// copyAside copies path to a new file path+suffix (synced), so the original
+// stays in place until its replacement is committed.
+func copyAside(path, suffix string) (string, error) {
+	src, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	defer src.Close()
+	dst := path + suffix
+	for i := 1; ; i++ {
+		if _, err := os.Lstat(dst); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		dst = fmt.Sprintf("%s%s.%d", path, suffix, i)
+	}
+	return dst, writeAtomic(dst, func(w io.Writer) error { _, err := io.Copy(w, src); return err })
+}
+
+// Transcript is a read-only view of a transcript as of the moment it was
+// opened: the messages a writer had completed by then.
+type Transcript struct {
+	f    *os.File
+	size int64
+	warn func(string)
+}
+
+// OpenTranscript opens the transcript of id for reading. It takes the
+// session's lock shared just long enough to learn the size of the completed
+// writes, so a reader never mistakes a write in progress for a torn tail and
+// never holds writers up for the length of a read.
+func (s *SessionStore) OpenTranscript(id string) (*Transcript, error) {
+	if err := CheckID("session id", id); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(s.Dir); err != nil {
+		return nil, notFoundf("session %s not found", id)
+	}
+	unlock, err := RLock(s.lockPath(id), s.LockTimeout)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	f, err := os.Open(s.logPath(id))
+	if errors.Is(err, os.ErrNotExist) {
+		if _, derr := os.Stat(s.docPath(id)); derr != nil {
+			return nil, notFoundf("session %s not found", id)
+		}
+		return &Transcript{warn: s.Warn}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &Transcript{f: f, size: fi.Size(), warn: s.Warn}, nil
+}
+
+// Close releases the transcript.
+func (t *Transcript) Close() error {
+	if t.f == nil {
+		return nil
+	}
+	return t.f.Close()
+}
+
+// Size is the number of bytes of the view.
+func (t *Transcript) Size() int64 { return t.size }
+
+// EachLine calls fn with each stored line, raw JSON without its newline,
+// valid only during the call. A torn tail is skipped and reported.
+func (t *Transcript) EachLine(fn func(line []byte) error) error {
+	if t.f == nil {
+		return nil
+	}
+	torn, err := ScanLines(t.f, t.size, func(line []byte, _ int64) error { return fn(line) })
+	if torn != nil {
+		t.warn(torn.String())
+	}
+	return err
+}
+
+// Each calls fn with each stored message in order. A line that does not
+// parse is a *CorruptError with its offset.
+func (t *Transcript) Each(fn func(Message) error) error {
+	if t.f == nil {
+		return nil
+	}
+	torn, err := ScanLines(t.f, t.size, func(line []byte, off int64) error {
+		m, err := ParseMessage(line)
+		if err != nil {
+			return &CorruptError{Path: t.f.Name(), Offset: off, Err: err}
+		}
+		return fn(m)
+	})
+	if torn != nil {
+		t.warn(torn.String())
+	}
+	return err
+}
+
+// Messages returns the whole transcript of id in memory: for callers that
+// need all of it at once (a model call). Streaming callers use
+// OpenTranscript.
+func (s *SessionStore) Messages(id string) ([]Message, error) {
+	t, err := s.OpenTranscript(id)
+	if err != nil {
+		return nil, err
+	}
+	defer t.Close()
+	var msgs []Message
+	err = t.Each(func(m Message) error { msgs = append(msgs, m); return nil })
+	return msgs, err
+}
+
+// update applies change to the document of id under its lock and writes it
+// back with a fresh updated_at.
+func (s *SessionStore) update(id string, change func(*Session) error) (Session, error) {
+	if err := CheckID("session id", id); err != nil {
+		return Session{}, err
+	}
+	unlock, err := s.lock(id)
+	if err != nil {
+		return Session{}, err
+	}
+	defer unlock()
+	sess, err := s.readSession(id, true)
+	if err != nil {
+		return Session{}, err
+	}
+	if err := change(&sess); err != nil {
+		return Session{}, err
+	}
+	now := s.Now()
+	sess.UpdatedAt = Timestamp(now)
+	if err := s.touchCatalog(id, now); err != nil {
+		return Session{}, err
+	}
+	return sess, writeDoc(s.docPath(id), &sess)
+}
+
+// Rename sets the title of id. Titles are unique in a profile: a title that
+// another session has is refused.
+func (s *SessionStore) Rename(id, title string) (Session, error) {
+	if strings.TrimSpace(title) == "" {
+		return Session{}, invalidf("empty title")
+	}
+	if err := s.checkTitleFree(title, id); err != nil {
+		return Session{}, err
+	}
+	return s.update(id, func(sess *Session) error { sess.Title = title; return nil })
+}
+
+func (s *SessionStore) checkTitleFree(title, self string) error {
+	ids, err := s.idsByTitle(title)
+	if err != nil {
+		return err
+	}
+	for _, other := range ids {
+		if other != self {
+			return refusedf("title %q is taken by session %s", title, other)
+		}
+	}
+	return nil
+}
+
+// End marks id ended. Ending an ended session is a no-op: the first reason
+// and time stay.
+func (s *SessionStore) End(id, reason string) (Session, error) {
+	return s.update(id, func(sess *Session) error {
+		if sess.State == StateEnded {
+			return nil
+		}
+		sess.State = StateEnded
+		sess.EndedAt = Timestamp(s.Now())
+		sess.EndReason = reason
+		return nil
+	})
+}
+
+// Reopen makes an ended, suspended or resume-pending session active again.
+func (s *SessionStore) Reopen(id string) (Session, error) {
+	return s.update(id, func(sess *Session) error {
+		sess.State = StateActive
+		sess.EndedAt, sess.EndReason, sess.ResumeReason = "", "", ""
+		return nil
+	})
+}
+
+// SetState moves id to state with reason (the resume reason for
+// resume_pending, the end reason for ended).
+func (s *SessionStore) SetState(id, state, reason string) (Session, error) {
+	return s.update(id, func(sess *Session) error {
+		sess.State = state
+		switch state {
+		case StateEnded:
+			if sess.EndedAt == "" {
+				sess.EndedAt, sess.EndReason = Timestamp(s.Now()), reason
+			}
+		case StateResumePending:
+			sess.ResumeReason = reason
+		case StateActive:
+			sess.EndedAt, sess.EndReason, sess.ResumeReason = "", "", ""
+		}
+		return nil
+	})
+}
+
+// Removal is one session removed (or, in a dry run, that would be).
+type Removal struct {
+	SessionID string   `json:"session_id"`
+	Title     string   `json:"title"`
+	State     string   `json:"state"`
+	UpdatedAt string   `json:"updated_at"`
+	Files     []string `json:"files"`
+	Bytes     int64    `json:"bytes"`
+}
+
+// Delete removes session id: its document, transcript, the copies kept
+// aside for it and its lock. An active or resume-pending session is refused
+// (end it first). With dryRun it only says what it would remove.
+func (s *SessionStore) Delete(id string, dryRun bool) (Removal, error) {
+	if err := CheckID("session id", id); err != nil {
+		return Removal{}, err
+	}
+	unlock, err := s.lock(id)
+	if err != nil {
+		return Removal{}, err
+	}
+	defer unlock()
+	sess, err := s.readSession(id, true)
+	if err != nil {
+		return Removal{}, err
+	}
+	if sess.State == StateActive || sess.State == StateResumePending {
+		return Removal{}, refusedf("session %s is %s; end it first (hermes sessions end %s)", id, sess.State, id)
+	}
+	return s.removeLocked(sess, dryRun)
+}
+
+func (s *SessionStore) removeLocked(sess Session, dryRun bool) (Removal, error) {
+	r := Removal{SessionID: sess.ID, Title: sess.Title, State: sess.State, UpdatedAt: sess.UpdatedAt}
+	// The document goes first, so that from then on the session does not
+	// exist for readers; the lock goes last.
+	paths := []string{s.docPath(sess.ID), s.logPath(sess.ID)}
+	aside, _ := filepath.Glob(filepath.Join(s.Dir, globEscape(sess.ID)+".jsonl.*"))
+	paths = append(paths, aside...)
+	for _, p := range paths {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			continue
+		}
+		r.Files = append(r.Files, p)
+		r.Bytes += fi.Size()
+		if dryRun {
+			continue
+		}
+		if err := os.Remove(p); err != nil {
+			return r, fmt.Errorf("delete session %s: %w", sess.ID, err)
+		}
+	}
+	if dryRun {
+		return r, nil
+	}
+	os.Remove(s.lockPath(sess.ID))
+	return r, SyncDir(s.Dir)
+}
+
+func globEscape(s string) string {
+	r := strings.NewReplacer(`*`, `\*`, `?`, `\?`, `[`, `\[`)
+	return r.Replace(s)
+}
+
+// Prune removes the ended sessions whose last activity is before cutoff
+// (and whose source is source, when set). Active, suspended and
+// resume-pending sessions are never removed. With dryRun it only lists.
+func (s *SessionStore) Prune(cutoff time.Time, source string, dryRun bool) ([]Removal, error) {
+	all, err := s.All()
+	if err != nil {
+		return nil, err
+	}
+	var out []Removal
+	for _, sess := range all {
+		if !prunable(sess, cutoff, source) {
+			continue
+		}
+		r, err := s.pruneOne(sess.ID, cutoff, source, dryRun)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return out, err
+		}
+		if r.SessionID != "" {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+func prunable(sess Session, cutoff time.Time, source string) bool {
+	if sess.State != StateEnded || (source != "" && sess.Source != source) {
+		return false
+	}
+	t, err := time.Parse(time.RFC3339Nano, sess.UpdatedAt)
+	return err == nil && t.Before(cutoff)
+}
+
+// pruneOne re-reads the session under its lock, so a session that became
+// active since the scan is kept.
+func (s *SessionStore) pruneOne(id string, cutoff time.Time, source string, dryRun bool) (Removal, error) {
+	unlock, err := s.lock(id)
+	if err != nil {
+		return Removal{}, err
+	}
+	defer unlock()
+	sess, err := s.readSession(id, true)
+	if err != nil || !prunable(sess, cutoff, source) {
+		return Removal{}, err
+	}
+	return s.removeLocked(sess, dryRun)
+}
+
+// IDs returns the ids of all sessions with a document, newest first (ids
+// sort by creation).
+func (s *SessionStore) IDs() ([]string, error) {
+	entries, err := os.ReadDir(s.Dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") || !strings.HasSuffix(name, ".json") {
+			continue
+		}
+		ids = append(ids, strings.TrimSuffix(name, ".json"))
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(ids)))
+	return ids, nil
+}
+
+// All reads every session document, newest first. Unreadable documents are
+// quarantined and reported, and the scan goes on.
+func (s *SessionStore) All() ([]Session, error) {
+	ids, err := s.IDs()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Session, 0, len(ids))
+	for _, id := range ids {
+		sess, err := s.readSession(id, false)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		var corrupt *CorruptError
+		if errors.As(err, &corrupt) {
+			s.Warn(err.Error())
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sess)
+	}
+	return out, nil
+}
+
+func (s *SessionStore) idsByTitle(title string) ([]string, error) {
+	all, err := s.All()
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, sess := range all {
+		if sess.Title == title {
+			ids = append(ids, sess.ID)
+		}
+	}
+	return ids, nil
+}
+
+// Resolve turns what a user typed into a session id: an exact id, then a
+// unique id prefix, then an exact title (the newest session with it). An
+// ambiguous prefix is ErrInvalid listing the candidates; nothing matching is
+// ErrNotFound. A ref that could not be an id is refused before it touches a
+// path.
+func (s *SessionStore) Resolve(ref string) (string, error) {
+	if err := CheckID("session id", ref); err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(s.docPath(ref)); err == nil {
+		return ref, nil
+	}
+	ids, err := s.IDs()
+	if err != nil {
+		return "", err
+	}
+	var matches []string
+	for _, id := range ids {
+		if strings.HasPrefix(id, ref) {
+			matches = append(matches, id)
+		}
+	}
+	if len(matches) == 1 {
+		return matches[0], nil
+	}
+	byTitle, err := s.idsByTitle(ref)
+	if err != nil {
+		return "", err
+	}
+	if len(byTitle) > 0 {
+		return byTitle[0], nil
+	}
+	if len(matches) > 1 {
+		if len(matches) > 10 {
+			matches = append(matches[:10], "…")
+		}
+		return "", invalidf("%q is ambiguous: it starts %s", ref, strings.Join(matches, ", "))
+	}
+	return "", notFoundf("no session with id, id prefix or title %q", ref)
+}

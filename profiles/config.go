@@ -1,0 +1,62 @@
+package profiles
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/hermes/hermes/fsstore"
+)
+
+// Config is a profile's config.yaml. Every key is optional; a missing file
+// is the zero Config. Unknown keys are an error, so a typo does not pass
+// silently.
+type Config struct {
+	Provider string `yaml:"provider" json:"provider"`
+	Model    string `yaml:"model" json:"model"`
+	BaseURL  string `yaml:"base_url" json:"base_url"`
+	// ExecCommand is the exec provider's command.
+	ExecCommand string `yaml:"exec_command" json:"exec_command"`
+	Retention   struct {
+		// Sessions is how long ended sessions are kept by a prune that
+		// names no --older-than (a duration such as 90d).
+		Sessions string `yaml:"sessions" json:"sessions"`
+	} `yaml:"retention" json:"retention"`
+	Kanban struct {
+		ResumeOnRespawn *bool  `yaml:"resume_on_respawn" json:"resume_on_respawn"`
+		WorkerCommand   string `yaml:"worker_command" json:"worker_command"`
+	} `yaml:"kanban" json:"kanban"`
+	Gateway struct {
+		Addr                string `yaml:"addr" json:"addr"`
+		APIKeyEnv           string `yaml:"api_key_env" json:"api_key_env"`
+		MaxStoredResponses  int    `yaml:"max_stored_responses" json:"max_stored_responses"`
+		ResumeFreshness     string `yaml:"resume_freshness" json:"resume_freshness"`
+		MaxRequestBodyBytes int64  `yaml:"max_request_body_bytes" json:"max_request_body_bytes"`
+	} `yaml:"gateway" json:"gateway"`
+}
+
+// LoadConfig reads <dir>/config.yaml. A file that does not parse is an
+// error naming it (exit 2); it is never replaced.
+func LoadConfig(dir string) (Config, error) {
+	var c Config
+	path := filepath.Join(dir, "config.yaml")
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return c, nil
+	}
+	if err != nil {
+		return c, err
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	// An empty file decodes as io.EOF: it is an empty config.
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		return c, fmt.Errorf("%w: %s: %v", fsstore.ErrInvalid, path, err)
+	}
+	return c, nil
+}

@@ -1,0 +1,133 @@
+// Package profiles resolves where hermes keeps its state: the root
+// directory, the active profile inside it, and the profile's config.yaml.
+//
+// The root is --home, else $HERMES_HOME, else ~/.hermes. The profile is
+// -p/--profile, else $HERMES_PROFILE, else the one line of
+// <root>/active_profile, else "default". A profile's directory is
+// <root>/profiles/<name>/, made on the first write. Names match
+// ^[a-z0-9][a-z0-9_-]{0,63}$ and are checked before they touch a path.
+package profiles
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/hermes/hermes/fsstore"
+)
+
+// DefaultName is the profile used when nothing names one.
+const DefaultName = "default"
+
+var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+
+// CheckName reports whether name can name a profile.
+func CheckName(name string) error {
+	if !nameRE.MatchString(name) {
+		return fmt.Errorf("%w: profile name %q must match ^[a-z0-9][a-z0-9_-]{0,63}$", fsstore.ErrInvalid, name)
+	}
+	return nil
+}
+
+// Root returns the root directory: flag, else $HERMES_HOME, else ~/.hermes.
+func Root(flag string) (string, error) {
+	root := flag
+	if root == "" {
+		root = os.Getenv("HERMES_HOME")
+	}
+	if root == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("no --home, no $HERMES_HOME and no home directory: %w", err)
+		}
+		root = filepath.Join(home, ".hermes")
+	}
+	return filepath.Abs(root)
+}
+
+// Profile is a resolved profile.
+type Profile struct {
+	Root string
+	Name string
+	// From says where the name came from: flag, env, active_profile or
+	// default.
+	From string
+}
+
+// Dir is the profile's directory.
+func (p Profile) Dir() string { return Dir(p.Root, p.Name) }
+
+// Dir is the directory of profile name under root.
+func Dir(root, name string) string { return filepath.Join(root, "profiles", name) }
+
+// Resolve finds the profile: flag, else $HERMES_PROFILE, else the one line
+// of <root>/active_profile, else "default". A name from any source that is
+// not a valid profile name is an error, never a fallback.
+func Resolve(root, flag string) (Profile, error) {
+	p := Profile{Root: root}
+	switch {
+	case flag != "":
+		p.Name, p.From = flag, "flag"
+	case os.Getenv("HERMES_PROFILE") != "":
+		p.Name, p.From = os.Getenv("HERMES_PROFILE"), "env"
+	default:
+		b, err := os.ReadFile(filepath.Join(root, "active_profile"))
+		switch {
+		case err == nil:
+			p.Name, p.From = string(bytes.TrimSpace(b)), "active_profile"
+		case errors.Is(err, os.ErrNotExist):
+			p.Name, p.From = DefaultName, "default"
+		default:
+			return p, err
+		}
+	}
+	if err := CheckName(p.Name); err != nil {
+		return p, fmt.Errorf("%w (from %s)", err, p.From)
+	}
+	return p, nil
+}
+
+// List returns the names of the profiles that have a directory, sorted.
+func List(root string) ([]string, error) {
+	entries, err := os.ReadDir(filepath.Join(root, "profiles"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() && CheckName(e.Name()) == nil {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// Use makes name the active profile: <root>/active_profile is written
+// atomically, and the profile's directory is made.
+func Use(root, name string) error {
+	if err := CheckName(name); err != nil {
+		return err
+	}
+	if err := fsstore.EnsureDir(Dir(root, name)); err != nil {
+		return err
+	}
+	return fsstore.WriteFileAtomic(filepath.Join(root, "active_profile"), []byte(name+"\n"))
+}
+
+// Active returns the name in <root>/active_profile, or "" if none.
+func Active(root string) string {
+	b, err := os.ReadFile(filepath.Join(root, "active_profile"))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
