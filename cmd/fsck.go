@@ -20,6 +20,9 @@ func fsckCommand() *cli.Command {
 }
 
 func fsck(e *env) error {
+	if e.c.NArg() > 0 {
+		return usagef("fsck takes no arguments")
+	}
 	repair := e.c.Bool("repair")
 	lostFound := filepath.Join(e.profile.Dir(), "lost+found")
 	findings, err := e.sessions().Check(repair, lostFound)

@@ -21,6 +21,9 @@ func profileCommand() *cli.Command {
 }
 
 func profileList(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return usagef("profile list takes no arguments")
+	}
 	e, err := newEnv(c)
 	if err != nil {
 		return err
@@ -45,6 +48,9 @@ func profileList(c *cli.Context) error {
 }
 
 func profileShow(e *env) error {
+	if e.c.NArg() > 0 {
+		return usagef("profile show takes no arguments")
+	}
 	cfg, err := e.config()
 	if err != nil {
 		return err

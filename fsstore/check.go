@@ -69,6 +69,9 @@ func (s *SessionStore) Check(repair bool, lostFound string) ([]Finding, error) {
 			id := strings.TrimSuffix(name, ".json")
 			var sess Session
 			err := readDoc(path, &sess)
+			if err == nil && sess.ID != id {
+				err = &CorruptError{Path: path, Err: fmt.Errorf("document has id %q, not %q", sess.ID, id)}
+			}
 			var corrupt *CorruptError
 			if errors.As(err, &corrupt) {
 				f := Finding{Path: path, What: "document does not parse: " + corrupt.Err.Error(), Problem: true}

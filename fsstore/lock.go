@@ -39,6 +39,11 @@ func lock(path string, timeout time.Duration, shared bool) (func(), error) {
 			return nil, &os.PathError{Op: "lock", Path: path, Err: err}
 		}
 		if ok {
+			// flock creates the sidecar 0600 less the umask, which may
+			// narrow it; the store's files are 0600 whatever the umask.
+			if fi, err := fl.Stat(); err == nil && fi.Mode().Perm() != fileMode {
+				os.Chmod(path, fileMode)
+			}
 			return func() { fl.Unlock() }, nil
 		}
 		if !time.Now().Before(deadline) {

@@ -180,7 +180,7 @@ func (m Message) SameAs(o Message) bool {
 		return false
 	}
 	for k, v := range m.Extra {
-		if !sameJSON(v, o.Extra[k]) {
+		if ov, ok := o.Extra[k]; !ok || !sameJSON(v, ov) {
 			return false
 		}
 	}

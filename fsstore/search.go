@@ -93,7 +93,7 @@ func (s *SessionStore) searchOne(id string, m *foldMatcher, limit int) ([]Hit, e
 		if limit > 0 && len(hits) >= limit {
 			return nil
 		}
-		if m.raw && !m.match(line) {
+		if m.raw && !m.match(line) && !mayHideText(line) {
 			return nil
 		}
 		msg, err := ParseMessage(line)
@@ -107,6 +107,14 @@ func (s *SessionStore) searchOne(id string, m *foldMatcher, limit int) ([]Hit, e
 		return nil
 	})
 	return hits, err
+}
+
+// mayHideText reports whether a raw line has JSON escapes that can spell
+// a query's characters: \uXXXX (Python's json.dumps writes all non-ASCII
+// so, Go's json.Marshal writes <, > and & so) and \/. The raw pre-filter
+// cannot see through them, so such a line is decoded.
+func mayHideText(line []byte) bool {
+	return bytes.Contains(line, []byte(`\u`)) || bytes.Contains(line, []byte(`\/`))
 }
 
 func snippet(text string, at, n int) string {

@@ -99,6 +99,11 @@ func (s *SessionStore) readSession(id string, locked bool) (Session, error) {
 	if errors.Is(err, os.ErrNotExist) {
 		return Session{}, notFoundf("session %s not found", id)
 	}
+	if err == nil && sess.ID != id {
+		// "null" or "{}" parse, but are not this session's document: taking
+		// them for one would rewrite it as an empty default.
+		err = &CorruptError{Path: s.docPath(id), Err: fmt.Errorf("document has id %q, not %q", sess.ID, id)}
+	}
 	var corrupt *CorruptError
 	if errors.As(err, &corrupt) {
 		if !locked {
@@ -869,9 +874,16 @@ func (s *SessionStore) idsByTitle(title string) ([]string, error) {
 // unique id prefix, then an exact title (the newest session with it). An
 // ambiguous prefix is ErrInvalid listing the candidates; nothing matching is
 // ErrNotFound. A ref that could not be an id is refused before it touches a
-// path.
+// path, unless it is the exact title of a session.
 func (s *SessionStore) Resolve(ref string) (string, error) {
 	if err := CheckID("session id", ref); err != nil {
+		// Titles are free text ("fix a/b bug"): a ref that cannot be an id
+		// may still name one. It is only compared, never used in a path.
+		if ref != "" {
+			if byTitle, terr := s.idsByTitle(ref); terr == nil && len(byTitle) > 0 {
+				return byTitle[0], nil
+			}
+		}
 		return "", err
 	}
 	if _, err := os.Stat(s.docPath(ref)); err == nil {

@@ -56,7 +56,8 @@ func parseClaudeCode(data []byte) (Session, error) {
 	const format = FormatClaudeCode
 	var entries []*claudeEntry
 	byUUID := map[string]*claudeEntry{}
-	var last *claudeEntry // the last entry with a message, outside sidechains
+	var last *claudeEntry     // the last entry with a message, outside sidechains
+	var lastSide *claudeEntry // the same in sidechains: all there is in an agent-*.jsonl
 	for n, line := range lines(data) {
 		e := &claudeEntry{line: n}
 		if err := decodeLine(format, n, line, e); err != nil {
@@ -66,9 +67,16 @@ func parseClaudeCode(data []byte) (Session, error) {
 		if e.UUID != "" {
 			byUUID[e.UUID] = e
 		}
-		if e.hasMessage() && !e.IsSidechain {
+		switch {
+		case !e.hasMessage():
+		case e.IsSidechain:
+			lastSide = e
+		default:
 			last = e
 		}
+	}
+	if last == nil {
+		last = lastSide
 	}
 	if len(entries) == 0 {
 		return Session{}, invalidf(format, 0, "empty input")

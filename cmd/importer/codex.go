@@ -8,10 +8,10 @@ import (
 	"github.com/hermes/hermes/fsstore"
 )
 
-// codexLine is one line of a Codex rollout. Since Codex 0.3x every line is
-// {timestamp, type, payload}; before that the first line was the bare
-// session meta and the others bare response items (plus {"record_type":
-// "state"} lines), which is what Type/RecordType/ID catch.
+// codexLine is one line of a Codex rollout. Current rollouts wrap every
+// line as {timestamp, type, payload}; older ones had the bare session meta
+// on the first line and bare response items after it (plus {"record_type":
+// "state"} lines), which is what Type, RecordType and ID catch.
 type codexLine struct {
 	Timestamp  string          `json:"timestamp"`
 	Type       string          `json:"type"`

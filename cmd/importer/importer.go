@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,7 +22,7 @@ const (
 	FormatCodex       = "codex"        // ~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl
 )
 
-// Formats lists every format Parse accepts, in the order Detect tries them.
+// Formats lists every format Parse accepts.
 var Formats = []string{FormatHermesJSON, FormatHermesJSONL, FormatClaudeCode, FormatCodex}
 
 // Session is one conversation read from another tool, ready to be stored.
@@ -69,6 +70,9 @@ func Parse(r io.Reader, format string) ([]Session, error) {
 			return nil, err
 		}
 	}
+	if !slices.Contains(Formats, format) {
+		return nil, &parseError{format: "import", msg: fmt.Sprintf("unknown format %q (want one of %s)", format, strings.Join(Formats, ", "))}
+	}
 	if len(bytes.TrimSpace(trimBOM(data))) == 0 {
 		return nil, invalidf(format, 0, "empty input")
 	}
@@ -94,7 +98,7 @@ func Parse(r io.Reader, format string) ([]Session, error) {
 		}
 		return []Session{s}, nil
 	}
-	return nil, &parseError{format: "import", msg: fmt.Sprintf("unknown format %q (want one of %s)", format, strings.Join(Formats, ", "))}
+	panic("unreachable: format " + format + " is in Formats but has no parser")
 }
 
 // Detect reads the start of the data and names its format, or returns an
@@ -130,7 +134,7 @@ func Detect(data []byte) (string, error) {
 	case has("sessionId") || has("parentUuid") || has("leafUuid") || claudeEntryTypes[h.typ]:
 		return FormatClaudeCode, nil
 	case !has("type") && has("id") && has("timestamp"):
-		// The pre-2025-09 Codex rollout: a bare session meta line.
+		// The older Codex rollout: a bare session meta line.
 		return FormatCodex, nil
 	case codexItemTypes[h.typ] || has("record_type"):
 		return FormatCodex, nil
@@ -154,30 +158,34 @@ type head struct {
 // stopping quietly where the data ends or stops being JSON.
 func readHead(data []byte) head {
 	h := head{keys: map[string]bool{}}
+	end := readKeys(data, h.keys, &h.typ)
+	h.multiline = bytes.IndexByte(data[:end], '\n') >= 0
+	return h
+}
+
+// readKeys adds the top-level keys of the object at the start of data to
+// keys and returns how far it read.
+func readKeys(data []byte, keys map[string]bool, typ *string) int {
 	dec := json.NewDecoder(bytes.NewReader(data))
-	end := len(data)
-	defer func() { h.multiline = bytes.IndexByte(data[:end], '\n') >= 0 }()
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		end = 0
-		return h
+		return 0
 	}
 	for dec.More() {
 		t, err := dec.Token()
 		if err != nil {
-			return h
+			return len(data)
 		}
 		key, _ := t.(string)
-		h.keys[key] = true
+		keys[key] = true
 		var v json.RawMessage
 		if err := dec.Decode(&v); err != nil {
-			return h
+			return len(data)
 		}
 		if key == "type" {
-			json.Unmarshal(v, &h.typ)
+			json.Unmarshal(v, typ)
 		}
 	}
-	end = int(dec.InputOffset())
-	return h
+	return int(dec.InputOffset())
 }
 
 func trimBOM(data []byte) []byte {
@@ -188,13 +196,13 @@ func trimBOM(data []byte) []byte {
 // numbers, without the line ending.
 func lines(data []byte) iter.Seq2[int, []byte] {
 	return func(yield func(int, []byte) bool) {
-		data = trimBOM(data)
-		for n := 1; len(data) > 0; n++ {
-			line := data
-			if i := bytes.IndexByte(data, '\n'); i >= 0 {
-				line, data = data[:i], data[i+1:]
+		rest := trimBOM(data)
+		for n := 1; len(rest) > 0; n++ {
+			line := rest
+			if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+				line, rest = rest[:i], rest[i+1:]
 			} else {
-				data = nil
+				rest = nil
 			}
 			line = bytes.TrimSpace(line)
 			if len(line) == 0 {

@@ -113,6 +113,9 @@ func TestDetectFixtures(t *testing.T) {
 func TestDetectOtherShapes(t *testing.T) {
 	for _, tc := range []struct{ name, data, want string }{
 		{"compact hermes-json", `{"session_id":"s1","model":"m","messages":[]}`, FormatHermesJSON},
+		{"pretty-printed, messages first", "{\n  \"messages\": []\n}\n", FormatHermesJSON},
+		{"pretty-printed and cut short", "{\n  \"messages\": [\n    {\"role\": \"user\", \"con", FormatHermesJSON},
+		{"one-line export", `{"messages":[],"id":"s"}` + "\n", FormatHermesJSONL},
 		{"claude starting with a snapshot", `{"type":"file-history-snapshot","messageId":"x","snapshot":{}}` + "\n", FormatClaudeCode},
 		{"bare codex meta", `{"id":"0196","timestamp":"2025-05-01T12:00:00Z","instructions":null}` + "\n", FormatCodex},
 		{"BOM and blank lines", "\xef\xbb\xbf\n\n" + `{"id":"s","messages":[]}`, FormatHermesJSONL},
@@ -302,6 +305,23 @@ func TestParseClaudeCodeCompactionAndImages(t *testing.T) {
 	}
 }
 
+func TestParseClaudeCodeSidechains(t *testing.T) {
+	main := `{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"s","timestamp":"2025-04-01T08:00:00Z","message":{"role":"user","content":"main question"}}`
+	side := `{"type":"user","uuid":"x1","parentUuid":null,"isSidechain":true,"sessionId":"s","timestamp":"2025-04-01T08:00:01Z","message":{"role":"user","content":"sub-agent task"}}`
+	for _, tc := range []struct{ name, in, want string }{
+		{"sub-agent lines after the main ones are not the conversation", main + "\n" + side, `"main question"`},
+		{"a file of sub-agent lines only is read", side, `"sub-agent task"`},
+	} {
+		sessions, err := Parse(strings.NewReader(tc.in), FormatClaudeCode)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if msgs := sessions[0].Messages; len(msgs) != 1 || string(msgs[0].Content) != tc.want {
+			t.Errorf("%s: messages %v, want one with content %s", tc.name, msgs, tc.want)
+		}
+	}
+}
+
 func TestParseCodex(t *testing.T) {
 	sessions := parseFixture(t, "codex_rollout.jsonl")
 	if len(sessions) != 1 {
@@ -372,6 +392,20 @@ func TestParseCodexBareFormat(t *testing.T) {
 	}
 }
 
+func TestParseCRLF(t *testing.T) {
+	for _, name := range []string{"hermes_session.json", "claude_code.jsonl", "codex_rollout.jsonl"} {
+		crlf := bytes.ReplaceAll(readFixture(t, name), []byte("\n"), []byte("\r\n"))
+		got, err := Parse(bytes.NewReader(crlf), "")
+		if err != nil {
+			t.Errorf("%s with CRLF: %v", name, err)
+			continue
+		}
+		if want := parseFixture(t, name); roles(got[0].Messages) != roles(want[0].Messages) {
+			t.Errorf("%s with CRLF: roles %s, want %s", name, roles(got[0].Messages), roles(want[0].Messages))
+		}
+	}
+}
+
 func TestParseMalformed(t *testing.T) {
 	truncate := func(name string) string {
 		data := readFixture(t, name)
@@ -387,7 +421,7 @@ func TestParseMalformed(t *testing.T) {
 		{"JSON array", "", `[{"role":"user","content":"hi"}]`, "JSON array"},
 		{"JSON array, format given", FormatHermesJSON, `[{"role":"user","content":"hi"}]`, "hermes-json: line 1: not a JSON object"},
 		{"JSON array line", FormatCodex, "[1,2]\n", "codex: line 1: not a JSON object"},
-		{"truncated hermes-json", "", truncate("hermes_session.json"), "hermes-json: line 2"},
+		{"truncated hermes-json", "", truncate("hermes_session.json"), "hermes-json: line 21: truncated JSON"},
 		{"truncated hermes-jsonl", "", truncate("hermes_export.jsonl"), "hermes-jsonl: line 2: malformed JSON"},
 		{"truncated claude-code", "", truncate("claude_code.jsonl"), "claude-code: line 13: malformed JSON"},
 		{"truncated codex", "", truncate("codex_rollout.jsonl"), "codex: line 16: malformed JSON"},
@@ -405,6 +439,7 @@ func TestParseMalformed(t *testing.T) {
 		{"codex call without id", FormatCodex, `{"type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{}"}}`, "codex: line 1: function_call: no call_id"},
 		{"codex without items", FormatCodex, `{"type":"event_msg","payload":{"type":"token_count"}}`, "no session_meta"},
 		{"unknown format", "gemini", `{}`, `unknown format "gemini"`},
+		{"unknown format, empty input", "gemini", "", `unknown format "gemini"`},
 	} {
 		_, err := Parse(strings.NewReader(tc.in), tc.format)
 		if !errors.Is(err, fsstore.ErrInvalid) {

@@ -326,10 +326,12 @@ func TestOpenAIStreamRetriedBeforeText(t *testing.T) {
 }
 
 func TestOpenAITimeout(t *testing.T) {
+	release := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		<-r.Context().Done() // never answers; the client gives up
+		<-release // never answers in time; the client gives up
 	}))
 	defer srv.Close()
+	defer close(release) // runs before srv.Close, which waits for the handler
 	_, err := newOpenAITest(t, srv.URL, Config{Timeout: 50 * time.Millisecond}).Complete(context.Background(), toolTranscript(t))
 	var pe *Error
 	if !errors.As(err, &pe) || !errors.Is(err, context.DeadlineExceeded) {
@@ -341,7 +343,7 @@ func TestOpenAITimeout(t *testing.T) {
 }
 
 func TestOpenAIErrorText(t *testing.T) {
-	long := "<html>" + strings.Repeat("é", 150) + "</html>"
+	long := "<p>: " + strings.Repeat("é", 150) // 5 bytes, then 2 a rune
 	for _, tc := range []struct{ body, want string }{
 		{`{"error":{"message":"bad key","type":"auth"}}`, "bad key"},
 		{`{"error":"model not found"}`, "model not found"},

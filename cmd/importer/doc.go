@@ -1,0 +1,112 @@
+// Package importer reads conversations written by other agent tools and
+// returns them as hermes sessions: metadata plus a transcript of
+// fsstore.Message values with Seq left 0 (the store numbers them) and TS
+// set, in RFC 3339 UTC, wherever the source gives a time. It writes
+// nothing; storing the result, and the truncation guard, are the caller's.
+//
+// Parse reads the whole input. Input it cannot read is an error matching
+// fsstore.ErrInvalid whose message names the format and, for line-based
+// formats and for a JSON syntax error, the line ("claude-code: line 13:
+// malformed JSON: …"). Nothing is skipped to make a broken file import: a
+// torn last line (a tool killed mid-write) is an error too, since importing
+// the rest would silently drop a turn. Blank lines, CRLF line ends and a
+// UTF-8 BOM are accepted. Detect needs only the start of a file.
+//
+// Every message built satisfies fsstore.ParseMessage. Content is a string
+// when the source had one text, a list of {"type":"text"} and
+// {"type":"image_url"} parts otherwise, and null for an assistant message
+// that only calls tools. Tool calls are OpenAI function calls,
+// {"id","type":"function","function":{"name","arguments"}}, with arguments a
+// JSON string.
+//
+// # hermes-json
+//
+// The Python hermes agent's snapshot session_<id>.json: one object with
+// session_id, model, platform, session_start, last_updated, system_prompt,
+// message_count and messages (OpenAI chat messages).
+//
+//   - ID = session_id, Model = model, Title = title if present, Source =
+//     platform ("import:hermes-json" without one), CreatedAt = session_start
+//     (an ISO time without a zone is UTC; Unix seconds are accepted).
+//   - system_prompt becomes a leading system message unless the first
+//     message is already a system message with the same text.
+//   - Each message is checked by fsstore.ParseMessage; keys it does not know
+//     (reasoning, finish_reason, …) are kept in Extra. seq is zeroed; ts, or
+//     failing that a "timestamp" key (ISO or Unix seconds, then removed from
+//     Extra), becomes TS. A ts that is not a time is an error.
+//   - Dropped: last_updated, message_count and other top-level keys.
+//
+// # hermes-jsonl
+//
+// `hermes sessions export`: one session document a line (id, title,
+// source, model, created_at, …) with its transcript in "messages". One
+// Session per line, in file order. Messages are read as for hermes-json,
+// keeping ts and zeroing seq. Source = source ("import:hermes-jsonl"
+// without one). started_at (the Python agent's export) stands in for a
+// missing created_at, and a system_prompt field is handled as in
+// hermes-json. Dropped: the other document fields (state, updated_at,
+// message_count, …), which the store recomputes or sets itself.
+//
+// # claude-code
+//
+// ~/.claude/projects/<dir>/<uuid>.jsonl. Each line is an entry with type,
+// uuid, parentUuid, sessionId, timestamp and, for "user" and "assistant",
+// message {role, content}.
+//
+//   - The conversation is the parentUuid chain from the last user or
+//     assistant entry that is not a sidechain (sub-agent) back to the root,
+//     emitted root first (a sub-agent's agent-*.jsonl, all sidechain, is
+//     read from its own last entry). Entries off the chain (a regenerated reply, an
+//     edited prompt) are dropped. A compaction boundary has no parentUuid;
+//     the chain follows its logicalParentUuid, so history before a
+//     compaction is kept.
+//   - Claude Code writes one API response as several assistant entries
+//     (one per content block) with the same message.id; consecutive ones
+//     become one assistant message, stamped with the first one's time.
+//   - Assistant text blocks -> content; tool_use {id,name,input} ->
+//     tool_calls with the input's JSON as arguments.
+//   - A user entry's tool_result blocks -> one tool message each, in order,
+//     with tool_call_id = tool_use_id and the result's text (a string, or
+//     its text blocks joined by newlines) as content; its text and image
+//     blocks (base64 -> data: URL) -> a user message after them.
+//   - ID = sessionId, Model = the first assistant message's model (other
+//     than "<synthetic>"), CreatedAt = the first chain entry's timestamp,
+//     Title = the summary entry whose leafUuid is on the chain, else the
+//     first summary. Source = "import:claude-code".
+//   - Dropped: thinking and redacted_thinking blocks, server tool blocks,
+//     images inside tool results, is_error (the result text is kept),
+//     a response that was only thinking, "system" entries (hook and
+//     compaction notices), file-history-snapshot and other bookkeeping
+//     entries, and per-entry metadata (cwd, gitBranch, usage, toolUseResult).
+//
+// # codex
+//
+// ~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl. Each line is
+// {"timestamp","type","payload"}; the first is session_meta {id,
+// timestamp, cwd, instructions, …}. The older rollout (before Codex
+// moved to the wrapper) is read too: a bare meta object on the first line,
+// then bare response items, with {"record_type":…} lines skipped; its
+// messages have no TS.
+//
+//   - response_item message: role developer -> system, user, assistant and
+//     system kept; input_text/output_text -> text, input_image -> image_url.
+//   - function_call {name, arguments, call_id} -> a tool call on the
+//     assistant message just before it when the last message is an
+//     assistant one (its text, or earlier calls of the same turn), else on a
+//     new assistant message with null content. custom_tool_call (its input
+//     string as arguments) and local_shell_call (name "local_shell", its
+//     action as arguments) are read the same way.
+//   - function_call_output / custom_tool_call_output {call_id, output} -> a
+//     tool message. A string output is kept as it is (often itself JSON,
+//     which is what the model saw); an object gives its "content" or
+//     "output", a list its text items.
+//   - ID = session_meta id, CreatedAt = its timestamp, Model = the first
+//     turn_context's model. instructions become a leading system message
+//     only when no message already carries them (Codex usually records
+//     them as a user message too). Source = "import:codex"; no Title.
+//   - Dropped: reasoning (summaries and encrypted content), ghost_snapshot,
+//     web_search_call and other items, event_msg lines (they repeat the
+//     response items for the UI), turn_context apart from the model, and
+//     compacted lines (the items before a compaction stay in the file and
+//     are imported).
+package importer

@@ -1,0 +1,89 @@
+// Package fsstore is the storage engine of hermes: it keeps records as
+// plain files so that an acknowledged write survives a crash, no write can
+// shorten a history, and damage is reported and set aside, never papered
+// over.
+//
+// # Two kinds of file
+//
+// A document is a small JSON file rewritten whole and atomically
+// (WriteFileAtomic): temp file in the same directory, write, fsync, close,
+// rename over the old one, fsync the directory. A reader sees the old
+// document or the new one, never a mix.
+//
+// A log is a JSONL file that is only appended to (OpenAppend, AppendLines):
+// one record per write call, then one fsync for the batch. A record is
+// committed when its newline is on disk. Readers (ScanLines) stream it with
+// memory for one line.
+//
+// Every writer holds a lock: flock on a sidecar file (<name>.lock), never
+// on a file that a rename replaces. Waits are bounded (Lock's timeout;
+// --lock-timeout on the command line) and end in a *LockTimeoutError that
+// names the lock. Writers to different records take different locks and
+// never wait for each other.
+//
+// # Assumptions
+//
+//  1. fsync on a file makes its written bytes durable; fsync on a directory
+//     makes the creates, renames and removes of its entries durable. Both
+//     are done before a write is acknowledged.
+//  2. rename(2) within one directory is atomic: after a crash the name
+//     points at the old inode or the new one.
+//  3. A crash during an append can leave any prefix of the bytes being
+//     written, but does not change bytes that were synced before it.
+//  4. flock locks are released by the kernel when their holder dies, so a
+//     crashed writer never leaves a lock held.
+//  5. The profile directory is on a local filesystem with these semantics
+//     (ext4, xfs, btrfs, apfs). Network filesystems are not supported.
+//  6. Nothing but hermes writes inside a profile. Symlinks inside it are
+//     not followed for writes: a log is opened with O_NOFOLLOW and a store
+//     directory that is a symlink is refused.
+//
+// # Sessions
+//
+// A session is <id>.json (document: metadata and caches) and <id>.jsonl
+// (transcript: one message a line, each with seq 1, 2, 3 … and ts). The
+// transcript is the truth: the document's message_count, updated_at and
+// preview are caches, rewritten after every append; when they disagree with
+// the transcript (a crash between the two writes), readers use the
+// transcript and Get repairs the document. An append reads the last line of
+// the transcript, not the whole file, so its cost does not grow with the
+// history. The activity catalog (catalog.go) lets List read only the most
+// recent sessions.
+//
+// The truncation guard (Save): a whole-transcript write must extend the
+// stored transcript: the stored messages are compared one by one with the
+// written ones (ignoring seq and ts), and only the new tail is appended. A
+// write that is shorter or diverges is refused with ErrRefused, naming both
+// lengths, and nothing changes; with force the old transcript is first
+// copied to <id>.jsonl.replaced-<unix>.
+//
+// # Recovery procedure
+//
+// Nothing is repaired by deleting. Each step keeps the damaged bytes:
+//
+//  1. Torn tail: bytes after the last newline of a log were a write cut
+//     short by a crash, never acknowledged. Readers skip them and report
+//     them (*TornTail, with the offset). The next writer, under the lock,
+//     copies them to <log>.torn-<unix> (synced), truncates the log to its
+//     last newline, syncs it, and appends.
+//  2. Corrupt record: a complete line in the middle of a log that does not
+//     parse cannot come from a crash. It is reported as *CorruptError with
+//     its path and offset and left in place for a person to look at.
+//  3. Unreadable document: a document that does not parse is renamed to
+//     <doc>.corrupt-<unix> under the record's lock and reported. Nothing
+//     replaces it with an empty default. For a session, fsck --repair then
+//     makes a new document from the transcript (source "recovered", state
+//     ended); the old one stays aside.
+//  4. Stale caches: a document count that disagrees with its transcript is
+//     rewritten from the transcript. A catalog that lacks a session is
+//     rebuilt from the documents.
+//  5. Stray temp files (.<name>.tmp-*) older than a minute are left by a
+//     write that crashed before its rename. The old document is intact; fsck
+//     --repair moves the temp file to <profile>/lost+found/.
+//
+// # Errors
+//
+// Errors wrap their cause with %w and name the path. Their kind is tested
+// with errors.Is: ErrNotFound, ErrInvalid, ErrRefused; or errors.As:
+// *LockTimeoutError, *CorruptError. IsDiskFull tells a full disk apart.
+package fsstore

@@ -1,0 +1,35 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/hermes/hermes/cmd"
+)
+
+// TestMain lets the scripts run the real binary: testscript re-executes
+// this test binary as "hermes".
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"hermes": func() { os.Exit(cmd.Main()) },
+	})
+}
+
+// TestScripts runs the end-to-end scripts under testdata/*.txtar. Each
+// script gets its own $HOME and $HERMES_HOME, so nothing leaks between
+// scripts or into the user's home.
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata",
+		RequireExplicitExec: true,
+		Setup: func(e *testscript.Env) error {
+			e.Setenv("HOME", filepath.Join(e.WorkDir, "home"))
+			e.Setenv("HERMES_HOME", filepath.Join(e.WorkDir, "hermes"))
+			e.Setenv("HERMES_PROFILE", "")
+			return nil
+		},
+	})
+}

@@ -1,0 +1,67 @@
+// Command gendata writes a profile's sessions for benchmarks, in the
+// store's exact formats (see scripts/fixture), and prints their ids one a
+// line, oldest first.
+//
+//	go run ./scripts/gendata -home DIR -sessions N -messages M -bytes-per-message B
+//
+// The sessions go to DIR/profiles/<profile>/sessions, which must not hold
+// sessions yet. `hermes --home DIR fsck` passes on the result.
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/scripts/fixture"
+)
+
+func main() {
+	home := flag.String("home", "", "hermes home (root) directory; required")
+	profile := flag.String("profile", "default", "profile name")
+	sessions := flag.Int("sessions", 1, "number of sessions")
+	messages := flag.Int("messages", 10, "messages in each transcript")
+	bytesPer := flag.Int("bytes-per-message", 200, "about this many bytes of text in each message")
+	quiet := flag.Bool("q", false, "do not print the ids")
+	flag.Parse()
+	if *home == "" || flag.NArg() > 0 || *sessions < 0 || *messages < 0 || *bytesPer < 1 {
+		flag.Usage()
+		os.Exit(2)
+	}
+	if err := fsstore.CheckID("profile", *profile); err != nil {
+		fmt.Fprintln(os.Stderr, "gendata:", err)
+		os.Exit(2)
+	}
+	dir := filepath.Join(*home, "profiles", *profile, "sessions")
+	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+		fmt.Fprintf(os.Stderr, "gendata: %s is not empty\n", dir)
+		os.Exit(1)
+	}
+	start := time.Now()
+	ids, err := fixture.Write(dir, fixture.Options{
+		Sessions:        *sessions,
+		Messages:        *messages,
+		BytesPerMessage: *bytesPer,
+		Profile:         *profile,
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gendata:", err)
+		os.Exit(1)
+	}
+	fmt.Fprintf(os.Stderr, "gendata: %d sessions of %d messages in %s (%.1fs)\n", len(ids), *messages, dir, time.Since(start).Seconds())
+	if *quiet {
+		return
+	}
+	w := bufio.NewWriter(os.Stdout)
+	for _, id := range ids {
+		fmt.Fprintln(w, id)
+	}
+	if err := w.Flush(); err != nil {
+		fmt.Fprintln(os.Stderr, "gendata:", err)
+		os.Exit(1)
+	}
+}
