@@ -153,7 +153,11 @@ func onUsageError(c *cli.Context, err error, _ bool) error {
 // nothing, a usage error for an unknown verb.
 func groupAction(c *cli.Context) error {
 	if c.Args().Present() {
-		return usagef("unknown command %q (see 'hermes %s --help')", c.Args().First(), strings.TrimSpace(strings.TrimPrefix(c.Command.FullName(), "hermes")))
+		help := "hermes --help"
+		if c.Command != nil && c.Command.Name != "" && c.Command.Name != c.App.Name {
+			help = "hermes " + c.Command.FullName() + " --help"
+		}
+		return usagef("unknown command %q (see '%s')", c.Args().First(), help)
 	}
 	return cli.ShowSubcommandHelp(c)
 }

@@ -6,11 +6,13 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// interspersed rewrites args so that a command's flags may follow its
-// positional arguments (`hermes sessions append ID --role user`):
-// urfave/cli v2 stops parsing flags at the first positional argument, and
-// would take "--role" as one. The flags of the command path found in args
-// are moved before its positionals; everything after "--" stays in place.
+// interspersed rewrites args so that flags may stand anywhere: a command's
+// flags after its positional arguments (`hermes sessions append ID --role
+// user`), and the global flags after the command (`hermes sessions list
+// --json`). urfave/cli v2 stops parsing flags at the first positional
+// argument and knows global flags only before the command. The command's
+// flags are moved before its positionals, global flags to the front;
+// everything after "--" stays in place.
 func interspersed(app *cli.App, args []string) []string {
 	if len(args) < 2 {
 		return args
@@ -44,7 +46,8 @@ func interspersed(app *cli.App, args []string) []string {
 			break
 		}
 	}
-	var moved, positional []string
+	path := out
+	var global, moved, positional []string
 	for ; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
@@ -55,12 +58,19 @@ func interspersed(app *cli.App, args []string) []string {
 			positional = append(positional, a)
 			continue
 		}
-		moved = append(moved, a)
-		if takesValue(flags, a) && i+1 < len(args) {
-			moved = append(moved, args[i+1])
+		dst := &moved
+		set := flags
+		if !hasFlag(flags, a) && hasFlag(app.Flags, a) {
+			dst, set = &global, app.Flags
+		}
+		*dst = append(*dst, a)
+		if takesValue(set, a) && i+1 < len(args) {
+			*dst = append(*dst, args[i+1])
 			i++
 		}
 	}
+	out = append([]string{path[0]}, global...)
+	out = append(out, path[1:]...)
 	out = append(out, moved...)
 	return append(out, positional...)
 }
@@ -76,20 +86,38 @@ func findCommand(cmds []*cli.Command, name string) *cli.Command {
 	return nil
 }
 
-// takesValue reports whether the flag token a needs the next argument as
-// its value: a known non-boolean flag written without "=".
-func takesValue(flags []cli.Flag, a string) bool {
-	name := strings.TrimLeft(a, "-")
-	if strings.Contains(name, "=") {
-		return false
-	}
+func flagName(a string) string {
+	name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+	return name
+}
+
+// hasFlag reports whether the flag token a is one of flags.
+func hasFlag(flags []cli.Flag, a string) bool {
+	return lookupFlag(flags, a) != nil
+}
+
+func lookupFlag(flags []cli.Flag, a string) cli.Flag {
+	name := flagName(a)
 	for _, f := range flags {
 		for _, n := range f.Names() {
 			if n == name {
-				_, isBool := f.(*cli.BoolFlag)
-				return !isBool
+				return f
 			}
 		}
 	}
-	return false
+	return nil
+}
+
+// takesValue reports whether the flag token a needs the next argument as
+// its value: a known non-boolean flag written without "=".
+func takesValue(flags []cli.Flag, a string) bool {
+	if strings.Contains(a, "=") {
+		return false
+	}
+	f := lookupFlag(flags, a)
+	if f == nil {
+		return false
+	}
+	_, isBool := f.(*cli.BoolFlag)
+	return !isBool
 }

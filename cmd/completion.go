@@ -80,7 +80,10 @@ func manCommand() *cli.Command {
 		Usage:     "print the manual page (roff): hermes man | man -l -",
 		ArgsUsage: " ",
 		Action: func(c *cli.Context) error {
-			page, err := c.App.ToMan()
+			if c.NArg() > 0 {
+				return usagef("man takes no arguments")
+			}
+			page, err := c.App.ToManWithSection(1)
 			if err != nil {
 				return err
 			}

@@ -48,7 +48,7 @@ func fsck(e *env) error {
 		fmt.Fprintf(e.stdout, "%s: %s: %s\n", tag, f.Path, f.What)
 	}
 	if problems > 0 {
-		fmt.Fprintf(e.stderr, "hermes: fsck: %d problems in profile %s\n", problems, e.profile.Name)
+		fmt.Fprintf(e.stderr, "hermes: fsck: profile %s: problems left: %d\n", e.profile.Name, problems)
 		return silentExit{ExitFailed}
 	}
 	return nil

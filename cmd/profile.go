@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/urfave/cli/v2"
 
@@ -31,6 +32,12 @@ func profileList(c *cli.Context) error {
 	names, err := profiles.List(e.profile.Root)
 	if err != nil {
 		return err
+	}
+	// The profile in use is listed even before its first write makes its
+	// directory.
+	if !slices.Contains(names, e.profile.Name) {
+		names = append(names, e.profile.Name)
+		slices.Sort(names)
 	}
 	for _, n := range names {
 		active := n == e.profile.Name

@@ -76,12 +76,11 @@ func (s *SessionStore) Check(repair bool, lostFound string) ([]Finding, error) {
 			if errors.As(err, &corrupt) {
 				f := Finding{Path: path, What: "document does not parse: " + corrupt.Err.Error(), Problem: true}
 				if repair {
-					if _, err := s.Get(id); err != nil && !errors.Is(err, ErrNotFound) {
-						f.What += " (" + err.Error() + ")"
-						f.Repaired = true
-					}
+					f.Repaired, f.What = s.recoverDocument(id, f.What)
 				}
 				add(f)
+				// The finding covers the transcript's missing document too.
+				docs[id] = true
 				continue
 			}
 			if err != nil {
@@ -173,11 +172,7 @@ func (s *SessionStore) checkTranscript(id string, hasDoc, repair bool) []Finding
 	if !hasDoc {
 		fd := Finding{Path: path, What: "transcript has no document", Problem: true}
 		if repair {
-			_, _, err := s.Create(Session{ID: id, Source: "recovered", State: StateEnded, EndReason: "recovered_by_fsck"})
-			fd.Repaired = err == nil
-			if err == nil {
-				fd.What += "; made one (source recovered, state ended)"
-			}
+			fd.Repaired, fd.What = s.recoverDocument(id, fd.What)
 		}
 		return append(out, fd)
 	}
@@ -207,4 +202,32 @@ func (s *SessionStore) cutTail(id, what string) (bool, string) {
 	}
 	f.Close()
 	return true, what + "; moved aside to " + moved
+}
+
+// recoverDocument moves an unreadable document of id aside (Get
+// quarantines it) and makes a new one from the transcript: source
+// "recovered", state active, so that no prune removes it before a person
+// has looked. The title and other metadata are in the copy kept aside.
+func (s *SessionStore) recoverDocument(id, what string) (bool, string) {
+	unlock, err := s.lock(id)
+	if err != nil {
+		return false, what + " (" + err.Error() + ")"
+	}
+	var sess Session
+	if err := readDoc(s.docPath(id), &sess); !errors.Is(err, os.ErrNotExist) && (err != nil || sess.ID != id) {
+		dst, err := moveAside(s.docPath(id), fmt.Sprintf(".corrupt-%d", s.Now().Unix()))
+		if err != nil {
+			unlock()
+			return false, what + " (" + err.Error() + ")"
+		}
+		what += "; moved aside to " + dst
+	}
+	unlock()
+	if _, err := os.Stat(s.logPath(id)); err != nil {
+		return true, what
+	}
+	if _, _, err := s.Create(Session{ID: id, Source: "recovered"}); err != nil {
+		return false, what + " (" + err.Error() + ")"
+	}
+	return true, what + "; made a new document from the transcript (source recovered)"
 }

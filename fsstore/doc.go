@@ -73,7 +73,7 @@
 //     <doc>.corrupt-<unix> under the record's lock and reported. Nothing
 //     replaces it with an empty default. For a session, fsck --repair then
 //     makes a new document from the transcript (source "recovered", state
-//     ended); the old one stays aside.
+//     active, so no prune removes it unseen); the old one stays aside.
 //  4. Stale caches: a document count that disagrees with its transcript is
 //     rewritten from the transcript. A catalog that lacks a session is
 //     rebuilt from the documents.

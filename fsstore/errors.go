@@ -19,17 +19,17 @@ var (
 )
 
 // invalidf returns an ErrInvalid error with a message.
-func invalidf(format string, args ...any) error {
+func Invalidf(format string, args ...any) error {
 	return &kindError{kind: ErrInvalid, msg: fmt.Sprintf(format, args...)}
 }
 
 // refusedf returns an ErrRefused error with a message.
-func refusedf(format string, args ...any) error {
+func Refusedf(format string, args ...any) error {
 	return &kindError{kind: ErrRefused, msg: fmt.Sprintf(format, args...)}
 }
 
 // notFoundf returns an ErrNotFound error with a message.
-func notFoundf(format string, args ...any) error {
+func NotFoundf(format string, args ...any) error {
 	return &kindError{kind: ErrNotFound, msg: fmt.Sprintf(format, args...)}
 }
 

@@ -33,10 +33,10 @@ func EnsureDir(dir string) error {
 	fi, err := os.Lstat(dir)
 	if err == nil {
 		if fi.Mode()&os.ModeSymlink != 0 {
-			return refusedf("%s is a symlink; refusing to write through it", dir)
+			return Refusedf("%s is a symlink; refusing to write through it", dir)
 		}
 		if !fi.IsDir() {
-			return refusedf("%s exists and is not a directory", dir)
+			return Refusedf("%s exists and is not a directory", dir)
 		}
 		return nil
 	}

@@ -135,7 +135,7 @@ func OpenAppend(path string, now time.Time) (f *os.File, moved string, err error
 // linkErr turns the ELOOP of O_NOFOLLOW into a refusal that says why.
 func linkErr(err error) error {
 	if errors.Is(err, syscall.ELOOP) {
-		return refusedf("is a symlink; refusing to write through it")
+		return Refusedf("is a symlink; refusing to write through it")
 	}
 	return err
 }

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Message is one line of a transcript: an OpenAI-style chat message plus
@@ -34,20 +35,25 @@ var roles = map[string]bool{"system": true, "user": true, "assistant": true, "to
 func ParseMessage(line []byte) (Message, error) {
 	var m Message
 	if err := json.Unmarshal(line, &m); err != nil {
-		return Message{}, invalidf("malformed message: %v", err)
+		return Message{}, Invalidf("malformed message: %v", err)
 	}
 	if !roles[m.Role] {
-		return Message{}, invalidf("message role %q is not one of system, user, assistant, tool", m.Role)
+		return Message{}, Invalidf("message role %q is not one of system, user, assistant, tool", m.Role)
 	}
 	if len(m.Content) > 0 {
 		switch m.Content[0] {
 		case '"', '[', 'n':
 		default:
-			return Message{}, invalidf("message content must be a string, a list of parts or null")
+			return Message{}, Invalidf("message content must be a string, a list of parts or null")
 		}
 	}
 	if len(m.ToolCalls) > 0 && m.ToolCalls[0] != '[' && string(m.ToolCalls) != "null" {
-		return Message{}, invalidf("message tool_calls must be a list")
+		return Message{}, Invalidf("message tool_calls must be a list")
+	}
+	if m.TS != "" {
+		if _, err := time.Parse(time.RFC3339Nano, m.TS); err != nil {
+			return Message{}, Invalidf("message ts %q is not an RFC 3339 time", m.TS)
+		}
 	}
 	return m, nil
 }
@@ -120,9 +126,12 @@ func (m Message) MarshalJSON() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// ChatJSON returns the message as a provider expects it: without seq and ts.
+// ChatJSON returns the message as a provider expects it: the chat fields
+// only, without seq, ts and the fields in Extra (an API may refuse keys it
+// does not know, such as an imported "reasoning").
 func (m Message) ChatJSON() []byte {
 	var b bytes.Buffer
+	m.Extra = nil
 	m.writeChatFields(&b)
 	out := b.Bytes()
 	out[0] = '{' // writeChatFields starts with a comma

@@ -19,21 +19,21 @@ const MaxIDLen = 96
 func CheckID(what, id string) error {
 	switch {
 	case id == "":
-		return invalidf("empty %s", what)
+		return Invalidf("empty %s", what)
 	case len(id) > MaxIDLen:
-		return invalidf("%s is %d bytes; the limit is %d", what, len(id), MaxIDLen)
+		return Invalidf("%s is %d bytes; the limit is %d", what, len(id), MaxIDLen)
 	case !utf8.ValidString(id):
-		return invalidf("%s %q is not valid UTF-8", what, id)
+		return Invalidf("%s %q is not valid UTF-8", what, id)
 	case strings.HasPrefix(id, "."):
-		return invalidf("%s %q starts with '.'", what, id)
+		return Invalidf("%s %q starts with '.'", what, id)
 	case strings.Contains(id, ".."):
-		return invalidf("%s %q contains '..'", what, id)
+		return Invalidf("%s %q contains '..'", what, id)
 	case strings.ContainsAny(id, `/\`):
-		return invalidf("%s %q contains a path separator", what, id)
+		return Invalidf("%s %q contains a path separator", what, id)
 	}
 	for _, r := range id {
 		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return invalidf("%s %q contains a control character", what, id)
+			return Invalidf("%s %q contains a control character", what, id)
 		}
 	}
 	return nil

@@ -29,7 +29,7 @@ const snippetRadius = 40
 // first, in transcript order within a session; limit <= 0 means all.
 func (s *SessionStore) Search(query string, limit int) ([]Hit, error) {
 	if query == "" {
-		return nil, invalidf("empty search query")
+		return nil, Invalidf("empty search query")
 	}
 	ids, err := s.IDs()
 	if err != nil {

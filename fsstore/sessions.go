@@ -97,7 +97,7 @@ func (s *SessionStore) readSession(id string, locked bool) (Session, error) {
 	var sess Session
 	err := readDoc(s.docPath(id), &sess)
 	if errors.Is(err, os.ErrNotExist) {
-		return Session{}, notFoundf("session %s not found", id)
+		return Session{}, NotFoundf("session %s not found", id)
 	}
 	if err == nil && sess.ID != id {
 		// "null" or "{}" parse, but are not this session's document: taking
@@ -400,7 +400,7 @@ func (s *SessionStore) Save(id string, msgs []Message, force bool) (SaveResult, 
 		return SaveResult{Appended: len(tail), Count: n}, err
 	}
 	if !force {
-		return SaveResult{}, refusedf("%s; nothing written (--force replaces it and keeps the old transcript)", why)
+		return SaveResult{}, Refusedf("%s; nothing written (--force replaces it and keeps the old transcript)", why)
 	}
 	return s.replaceLocked(&sess, msgs)
 }
@@ -518,7 +518,7 @@ func (s *SessionStore) OpenTranscript(id string) (*Transcript, error) {
 		return nil, err
 	}
 	if _, err := os.Stat(s.Dir); err != nil {
-		return nil, notFoundf("session %s not found", id)
+		return nil, NotFoundf("session %s not found", id)
 	}
 	unlock, err := RLock(s.lockPath(id), s.LockTimeout)
 	if err != nil {
@@ -528,7 +528,7 @@ func (s *SessionStore) OpenTranscript(id string) (*Transcript, error) {
 	f, err := os.Open(s.logPath(id))
 	if errors.Is(err, os.ErrNotExist) {
 		if _, derr := os.Stat(s.docPath(id)); derr != nil {
-			return nil, notFoundf("session %s not found", id)
+			return nil, NotFoundf("session %s not found", id)
 		}
 		return &Transcript{warn: s.Warn}, nil
 	}
@@ -630,7 +630,7 @@ func (s *SessionStore) update(id string, change func(*Session) error) (Session, 
 // another session has is refused.
 func (s *SessionStore) Rename(id, title string) (Session, error) {
 	if strings.TrimSpace(title) == "" {
-		return Session{}, invalidf("empty title")
+		return Session{}, Invalidf("empty title")
 	}
 	if err := s.checkTitleFree(title, id); err != nil {
 		return Session{}, err
@@ -638,14 +638,32 @@ func (s *SessionStore) Rename(id, title string) (Session, error) {
 	return s.update(id, func(sess *Session) error { sess.Title = title; return nil })
 }
 
+// CheckTitle reports whether title can be a session's title: any text
+// without control characters (a newline would break listings), at most
+// 200 bytes.
+func CheckTitle(title string) error {
+	if len(title) > 200 {
+		return Invalidf("title is %d bytes; the limit is 200", len(title))
+	}
+	for _, r := range title {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return Invalidf("title %q contains a control character", title)
+		}
+	}
+	return nil
+}
+
 func (s *SessionStore) checkTitleFree(title, self string) error {
+	if err := CheckTitle(title); err != nil {
+		return err
+	}
 	ids, err := s.idsByTitle(title)
 	if err != nil {
 		return err
 	}
 	for _, other := range ids {
 		if other != self {
-			return refusedf("title %q is taken by session %s", title, other)
+			return Refusedf("title %q is taken by session %s", title, other)
 		}
 	}
 	return nil
@@ -720,7 +738,7 @@ func (s *SessionStore) Delete(id string, dryRun bool) (Removal, error) {
 		return Removal{}, err
 	}
 	if sess.State == StateActive || sess.State == StateResumePending {
-		return Removal{}, refusedf("session %s is %s; end it first (hermes sessions end %s)", id, sess.State, id)
+		return Removal{}, Refusedf("session %s is %s; end it first (hermes sessions end %s)", id, sess.State, id)
 	}
 	return s.removeLocked(sess, dryRun)
 }
@@ -913,7 +931,7 @@ func (s *SessionStore) Resolve(ref string) (string, error) {
 		if len(matches) > 10 {
 			matches = append(matches[:10], "…")
 		}
-		return "", invalidf("%q is ambiguous: it starts %s", ref, strings.Join(matches, ", "))
+		return "", Invalidf("%q is ambiguous: it is a prefix of %s", ref, strings.Join(matches, ", "))
 	}
-	return "", notFoundf("no session with id, id prefix or title %q", ref)
+	return "", NotFoundf("no session with id, id prefix or title %q", ref)
 }

@@ -3,7 +3,6 @@ package profiles
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -56,7 +55,7 @@ func LoadConfig(dir string) (Config, error) {
 	dec.KnownFields(true)
 	// An empty file decodes as io.EOF: it is an empty config.
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
-		return c, fmt.Errorf("%w: %s: %v", fsstore.ErrInvalid, path, err)
+		return c, fsstore.Invalidf("%s: %v", path, err)
 	}
 	return c, nil
 }

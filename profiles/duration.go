@@ -1,7 +1,6 @@
 package profiles
 
 import (
-	"fmt"
 	"strconv"
 	"time"
 
@@ -13,7 +12,7 @@ import (
 // "1h30m"). The duration must be positive; anything else is ErrInvalid.
 func ParseDuration(s string) (time.Duration, error) {
 	bad := func() (time.Duration, error) {
-		return 0, fmt.Errorf("%w: invalid duration %q (use a number and a unit: s m h d w, e.g. 90d, 12h, 30s)", fsstore.ErrInvalid, s)
+		return 0, fsstore.Invalidf("invalid duration %q (use a number and a unit: s m h d w, e.g. 90d, 12h, 30s)", s)
 	}
 	if s == "" {
 		return bad()

@@ -29,7 +29,7 @@ var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 // CheckName reports whether name can name a profile.
 func CheckName(name string) error {
 	if !nameRE.MatchString(name) {
-		return fmt.Errorf("%w: profile name %q must match ^[a-z0-9][a-z0-9_-]{0,63}$", fsstore.ErrInvalid, name)
+		return fsstore.Invalidf("profile name %q must match ^[a-z0-9][a-z0-9_-]{0,63}$", name)
 	}
 	return nil
 }

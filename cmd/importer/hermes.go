@@ -106,14 +106,15 @@ func parseHermesJSONL(data []byte) ([]Session, error) {
 func hermesMessages(raws []json.RawMessage, systemPrompt string, fail func(i int, err error) error) ([]fsstore.Message, error) {
 	msgs := make([]fsstore.Message, 0, len(raws)+1)
 	for i, raw := range raws {
+		raw, err := normalizeTS(raw)
+		if err != nil {
+			return nil, fail(i, fmt.Errorf("ts: %v", err))
+		}
 		m, err := fsstore.ParseMessage(raw)
 		if err != nil {
 			return nil, fail(i, err)
 		}
 		m.Seq = 0
-		if m.TS, err = ts(m.TS); err != nil {
-			return nil, fail(i, fmt.Errorf("ts: %v", err))
-		}
 		// The Python agent stamps some messages with "timestamp" (ISO or
 		// Unix seconds): it is the message's ts.
 		if v, ok := m.Extra["timestamp"]; ok && m.TS == "" {
@@ -172,4 +173,25 @@ func rawLine(data []byte, raws []json.RawMessage, i int) int {
 		}
 	}
 	return lineAt(data, int64(off))
+}
+
+// normalizeTS rewrites a message's "ts" (ISO 8601, maybe without a zone, as
+// Python writes it) to the store's RFC 3339 form before the message is
+// checked. A message without ts, or one that is not an object, is returned
+// as it is for ParseMessage to judge.
+func normalizeTS(raw json.RawMessage) (json.RawMessage, error) {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(raw, &fields) != nil || fields["ts"] == nil {
+		return raw, nil
+	}
+	var s string
+	if err := json.Unmarshal(fields["ts"], &s); err != nil {
+		return nil, err
+	}
+	norm, err := ts(s)
+	if err != nil {
+		return nil, err
+	}
+	fields["ts"], _ = json.Marshal(norm)
+	return json.Marshal(fields)
 }

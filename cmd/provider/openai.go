@@ -142,9 +142,10 @@ func parseRetryAfter(h string) time.Duration {
 	return -1
 }
 
-// requestBody is the chat completions request. The messages are written as
-// the store keeps them (ChatJSON), so content parts and unknown fields reach
-// the server unchanged.
+// requestBody is the chat completions request. The messages' chat fields
+// are written as the store keeps them (ChatJSON), so content parts and tool
+// calls reach the server unchanged; fields the API does not define are not
+// sent.
 func requestBody(model string, msgs []fsstore.Message, stream bool) []byte {
 	var b bytes.Buffer
 	b.WriteString(`{"model":`)
