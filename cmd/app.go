@@ -115,6 +115,7 @@ func NewApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			&cli.StringFlag{Name: "lock-timeout", Value: "10s", Usage: "how long to wait for a lock before exit 5"},
 		},
 		Commands: []*cli.Command{
+			chatCommand(),
 			sessionsCommand(),
 			profileCommand(),
 			fsckCommand(),

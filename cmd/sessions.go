@@ -124,6 +124,7 @@ func sessionsCommand() *cli.Command {
 				},
 				Action: withEnv(sessionsPrune),
 			},
+			sessionsImportCommand(),
 			{
 				Name:      "stats",
 				Usage:     "counts by state and source, messages, bytes on disk",

@@ -120,7 +120,8 @@ func (s *SessionStore) readSession(id string, locked bool) (Session, error) {
 }
 
 // Create makes a session document with an empty transcript. The id is
-// sess.ID, or a new one when empty. Creating a session that exists is a
+// sess.ID, or a new one when empty; created_at is sess.CreatedAt (an
+// import's), or now. Creating a session that exists is a
 // no-op that returns the stored document and created=false: never an error
 // that would stop later writes. A non-empty title must not be taken by
 // another session.
@@ -150,9 +151,17 @@ func (s *SessionStore) Create(sess Session) (_ Session, created bool, err error)
 		}
 	}
 	ts := Timestamp(now)
-	sess.CreatedAt, sess.UpdatedAt = ts, ts
+	sess.UpdatedAt = ts
+	if sess.CreatedAt == "" {
+		sess.CreatedAt = ts
+	} else if _, err := time.Parse(time.RFC3339Nano, sess.CreatedAt); err != nil {
+		return Session{}, false, Invalidf("created_at %q is not an RFC 3339 time", sess.CreatedAt)
+	}
 	if sess.State == "" {
 		sess.State = StateActive
+	}
+	if sess.State == StateEnded && sess.EndedAt == "" {
+		sess.EndedAt = ts
 	}
 	sess.Profile = s.Profile
 	// A transcript may exist without a document (its document was
@@ -934,4 +943,22 @@ func (s *SessionStore) Resolve(ref string) (string, error) {
 		return "", Invalidf("%q is ambiguous: it is a prefix of %s", ref, strings.Join(matches, ", "))
 	}
 	return "", NotFoundf("no session with id, id prefix or title %q", ref)
+}
+
+// ResumeNote is the system message that tells a model why a session it
+// continues was interrupted, from the session's resume_reason. It is kept
+// in the transcript, so the history says what happened.
+func ResumeNote(reason string) string {
+	var why string
+	switch reason {
+	case "restart_interrupted":
+		why = "the previous turn was interrupted by a restart"
+	case "restart_timeout", "shutdown_timeout":
+		why = "the previous turn did not finish before a restart timed out"
+	case "":
+		why = "the previous turn was interrupted"
+	default:
+		why = "the previous turn was interrupted (" + reason + ")"
+	}
+	return "Note: " + why + ". Continue from the history above; the last turn may be incomplete."
 }

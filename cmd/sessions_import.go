@@ -1,0 +1,128 @@
+package cmd
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/hermes/hermes/cmd/importer"
+	"github.com/hermes/hermes/fsstore"
+)
+
+func sessionsImportCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "import",
+		Usage: "bring in transcripts: hermes snapshots and exports, Claude Code, Codex",
+		Description: `Reads FILE (or stdin for -) in the format given by --format or detected:
+` + strings.Join(importer.Formats, ", ") + `. A session keeps its source's id. Importing
+a session that exists obeys the truncation guard: the import must extend the
+stored history (only the new messages are appended), else exit 4 and nothing
+changes. Malformed input: exit 2, nothing written.`,
+		ArgsUsage: "FILE|-",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "format", Usage: "one of " + strings.Join(importer.Formats, ", ") + " (default: detect)"},
+			&cli.BoolFlag{Name: "force", Usage: "replace a stored transcript the import does not extend, keeping the old one beside it"},
+		},
+		Action: withEnv(sessionsImport),
+	}
+}
+
+// importResult is one imported session.
+type importResult struct {
+	SessionID    string `json:"session_id"`
+	Status       string `json:"status"` // created, extended, unchanged, replaced
+	Appended     int    `json:"appended"`
+	MessageCount int64  `json:"message_count"`
+}
+
+func sessionsImport(e *env) error {
+	name, err := oneArg(e.c, "FILE (or - for stdin)")
+	if err != nil {
+		return err
+	}
+	var r io.Reader = e.stdin
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		r = f
+	}
+	// Everything is parsed before anything is written.
+	parsed, err := importer.Parse(r, e.c.String("format"))
+	if err != nil {
+		return err
+	}
+	store := e.sessions()
+	var firstErr error
+	for _, in := range parsed {
+		res, err := importOne(e, store, in)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "hermes: import %s: %v\n", dash(in.ID), err)
+			if firstErr == nil {
+				firstErr = silentExit{exitCode(err)}
+			}
+			continue
+		}
+		if e.json {
+			printJSON(e.stdout, res)
+		} else {
+			fmt.Fprintf(e.stdout, "%s  %s  %d messages\n", res.SessionID, res.Status, res.MessageCount)
+		}
+	}
+	return firstErr
+}
+
+func importOne(e *env, store *fsstore.SessionStore, in importer.Session) (importResult, error) {
+	id := in.ID
+	if id != "" && fsstore.CheckID("session id", id) != nil {
+		e.warn(fmt.Sprintf("source id %q cannot be a session id; the session gets a new one", id))
+		id = ""
+	}
+	if id != "" {
+		if _, err := store.Get(id); err == nil {
+			res, err := store.Save(id, in.Messages, e.c.Bool("force"))
+			if err != nil {
+				return importResult{}, err
+			}
+			status := "extended"
+			switch {
+			case res.Replaced != "":
+				status = "replaced"
+				e.warn(fmt.Sprintf("replaced transcript of session %s; the old one is kept at %s", id, res.Replaced))
+			case res.Appended == 0:
+				status = "unchanged"
+			}
+			return importResult{SessionID: id, Status: status, Appended: res.Appended, MessageCount: res.Count}, nil
+		} else if !errors.Is(err, fsstore.ErrNotFound) {
+			return importResult{}, err
+		}
+	}
+	// An imported conversation is history, not a chat in progress: it is
+	// ended (reason "imported"), and a chat --resume reopens it.
+	sess := fsstore.Session{ID: id, Title: in.Title, Source: in.Source, Model: in.Model, State: fsstore.StateEnded, EndReason: "imported"}
+	if !in.CreatedAt.IsZero() {
+		sess.CreatedAt = fsstore.Timestamp(in.CreatedAt)
+	}
+	created, _, err := store.Create(sess)
+	if errors.Is(err, fsstore.ErrRefused) && sess.Title != "" {
+		e.warn(fmt.Sprintf("title %q is taken; the imported session has none", sess.Title))
+		sess.Title = ""
+		created, _, err = store.Create(sess)
+	}
+	if err != nil {
+		return importResult{}, err
+	}
+	n := created.MessageCount
+	if len(in.Messages) > 0 {
+		if n, err = store.Append(created.ID, in.Messages); err != nil {
+			return importResult{}, err
+		}
+	}
+	return importResult{SessionID: created.ID, Status: "created", Appended: len(in.Messages), MessageCount: n}, nil
+}
