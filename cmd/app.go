@@ -117,6 +117,7 @@ func NewApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		Commands: []*cli.Command{
 			chatCommand(),
 			sessionsCommand(),
+			tasksCommand(),
 			profileCommand(),
 			fsckCommand(),
 			completionCommand(),

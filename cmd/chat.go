@@ -134,8 +134,14 @@ func chat(e *env) error {
 		if err != nil {
 			return err
 		}
-		if s := strings.TrimRight(string(piped), "\n"); s != "" {
-			prompt = strings.TrimSpace(strings.Join([]string{prompt, s}, "\n\n"))
+		// The piped text is sent as it is, but for its final line end:
+		// leading indentation (code, a diff's context line) is kept.
+		if s := strings.TrimRight(string(piped), "\r\n"); strings.TrimSpace(s) != "" {
+			if strings.TrimSpace(prompt) == "" {
+				prompt = s
+			} else {
+				prompt += "\n\n" + s
+			}
 		}
 	}
 	if strings.TrimSpace(prompt) == "" {

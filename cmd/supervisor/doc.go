@@ -1,0 +1,23 @@
+// Package supervisor runs background tasks and recovers from their
+// supervisors' deaths.
+//
+// A task's command runs in its own process group, with stdout and stderr
+// opened on the task's log file: the command writes its output itself, so
+// the log survives the supervisor. The supervisor starts the command,
+// records its pid and start time, waits for it and records how it ended.
+// For `hermes tasks run --wait` the supervisor is the hermes process in the
+// foreground, and it copies the log to its stdout as it grows; otherwise it
+// is hermes re-executed in its own process session (`tasks supervise`),
+// which outlives the caller and the terminal.
+//
+// Processes are identified by pid and start time (field 22 of
+// /proc/<pid>/stat on Linux), so a reused pid is never taken for a task's.
+// Reconcile, run by every command that reads tasks, marks lost the running
+// tasks whose supervisor and command are both gone; while the command
+// lives on, the task stays running.
+//
+// Exit codes: a command that exits with code N is "succeeded" (N = 0) or
+// "failed"; one killed by a signal is "killed", with exit_code null and the
+// signal's name, and `wait` exits 128 + the signal's number, as shells do. A
+// command that cannot be started is "failed" with exit code 127.
+package supervisor

@@ -1,0 +1,80 @@
+package supervisor
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// ProcStart returns the start time of process pid as the kernel counts it
+// (clock ticks since boot, on Linux), or "" if there is no such process.
+// Elsewhere it returns "-" for a live process: pid reuse is not detected.
+func ProcStart(pid int) string {
+	if pid <= 0 {
+		return ""
+	}
+	if runtime.GOOS != "linux" {
+		if syscall.Kill(pid, 0) == nil || errors.Is(syscall.Kill(pid, 0), syscall.EPERM) {
+			return "-"
+		}
+		return ""
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	// The command name, field 2, is in parentheses and may hold spaces:
+	// count fields after its closing parenthesis.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return ""
+	}
+	fields := strings.Fields(string(b[i+1:]))
+	// fields[0] is field 3 (state); the start time is field 22.
+	if len(fields) < 20 {
+		return ""
+	}
+	if fields[0] == "Z" {
+		return "" // a zombie has finished
+	}
+	return fields[19]
+}
+
+// Alive reports whether process pid runs and is the one that started at
+// start.
+func Alive(pid int, start string) bool {
+	return pid > 0 && start != "" && ProcStart(pid) == start
+}
+
+var signalNames = map[string]syscall.Signal{
+	"HUP": syscall.SIGHUP, "INT": syscall.SIGINT, "QUIT": syscall.SIGQUIT, "KILL": syscall.SIGKILL,
+	"TERM": syscall.SIGTERM, "USR1": syscall.SIGUSR1, "USR2": syscall.SIGUSR2, "STOP": syscall.SIGSTOP,
+	"CONT": syscall.SIGCONT, "ALRM": syscall.SIGALRM,
+}
+
+// ParseSignal reads a signal as a name (TERM, SIGTERM, term) or a number.
+func ParseSignal(s string) (syscall.Signal, error) {
+	name := strings.TrimPrefix(strings.ToUpper(s), "SIG")
+	if sig, ok := signalNames[name]; ok {
+		return sig, nil
+	}
+	if n, err := strconv.Atoi(s); err == nil && n > 0 && n < 65 {
+		return syscall.Signal(n), nil
+	}
+	return 0, fmt.Errorf("unknown signal %q (TERM, INT, HUP, KILL, … or a number)", s)
+}
+
+// SignalName is the conventional name of sig: SIGTERM.
+func SignalName(sig syscall.Signal) string {
+	for name, s := range signalNames {
+		if s == sig {
+			return "SIG" + name
+		}
+	}
+	return "SIG" + strconv.Itoa(int(sig))
+}

@@ -1,0 +1,287 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/hermes/hermes/fsstore"
+)
+
+// Spec is a task to supervise: its record exists (fsstore.TaskStore.Create)
+// and says what to run.
+type Spec struct {
+	Store *fsstore.TaskStore
+	ID    string
+	// Env is the command's environment; HERMES_TASK_ID is added.
+	Env []string
+	// Output, when set, receives the log as it grows (run --wait).
+	Output io.Writer
+	// Started is called once the command runs (err nil) or could not be
+	// started; the background supervisor uses it to release its caller.
+	Started func(err error)
+}
+
+// Supervise runs the task's command, records its pid, waits for it and
+// records how it ended. It returns the task's final record. Signals that
+// would end the supervisor (INT, TERM, HUP) are passed to the command's
+// process group instead, so the command decides and the end is recorded.
+func Supervise(spec Spec) (fsstore.Task, error) {
+	store := spec.Store
+	started := spec.Started
+	if started == nil {
+		started = func(error) {}
+	}
+	self := os.Getpid()
+	t, err := store.Update(spec.ID, func(t *fsstore.Task) {
+		t.SupervisorPID, t.SupervisorStart = self, ProcStart(self)
+	})
+	if err != nil {
+		started(err)
+		return t, err
+	}
+	log, err := os.OpenFile(store.LogPath(t.ID), os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		started(err)
+		return fail(store, t.ID, err)
+	}
+	defer log.Close()
+	if len(t.Command) == 0 {
+		err := errors.New("no command")
+		started(err)
+		return fail(store, t.ID, err)
+	}
+	cmd := exec.Command(t.Command[0], t.Command[1:]...)
+	cmd.Dir = t.Cwd
+	cmd.Env = append(append([]string{}, spec.Env...), "HERMES_TASK_ID="+t.ID)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+
+	if err := cmd.Start(); err != nil {
+		started(err)
+		return fail(store, t.ID, err)
+	}
+	pid := cmd.Process.Pid
+	if _, err := store.Update(t.ID, func(t *fsstore.Task) { t.PID, t.PIDStart = pid, ProcStart(pid) }); err != nil {
+		// The command runs; its end is still recorded below.
+		fmt.Fprintf(os.Stderr, "hermes: task %s: %v\n", t.ID, err)
+	}
+	started(nil)
+
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case sig := <-sigs:
+				syscall.Kill(-pid, sig.(syscall.Signal))
+			case <-done:
+				return
+			}
+		}
+	}()
+	var tailed chan error
+	if spec.Output != nil {
+		tailed = make(chan error, 1)
+		go func() { tailed <- follow(store.LogPath(t.ID), spec.Output, done) }()
+	}
+	waitErr := cmd.Wait()
+	close(done)
+	if tailed != nil {
+		<-tailed
+	}
+	final, _, err := store.Finish(t.ID, func(t *fsstore.Task) { setOutcome(t, cmd.ProcessState, waitErr) })
+	return final, err
+}
+
+// setOutcome fills in status, exit code and signal from how the process
+// ended.
+func setOutcome(t *fsstore.Task, ps *os.ProcessState, waitErr error) {
+	if ps == nil {
+		t.Status, t.Error = fsstore.TaskLost, fmt.Sprint(waitErr)
+		return
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		t.Status, t.Signal = fsstore.TaskKilled, SignalName(ws.Signal())
+		return
+	}
+	code := ps.ExitCode()
+	t.ExitCode = &code
+	t.Status = fsstore.TaskSucceeded
+	if code != 0 {
+		t.Status = fsstore.TaskFailed
+	}
+}
+
+// fail records a task whose command could not be started: failed, exit
+// code 127 (as a shell reports a command it cannot run), the reason kept.
+func fail(store *fsstore.TaskStore, id string, cause error) (fsstore.Task, error) {
+	code := 127
+	t, _, err := store.Finish(id, func(t *fsstore.Task) {
+		t.Status, t.ExitCode, t.Error = fsstore.TaskFailed, &code, cause.Error()
+	})
+	if err != nil {
+		return t, errors.Join(cause, err)
+	}
+	return t, fmt.Errorf("task %s: cannot start: %w", id, cause)
+}
+
+// follow copies the file at path to w as it grows, until done is closed,
+// then copies what is left and returns.
+func follow(path string, w io.Writer, done <-chan struct{}) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if _, err := io.Copy(w, f); err != nil {
+			return err
+		}
+		select {
+		case <-done:
+			_, err := io.Copy(w, f)
+			return err
+		case <-tick.C:
+		}
+	}
+}
+
+// Follow is follow for `tasks log -f`: it copies the log of task id to w
+// until the task has finished, then what is left.
+func Follow(ctx context.Context, store *fsstore.TaskStore, id string, w io.Writer) error {
+	done := make(chan struct{})
+	errc := make(chan error, 1)
+	go func() { errc <- follow(store.LogPath(id), w, done) }()
+	for {
+		t, err := store.Get(id)
+		if err != nil || t.Finished() {
+			close(done)
+			return errors.Join(err, <-errc)
+		}
+		if !supervisorOrCommandAlive(t) {
+			Reconcile(store)
+		}
+		select {
+		case <-ctx.Done():
+			close(done)
+			<-errc
+			return ctx.Err()
+		case err := <-errc:
+			return err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func supervisorOrCommandAlive(t fsstore.Task) bool {
+	return Alive(t.SupervisorPID, t.SupervisorStart) || Alive(t.PID, t.PIDStart)
+}
+
+// Reconcile looks at every task whose record says running. One whose
+// supervisor has died (kill -9, a reboot) while its command still lives
+// stays running; one whose command is gone too is marked lost, with what is
+// known: its log, and no exit code. It returns how many it marked lost.
+func Reconcile(store *fsstore.TaskStore) (int, error) {
+	ids, err := store.Running()
+	if err != nil {
+		return 0, err
+	}
+	lost := 0
+	for _, id := range ids {
+		t, err := store.Get(id)
+		if errors.Is(err, fsstore.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return lost, err
+		}
+		if t.Finished() {
+			// A crash between the record and its marker: Finish tidies up.
+			store.Finish(id, func(*fsstore.Task) {})
+			continue
+		}
+		// From its creation the record names a live supervisor: the caller
+		// of tasks run stands in until the supervisor writes its own pid.
+		if supervisorOrCommandAlive(t) {
+			continue
+		}
+		_, marked, err := store.Finish(id, func(t *fsstore.Task) {
+			if supervisorOrCommandAlive(*t) {
+				return
+			}
+			t.Status = fsstore.TaskLost
+			t.Error = fmt.Sprintf("the supervisor (pid %d) and the command (pid %d) are gone; the exit code is unknown", t.SupervisorPID, t.PID)
+		})
+		if err != nil {
+			return lost, err
+		}
+		if marked {
+			lost++
+		}
+	}
+	return lost, nil
+}
+
+// Kill sends sig to the process group of task id's command and, if it still
+// runs after grace, SIGKILL. It waits for the command to end and for its end
+// to be recorded; if the supervisor is gone, it records the kill itself.
+func Kill(store *fsstore.TaskStore, id string, sig syscall.Signal, grace time.Duration) (fsstore.Task, error) {
+	t, err := store.Get(id)
+	if err != nil {
+		return t, err
+	}
+	if t.Finished() {
+		return t, fsstore.Refusedf("task %s has already finished (%s)", id, t.Status)
+	}
+	if !Alive(t.PID, t.PIDStart) {
+		Reconcile(store)
+		if t, err = store.Get(id); err == nil && t.Finished() {
+			return t, fsstore.Refusedf("task %s has already finished (%s)", id, t.Status)
+		}
+		return t, fmt.Errorf("task %s: its command is not running (yet)", id)
+	}
+	syscall.Kill(-t.PID, sig)
+	if !waitGone(t.PID, t.PIDStart, grace) {
+		syscall.Kill(-t.PID, syscall.SIGKILL)
+		sig = syscall.SIGKILL
+		waitGone(t.PID, t.PIDStart, 5*time.Second)
+	}
+	// The supervisor records the end; wait for it a little.
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		if t, err = store.Get(id); err != nil || t.Finished() {
+			return t, err
+		}
+		if !Alive(t.SupervisorPID, t.SupervisorStart) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t, _, err = store.Finish(id, func(t *fsstore.Task) {
+		t.Status, t.Signal = fsstore.TaskKilled, SignalName(sig)
+	})
+	return t, err
+}
+
+func waitGone(pid int, start string, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for Alive(pid, start) {
+		if !time.Now().Before(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return true
+}

@@ -1,0 +1,693 @@
+package cmd
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/hermes/hermes/cmd/supervisor"
+	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/profiles"
+)
+
+func tasksCommand() *cli.Command {
+	yes := &cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "do not ask for confirmation"}
+	return &cli.Command{
+		Name:  "tasks",
+		Usage: "background tasks: commands whose output and exit code outlive restarts",
+		Subcommands: []*cli.Command{
+			{
+				Name:  "run",
+				Usage: "run a command under a supervisor and print the task id (with --wait: in the foreground, exiting with its code)",
+				Description: `The command's stdout and stderr go to the task's log, written by the command
+itself. Without --wait the supervisor runs in its own process session, so the task
+outlives the caller and the terminal. With --wait the output also reaches stdout,
+and hermes exits with the command's exit code (128 + N for signal N): a cron wrapper.
+   */5 * * * * hermes tasks run --wait --name backup -- /usr/local/bin/backup.sh`,
+				ArgsUsage: "-- CMD [ARGS…]",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "name", Usage: "a name to find the task by (history --name)"},
+					&cli.StringFlag{Name: "session", Usage: "the session the task belongs to"},
+					&cli.StringFlag{Name: "cwd", Usage: "working directory (default: the current one)"},
+					&cli.StringSliceFlag{Name: "env", Usage: "K=V added to the command's environment (repeatable)"},
+					&cli.BoolFlag{Name: "wait", Usage: "run in the foreground and exit with the command's exit code"},
+				},
+				Action: withEnv(tasksRun),
+			},
+			{
+				Name:   "supervise",
+				Hidden: true,
+				Usage:  "the background supervisor of a task (started by tasks run)",
+				Action: withEnv(tasksSupervise),
+			},
+			{
+				Name:      "list",
+				Usage:     "running tasks and those finished in the last 24 hours",
+				ArgsUsage: " ",
+				Action:    withEnv(tasksList),
+			},
+			{
+				Name:      "show",
+				Usage:     "a task's record",
+				ArgsUsage: "ID",
+				Action:    withEnv(tasksShow),
+			},
+			{
+				Name:      "history",
+				Usage:     "finished tasks, most recently finished first",
+				ArgsUsage: " ",
+				Flags: []cli.Flag{
+					&cli.IntFlag{Name: "limit", Value: 50, Usage: "at most this many (0: all)"},
+					&cli.StringFlag{Name: "name", Usage: "only tasks with this name"},
+					&cli.StringFlag{Name: "status", Usage: "only succeeded, failed, killed or lost"},
+					&cli.StringFlag{Name: "since", Usage: "only tasks finished within this duration, e.g. 7d"},
+				},
+				Action: withEnv(tasksHistory),
+			},
+			{
+				Name:      "log",
+				Usage:     "a task's output",
+				ArgsUsage: "ID",
+				Flags: []cli.Flag{
+					&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "stream the output until the task finishes"},
+					&cli.IntFlag{Name: "tail", Value: -1, Usage: "only the last N lines"},
+				},
+				Action: withEnv(tasksLog),
+			},
+			{
+				Name:      "wait",
+				Usage:     "block until a task finishes and exit with its exit code",
+				ArgsUsage: "ID",
+				Flags:     []cli.Flag{&cli.StringFlag{Name: "timeout", Usage: "give up after this long (exit 1), e.g. 30m"}},
+				Action:    withEnv(tasksWait),
+			},
+			{
+				Name:      "kill",
+				Usage:     "signal a task's whole process group; SIGKILL after the grace period",
+				ArgsUsage: "ID",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "signal", Value: "TERM", Usage: "the first signal"},
+					&cli.StringFlag{Name: "grace", Value: "10s", Usage: "how long to wait before SIGKILL"},
+				},
+				Action: withEnv(tasksKill),
+			},
+			{
+				Name:      "prune",
+				Usage:     "remove finished tasks (record and log) older than a duration",
+				ArgsUsage: " ",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "older-than", Usage: "finished longer ago than this, e.g. 30d (required)"},
+					&cli.IntFlag{Name: "keep-last", Usage: "always keep the N most recently finished"},
+					&cli.StringFlag{Name: "status", Usage: "only succeeded, failed, killed or lost"},
+					&cli.BoolFlag{Name: "dry-run", Usage: "list what would be removed, remove nothing"},
+					yes,
+				},
+				Action: withEnv(tasksPrune),
+			},
+		},
+	}
+}
+
+// tasks opens the profile's task store and recovers tasks whose supervisor
+// died, so that every command that reads tasks sees the truth.
+func (e *env) tasks() (*fsstore.TaskStore, error) {
+	store := fsstore.NewTaskStore(e.profile.Dir(), e.lockTimeout, e.warn)
+	_, err := supervisor.Reconcile(store)
+	return store, err
+}
+
+func tasksRun(e *env) error {
+	argv := e.c.Args().Slice()
+	if len(argv) > 0 && argv[0] == "--" {
+		argv = argv[1:]
+	}
+	if len(argv) == 0 {
+		return usagef("no command: hermes tasks run [flags] -- CMD [ARGS…]")
+	}
+	name := e.c.String("name")
+	if name != "" {
+		if err := fsstore.CheckTitle(name); err != nil {
+			return err
+		}
+	}
+	env := os.Environ()
+	for _, kv := range e.c.StringSlice("env") {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			return usagef("--env %q is not K=V", kv)
+		}
+		env = append(env, kv)
+	}
+	cwd := e.c.String("cwd")
+	if cwd == "" {
+		var err error
+		if cwd, err = os.Getwd(); err != nil {
+			return err
+		}
+	}
+	cwd, err := filepath.Abs(cwd)
+	if err != nil {
+		return err
+	}
+	if fi, err := os.Stat(cwd); err != nil || !fi.IsDir() {
+		return fsstore.Invalidf("--cwd %s is not a directory", cwd)
+	}
+	sessionID := ""
+	if ref := e.c.String("session"); ref != "" {
+		if sessionID, err = e.resolveSession(ref); err != nil {
+			return err
+		}
+	}
+	store := fsstore.NewTaskStore(e.profile.Dir(), e.lockTimeout, e.warn)
+	self := os.Getpid()
+	// Until the supervisor writes its own pid, the caller's stands in: it
+	// lives until the supervisor says the command runs.
+	t, err := store.Create(fsstore.Task{
+		Name: name, Command: argv, Cwd: cwd, SessionID: sessionID,
+		SupervisorPID: self, SupervisorStart: supervisor.ProcStart(self),
+	})
+	if err != nil {
+		return err
+	}
+	if e.c.Bool("wait") {
+		final, err := supervisor.Supervise(supervisor.Spec{Store: store, ID: t.ID, Env: env, Output: e.stdout})
+		if !final.Finished() {
+			return err
+		}
+		if err != nil {
+			// The command could not start: say why, exit as a shell would.
+			fmt.Fprintf(e.stderr, "hermes: %v\n", err)
+		}
+		if e.json {
+			printJSON(e.stderr, final)
+		}
+		return taskExit(final)
+	}
+	if err := startSupervisor(e, t.ID, env); err != nil {
+		return err
+	}
+	if e.json {
+		t, err = store.Get(t.ID)
+		if err != nil {
+			return err
+		}
+		return printJSON(e.stdout, t)
+	}
+	fmt.Fprintln(e.stdout, t.ID)
+	return nil
+}
+
+// taskExit is the exit of `run --wait` and `wait`: the command's own code,
+// 128 + N for a signal, 1 for a lost task.
+func taskExit(t fsstore.Task) error {
+	switch {
+	case t.ExitCode != nil && *t.ExitCode == 0:
+		return nil
+	case t.ExitCode != nil:
+		return silentExit{*t.ExitCode}
+	case t.Signal != "":
+		if sig, err := supervisor.ParseSignal(t.Signal); err == nil {
+			return silentExit{128 + int(sig)}
+		}
+	}
+	return fmt.Errorf("task %s is %s: %s", t.ID, t.Status, dash(t.Error))
+}
+
+// startSupervisor re-executes hermes as the task's supervisor, in its own
+// process session, and waits until it reports that the command runs.
+func startSupervisor(e *env, id string, env []string) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	cmd := exec.Command(exe, "--home", e.profile.Root, "--profile", e.profile.Name,
+		"--lock-timeout", e.lockTimeout.String(), "tasks", "supervise", id)
+	cmd.Env = env
+	cmd.ExtraFiles = []*os.File{w}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		w.Close()
+		return fmt.Errorf("start supervisor: %w", err)
+	}
+	w.Close()
+	cmd.Process.Release()
+	line, _ := bufio.NewReader(r).ReadString('\n')
+	switch {
+	case line == "ok\n":
+		return nil
+	case strings.HasPrefix(line, "error: "):
+		return errors.New(strings.TrimSpace(strings.TrimPrefix(line, "error: ")))
+	}
+	return fmt.Errorf("the supervisor of task %s exited before starting the command", id)
+}
+
+// readyPipe is the descriptor on which the supervisor tells its caller
+// that the command runs: the first of ExtraFiles.
+const readyPipe = 3
+
+func tasksSupervise(e *env) error {
+	id, err := oneArg(e.c, "task ID")
+	if err != nil {
+		return err
+	}
+	ready := os.NewFile(readyPipe, "ready")
+	store := fsstore.NewTaskStore(e.profile.Dir(), e.lockTimeout, e.warn)
+	signal.Ignore(syscall.SIGPIPE)
+	_, err = supervisor.Supervise(supervisor.Spec{
+		Store: store, ID: id, Env: os.Environ(),
+		Started: func(err error) {
+			if ready == nil {
+				return
+			}
+			if err != nil {
+				fmt.Fprintf(ready, "error: %v\n", err)
+			} else {
+				fmt.Fprintln(ready, "ok")
+			}
+			ready.Close()
+		},
+	})
+	return err
+}
+
+func tasksList(e *env) error {
+	if e.c.NArg() > 0 {
+		return usagef("list takes no arguments")
+	}
+	store, err := e.tasks()
+	if err != nil {
+		return err
+	}
+	var list []fsstore.Task
+	running, err := store.Running()
+	if err != nil {
+		return err
+	}
+	for i := len(running) - 1; i >= 0; i-- {
+		t, err := store.Get(running[i])
+		if err == nil && !t.Finished() {
+			list = append(list, t)
+		}
+	}
+	recent, err := store.History(fsstore.HistoryOptions{Since: time.Now().Add(-24 * time.Hour)})
+	if err != nil {
+		return err
+	}
+	return printTasks(e, append(list, recent...))
+}
+
+func printTasks(e *env, list []fsstore.Task) error {
+	if e.json {
+		w := bufferedOut(e.stdout)
+		for _, t := range list {
+			printJSON(w, t)
+		}
+		return w.Flush()
+	}
+	tb := newTable(e.stdout, "ID", "NAME", "STATUS", "EXIT", "STARTED", "DURATION", "COMMAND")
+	for _, t := range list {
+		tb.row(t.ID, dash(t.Name), t.Status, exitText(t), shortTime(t.StartedAt), durationText(t), commandText(t.Command))
+	}
+	return tb.flush()
+}
+
+func exitText(t fsstore.Task) string {
+	switch {
+	case t.ExitCode != nil:
+		return fmt.Sprint(*t.ExitCode)
+	case t.Signal != "":
+		return t.Signal
+	}
+	return "-"
+}
+
+func durationText(t fsstore.Task) string {
+	if !t.Finished() {
+		if start, err := time.Parse(time.RFC3339Nano, t.StartedAt); err == nil {
+			return time.Since(start).Round(time.Second).String() + "…"
+		}
+		return "-"
+	}
+	return (time.Duration(t.DurationMS) * time.Millisecond).String()
+}
+
+func commandText(argv []string) string {
+	s := strings.Join(argv, " ")
+	if r := []rune(s); len(r) > 60 {
+		return string(r[:59]) + "…"
+	}
+	return s
+}
+
+// taskArg resolves the ID argument: an exact task id or a unique prefix.
+func taskArg(e *env, store *fsstore.TaskStore) (string, error) {
+	ref, err := oneArg(e.c, "task ID")
+	if err != nil {
+		return "", err
+	}
+	if err := fsstore.CheckID("task id", ref); err != nil {
+		return "", err
+	}
+	if _, err := store.Get(ref); !errors.Is(err, fsstore.ErrNotFound) {
+		return ref, err
+	}
+	ids, err := store.IDs()
+	if err != nil {
+		return "", err
+	}
+	var matches []string
+	for _, id := range ids {
+		if strings.HasPrefix(id, ref) {
+			matches = append(matches, id)
+		}
+	}
+	switch len(matches) {
+	case 0:
+		return "", fsstore.NotFoundf("no task with id or id prefix %q", ref)
+	case 1:
+		return matches[0], nil
+	}
+	return "", fsstore.Invalidf("%q is ambiguous: it is a prefix of %s", ref, strings.Join(matches, ", "))
+}
+
+func tasksShow(e *env) error {
+	store, err := e.tasks()
+	if err != nil {
+		return err
+	}
+	id, err := taskArg(e, store)
+	if err != nil {
+		return err
+	}
+	t, err := store.Get(id)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return printJSON(e.stdout, t)
+	}
+	tb := newTable(e.stdout)
+	tb.row("id:", t.ID)
+	tb.row("name:", dash(t.Name))
+	tb.row("command:", strings.Join(t.Command, " "))
+	tb.row("cwd:", t.Cwd)
+	if t.SessionID != "" {
+		tb.row("session:", t.SessionID)
+	}
+	tb.row("status:", t.Status)
+	tb.row("exit:", exitText(t))
+	tb.row("pid:", t.PID)
+	tb.row("started:", t.StartedAt)
+	tb.row("finished:", dash(t.FinishedAt))
+	tb.row("duration:", durationText(t))
+	tb.row("log:", fmt.Sprintf("%s (%d bytes)", store.LogPath(t.ID), t.LogBytes))
+	if t.Error != "" {
+		tb.row("error:", t.Error)
+	}
+	return tb.flush()
+}
+
+func tasksHistory(e *env) error {
+	if e.c.NArg() > 0 {
+		return usagef("history takes no arguments")
+	}
+	opts := fsstore.HistoryOptions{Limit: e.c.Int("limit"), Name: e.c.String("name"), Status: e.c.String("status")}
+	if opts.Limit < 0 {
+		return usagef("--limit must be 0 or more")
+	}
+	if opts.Status != "" && !finishedStatus(opts.Status) {
+		return usagef("unknown --status %q (succeeded, failed, killed, lost)", opts.Status)
+	}
+	if s := e.c.String("since"); s != "" {
+		d, err := profiles.ParseDuration(s)
+		if err != nil {
+			return err
+		}
+		opts.Since = time.Now().Add(-d)
+	}
+	store, err := e.tasks()
+	if err != nil {
+		return err
+	}
+	list, err := store.History(opts)
+	if err != nil {
+		return err
+	}
+	return printTasks(e, list)
+}
+
+func finishedStatus(s string) bool {
+	switch s {
+	case fsstore.TaskSucceeded, fsstore.TaskFailed, fsstore.TaskKilled, fsstore.TaskLost:
+		return true
+	}
+	return false
+}
+
+func tasksLog(e *env) error {
+	store, err := e.tasks()
+	if err != nil {
+		return err
+	}
+	id, err := taskArg(e, store)
+	if err != nil {
+		return err
+	}
+	if _, err := store.Get(id); err != nil {
+		return err
+	}
+	tail := e.c.Int("tail")
+	if tail >= 0 {
+		if err := printTail(store.LogPath(id), tail, e.stdout); err != nil {
+			return err
+		}
+	}
+	if e.c.Bool("follow") {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		w := e.stdout
+		if tail >= 0 {
+			// The tail is printed; follow what comes after it.
+			w = skipWriter(e.stdout, fileSize(store.LogPath(id)))
+		}
+		err := supervisor.Follow(ctx, store, id, w)
+		if errors.Is(err, context.Canceled) {
+			return nil
+		}
+		return err
+	}
+	if tail >= 0 {
+		return nil
+	}
+	f, err := os.Open(store.LogPath(id))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(e.stdout, f)
+	return err
+}
+
+func fileSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// skipWriter drops the first n bytes written to it.
+func skipWriter(w io.Writer, n int64) io.Writer { return &skipper{w: w, n: n} }
+
+type skipper struct {
+	w io.Writer
+	n int64
+}
+
+func (s *skipper) Write(p []byte) (int, error) {
+	total := len(p)
+	if s.n > 0 {
+		k := min(int64(len(p)), s.n)
+		s.n -= k
+		p = p[k:]
+	}
+	if len(p) == 0 {
+		return total, nil
+	}
+	_, err := s.w.Write(p)
+	return total, err
+}
+
+// printTail writes the last n lines of the file at path.
+func printTail(path string, n int, w io.Writer) error {
+	if n == 0 {
+		return nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	size := fi.Size()
+	start := size
+	lines := 0
+	buf := make([]byte, 64<<10)
+	// Walk back to the start of the n-th line from the end; a last line
+	// without a newline counts as a line.
+	for start > 0 {
+		k := min(int64(len(buf)), start)
+		if _, err := f.ReadAt(buf[:k], start-k); err != nil {
+			return err
+		}
+		for i := k - 1; i >= 0; i-- {
+			if buf[i] == '\n' && start-k+i != size-1 {
+				lines++
+				if lines == n {
+					start = start - k + i + 1
+					goto copy
+				}
+			}
+		}
+		start -= k
+	}
+copy:
+	_, err = io.Copy(w, io.NewSectionReader(f, start, size-start))
+	return err
+}
+
+func tasksWait(e *env) error {
+	store, err := e.tasks()
+	if err != nil {
+		return err
+	}
+	id, err := taskArg(e, store)
+	if err != nil {
+		return err
+	}
+	var deadline time.Time
+	if s := e.c.String("timeout"); s != "" {
+		d, err := profiles.ParseDuration(s)
+		if err != nil {
+			return err
+		}
+		deadline = time.Now().Add(d)
+	}
+	for {
+		t, err := store.Get(id)
+		if err != nil {
+			return err
+		}
+		if t.Finished() {
+			if e.json {
+				printJSON(e.stdout, t)
+			}
+			return taskExit(t)
+		}
+		if !deadline.IsZero() && time.Now().After(deadline) {
+			return fmt.Errorf("task %s still running after %s", id, e.c.String("timeout"))
+		}
+		time.Sleep(50 * time.Millisecond)
+		if _, err := supervisor.Reconcile(store); err != nil {
+			return err
+		}
+	}
+}
+
+func tasksKill(e *env) error {
+	sig, err := supervisor.ParseSignal(e.c.String("signal"))
+	if err != nil {
+		return usageError{err}
+	}
+	grace, err := profiles.ParseDuration(e.c.String("grace"))
+	if err != nil {
+		return err
+	}
+	store, err := e.tasks()
+	if err != nil {
+		return err
+	}
+	id, err := taskArg(e, store)
+	if err != nil {
+		return err
+	}
+	t, err := supervisor.Kill(store, id, sig, grace)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return printJSON(e.stdout, t)
+	}
+	fmt.Fprintf(e.stdout, "%s %s %s\n", t.ID, t.Status, exitText(t))
+	return nil
+}
+
+func tasksPrune(e *env) error {
+	if e.c.NArg() > 0 {
+		return usagef("prune takes no arguments")
+	}
+	olderThan := e.c.String("older-than")
+	if olderThan == "" {
+		return usagef("prune needs --older-than, e.g. 30d")
+	}
+	d, err := profiles.ParseDuration(olderThan)
+	if err != nil {
+		return err
+	}
+	opts := fsstore.PruneOptions{Before: time.Now().Add(-d), KeepLast: e.c.Int("keep-last"), Status: e.c.String("status"), DryRun: true}
+	if opts.KeepLast < 0 {
+		return usagef("--keep-last must be 0 or more")
+	}
+	if opts.Status != "" && !finishedStatus(opts.Status) {
+		return usagef("unknown --status %q (succeeded, failed, killed, lost)", opts.Status)
+	}
+	store, err := e.tasks()
+	if err != nil {
+		return err
+	}
+	dry := e.c.Bool("dry-run")
+	if !dry && !e.c.Bool("yes") {
+		candidates, err := store.Prune(opts)
+		if err != nil {
+			return err
+		}
+		if len(candidates) == 0 {
+			return nil
+		}
+		if err := e.confirm(false, fmt.Sprintf("remove %d finished tasks older than %s", len(candidates), olderThan)); err != nil {
+			return err
+		}
+	}
+	opts.DryRun = dry
+	removed, err := store.Prune(opts)
+	verb := "removed"
+	if dry {
+		verb = "would remove"
+	}
+	for _, r := range removed {
+		if e.json {
+			printJSON(e.stdout, r)
+			continue
+		}
+		fmt.Fprintf(e.stdout, "%s %s  %s  %s  %s  (%d bytes)\n", verb, r.TaskID, dash(r.Name), r.Status, shortTime(r.FinishedAt), r.Bytes)
+	}
+	return err
+}

@@ -1,0 +1,598 @@
+package fsstore
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Task statuses.
+const (
+	TaskRunning   = "running"
+	TaskSucceeded = "succeeded"
+	TaskFailed    = "failed"
+	TaskKilled    = "killed"
+	TaskLost      = "lost"
+)
+
+// Task is the record of a background task: a command run under a
+// supervisor. It is a document, rewritten atomically when the task starts
+// and when it finishes. Every field is always present in JSON; exit_code is
+// null while the task runs and when it is unknown (lost).
+type Task struct {
+	ID        string   `json:"id"`
+	Name      string   `json:"name"`
+	Command   []string `json:"command"`
+	Cwd       string   `json:"cwd"`
+	SessionID string   `json:"session_id"`
+	// PID and PIDStart identify the command's process; PIDStart is the
+	// process's start time as the kernel counts it, so that a reused pid is
+	// not taken for the task. Likewise for the supervisor.
+	PID             int    `json:"pid"`
+	PIDStart        string `json:"pid_start"`
+	SupervisorPID   int    `json:"supervisor_pid"`
+	SupervisorStart string `json:"supervisor_start"`
+	StartedAt       string `json:"started_at"`
+	FinishedAt      string `json:"finished_at"`
+	DurationMS      int64  `json:"duration_ms"`
+	Status          string `json:"status"`
+	ExitCode        *int   `json:"exit_code"`
+	Signal          string `json:"signal"`
+	OutputPreview   string `json:"output_preview"`
+	LogBytes        int64  `json:"log_bytes"`
+	// Error says why a task could not start, or what is known of a lost one.
+	Error string `json:"error"`
+}
+
+// Finished reports whether the task has ended, one way or another.
+func (t Task) Finished() bool { return t.Status != TaskRunning }
+
+// PreviewBytes is how much of the end of a task's output its record keeps.
+const PreviewBytes = 2048
+
+// TaskStore keeps the background tasks of one profile in Dir:
+//
+//	<id>.json           the record
+//	<id>.log            the command's output, written by the command itself
+//	<id>.lock           the sidecar lock of the record
+//	.running/<id>       a marker for each task not yet finished, so that
+//	                    recovery looks at running tasks only
+//	.finished.jsonl     one line per finished task, in the order they
+//	                    finished: history reads it backwards, so showing
+//	                    the last 20 opens 20 records, not all of them
+//
+// The records are the truth; the markers and the finished log are indexes,
+// rebuilt from the records by RebuildIndex when they are lost.
+type TaskStore struct {
+	Dir         string
+	LockTimeout time.Duration
+	Now         func() time.Time
+	Warn        func(string)
+}
+
+// NewTaskStore returns the task store of the profile whose directory is
+// profileDir. Nothing is created until the first write.
+func NewTaskStore(profileDir string, lockTimeout time.Duration, warn func(string)) *TaskStore {
+	return &TaskStore{Dir: filepath.Join(profileDir, "tasks"), LockTimeout: lockTimeout, Now: time.Now, Warn: warn}
+}
+
+func (s *TaskStore) docPath(id string) string       { return filepath.Join(s.Dir, id+".json") }
+func (s *TaskStore) lockPath(id string) string      { return filepath.Join(s.Dir, id+".lock") }
+func (s *TaskStore) runningDir() string             { return filepath.Join(s.Dir, ".running") }
+func (s *TaskStore) finishedPath() string           { return filepath.Join(s.Dir, ".finished.jsonl") }
+func (s *TaskStore) finishedLockPath() string       { return filepath.Join(s.Dir, ".finished.lock") }
+func (s *TaskStore) runningMarker(id string) string { return filepath.Join(s.runningDir(), id) }
+
+// LogPath is where the output of task id goes.
+func (s *TaskStore) LogPath(id string) string { return filepath.Join(s.Dir, id+".log") }
+
+// Create writes the record of a new task (status running) with an empty
+// log and its running marker. The id is t.ID, or a new one.
+func (s *TaskStore) Create(t Task) (Task, error) {
+	now := s.Now()
+	if t.ID == "" {
+		t.ID = NewID(now)
+	}
+	if err := CheckID("task id", t.ID); err != nil {
+		return Task{}, err
+	}
+	if err := EnsureDir(s.runningDir()); err != nil {
+		return Task{}, err
+	}
+	unlock, err := Lock(s.lockPath(t.ID), s.LockTimeout)
+	if err != nil {
+		return Task{}, err
+	}
+	defer unlock()
+	if _, err := os.Lstat(s.docPath(t.ID)); err == nil {
+		return Task{}, Refusedf("task %s exists", t.ID)
+	}
+	t.Status = TaskRunning
+	t.StartedAt = Timestamp(now)
+	if t.Command == nil {
+		t.Command = []string{}
+	}
+	f, _, err := OpenAppend(s.LogPath(t.ID), now)
+	if err != nil {
+		return Task{}, err
+	}
+	f.Close()
+	if err := WriteFileAtomic(s.runningMarker(t.ID), nil); err != nil {
+		return Task{}, err
+	}
+	return t, writeDoc(s.docPath(t.ID), &t)
+}
+
+// Get reads the record of task id. An unreadable record is quarantined
+// and reported, never replaced.
+func (s *TaskStore) Get(id string) (Task, error) {
+	if err := CheckID("task id", id); err != nil {
+		return Task{}, err
+	}
+	return s.read(id, false)
+}
+
+func (s *TaskStore) read(id string, locked bool) (Task, error) {
+	var t Task
+	err := readDoc(s.docPath(id), &t)
+	if errors.Is(err, os.ErrNotExist) {
+		return Task{}, NotFoundf("task %s not found", id)
+	}
+	if err == nil && t.ID != id {
+		err = &CorruptError{Path: s.docPath(id), Err: fmt.Errorf("record has id %q, not %q", t.ID, id)}
+	}
+	var corrupt *CorruptError
+	if errors.As(err, &corrupt) {
+		if !locked {
+			unlock, lerr := Lock(s.lockPath(id), s.LockTimeout)
+			if lerr != nil {
+				return Task{}, lerr
+			}
+			defer unlock()
+			return s.read(id, true)
+		}
+		return Task{}, quarantine(s.docPath(id), s.Now().Unix(), err)
+	}
+	return t, err
+}
+
+// Update applies change to the record of a running task under its lock.
+// A task that has finished is not changed: its record is final.
+func (s *TaskStore) Update(id string, change func(*Task)) (Task, error) {
+	if err := CheckID("task id", id); err != nil {
+		return Task{}, err
+	}
+	unlock, err := Lock(s.lockPath(id), s.LockTimeout)
+	if err != nil {
+		return Task{}, err
+	}
+	defer unlock()
+	t, err := s.read(id, true)
+	if err != nil || t.Finished() {
+		return t, err
+	}
+	change(&t)
+	return t, writeDoc(s.docPath(id), &t)
+}
+
+// finishedEntry is a line of the finished log.
+type finishedEntry struct {
+	TaskID     string `json:"task_id"`
+	Name       string `json:"name"`
+	Status     string `json:"status"`
+	FinishedAt string `json:"finished_at"`
+}
+
+// Finish records the end of a running task: change sets the outcome
+// (status, exit code, signal, error); Finish fills in finished_at, the
+// duration, the log's size and its last PreviewBytes. The finished log gets
+// its line before the record is rewritten, so a crash between the two
+// leaves a line whose record still says running, which readers skip, never
+// a finished record that history cannot find. A task already finished is
+// returned unchanged with finished=false.
+func (s *TaskStore) Finish(id string, change func(*Task)) (t Task, finished bool, err error) {
+	if err := CheckID("task id", id); err != nil {
+		return Task{}, false, err
+	}
+	unlock, err := Lock(s.lockPath(id), s.LockTimeout)
+	if err != nil {
+		return Task{}, false, err
+	}
+	defer unlock()
+	if t, err = s.read(id, true); err != nil {
+		return t, false, err
+	}
+	if t.Finished() {
+		// A crash may have come between the record and its marker.
+		os.Remove(s.runningMarker(id))
+		return t, false, nil
+	}
+	now := s.Now()
+	change(&t)
+	t.FinishedAt = Timestamp(now)
+	if start, err := time.Parse(time.RFC3339Nano, t.StartedAt); err == nil {
+		t.DurationMS = now.Sub(start).Milliseconds()
+	}
+	t.LogBytes, t.OutputPreview = logTail(s.LogPath(id), PreviewBytes)
+	line, _ := json.Marshal(finishedEntry{TaskID: t.ID, Name: t.Name, Status: t.Status, FinishedAt: t.FinishedAt})
+	if err := s.appendFinished(line, now); err != nil {
+		return Task{}, false, err
+	}
+	if err := writeDoc(s.docPath(id), &t); err != nil {
+		return Task{}, false, err
+	}
+	if err := os.Remove(s.runningMarker(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return t, true, err
+	}
+	return t, true, nil
+}
+
+func (s *TaskStore) appendFinished(line []byte, now time.Time) error {
+	unlock, err := Lock(s.finishedLockPath(), s.LockTimeout)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	f, moved, err := OpenAppend(s.finishedPath(), now)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if moved != "" {
+		s.Warn("torn tail moved aside to " + moved)
+	}
+	return AppendLines(f, [][]byte{append(line, '\n')})
+}
+
+// logTail returns the size of the log at path and its last n bytes as text
+// (starting at a line or rune boundary where one is near).
+func logTail(path string, n int64) (int64, string) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, ""
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, ""
+	}
+	size := fi.Size()
+	start := max(size-n, 0)
+	buf := make([]byte, size-start)
+	if _, err := f.ReadAt(buf, start); err != nil && err != io.EOF {
+		return size, ""
+	}
+	if start > 0 {
+		if i := bytes.IndexByte(buf, '\n'); i >= 0 && i < len(buf)-1 {
+			buf = buf[i+1:]
+		}
+	}
+	return size, strings.ToValidUTF8(string(buf), "")
+}
+
+// Running returns the ids of the tasks whose records say running, from
+// their markers, oldest first.
+func (s *TaskStore) Running() ([]string, error) {
+	entries, err := os.ReadDir(s.runningDir())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, e := range entries {
+		if CheckID("task id", e.Name()) == nil {
+			ids = append(ids, e.Name())
+		}
+	}
+	return ids, nil
+}
+
+// HistoryOptions filter History.
+type HistoryOptions struct {
+	Limit  int       // 0: no limit
+	Name   string    // only tasks with this name
+	Status string    // only tasks with this status
+	Since  time.Time // only tasks finished at or after this time
+}
+
+// History returns finished tasks, the most recently finished first. It
+// reads the finished log backwards and opens only the records it returns,
+// so its cost follows the limit, not the number of tasks.
+func (s *TaskStore) History(opts HistoryOptions) ([]Task, error) {
+	f, err := os.Open(s.finishedPath())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	since := ""
+	if !opts.Since.IsZero() {
+		since = Timestamp(opts.Since)
+	}
+	seen := map[string]bool{}
+	var out []Task
+	var readErr error
+	err = eachLineBackward(f, fi.Size(), func(line []byte) bool {
+		var e finishedEntry
+		if json.Unmarshal(line, &e) != nil || seen[e.TaskID] || CheckID("task id", e.TaskID) != nil {
+			return true
+		}
+		seen[e.TaskID] = true
+		if since != "" && e.FinishedAt < since {
+			return false
+		}
+		if (opts.Name != "" && e.Name != opts.Name) || (opts.Status != "" && e.Status != opts.Status) {
+			return true
+		}
+		t, err := s.read(e.TaskID, false)
+		if errors.Is(err, ErrNotFound) {
+			return true
+		}
+		if err != nil {
+			readErr = err
+			return false
+		}
+		if !t.Finished() {
+			return true
+		}
+		out = append(out, t)
+		return opts.Limit <= 0 || len(out) < opts.Limit
+	})
+	if err == nil {
+		err = readErr
+	}
+	return out, err
+}
+
+// TaskRemoval is one task removed by Prune (or that a dry run would remove).
+type TaskRemoval struct {
+	TaskID     string `json:"task_id"`
+	Name       string `json:"name"`
+	Status     string `json:"status"`
+	FinishedAt string `json:"finished_at"`
+	Bytes      int64  `json:"bytes"`
+}
+
+// PruneOptions choose the finished tasks Prune removes.
+type PruneOptions struct {
+	Before   time.Time // finished before this time
+	KeepLast int       // keep the N most recently finished of those matching Status
+	Status   string    // only tasks with this status
+	DryRun   bool
+}
+
+// Prune removes finished tasks, record and log together, that finished
+// before opts.Before, sparing the opts.KeepLast most recently finished. A
+// running task is never removed: each candidate is re-read under its lock.
+// The finished log is then rewritten without the removed tasks.
+func (s *TaskStore) Prune(opts PruneOptions) ([]TaskRemoval, error) {
+	entries, err := s.finishedEntries()
+	if err != nil {
+		return nil, err
+	}
+	before := Timestamp(opts.Before)
+	var out []TaskRemoval
+	kept := 0
+	// Newest first, so that KeepLast spares the most recent.
+	for i := len(entries) - 1; i >= 0; i-- {
+		e := entries[i]
+		if opts.Status != "" && e.Status != opts.Status {
+			continue
+		}
+		if kept < opts.KeepLast {
+			kept++
+			continue
+		}
+		if e.FinishedAt >= before {
+			continue
+		}
+		r, err := s.removeFinished(e.TaskID, opts.DryRun)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return out, err
+		}
+		if r.TaskID != "" {
+			out = append(out, r)
+		}
+	}
+	if opts.DryRun || len(out) == 0 {
+		return out, nil
+	}
+	removed := make(map[string]bool, len(out))
+	for _, r := range out {
+		removed[r.TaskID] = true
+	}
+	return out, s.dropFinished(removed)
+}
+
+// dropFinished rewrites the finished log without the lines of removed
+// tasks. It reads no record.
+func (s *TaskStore) dropFinished(removed map[string]bool) error {
+	unlock, err := Lock(s.finishedLockPath(), s.LockTimeout)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	f, err := os.Open(s.finishedPath())
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	if _, err := ScanLines(f, fi.Size(), func(line []byte, _ int64) error {
+		var e finishedEntry
+		if json.Unmarshal(line, &e) == nil && removed[e.TaskID] {
+			return nil
+		}
+		b.Write(line)
+		b.WriteByte('\n')
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := WriteFileAtomic(s.finishedPath(), b.Bytes()); err != nil {
+		return err
+	}
+	return SyncDir(s.Dir)
+}
+
+// finishedEntries reads the finished log, oldest first, one entry per task
+// (its last line).
+func (s *TaskStore) finishedEntries() ([]finishedEntry, error) {
+	f, err := os.Open(s.finishedPath())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	index := map[string]int{}
+	var entries []finishedEntry
+	_, err = ScanLines(f, fi.Size(), func(line []byte, _ int64) error {
+		var e finishedEntry
+		if json.Unmarshal(line, &e) != nil || CheckID("task id", e.TaskID) != nil {
+			return nil
+		}
+		if i, ok := index[e.TaskID]; ok {
+			entries[i] = e
+			return nil
+		}
+		index[e.TaskID] = len(entries)
+		entries = append(entries, e)
+		return nil
+	})
+	return entries, err
+}
+
+func (s *TaskStore) removeFinished(id string, dryRun bool) (TaskRemoval, error) {
+	unlock, err := Lock(s.lockPath(id), s.LockTimeout)
+	if err != nil {
+		return TaskRemoval{}, err
+	}
+	defer unlock()
+	t, err := s.read(id, true)
+	if err != nil || !t.Finished() {
+		return TaskRemoval{}, err
+	}
+	r := TaskRemoval{TaskID: id, Name: t.Name, Status: t.Status, FinishedAt: t.FinishedAt}
+	paths := []string{s.docPath(id), s.LogPath(id)}
+	for _, p := range paths {
+		if fi, err := os.Lstat(p); err == nil {
+			r.Bytes += fi.Size()
+		}
+	}
+	if dryRun {
+		return r, nil
+	}
+	for _, p := range paths {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return r, fmt.Errorf("prune task %s: %w", id, err)
+		}
+	}
+	os.Remove(s.lockPath(id))
+	return r, nil
+}
+
+// IDs returns the ids of all task records, newest first.
+func (s *TaskStore) IDs() ([]string, error) {
+	entries, err := os.ReadDir(s.Dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".json") {
+			ids = append(ids, strings.TrimSuffix(name, ".json"))
+		}
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(ids)))
+	return ids, nil
+}
+
+// RebuildIndex rewrites the finished log from the records (one line per
+// finished task, in the order they finished) and the running markers, and
+// syncs the directory. Prune calls it to drop removed tasks; fsck --repair
+// when the indexes disagree with the records.
+func (s *TaskStore) RebuildIndex() error {
+	if err := EnsureDir(s.runningDir()); err != nil {
+		return err
+	}
+	unlock, err := Lock(s.finishedLockPath(), s.LockTimeout)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	ids, err := s.IDs()
+	if err != nil {
+		return err
+	}
+	var finished []finishedEntry
+	running := map[string]bool{}
+	for _, id := range ids {
+		t, err := s.read(id, false)
+		if err != nil {
+			s.Warn(err.Error())
+			continue
+		}
+		if !t.Finished() {
+			running[id] = true
+			continue
+		}
+		finished = append(finished, finishedEntry{TaskID: t.ID, Name: t.Name, Status: t.Status, FinishedAt: t.FinishedAt})
+	}
+	sort.SliceStable(finished, func(i, j int) bool { return finished[i].FinishedAt < finished[j].FinishedAt })
+	var b bytes.Buffer
+	for _, e := range finished {
+		line, _ := json.Marshal(e)
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	if err := WriteFileAtomic(s.finishedPath(), b.Bytes()); err != nil {
+		return err
+	}
+	markers, err := s.Running()
+	if err != nil {
+		return err
+	}
+	for _, id := range markers {
+		if !running[id] {
+			os.Remove(s.runningMarker(id))
+		}
+	}
+	for id := range running {
+		if err := WriteFileAtomic(s.runningMarker(id), nil); err != nil {
+			return err
+		}
+	}
+	return SyncDir(s.runningDir())
+}
