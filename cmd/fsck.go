@@ -5,12 +5,14 @@ import (
 	"path/filepath"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/hermes/hermes/fsstore"
 )
 
 func fsckCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "fsck",
-		Usage:     "check every document and log of the profile; exit 0 when clean, 1 when problems remain",
+		Usage:     "check every session and task of the profile; exit 0 when clean, 1 when problems remain",
 		ArgsUsage: " ",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "repair", Usage: "fix what can be fixed without deleting a byte (move aside, never remove)"},
@@ -29,6 +31,11 @@ func fsck(e *env) error {
 	if err != nil {
 		return err
 	}
+	taskFindings, err := fsstore.NewTaskStore(e.profile.Dir(), e.lockTimeout, e.warn).Check(repair, lostFound)
+	if err != nil {
+		return err
+	}
+	findings = append(findings, taskFindings...)
 	problems := 0
 	for _, f := range findings {
 		if f.Problem && !f.Repaired {

@@ -50,18 +50,7 @@ func (s *SessionStore) Check(repair bool, lostFound string) ([]Finding, error) {
 		name := e.Name()
 		path := filepath.Join(s.Dir, name)
 		switch {
-		case isAside(name):
-			add(Finding{Path: path, What: "kept aside by an earlier recovery"})
-		case strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp-"):
-			fi, err := e.Info()
-			if err != nil || time.Since(fi.ModTime()) < strayAge {
-				continue
-			}
-			f := Finding{Path: path, What: "stray temp file of an interrupted write", Problem: true}
-			if repair {
-				f.Repaired, f.What = moveToLostFound(path, lostFound, f.What)
-			}
-			add(f)
+		case checkCommon(e, path, repair, lostFound, add):
 		case strings.HasPrefix(name, "."), strings.HasSuffix(name, ".lock"):
 		case strings.HasSuffix(name, ".jsonl"):
 			logs = append(logs, strings.TrimSuffix(name, ".jsonl"))
@@ -107,6 +96,30 @@ func (s *SessionStore) Check(repair bool, lostFound string) ([]Finding, error) {
 		}
 	}
 	return out, nil
+}
+
+// checkCommon handles the entries every store directory may hold: copies
+// kept aside by recovery (a note) and stray temp files (a problem; repair
+// moves them to lostFound). It reports whether it handled the entry.
+func checkCommon(e os.DirEntry, path string, repair bool, lostFound string, add func(Finding)) bool {
+	name := e.Name()
+	switch {
+	case isAside(name):
+		add(Finding{Path: path, What: "kept aside by an earlier recovery"})
+	case strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp-"):
+		fi, err := e.Info()
+		if err != nil || time.Since(fi.ModTime()) < strayAge {
+			return true
+		}
+		f := Finding{Path: path, What: "stray temp file of an interrupted write", Problem: true}
+		if repair {
+			f.Repaired, f.What = moveToLostFound(path, lostFound, f.What)
+		}
+		add(f)
+	default:
+		return false
+	}
+	return true
 }
 
 func isAside(name string) bool {
@@ -230,4 +243,109 @@ func (s *SessionStore) recoverDocument(id, what string) (bool, string) {
 		return false, what + " (" + err.Error() + ")"
 	}
 	return true, what + "; made a new document from the transcript (source recovered)"
+}
+
+// Check reads every task record and the indexes. It reports records that
+// do not parse, tasks that the running markers or the finished log do not
+// agree with, a torn tail of the finished log and stray temp files. With
+// repair, unreadable records are quarantined, the indexes rebuilt from the
+// records, stray temp files moved to lostFound. A log (a task's output) is
+// the command's own bytes and is not checked.
+func (s *TaskStore) Check(repair bool, lostFound string) ([]Finding, error) {
+	entries, err := os.ReadDir(s.Dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []Finding
+	add := func(f Finding) { out = append(out, f) }
+	running, err := s.Running()
+	if err != nil {
+		return nil, err
+	}
+	marked := map[string]bool{}
+	for _, id := range running {
+		marked[id] = true
+	}
+	listed := map[string]bool{}
+	finished, err := s.finishedEntries()
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range finished {
+		listed[e.TaskID] = true
+	}
+	indexOK := true
+	records := map[string]bool{}
+	for _, e := range entries {
+		name := e.Name()
+		path := filepath.Join(s.Dir, name)
+		if checkCommon(e, path, repair, lostFound, add) || !strings.HasSuffix(name, ".json") || strings.HasPrefix(name, ".") {
+			continue
+		}
+		id := strings.TrimSuffix(name, ".json")
+		var t Task
+		err := readDoc(path, &t)
+		if err == nil && t.ID != id {
+			err = &CorruptError{Path: path, Err: fmt.Errorf("record has id %q", t.ID)}
+		}
+		var corrupt *CorruptError
+		if errors.As(err, &corrupt) {
+			f := Finding{Path: path, What: "record does not parse: " + corrupt.Err.Error(), Problem: true}
+			if repair {
+				_, qerr := s.Get(id)
+				f.Repaired = qerr != nil && !errors.Is(qerr, ErrNotFound)
+				if f.Repaired {
+					f.What += "; " + qerr.Error()
+				}
+			}
+			add(f)
+			continue
+		}
+		if err != nil {
+			return out, err
+		}
+		records[id] = true
+		switch {
+		case t.Finished() && !listed[id]:
+			add(Finding{Path: s.finishedPath(), What: "finished log lacks task " + id, Problem: true})
+			indexOK = false
+		case !t.Finished() && !marked[id]:
+			add(Finding{Path: s.runningDir(), What: "no running marker for task " + id, Problem: true})
+			indexOK = false
+		case t.Finished() && marked[id]:
+			add(Finding{Path: s.runningMarker(id), What: "running marker of finished task " + id, Problem: true})
+			indexOK = false
+		}
+	}
+	for id := range marked {
+		if !records[id] {
+			add(Finding{Path: s.runningMarker(id), What: "running marker without a record", Problem: true})
+			indexOK = false
+		}
+	}
+	if f, err := os.Open(s.finishedPath()); err == nil {
+		fi, serr := f.Stat()
+		if serr == nil {
+			if torn, _ := ScanLines(f, fi.Size(), func([]byte, int64) error { return nil }); torn != nil {
+				add(Finding{Path: s.finishedPath(), What: fmt.Sprintf("torn tail of %d bytes at offset %d", torn.Size, torn.Offset), Problem: true})
+				indexOK = false
+			}
+		}
+		f.Close()
+	}
+	if !indexOK && repair {
+		if _, err := copyAside(s.finishedPath(), fmt.Sprintf(".replaced-%d", s.Now().Unix())); err != nil {
+			return out, err
+		}
+		err := s.RebuildIndex()
+		for i := range out {
+			if out[i].Problem && !out[i].Repaired && (strings.HasPrefix(out[i].Path, s.runningDir()) || out[i].Path == s.finishedPath()) {
+				out[i].Repaired = err == nil
+			}
+		}
+	}
+	return out, nil
 }
