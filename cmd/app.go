@@ -118,6 +118,7 @@ func NewApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			chatCommand(),
 			sessionsCommand(),
 			tasksCommand(),
+			kanbanCommand(),
 			profileCommand(),
 			fsckCommand(),
 			completionCommand(),

@@ -152,6 +152,10 @@ func chat(e *env) error {
 	defer stop()
 	reply, err := ch.turn(ctx, prompt)
 	if err != nil {
+		if e.json && reply.SessionID != "" {
+			// A script learns which session keeps its message.
+			printJSON(e.stdout, map[string]string{"session_id": reply.SessionID, "error": err.Error()})
+		}
 		return err
 	}
 	return ch.printReply(reply)
@@ -231,6 +235,12 @@ func (ch *chatter) turn(ctx context.Context, text string) (turnResult, error) {
 	if err != nil {
 		return turnResult{}, err
 	}
+	// The history is read once, before this turn's messages are appended
+	// to it: a resume of a long session parses its transcript once.
+	history, err := ch.store.Messages(sess.ID)
+	if err != nil {
+		return turnResult{}, err
+	}
 	interrupted := sess.State == fsstore.StateResumePending || sess.State == fsstore.StateSuspended
 	switch {
 	case sess.State == fsstore.StateEnded:
@@ -238,20 +248,29 @@ func (ch *chatter) turn(ctx context.Context, text string) (turnResult, error) {
 			return turnResult{}, err
 		}
 	case interrupted:
-		pre = append(pre, fsstore.Message{Role: "system", Content: fsstore.TextContent(fsstore.ResumeNote(sess.ResumeReason))})
+		note := fsstore.ResumeNote(sess.ResumeReason)
+		// A turn that failed after the note was stored left it there.
+		if !notedSinceReply(history, note) {
+			pre = append(pre, fsstore.Message{Role: "system", Content: fsstore.TextContent(note)})
+		}
 	}
 	if ch.system != "" {
 		pre = append(pre, fsstore.Message{Role: "system", Content: fsstore.TextContent(ch.system)})
 		ch.system = ""
 	}
-	user := fsstore.Message{Role: "user", Content: fsstore.TextContent(text)}
-	if _, err := ch.store.Append(sess.ID, append(pre, user)); err != nil {
-		return turnResult{}, err
-	}
-	history, err := ch.store.Messages(sess.ID)
+	turn := append(pre, fsstore.Message{Role: "user", Content: fsstore.TextContent(text)})
+	n, err := ch.store.Append(sess.ID, turn)
 	if err != nil {
 		return turnResult{}, err
 	}
+	history = append(history, turn...)
+	if int64(len(history)) != n {
+		// Another writer appended meanwhile: send what is stored.
+		if history, err = ch.store.Messages(sess.ID); err != nil {
+			return turnResult{}, err
+		}
+	}
+	ch.registerWithKanban(sess.ID)
 	req := provider.Request{SessionID: sess.ID, Messages: history}
 	if ch.stream {
 		req.Stream = ch.e.stdout
@@ -260,7 +279,7 @@ func (ch *chatter) turn(ctx context.Context, text string) (turnResult, error) {
 	if err != nil {
 		return turnResult{SessionID: sess.ID}, fmt.Errorf("%w (session %s keeps your message; resume it with hermes chat --resume %s)", err, sess.ID, sess.ID)
 	}
-	n, err := ch.store.Append(sess.ID, reply.Messages)
+	n, err = ch.store.Append(sess.ID, reply.Messages)
 	if err != nil {
 		return turnResult{}, err
 	}
@@ -270,6 +289,37 @@ func (ch *chatter) turn(ctx context.Context, text string) (turnResult, error) {
 		}
 	}
 	return turnResult{SessionID: sess.ID, Reply: replyText(reply.Messages), MessageCount: n, Usage: reply.Usage}, nil
+}
+
+// notedSinceReply reports whether a system message saying note follows
+// the last assistant message of history.
+func notedSinceReply(history []fsstore.Message, note string) bool {
+	for i := len(history) - 1; i >= 0 && history[i].Role != "assistant"; i-- {
+		if history[i].Role == "system" && history[i].Text() == note {
+			return true
+		}
+	}
+	return false
+}
+
+// registerWithKanban records the session on the kanban run that started
+// this chat as its worker, before the first provider call, so that a
+// respawned worker can resume it. A claim that is no longer current is
+// reported and the chat goes on.
+func (ch *chatter) registerWithKanban(sessionID string) {
+	w, ok := workerFromEnv()
+	if !ok {
+		return
+	}
+	profile := firstSet(os.Getenv(envKanbanProfile), ch.e.profile.Name)
+	if err := profiles.CheckName(profile); err != nil {
+		ch.e.warn("kanban: " + err.Error())
+		return
+	}
+	board := fsstore.NewBoard(profiles.Dir(ch.e.profile.Root, profile), ch.e.lockTimeout, ch.e.warn)
+	if err := registerSession(board, w, sessionID); err != nil {
+		ch.e.warn("kanban: " + err.Error())
+	}
 }
 
 // replyText is the text of the last assistant message that has text.
@@ -323,9 +373,13 @@ func (ch *chatter) lineMode() error {
 	}
 	fmt.Fprintln(e.stderr, "hermes: type a message; /help for commands, Ctrl-D to exit")
 	in := bufio.NewReader(e.stdin)
+	prompt := "> "
+	if !e.stdinIsTerminal() {
+		prompt = "" // lines come from a pipe: no prompt between them
+	}
 	var numbered []string
 	for {
-		fmt.Fprint(e.stderr, "> ")
+		fmt.Fprint(e.stderr, prompt)
 		line, err := in.ReadString('\n')
 		if err != nil && line == "" {
 			if errors.Is(err, io.EOF) {
@@ -401,7 +455,12 @@ func (ch *chatter) slash(line string, numbered *[]string) (done bool, err error)
 			return false, errors.New("/resume needs ID, TITLE or N")
 		}
 		id := ""
-		if n, err := strconv.Atoi(arg); err == nil && n >= 1 && n <= len(*numbered) {
+		if n, err := strconv.Atoi(arg); err == nil && n < 1000 {
+			// A small number is a line of the last /sessions listing, never
+			// an id prefix.
+			if n < 1 || n > len(*numbered) {
+				return false, fmt.Errorf("no session %d in the last /sessions listing", n)
+			}
 			id = (*numbered)[n-1]
 		} else if id, err = ch.store.Resolve(arg); err != nil {
 			return false, err

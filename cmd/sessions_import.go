@@ -47,6 +47,9 @@ func sessionsImport(e *env) error {
 	var r io.Reader = e.stdin
 	if name != "-" {
 		f, err := os.Open(name)
+		if errors.Is(err, os.ErrNotExist) {
+			return fsstore.NotFoundf("no file %s", name)
+		}
 		if err != nil {
 			return err
 		}

@@ -193,5 +193,12 @@ func normalizeTS(raw json.RawMessage) (json.RawMessage, error) {
 		return nil, err
 	}
 	fields["ts"], _ = json.Marshal(norm)
-	return json.Marshal(fields)
+	// Encode without HTML escaping, so that "<" in a message stays "<".
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(fields); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(b.Bytes(), "\n"), nil
 }

@@ -1,0 +1,673 @@
+package cmd
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/profiles"
+)
+
+// The environment a worker runs in. Worker-side verbs (block, complete,
+// heartbeat, register-session) given no ID act for the run it names, and
+// refuse when that run or claim is no longer the task's current one.
+const (
+	envKanbanTask    = "HERMES_KANBAN_TASK"
+	envKanbanRun     = "HERMES_KANBAN_RUN_ID"
+	envKanbanClaim   = "HERMES_KANBAN_CLAIM_LOCK"
+	envKanbanProfile = "HERMES_KANBAN_PROFILE" // the profile whose board the task is on
+)
+
+// defaultClaimTTL is how long a claim lasts without a heartbeat.
+const defaultClaimTTL = 15 * time.Minute
+
+func kanbanCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "kanban",
+		Usage: "a task board whose workers are agents; a respawned worker resumes its prior session",
+		Subcommands: []*cli.Command{
+			{
+				Name:      "create",
+				Usage:     "add a task (ready unless --status todo) and print its id",
+				ArgsUsage: "TITLE",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "body", Usage: "what to do"},
+					&cli.StringFlag{Name: "body-file", Usage: "read the body from a file (- for stdin)"},
+					&cli.StringFlag{Name: "assignee", Usage: "the profile whose agent works it (default: this profile)"},
+					&cli.IntFlag{Name: "priority", Usage: "higher is dispatched first"},
+					&cli.StringFlag{Name: "resume-on-respawn", Usage: "true or false (default: kanban.resume_on_respawn in config.yaml, else true)"},
+					&cli.StringFlag{Name: "status", Value: fsstore.KanbanReady, Usage: "todo or ready"},
+				},
+				Action: withEnv(kanbanCreate),
+			},
+			{
+				Name:      "list",
+				Usage:     "tasks, oldest first (archived ones only with --status archived)",
+				ArgsUsage: " ",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "status", Usage: "only this status"},
+					&cli.StringFlag{Name: "assignee", Usage: "only this assignee"},
+				},
+				Action: withEnv(kanbanList),
+			},
+			{Name: "show", Usage: "a task with its runs, comments and events", ArgsUsage: "ID", Action: withEnv(kanbanShow)},
+			{
+				Name:      "comment",
+				Usage:     "comment on a task; a resumed worker gets the comments since the last block as its prompt",
+				ArgsUsage: "ID TEXT",
+				Flags:     []cli.Flag{&cli.StringFlag{Name: "author", Value: os.Getenv("USER"), Usage: "who says it"}},
+				Action:    withEnv(kanbanComment),
+			},
+			{Name: "runs", Usage: "a task's runs", ArgsUsage: "ID", Action: withEnv(kanbanRuns)},
+			{
+				Name:      "block",
+				Usage:     "block a task (a worker: its own, ending its run)",
+				ArgsUsage: "[ID]",
+				Flags:     []cli.Flag{&cli.StringFlag{Name: "reason", Usage: "why (required)"}},
+				Action:    withEnv(kanbanBlock),
+			},
+			{Name: "unblock", Usage: "make a blocked task ready again", ArgsUsage: "ID", Action: withEnv(kanbanUnblock)},
+			{Name: "ready", Usage: "make a todo task ready for dispatch", ArgsUsage: "ID", Action: withEnv(kanbanReady)},
+			{
+				Name:      "complete",
+				Usage:     "mark a task done (a worker: its own, ending its run)",
+				ArgsUsage: "[ID]",
+				Flags:     []cli.Flag{&cli.StringFlag{Name: "result", Usage: "what came of it"}},
+				Action:    withEnv(kanbanComplete),
+			},
+			{Name: "heartbeat", Usage: "a worker extends its claim", ArgsUsage: "[ID]", Action: withEnv(kanbanHeartbeat)},
+			{
+				Name:      "claim",
+				Usage:     "claim a ready task for a worker started by hand; prints the worker's environment",
+				ArgsUsage: "ID",
+				Flags:     []cli.Flag{&cli.StringFlag{Name: "ttl", Value: "15m", Usage: "how long the claim lasts without a heartbeat"}},
+				Action:    withEnv(kanbanClaim),
+			},
+			{
+				Name:      "register-session",
+				Usage:     "a worker records its session on its run (hermes chat does it itself)",
+				ArgsUsage: " ",
+				Flags:     []cli.Flag{&cli.StringFlag{Name: "session", Usage: "the session id (default $HERMES_SESSION_ID)"}},
+				Action:    withEnv(kanbanRegisterSession),
+			},
+			{Name: "archive", Usage: "archive a task that is not running", ArgsUsage: "ID", Action: withEnv(kanbanArchive)},
+			{
+				Name:      "dispatch",
+				Usage:     "reconcile running tasks, then claim ready ones and start their workers",
+				ArgsUsage: " ",
+				Flags: []cli.Flag{
+					&cli.BoolFlag{Name: "once", Usage: "one tick (the default)"},
+					&cli.StringFlag{Name: "interval", Usage: "tick every D until interrupted, e.g. 30s"},
+					&cli.IntFlag{Name: "max-workers", Value: 4, Usage: "at most this many running tasks"},
+					&cli.StringFlag{Name: "claim-ttl", Value: "15m", Usage: "how long a claim lasts without a heartbeat"},
+					&cli.BoolFlag{Name: "dry-run", Usage: "say what a tick would do, do nothing"},
+				},
+				Action: withEnv(kanbanDispatch),
+			},
+		},
+	}
+}
+
+// board opens the profile's board. A worker's verbs use the board named by
+// its environment, which may be another profile's than its own.
+func (e *env) board() (*fsstore.Board, error) {
+	dir := e.profile.Dir()
+	if p := os.Getenv(envKanbanProfile); p != "" && !e.c.IsSet("profile") {
+		if err := profiles.CheckName(p); err != nil {
+			return nil, err
+		}
+		dir = profiles.Dir(e.profile.Root, p)
+	}
+	return fsstore.NewBoard(dir, e.lockTimeout, e.warn), nil
+}
+
+func kanbanCreate(e *env) error {
+	title, err := oneArg(e.c, "TITLE")
+	if err != nil {
+		return err
+	}
+	t := fsstore.KanbanTask{Title: title, Priority: e.c.Int("priority"), Status: e.c.String("status")}
+	if t.Status != fsstore.KanbanTodo && t.Status != fsstore.KanbanReady {
+		return usagef("--status must be todo or ready")
+	}
+	t.Body = e.c.String("body")
+	if f := e.c.String("body-file"); f != "" {
+		if t.Body != "" {
+			return usagef("give --body or --body-file, not both")
+		}
+		var b []byte
+		if f == "-" {
+			b, err = readAllStdin(e)
+		} else {
+			b, err = os.ReadFile(f)
+		}
+		if err != nil {
+			return err
+		}
+		t.Body = string(b)
+	}
+	if t.Assignee = e.c.String("assignee"); t.Assignee == "" {
+		t.Assignee = e.profile.Name
+	}
+	if err := profiles.CheckName(t.Assignee); err != nil {
+		return err
+	}
+	if s := e.c.String("resume-on-respawn"); s != "" {
+		v, err := strconv.ParseBool(s)
+		if err != nil {
+			return usagef("--resume-on-respawn must be true or false")
+		}
+		t.ResumeOnRespawn = &v
+	}
+	board, err := e.board()
+	if err != nil {
+		return err
+	}
+	t, err = board.Create(t)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return printJSON(e.stdout, t)
+	}
+	fmt.Fprintln(e.stdout, t.ID)
+	return nil
+}
+
+func readAllStdin(e *env) ([]byte, error) {
+	var b strings.Builder
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := e.stdin.Read(buf)
+		b.Write(buf[:n])
+		if err != nil {
+			return []byte(b.String()), nil
+		}
+	}
+}
+
+func validKanbanStatus(s string) bool {
+	switch s {
+	case fsstore.KanbanTodo, fsstore.KanbanReady, fsstore.KanbanRunning, fsstore.KanbanBlocked, fsstore.KanbanDone, fsstore.KanbanArchived:
+		return true
+	}
+	return false
+}
+
+func kanbanList(e *env) error {
+	if e.c.NArg() > 0 {
+		return usagef("list takes no arguments")
+	}
+	status, assignee := e.c.String("status"), e.c.String("assignee")
+	if status != "" && !validKanbanStatus(status) {
+		return usagef("unknown --status %q (todo, ready, running, blocked, done, archived)", status)
+	}
+	board, err := e.board()
+	if err != nil {
+		return err
+	}
+	all, err := board.All()
+	if err != nil {
+		return err
+	}
+	var list []fsstore.KanbanTask
+	for _, t := range all {
+		if (status == "" && t.Status == fsstore.KanbanArchived) || (status != "" && t.Status != status) || (assignee != "" && t.Assignee != assignee) {
+			continue
+		}
+		list = append(list, t)
+	}
+	if e.json {
+		for _, t := range list {
+			printJSON(e.stdout, t)
+		}
+		return nil
+	}
+	tb := newTable(e.stdout, "ID", "STATUS", "PRI", "ASSIGNEE", "RUNS", "TITLE")
+	for _, t := range list {
+		tb.row(t.ID, t.Status, t.Priority, t.Assignee, len(t.Runs), t.Title)
+	}
+	return tb.flush()
+}
+
+// kanbanTaskArg reads the ID argument of a human verb.
+func kanbanTaskArg(e *env) (string, error) {
+	id, err := oneArg(e.c, "task ID")
+	if err != nil {
+		return "", err
+	}
+	return id, fsstore.CheckID("task id", id)
+}
+
+func kanbanShow(e *env) error {
+	id, err := kanbanTaskArg(e)
+	if err != nil {
+		return err
+	}
+	board, err := e.board()
+	if err != nil {
+		return err
+	}
+	t, err := board.Get(id)
+	if err != nil {
+		return err
+	}
+	comments, err := board.Comments(id)
+	if err != nil {
+		return err
+	}
+	events, err := board.Events(id)
+	if err != nil {
+		return err
+	}
+	if comments == nil {
+		comments = []fsstore.Comment{}
+	}
+	if e.json {
+		return printJSON(e.stdout, struct {
+			fsstore.KanbanTask
+			Comments []fsstore.Comment `json:"comments"`
+			Events   []fsstore.Event   `json:"events"`
+		}{t, comments, events})
+	}
+	tb := newTable(e.stdout)
+	tb.row("id:", t.ID)
+	tb.row("title:", t.Title)
+	tb.row("status:", t.Status)
+	if t.BlockReason != "" {
+		tb.row("blocked:", t.BlockReason)
+	}
+	tb.row("assignee:", t.Assignee)
+	tb.row("priority:", t.Priority)
+	tb.row("created:", t.CreatedAt)
+	if t.Result != "" {
+		tb.row("result:", t.Result)
+	}
+	tb.flush()
+	if t.Body != "" {
+		fmt.Fprintf(e.stdout, "\n%s\n", strings.TrimRight(t.Body, "\n"))
+	}
+	if len(t.Runs) > 0 {
+		fmt.Fprintln(e.stdout, "\nruns:")
+		printRuns(e, t.Runs)
+	}
+	if len(comments) > 0 {
+		fmt.Fprintln(e.stdout, "\ncomments:")
+		for _, c := range comments {
+			fmt.Fprintf(e.stdout, "  %s  %s: %s\n", shortTime(c.TS), dash(c.Author), c.Text)
+		}
+	}
+	return nil
+}
+
+func printRuns(e *env, runs []fsstore.Run) {
+	tb := newTable(e.stdout, "  RUN", "STATUS", "OUTCOME", "EXIT", "SESSION", "RESUMED FROM", "STARTED")
+	for _, r := range runs {
+		exit := "-"
+		if r.ExitCode != nil {
+			exit = strconv.Itoa(*r.ExitCode)
+		} else if r.Signal != "" {
+			exit = r.Signal
+		}
+		tb.row("  "+r.ID, r.Status, dash(r.Outcome), exit, dash(r.SessionID), dash(r.ResumedFromSession), shortTime(r.StartedAt))
+	}
+	tb.flush()
+}
+
+func kanbanRuns(e *env) error {
+	id, err := kanbanTaskArg(e)
+	if err != nil {
+		return err
+	}
+	board, err := e.board()
+	if err != nil {
+		return err
+	}
+	t, err := board.Get(id)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		for _, r := range t.Runs {
+			printJSON(e.stdout, r)
+		}
+		return nil
+	}
+	printRuns(e, t.Runs)
+	return nil
+}
+
+func kanbanComment(e *env) error {
+	if e.c.NArg() != 2 {
+		return usagef("comment takes ID and TEXT")
+	}
+	id := e.c.Args().Get(0)
+	if err := fsstore.CheckID("task id", id); err != nil {
+		return err
+	}
+	board, err := e.board()
+	if err != nil {
+		return err
+	}
+	c, err := board.AddComment(id, e.c.String("author"), e.c.Args().Get(1))
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return printJSON(e.stdout, c)
+	}
+	fmt.Fprintln(e.stdout, c.ID)
+	return nil
+}
+
+// worker is the identity a worker's environment gives it.
+type worker struct{ task, run, claim string }
+
+func workerFromEnv() (worker, bool) {
+	w := worker{task: os.Getenv(envKanbanTask), run: os.Getenv(envKanbanRun), claim: os.Getenv(envKanbanClaim)}
+	return w, w.run != ""
+}
+
+// target decides whom a verb acts for: the worker of the environment
+// (checked against the task's current run and claim), or a person naming
+// the task.
+func target(e *env) (id string, w *worker, err error) {
+	if e.c.NArg() > 1 {
+		return "", nil, usagef("expected at most one task ID")
+	}
+	id = e.c.Args().First()
+	if env, ok := workerFromEnv(); ok && (id == "" || id == env.task) {
+		return env.task, &env, fsstore.CheckID("task id", env.task)
+	}
+	if id == "" {
+		return "", nil, usagef("missing task ID (or run inside a worker, with %s set)", envKanbanRun)
+	}
+	return id, nil, fsstore.CheckID("task id", id)
+}
+
+// checkClaim refuses a worker whose run or claim is not the task's current
+// one: a stale worker cannot change a task it lost.
+func checkClaim(t *fsstore.KanbanTask, w *worker) error {
+	if w == nil {
+		return nil
+	}
+	if t.Status != fsstore.KanbanRunning || t.CurrentRunID != w.run || t.ClaimLock != w.claim {
+		return fsstore.Refusedf("run %s does not hold the claim on task %s (its current run is %s, status %s)", w.run, t.ID, dash(t.CurrentRunID), t.Status)
+	}
+	return nil
+}
+
+func printKanbanTask(e *env, t fsstore.KanbanTask) error {
+	if e.json {
+		return printJSON(e.stdout, t)
+	}
+	fmt.Fprintf(e.stdout, "%s %s\n", t.ID, t.Status)
+	return nil
+}
+
+func kanbanBlock(e *env) error {
+	reason := e.c.String("reason")
+	if strings.TrimSpace(reason) == "" {
+		return usagef("block needs --reason")
+	}
+	id, w, err := target(e)
+	if err != nil {
+		return err
+	}
+	board, err := e.board()
+	if err != nil {
+		return err
+	}
+	t, err := board.Update(id, func(t *fsstore.KanbanTask, now time.Time) ([]fsstore.Event, error) {
+		if err := checkClaim(t, w); err != nil {
+			return nil, err
+		}
+		if !t.Open() || t.Status == fsstore.KanbanBlocked {
+			return nil, fsstore.Refusedf("task %s is %s; only a todo, ready or running task can be blocked", t.ID, t.Status)
+		}
+		ev := fsstore.Event{Type: "blocked", Detail: reason}
+		if r := t.CurrentRun(); r != nil && r.Status == fsstore.RunRunning {
+			t.EndRun(r, fsstore.OutcomeBlocked, now)
+			ev.RunID = r.ID
+		}
+		t.Status, t.BlockReason = fsstore.KanbanBlocked, reason
+		return []fsstore.Event{ev}, nil
+	})
+	if err != nil {
+		return err
+	}
+	return printKanbanTask(e, t)
+}
+
+// transition moves a task from one status to another, refusing (exit 4)
+// from any other.
+func transition(e *env, from, to, event string) error {
+	id, err := kanbanTaskArg(e)
+	if err != nil {
+		return err
+	}
+	board, err := e.board()
+	if err != nil {
+		return err
+	}
+	t, err := board.Update(id, func(t *fsstore.KanbanTask, _ time.Time) ([]fsstore.Event, error) {
+		if t.Status != from {
+			return nil, fsstore.Refusedf("task %s is %s, not %s", t.ID, t.Status, from)
+		}
+		t.Status = to
+		if to == fsstore.KanbanReady {
+			t.BlockReason = ""
+		}
+		return []fsstore.Event{{Type: event}}, nil
+	})
+	if err != nil {
+		return err
+	}
+	return printKanbanTask(e, t)
+}
+
+func kanbanUnblock(e *env) error {
+	return transition(e, fsstore.KanbanBlocked, fsstore.KanbanReady, "unblocked")
+}
+
+func kanbanReady(e *env) error {
+	return transition(e, fsstore.KanbanTodo, fsstore.KanbanReady, "readied")
+}
+
+func kanbanComplete(e *env) error {
+	id, w, err := target(e)
+	if err != nil {
+		return err
+	}
+	board, err := e.board()
+	if err != nil {
+		return err
+	}
+	result := e.c.String("result")
+	t, err := board.Update(id, func(t *fsstore.KanbanTask, now time.Time) ([]fsstore.Event, error) {
+		if err := checkClaim(t, w); err != nil {
+			return nil, err
+		}
+		if !t.Open() {
+			return nil, fsstore.Refusedf("task %s is already %s", t.ID, t.Status)
+		}
+		ev := fsstore.Event{Type: "completed", Detail: result}
+		if r := t.CurrentRun(); r != nil && r.Status == fsstore.RunRunning {
+			t.EndRun(r, fsstore.OutcomeCompleted, now)
+			r.Summary = result
+			ev.RunID = r.ID
+		}
+		t.Status, t.Result, t.BlockReason = fsstore.KanbanDone, result, ""
+		return []fsstore.Event{ev}, nil
+	})
+	if err != nil {
+		return err
+	}
+	return printKanbanTask(e, t)
+}
+
+func kanbanHeartbeat(e *env) error {
+	id, w, err := target(e)
+	if err != nil {
+		return err
+	}
+	if w == nil {
+		return usagef("heartbeat is for a worker: run it with %s and %s set", envKanbanRun, envKanbanClaim)
+	}
+	board, err := e.board()
+	if err != nil {
+		return err
+	}
+	t, err := board.Update(id, func(t *fsstore.KanbanTask, now time.Time) ([]fsstore.Event, error) {
+		if err := checkClaim(t, w); err != nil {
+			return nil, err
+		}
+		t.ClaimExpires = fsstore.Timestamp(now.Add(claimTTL(t)))
+		return nil, nil
+	})
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return printJSON(e.stdout, t)
+	}
+	fmt.Fprintln(e.stdout, t.ClaimExpires)
+	return nil
+}
+
+func claimTTL(t *fsstore.KanbanTask) time.Duration {
+	if t.ClaimTTLMS > 0 {
+		return time.Duration(t.ClaimTTLMS) * time.Millisecond
+	}
+	return defaultClaimTTL
+}
+
+func newClaimLock() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// claimTask is the compare-and-swap of a claim: a ready, unclaimed task
+// becomes running with a new run, a claim lock and an expiry. Anything
+// else is refused, so two claimers never both win.
+func claimTask(board *fsstore.Board, id string, ttl time.Duration, profile string, extra func(t *fsstore.KanbanTask, r *fsstore.Run) []fsstore.Event) (fsstore.KanbanTask, error) {
+	return board.Update(id, func(t *fsstore.KanbanTask, now time.Time) ([]fsstore.Event, error) {
+		if t.Status != fsstore.KanbanReady || t.ClaimLock != "" {
+			return nil, fsstore.Refusedf("task %s is %s and cannot be claimed", t.ID, t.Status)
+		}
+		r := fsstore.Run{ID: fsstore.NewID(now), Profile: profile, Status: fsstore.RunRunning, StartedAt: fsstore.Timestamp(now)}
+		t.Status = fsstore.KanbanRunning
+		t.ClaimLock, t.ClaimTTLMS = newClaimLock(), ttl.Milliseconds()
+		t.ClaimExpires = fsstore.Timestamp(now.Add(ttl))
+		t.BlockReason = ""
+		events := []fsstore.Event{{Type: "claimed", RunID: r.ID}}
+		if extra != nil {
+			events = append(events, extra(t, &r)...)
+		}
+		t.Runs = append(t.Runs, r)
+		t.CurrentRunID = r.ID
+		return events, nil
+	})
+}
+
+func kanbanClaim(e *env) error {
+	id, err := kanbanTaskArg(e)
+	if err != nil {
+		return err
+	}
+	ttl, err := profiles.ParseDuration(e.c.String("ttl"))
+	if err != nil {
+		return err
+	}
+	board, err := e.board()
+	if err != nil {
+		return err
+	}
+	t, err := board.Get(id)
+	if err != nil {
+		return err
+	}
+	t, err = claimTask(board, id, ttl, t.Assignee, nil)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return printJSON(e.stdout, map[string]string{
+			"task_id": t.ID, "run_id": t.CurrentRunID, "claim_lock": t.ClaimLock, "claim_expires": t.ClaimExpires,
+		})
+	}
+	fmt.Fprintf(e.stdout, "%s=%s\n%s=%s\n%s=%s\n%s=%s\n", envKanbanTask, t.ID, envKanbanRun, t.CurrentRunID,
+		envKanbanClaim, t.ClaimLock, envKanbanProfile, e.profile.Name)
+	return nil
+}
+
+// registerSession records session sid on the worker's run.
+func registerSession(board *fsstore.Board, w worker, sid string) error {
+	_, err := board.Update(w.task, func(t *fsstore.KanbanTask, _ time.Time) ([]fsstore.Event, error) {
+		if err := checkClaim(t, &w); err != nil {
+			return nil, err
+		}
+		r := t.CurrentRun()
+		if r.SessionID == sid {
+			return nil, nil
+		}
+		r.SessionID = sid
+		return []fsstore.Event{{Type: "session_registered", RunID: r.ID, Detail: sid}}, nil
+	})
+	return err
+}
+
+func kanbanRegisterSession(e *env) error {
+	if e.c.NArg() > 0 {
+		return usagef("register-session takes no arguments")
+	}
+	w, ok := workerFromEnv()
+	if !ok {
+		return usagef("register-session is for a worker: run it with %s and %s set", envKanbanRun, envKanbanClaim)
+	}
+	sid := firstSet(e.c.String("session"), os.Getenv("HERMES_SESSION_ID"))
+	if sid == "" {
+		return usagef("register-session needs --session (or $HERMES_SESSION_ID)")
+	}
+	if err := fsstore.CheckID("session id", sid); err != nil {
+		return err
+	}
+	board, err := e.board()
+	if err != nil {
+		return err
+	}
+	return registerSession(board, w, sid)
+}
+
+func kanbanArchive(e *env) error {
+	id, err := kanbanTaskArg(e)
+	if err != nil {
+		return err
+	}
+	board, err := e.board()
+	if err != nil {
+		return err
+	}
+	t, err := board.Update(id, func(t *fsstore.KanbanTask, _ time.Time) ([]fsstore.Event, error) {
+		switch t.Status {
+		case fsstore.KanbanRunning:
+			return nil, fsstore.Refusedf("task %s is running; block or complete it first", t.ID)
+		case fsstore.KanbanArchived:
+			return nil, nil
+		}
+		t.Status = fsstore.KanbanArchived
+		return []fsstore.Event{{Type: "archived"}}, nil
+	})
+	if err != nil {
+		return err
+	}
+	return printKanbanTask(e, t)
+}

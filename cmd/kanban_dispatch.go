@@ -1,0 +1,412 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hermes/hermes/cmd/supervisor"
+	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/profiles"
+)
+
+// defaultWorkerCommand is the worker of a task unless kanban.worker_command
+// says otherwise. Placeholders: {profile}, {prompt}, {session_id},
+// {task_id}, {run_id}; each is replaced inside one argument, so a prompt
+// with spaces stays one argument. When a worker resumes and the template
+// has no {session_id}, "--resume <session_id>" is added.
+const defaultWorkerCommand = "hermes -p {profile} chat -q {prompt}"
+
+// dispatcher runs ticks over one board.
+type dispatcher struct {
+	e          *env
+	board      *fsstore.Board
+	tasks      *fsstore.TaskStore
+	cfg        profiles.Config
+	maxWorkers int
+	ttl        time.Duration
+	dryRun     bool
+}
+
+func kanbanDispatch(e *env) error {
+	if e.c.NArg() > 0 {
+		return usagef("dispatch takes no arguments")
+	}
+	if e.c.Bool("once") && e.c.IsSet("interval") {
+		return usagef("give --once or --interval, not both")
+	}
+	d := &dispatcher{e: e, maxWorkers: e.c.Int("max-workers"), dryRun: e.c.Bool("dry-run")}
+	if d.maxWorkers < 1 {
+		return usagef("--max-workers must be at least 1")
+	}
+	var err error
+	if d.ttl, err = profiles.ParseDuration(e.c.String("claim-ttl")); err != nil {
+		return err
+	}
+	var interval time.Duration
+	if s := e.c.String("interval"); s != "" {
+		if interval, err = profiles.ParseDuration(s); err != nil {
+			return err
+		}
+	}
+	if d.cfg, err = e.config(); err != nil {
+		return err
+	}
+	if d.board, err = e.board(); err != nil {
+		return err
+	}
+	if d.tasks, err = e.tasks(); err != nil {
+		return err
+	}
+	if interval == 0 {
+		return d.tick()
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	for {
+		if err := d.tick(); err != nil {
+			e.warn(err.Error())
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(interval):
+		}
+	}
+}
+
+// say prints one line of what a tick did.
+func (d *dispatcher) say(format string, args ...any) {
+	if d.dryRun {
+		format = "would " + format
+	}
+	fmt.Fprintf(d.e.stdout, format+"\n", args...)
+}
+
+// tick reconciles the running tasks, then claims ready ones by priority,
+// oldest first, up to the worker limit. It holds the board's dispatch
+// lock, so concurrent dispatchers take turns; each claim is also a
+// compare-and-swap under the task's own lock.
+func (d *dispatcher) tick() error {
+	unlock, err := fsstore.Lock(d.board.DispatchLockPath(), d.e.lockTimeout)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if _, err := supervisor.Reconcile(d.tasks); err != nil {
+		return err
+	}
+	open, err := d.board.OpenTasks()
+	if err != nil {
+		return err
+	}
+	running := 0
+	var ready []fsstore.KanbanTask
+	for _, t := range open {
+		switch t.Status {
+		case fsstore.KanbanRunning:
+			still, err := d.reconcile(t)
+			if err != nil {
+				d.e.warn(err.Error())
+			}
+			if still {
+				running++
+			}
+		case fsstore.KanbanReady:
+			ready = append(ready, t)
+		}
+	}
+	sort.SliceStable(ready, func(i, j int) bool {
+		if ready[i].Priority != ready[j].Priority {
+			return ready[i].Priority > ready[j].Priority
+		}
+		return ready[i].CreatedAt < ready[j].CreatedAt
+	})
+	for _, t := range ready {
+		if running >= d.maxWorkers {
+			break
+		}
+		if d.dryRun {
+			d.say("claim %s (%s)", t.ID, t.Title)
+			running++
+			continue
+		}
+		if err := d.claimAndSpawn(t); err != nil {
+			if errors.Is(err, fsstore.ErrRefused) {
+				continue // claimed by someone else since we read it
+			}
+			d.e.warn(err.Error())
+			continue
+		}
+		running++
+	}
+	return nil
+}
+
+// reconcile looks at a running task's worker. It reports whether the task
+// still runs afterwards.
+func (d *dispatcher) reconcile(t fsstore.KanbanTask) (bool, error) {
+	r := t.CurrentRun()
+	if r == nil || r.WorkerTaskID == "" {
+		return true, nil // a claim whose worker is being started
+	}
+	w, err := d.tasks.Get(r.WorkerTaskID)
+	if err != nil {
+		return true, err
+	}
+	if w.Finished() {
+		outcome, reason := fsstore.OutcomeCrashed, ""
+		switch {
+		case w.ExitCode != nil && *w.ExitCode == 0:
+			outcome, reason = fsstore.OutcomeProtocolViolation, "the worker exited without completing or blocking the task"
+		case w.ExitCode != nil:
+			reason = fmt.Sprintf("the worker exited with status %d", *w.ExitCode)
+		case w.Signal != "":
+			reason = "the worker was killed by " + w.Signal
+		default:
+			reason = "the worker was lost (" + w.Status + ")"
+		}
+		if d.dryRun {
+			d.say("block %s: %s (%s)", t.ID, outcome, reason)
+			return false, nil
+		}
+		_, err := d.board.Update(t.ID, func(t *fsstore.KanbanTask, now time.Time) ([]fsstore.Event, error) {
+			cur := t.CurrentRun()
+			if t.Status != fsstore.KanbanRunning || cur == nil || cur.ID != r.ID {
+				return nil, nil // the task moved on meanwhile
+			}
+			t.EndRun(cur, outcome, now)
+			cur.ExitCode, cur.Signal = w.ExitCode, w.Signal
+			t.Status, t.BlockReason = fsstore.KanbanBlocked, outcome+": "+reason
+			return []fsstore.Event{{Type: outcome, RunID: cur.ID, Detail: reason}}, nil
+		})
+		if err == nil {
+			d.say("blocked %s: %s (%s)", t.ID, outcome, reason)
+		}
+		return false, err
+	}
+	expires, err := time.Parse(time.RFC3339Nano, t.ClaimExpires)
+	if err != nil || time.Now().Before(expires) {
+		return true, nil
+	}
+	if d.dryRun {
+		d.say("reclaim %s: its claim expired at %s", t.ID, t.ClaimExpires)
+		return false, nil
+	}
+	w, killErr := supervisor.Kill(d.tasks, w.ID, syscall.SIGTERM, 5*time.Second)
+	if killErr != nil && !errors.Is(killErr, fsstore.ErrRefused) {
+		d.e.warn(killErr.Error())
+	}
+	_, err = d.board.Update(t.ID, func(t *fsstore.KanbanTask, now time.Time) ([]fsstore.Event, error) {
+		cur := t.CurrentRun()
+		if t.Status != fsstore.KanbanRunning || cur == nil || cur.ID != r.ID {
+			return nil, nil
+		}
+		t.EndRun(cur, fsstore.OutcomeReclaimed, now)
+		cur.ExitCode, cur.Signal = w.ExitCode, w.Signal
+		t.Status = fsstore.KanbanReady
+		return []fsstore.Event{{Type: "reclaimed", RunID: cur.ID, Detail: "claim expired at " + t.ClaimExpires + " with no heartbeat"}}, nil
+	})
+	if err == nil {
+		d.say("reclaimed %s: its claim expired", t.ID)
+	}
+	return false, err
+}
+
+// resumeOn is the task's resume setting, else the profile's, else true.
+func (d *dispatcher) resumeOn(t fsstore.KanbanTask) bool {
+	if t.ResumeOnRespawn != nil {
+		return *t.ResumeOnRespawn
+	}
+	if d.cfg.Kanban.ResumeOnRespawn != nil {
+		return *d.cfg.Kanban.ResumeOnRespawn
+	}
+	return true
+}
+
+// plan is how a claimed task's worker starts: fresh, or resuming a session.
+type plan struct {
+	sessionID string // resume this session ("" for a fresh one)
+	prompt    string
+	event     fsstore.Event
+}
+
+// planRun decides between resuming and a fresh spawn. Resuming takes the
+// most recent earlier run whose session still exists in the assignee's
+// profile and holds at least one message; its prompt is the comments posted
+// since the last block, oldest first, or a note that the task resumes plus
+// the body.
+func (d *dispatcher) planRun(t fsstore.KanbanTask) (plan, error) {
+	fresh := plan{prompt: strings.TrimSpace(t.Title + "\n\n" + t.Body)}
+	if len(t.Runs) == 0 {
+		return fresh, nil
+	}
+	skip := func(reason string) (plan, error) {
+		fresh.event = fsstore.Event{Type: "resume_skipped", Detail: reason}
+		return fresh, nil
+	}
+	if !d.resumeOn(t) {
+		return skip("disabled")
+	}
+	missing := ""
+	for i := len(t.Runs) - 1; i >= 0; i-- {
+		r := t.Runs[i]
+		if r.SessionID == "" {
+			continue
+		}
+		store := fsstore.NewSessionStore(profiles.Dir(d.e.profile.Root, r.Profile), r.Profile, d.e.lockTimeout, d.e.warn)
+		sess, err := store.Get(r.SessionID)
+		if errors.Is(err, fsstore.ErrNotFound) {
+			if missing == "" {
+				missing = r.SessionID
+			}
+			continue
+		}
+		if err != nil {
+			return plan{}, err
+		}
+		if sess.MessageCount == 0 {
+			continue // the run died before its first message
+		}
+		prompt, err := d.resumePrompt(t)
+		if err != nil {
+			return plan{}, err
+		}
+		return plan{sessionID: sess.ID, prompt: prompt, event: fsstore.Event{Type: "resumed", Detail: sess.ID}}, nil
+	}
+	if missing != "" {
+		return skip("session " + missing + " missing")
+	}
+	return skip("no earlier session")
+}
+
+func (d *dispatcher) resumePrompt(t fsstore.KanbanTask) (string, error) {
+	events, err := d.board.Events(t.ID)
+	if err != nil {
+		return "", err
+	}
+	lastBlock := ""
+	for _, ev := range events {
+		if ev.Type == "blocked" || ev.Type == fsstore.OutcomeCrashed || ev.Type == fsstore.OutcomeProtocolViolation || ev.Type == "reclaimed" {
+			lastBlock = ev.TS
+		}
+	}
+	comments, err := d.board.Comments(t.ID)
+	if err != nil {
+		return "", err
+	}
+	var parts []string
+	for _, c := range comments {
+		if c.TS > lastBlock {
+			if c.Author != "" {
+				parts = append(parts, c.Author+": "+c.Text)
+			} else {
+				parts = append(parts, c.Text)
+			}
+		}
+	}
+	if len(parts) > 0 {
+		return strings.Join(parts, "\n\n"), nil
+	}
+	return strings.TrimSpace("The task resumes after an interruption. Continue where you left off.\n\n" + t.Title + "\n\n" + t.Body), nil
+}
+
+// claimAndSpawn claims t and starts its worker under the tasks supervisor.
+func (d *dispatcher) claimAndSpawn(t fsstore.KanbanTask) error {
+	p, err := d.planRun(t)
+	if err != nil {
+		return err
+	}
+	profile := firstSet(t.Assignee, d.e.profile.Name)
+	claimed, err := claimTask(d.board, t.ID, d.ttl, profile, func(_ *fsstore.KanbanTask, r *fsstore.Run) []fsstore.Event {
+		r.ResumedFromSession = p.sessionID
+		if p.event.Type == "" {
+			return nil
+		}
+		ev := p.event
+		ev.RunID = r.ID
+		return []fsstore.Event{ev}
+	})
+	if err != nil {
+		return err
+	}
+	run := claimed.CurrentRun()
+	workerID, err := d.spawn(claimed, run, p)
+	if err != nil {
+		_, uerr := d.board.Update(t.ID, func(t *fsstore.KanbanTask, now time.Time) ([]fsstore.Event, error) {
+			if cur := t.CurrentRun(); cur != nil && cur.ID == run.ID {
+				t.EndRun(cur, fsstore.OutcomeSpawnFailed, now)
+				t.Status, t.BlockReason = fsstore.KanbanBlocked, "spawn_failed: "+err.Error()
+			}
+			return []fsstore.Event{{Type: fsstore.OutcomeSpawnFailed, RunID: run.ID, Detail: err.Error()}}, nil
+		})
+		d.say("blocked %s: spawn_failed (%v)", t.ID, err)
+		return uerr
+	}
+	_, err = d.board.Update(t.ID, func(t *fsstore.KanbanTask, _ time.Time) ([]fsstore.Event, error) {
+		if cur := t.RunByID(run.ID); cur != nil {
+			cur.WorkerTaskID = workerID
+		}
+		return nil, nil
+	})
+	how := "fresh"
+	if p.sessionID != "" {
+		how = "resuming session " + p.sessionID
+	}
+	d.say("claimed %s: run %s, worker task %s (%s)", t.ID, run.ID, workerID, how)
+	return err
+}
+
+// spawn starts the worker of run as a background task and returns the
+// task's id.
+func (d *dispatcher) spawn(t fsstore.KanbanTask, run *fsstore.Run, p plan) (string, error) {
+	tmpl := firstSet(d.cfg.Kanban.WorkerCommand, defaultWorkerCommand)
+	vars := map[string]string{
+		"{profile}": run.Profile, "{prompt}": p.prompt, "{session_id}": p.sessionID,
+		"{task_id}": t.ID, "{run_id}": run.ID,
+	}
+	var argv []string
+	for _, field := range strings.Fields(tmpl) {
+		for k, v := range vars {
+			field = strings.ReplaceAll(field, k, v)
+		}
+		argv = append(argv, field)
+	}
+	if p.sessionID != "" && !strings.Contains(tmpl, "{session_id}") {
+		argv = append(argv, "--resume", p.sessionID)
+	}
+	if argv[0] == "hermes" {
+		exe, err := os.Executable()
+		if err != nil {
+			return "", err
+		}
+		argv[0] = exe
+	}
+	env := append(os.Environ(),
+		envKanbanTask+"="+t.ID,
+		envKanbanRun+"="+run.ID,
+		envKanbanClaim+"="+t.ClaimLock,
+		envKanbanProfile+"="+d.e.profile.Name,
+		"HERMES_PROFILE="+run.Profile,
+		"HERMES_HOME="+d.e.profile.Root,
+	)
+	cwd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	self := os.Getpid()
+	w, err := d.tasks.Create(fsstore.Task{
+		Name: "kanban:" + t.ID, Command: argv, Cwd: cwd,
+		SupervisorPID: self, SupervisorStart: supervisor.ProcStart(self),
+	})
+	if err != nil {
+		return "", err
+	}
+	return w.ID, startSupervisor(d.e, w.ID, env)
+}

@@ -1,0 +1,438 @@
+package fsstore
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Kanban task statuses.
+const (
+	KanbanTodo     = "todo"
+	KanbanReady    = "ready"
+	KanbanRunning  = "running"
+	KanbanBlocked  = "blocked"
+	KanbanDone     = "done"
+	KanbanArchived = "archived"
+)
+
+// Run outcomes.
+const (
+	OutcomeCompleted         = "completed"
+	OutcomeBlocked           = "blocked"
+	OutcomeCrashed           = "crashed"
+	OutcomeProtocolViolation = "protocol_violation"
+	OutcomeReclaimed         = "reclaimed"
+	OutcomeSpawnFailed       = "spawn_failed"
+)
+
+// KanbanTask is a task of the board: a document that holds its runs, so
+// that a claim (the task moves to running and gains a run) is one atomic
+// write. Its comments and events are JSONL logs beside it.
+type KanbanTask struct {
+	ID              string `json:"id"`
+	Title           string `json:"title"`
+	Body            string `json:"body"`
+	Assignee        string `json:"assignee"`
+	Status          string `json:"status"`
+	Priority        int    `json:"priority"`
+	CreatedAt       string `json:"created_at"`
+	UpdatedAt       string `json:"updated_at"`
+	ResumeOnRespawn *bool  `json:"resume_on_respawn"`
+	CurrentRunID    string `json:"current_run_id"`
+	ClaimLock       string `json:"claim_lock"`
+	ClaimExpires    string `json:"claim_expires"`
+	ClaimTTLMS      int64  `json:"claim_ttl_ms"`
+	BlockReason     string `json:"block_reason"`
+	Result          string `json:"result"`
+	Runs            []Run  `json:"runs"`
+}
+
+// Run is one attempt of a worker at a task.
+type Run struct {
+	ID                 string `json:"id"`
+	Profile            string `json:"profile"`
+	SessionID          string `json:"session_id"`
+	Status             string `json:"status"` // running or ended
+	Outcome            string `json:"outcome"`
+	ExitCode           *int   `json:"exit_code"`
+	Signal             string `json:"signal"`
+	WorkerTaskID       string `json:"worker_task_id"`
+	StartedAt          string `json:"started_at"`
+	EndedAt            string `json:"ended_at"`
+	ResumedFromSession string `json:"resumed_from_session"`
+	Summary            string `json:"summary"`
+}
+
+// Run statuses.
+const (
+	RunRunning = "running"
+	RunEnded   = "ended"
+)
+
+// RunByID returns a pointer to the run with id, or nil.
+func (t *KanbanTask) RunByID(id string) *Run {
+	for i := range t.Runs {
+		if t.Runs[i].ID == id {
+			return &t.Runs[i]
+		}
+	}
+	return nil
+}
+
+// CurrentRun returns the task's current run, or nil.
+func (t *KanbanTask) CurrentRun() *Run {
+	if t.CurrentRunID == "" {
+		return nil
+	}
+	return t.RunByID(t.CurrentRunID)
+}
+
+// EndRun closes run with an outcome and releases the claim if it is the
+// current one.
+func (t *KanbanTask) EndRun(r *Run, outcome string, now time.Time) {
+	if r.Status != RunEnded {
+		r.Status, r.Outcome, r.EndedAt = RunEnded, outcome, Timestamp(now)
+	}
+	if t.CurrentRunID == r.ID {
+		t.ClaimLock, t.ClaimExpires = "", ""
+	}
+}
+
+// Open reports whether the task can still be worked: not done or archived.
+func (t KanbanTask) Open() bool { return t.Status != KanbanDone && t.Status != KanbanArchived }
+
+// Comment is a comment on a task.
+type Comment struct {
+	ID     string `json:"id"`
+	TS     string `json:"ts"`
+	Author string `json:"author"`
+	Text   string `json:"text"`
+}
+
+// Event is a line of a task's event log: what happened to it and why.
+type Event struct {
+	TS     string `json:"ts"`
+	Type   string `json:"type"`
+	RunID  string `json:"run_id,omitempty"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// Board keeps the kanban tasks of one profile in Dir:
+//
+//	tasks/<id>.json            the task, with its runs
+//	tasks/<id>.lock            its sidecar lock
+//	tasks/<id>.comments.jsonl  comments, append-only
+//	tasks/<id>.events.jsonl    events, append-only
+//	open/<id>                  a marker for each task not done or archived
+//	dispatch.lock              held by a dispatcher for one tick
+//
+// The markers let a dispatcher read only the open tasks: on a board of
+// 10,000 tasks of which 100 are open it opens 100 documents.
+type Board struct {
+	Dir         string
+	LockTimeout time.Duration
+	Now         func() time.Time
+	Warn        func(string)
+}
+
+// NewBoard returns the board of the profile whose directory is profileDir.
+func NewBoard(profileDir string, lockTimeout time.Duration, warn func(string)) *Board {
+	return &Board{Dir: filepath.Join(profileDir, "kanban"), LockTimeout: lockTimeout, Now: time.Now, Warn: warn}
+}
+
+func (b *Board) tasksDir() string          { return filepath.Join(b.Dir, "tasks") }
+func (b *Board) docPath(id string) string  { return filepath.Join(b.tasksDir(), id+".json") }
+func (b *Board) lockPath(id string) string { return filepath.Join(b.tasksDir(), id+".lock") }
+func (b *Board) commentsPath(id string) string {
+	return filepath.Join(b.tasksDir(), id+".comments.jsonl")
+}
+func (b *Board) eventsPath(id string) string { return filepath.Join(b.tasksDir(), id+".events.jsonl") }
+func (b *Board) openDir() string             { return filepath.Join(b.Dir, "open") }
+
+// DispatchLockPath is the lock a dispatcher holds for one tick, so that
+// concurrent dispatchers neither claim a task twice nor exceed the number
+// of workers between them.
+func (b *Board) DispatchLockPath() string { return filepath.Join(b.Dir, "dispatch.lock") }
+
+// Create adds a task. Its open marker is written before its document, so
+// a crash between the two leaves a marker without a task (skipped and
+// removed), never an open task that a dispatcher cannot see.
+func (b *Board) Create(t KanbanTask) (KanbanTask, error) {
+	now := b.Now()
+	if t.ID == "" {
+		t.ID = NewID(now)
+	}
+	if err := CheckID("task id", t.ID); err != nil {
+		return KanbanTask{}, err
+	}
+	if strings.TrimSpace(t.Title) == "" {
+		return KanbanTask{}, Invalidf("empty task title")
+	}
+	if err := CheckTitle(t.Title); err != nil {
+		return KanbanTask{}, err
+	}
+	if err := EnsureDir(b.tasksDir()); err != nil {
+		return KanbanTask{}, err
+	}
+	if err := EnsureDir(b.openDir()); err != nil {
+		return KanbanTask{}, err
+	}
+	unlock, err := Lock(b.lockPath(t.ID), b.LockTimeout)
+	if err != nil {
+		return KanbanTask{}, err
+	}
+	defer unlock()
+	if old, err := b.read(t.ID, true); err == nil {
+		return old, nil
+	} else if !errors.Is(err, ErrNotFound) {
+		return KanbanTask{}, err
+	}
+	ts := Timestamp(now)
+	t.CreatedAt, t.UpdatedAt = ts, ts
+	if t.Status == "" {
+		t.Status = KanbanReady
+	}
+	if t.Runs == nil {
+		t.Runs = []Run{}
+	}
+	if err := WriteFileAtomic(filepath.Join(b.openDir(), t.ID), nil); err != nil {
+		return KanbanTask{}, err
+	}
+	if err := writeDoc(b.docPath(t.ID), &t); err != nil {
+		return KanbanTask{}, err
+	}
+	return t, b.appendEvent(t.ID, Event{TS: ts, Type: "created", Detail: t.Status})
+}
+
+// Get reads task id.
+func (b *Board) Get(id string) (KanbanTask, error) {
+	if err := CheckID("task id", id); err != nil {
+		return KanbanTask{}, err
+	}
+	return b.read(id, false)
+}
+
+func (b *Board) read(id string, locked bool) (KanbanTask, error) {
+	var t KanbanTask
+	err := readDoc(b.docPath(id), &t)
+	if errors.Is(err, os.ErrNotExist) {
+		return KanbanTask{}, NotFoundf("kanban task %s not found", id)
+	}
+	if err == nil && t.ID != id {
+		err = &CorruptError{Path: b.docPath(id), Err: fmt.Errorf("task has id %q, not %q", t.ID, id)}
+	}
+	var corrupt *CorruptError
+	if errors.As(err, &corrupt) {
+		if !locked {
+			unlock, lerr := Lock(b.lockPath(id), b.LockTimeout)
+			if lerr != nil {
+				return KanbanTask{}, lerr
+			}
+			defer unlock()
+			return b.read(id, true)
+		}
+		return KanbanTask{}, quarantine(b.docPath(id), b.Now().Unix(), err)
+	}
+	return t, err
+}
+
+// Update applies change to task id under its lock: a compare-and-swap,
+// since change sees the task as stored and may refuse. The events change
+// returns are appended after the document is written; updated_at is set
+// and the open marker follows the status.
+func (b *Board) Update(id string, change func(t *KanbanTask, now time.Time) ([]Event, error)) (KanbanTask, error) {
+	if err := CheckID("task id", id); err != nil {
+		return KanbanTask{}, err
+	}
+	unlock, err := Lock(b.lockPath(id), b.LockTimeout)
+	if err != nil {
+		return KanbanTask{}, err
+	}
+	defer unlock()
+	t, err := b.read(id, true)
+	if err != nil {
+		return KanbanTask{}, err
+	}
+	now := b.Now()
+	events, err := change(&t, now)
+	if err != nil {
+		return t, err
+	}
+	t.UpdatedAt = Timestamp(now)
+	if err := writeDoc(b.docPath(id), &t); err != nil {
+		return KanbanTask{}, err
+	}
+	if !t.Open() {
+		if err := os.Remove(filepath.Join(b.openDir(), id)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return t, err
+		}
+	}
+	for _, ev := range events {
+		if ev.TS == "" {
+			ev.TS = Timestamp(now)
+		}
+		if err := b.appendEvent(id, ev); err != nil {
+			return t, err
+		}
+	}
+	return t, nil
+}
+
+// OpenIDs returns the ids of the open tasks (todo, ready, running,
+// blocked), from their markers, oldest first. Stale markers (of a task now
+// closed or gone) are removed.
+func (b *Board) OpenIDs() ([]string, error) {
+	entries, err := os.ReadDir(b.openDir())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, e := range entries {
+		if CheckID("task id", e.Name()) == nil {
+			ids = append(ids, e.Name())
+		}
+	}
+	return ids, nil
+}
+
+// OpenTasks reads the open tasks.
+func (b *Board) OpenTasks() ([]KanbanTask, error) {
+	ids, err := b.OpenIDs()
+	if err != nil {
+		return nil, err
+	}
+	var out []KanbanTask
+	for _, id := range ids {
+		t, err := b.read(id, false)
+		if errors.Is(err, ErrNotFound) || (err == nil && !t.Open()) {
+			os.Remove(filepath.Join(b.openDir(), id))
+			continue
+		}
+		if err != nil {
+			b.Warn(err.Error())
+			continue
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// All reads every task, oldest first.
+func (b *Board) All() ([]KanbanTask, error) {
+	entries, err := os.ReadDir(b.tasksDir())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []KanbanTask
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") || !strings.HasSuffix(name, ".json") {
+			continue
+		}
+		t, err := b.read(strings.TrimSuffix(name, ".json"), false)
+		if err != nil {
+			b.Warn(err.Error())
+			continue
+		}
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// AddComment appends a comment to task id.
+func (b *Board) AddComment(id, author, text string) (Comment, error) {
+	if _, err := b.Get(id); err != nil {
+		return Comment{}, err
+	}
+	if strings.TrimSpace(text) == "" {
+		return Comment{}, Invalidf("empty comment")
+	}
+	now := b.Now()
+	c := Comment{ID: NewID(now), TS: Timestamp(now), Author: author, Text: text}
+	line, _ := json.Marshal(c)
+	if err := b.appendLine(id, b.commentsPath(id), line); err != nil {
+		return Comment{}, err
+	}
+	return c, b.appendEvent(id, Event{TS: c.TS, Type: "commented", Detail: author})
+}
+
+// Comments returns the comments of task id, oldest first.
+func (b *Board) Comments(id string) ([]Comment, error) {
+	var out []Comment
+	err := b.scan(b.commentsPath(id), func(line []byte) {
+		var c Comment
+		if json.Unmarshal(line, &c) == nil {
+			out = append(out, c)
+		}
+	})
+	return out, err
+}
+
+// Events returns the events of task id, oldest first.
+func (b *Board) Events(id string) ([]Event, error) {
+	var out []Event
+	err := b.scan(b.eventsPath(id), func(line []byte) {
+		var e Event
+		if json.Unmarshal(line, &e) == nil {
+			out = append(out, e)
+		}
+	})
+	return out, err
+}
+
+func (b *Board) scan(path string, fn func([]byte)) error {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	torn, err := ScanLines(f, fi.Size(), func(line []byte, _ int64) error { fn(line); return nil })
+	if torn != nil {
+		b.Warn(torn.String())
+	}
+	return err
+}
+
+func (b *Board) appendEvent(id string, ev Event) error {
+	line, _ := json.Marshal(ev)
+	return b.appendLine(id, b.eventsPath(id), line)
+}
+
+// appendLine appends to one of a task's logs under a lock of its own, so
+// comments do not wait for a claim.
+func (b *Board) appendLine(id, path string, line []byte) error {
+	unlock, err := Lock(path+".lock", b.LockTimeout)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	f, moved, err := OpenAppend(path, b.Now())
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if moved != "" {
+		b.Warn("torn tail moved aside to " + moved)
+	}
+	return AppendLines(f, [][]byte{append(line, '\n')})
+}
