@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unsafe"
 )
 
 // Session states.
@@ -40,6 +42,12 @@ type Session struct {
 	SessionKey      string `json:"session_key"`
 	MessageCount    int64  `json:"message_count"`
 	Profile         string `json:"profile"`
+	// ResumePendingAt is when the session last became resume_pending, and
+	// InterruptCount how many restarts in a row interrupted it (the
+	// gateway suspends it at 3). A successful turn (SetState active)
+	// clears both.
+	ResumePendingAt string `json:"resume_pending_at"`
+	InterruptCount  int    `json:"interrupt_count"`
 	Preview         string `json:"preview"`
 }
 
@@ -583,9 +591,15 @@ func (t *Transcript) Each(fn func(Message) error) error {
 		return nil
 	}
 	torn, err := ScanLines(t.f, t.size, func(line []byte, off int64) error {
-		m, err := ParseMessage(line)
-		if err != nil {
-			return &CorruptError{Path: t.f.Name(), Offset: off, Err: err}
+		// The message may outlive the call: it must not alias the
+		// scanner's buffer.
+		line = bytes.Clone(line)
+		m, ok := parseStored(line, string(line))
+		if !ok {
+			var err error
+			if m, err = ParseMessage(line); err != nil {
+				return &CorruptError{Path: t.f.Name(), Offset: off, Err: err}
+			}
 		}
 		return fn(m)
 	})
@@ -604,9 +618,47 @@ func (s *SessionStore) Messages(id string) ([]Message, error) {
 		return nil, err
 	}
 	defer t.Close()
-	var msgs []Message
-	err = t.Each(func(m Message) error { msgs = append(msgs, m); return nil })
-	return msgs, err
+	return t.All()
+}
+
+// All reads the whole view into memory in one read and parses it; the
+// messages alias that one buffer. It is Each for callers that need every
+// message at once: one allocation for the bytes and one for the slice,
+// instead of one per line.
+func (t *Transcript) All() ([]Message, error) {
+	if t.f == nil {
+		return nil, nil
+	}
+	buf := make([]byte, t.size)
+	if _, err := t.f.ReadAt(buf, 0); err != nil && err != io.EOF {
+		return nil, fmt.Errorf("read %s: %w", t.f.Name(), err)
+	}
+	// The strings of the messages are cut from buf itself, viewed as a
+	// string: buf is never written after this read, which is what
+	// unsafe.String asks, and the messages keep it alive. Room is left for
+	// the turn a caller appends.
+	str := unsafe.String(unsafe.SliceData(buf), len(buf))
+	msgs := make([]Message, 0, bytes.Count(buf, []byte{'\n'})+8)
+	var off int64
+	for len(buf) > 0 {
+		i := bytes.IndexByte(buf, '\n')
+		if i < 0 {
+			t.warn((&TornTail{Path: t.f.Name(), Offset: off, Size: int64(len(buf))}).String())
+			break
+		}
+		line := buf[:i]
+		m, ok := parseStored(line, str[off:off+int64(i)])
+		if !ok {
+			var err error
+			if m, err = ParseMessage(line); err != nil {
+				return nil, &CorruptError{Path: t.f.Name(), Offset: off, Err: err}
+			}
+		}
+		msgs = append(msgs, m)
+		buf = buf[i+1:]
+		off += int64(i + 1)
+	}
+	return msgs, nil
 }
 
 // update applies change to the document of id under its lock and writes it
@@ -697,6 +749,7 @@ func (s *SessionStore) Reopen(id string) (Session, error) {
 	return s.update(id, func(sess *Session) error {
 		sess.State = StateActive
 		sess.EndedAt, sess.EndReason, sess.ResumeReason = "", "", ""
+		sess.ResumePendingAt, sess.InterruptCount = "", 0
 		return nil
 	})
 }
@@ -713,8 +766,10 @@ func (s *SessionStore) SetState(id, state, reason string) (Session, error) {
 			}
 		case StateResumePending:
 			sess.ResumeReason = reason
+			sess.ResumePendingAt = Timestamp(s.Now())
 		case StateActive:
 			sess.EndedAt, sess.EndReason, sess.ResumeReason = "", "", ""
+			sess.ResumePendingAt, sess.InterruptCount = "", 0
 		}
 		return nil
 	})

@@ -1,0 +1,69 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"io"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/hermes/hermes/cmd/provider"
+	"github.com/hermes/hermes/profiles"
+	"github.com/hermes/hermes/scripts/fixture"
+)
+
+// stopAtCall is a provider that notes when it was called and fails, so a
+// benchmark measures the way to the provider call and nothing after it.
+type stopAtCall struct{ at time.Time }
+
+var errStop = errors.New("stop")
+
+func (p *stopAtCall) Name() string { return "stop" }
+func (p *stopAtCall) Complete(context.Context, provider.Request) (provider.Reply, error) {
+	p.at = time.Now()
+	return provider.Reply{}, errStop
+}
+
+// benchEnv writes one session of n messages and returns an env on it.
+func benchEnv(b *testing.B, n int) (*env, string) {
+	root := b.TempDir()
+	p := profiles.Profile{Root: root, Name: "default"}
+	ids, err := fixture.Write(filepath.Join(p.Dir(), "sessions"), fixture.Options{Sessions: 1, Messages: n, BytesPerMessage: 200})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &env{profile: p, lockTimeout: 10 * time.Second, stdout: io.Discard, stderr: io.Discard}, ids[0]
+}
+
+// BenchmarkResumeToProvider is the way of `chat --resume` on a session of
+// 100,000 messages, from the start of the turn to the provider call: read
+// the document and the whole history, store the user message (synced).
+// Compare it with BenchmarkExport of the same session.
+func BenchmarkResumeToProvider(b *testing.B) {
+	e, id := benchEnv(b, 100_000)
+	p := &stopAtCall{}
+	ch := &chatter{e: e, store: e.sessions(), prov: p, sessionID: id}
+	var total time.Duration
+	n := 0
+	for b.Loop() {
+		start := time.Now()
+		if _, err := ch.turn(context.Background(), "hi"); !errors.Is(err, errStop) {
+			b.Fatal(err)
+		}
+		total += p.at.Sub(start)
+		n++
+	}
+	b.ReportMetric(float64(total.Microseconds())/1000/float64(n), "ms-to-provider")
+}
+
+// BenchmarkExport streams the same session as `sessions export` does.
+func BenchmarkExport(b *testing.B) {
+	e, id := benchEnv(b, 100_000)
+	b.ResetTimer()
+	for b.Loop() {
+		if err := exportSessions(e, []string{id}, "jsonl"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
