@@ -197,7 +197,7 @@ func TestMessageSameAs(t *testing.T) {
 		same bool
 	}{
 		{`{"role":"user","content":"é"}`, `{"role":"user","content":"\u00e9"}`, true},
-		{`{"seq":1,"ts":"a","role":"user","content":"x"}`, `{"seq":9,"ts":"b","role":"user","content":"x"}`, true},
+		{`{"seq":1,"ts":"2026-01-01T00:00:00Z","role":"user","content":"x"}`, `{"seq":9,"ts":"2026-02-02T00:00:00.5Z","role":"user","content":"x"}`, true},
 		{`{"role":"user","content":[{"type":"text","text":"x"}]}`, `{"role":"user","content":[{"text":"x","type":"text"}]}`, true},
 		{`{"role":"user","content":[{"type":"text","text":"x"}]}`, `{"role":"user","content":[ { "type" : "text", "text" : "x" } ]}`, true},
 		{`{"role":"user","content":"x","meta":{"a":1,"b":2}}`, `{"role":"user","content":"x","meta":{"b":2,"a":1}}`, true},

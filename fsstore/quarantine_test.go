@@ -32,7 +32,7 @@ func TestCorruptDocumentQuarantined(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s, clock, w := newTestStore(t)
+			s, clock, _ := newTestStore(t)
 			id := mustCreate(t, s, "s1")
 			mustAppend(t, s, id, textMsg("user", "one"), textMsg("assistant", "two"))
 			transcript := mustRead(t, s.logPath(id))
@@ -77,7 +77,6 @@ func TestCorruptDocumentQuarantined(t *testing.T) {
 			if got := mustRead(t, aside); !bytes.Equal(got, c.doc) {
 				t.Fatalf("quarantined copy changed")
 			}
-			_ = w
 		})
 	}
 }

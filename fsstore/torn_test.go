@@ -2,6 +2,7 @@ package fsstore
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -107,7 +108,20 @@ func TestTornTailEveryOffset(t *testing.T) {
 // complete lines before the cut are passed with their offsets, and the
 // rest comes back as the torn tail.
 func TestScanLinesEveryCut(t *testing.T) {
-	data := []byte("{\"a\":1}\n\n{\"b\":\"été\"}\nplain line\n{\"c\":[1,2,3]}\nx\n")
+	t.Run("handmade", func(t *testing.T) {
+		checkScanLinesEveryCut(t, []byte("{\"a\":1}\n\n{\"b\":\"été\"}\nplain line\n{\"c\":[1,2,3]}\nx\n"))
+	})
+	t.Run("transcript", func(t *testing.T) {
+		s, _, _ := newTestStore(t)
+		id := mustCreate(t, s, "s")
+		mustAppend(t, s, id, textMsg("system", "be brief"), textMsg("user", "naïve ✓"),
+			Message{Role: "assistant", Content: json.RawMessage(`null`), ToolCalls: json.RawMessage(`[{"id":"c1","type":"function"}]`)},
+			Message{Role: "tool", Content: TextContent("ok"), ToolCallID: "c1"})
+		checkScanLinesEveryCut(t, mustRead(t, s.logPath(id)))
+	})
+}
+
+func checkScanLinesEveryCut(t *testing.T, data []byte) {
 	dir := t.TempDir()
 	full := filepath.Join(dir, "full.jsonl")
 	mustWrite(t, full, data)
