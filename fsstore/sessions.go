@@ -8,8 +8,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 	"unsafe"
 )
@@ -621,44 +623,107 @@ func (s *SessionStore) Messages(id string) ([]Message, error) {
 	return t.All()
 }
 
-// All reads the whole view into memory in one read and parses it; the
-// messages alias that one buffer. It is Each for callers that need every
-// message at once: one allocation for the bytes and one for the slice,
-// instead of one per line.
+// All reads the whole view into memory and parses it; the messages alias
+// that one buffer. It is Each for callers that need every message at once
+// (a model call): one allocation for the bytes and one for the slice,
+// instead of one per line. A large transcript is read and parsed in
+// line-aligned parts, one per processor.
 func (t *Transcript) All() ([]Message, error) {
 	if t.f == nil {
 		return nil, nil
 	}
 	buf := make([]byte, t.size)
-	if _, err := t.f.ReadAt(buf, 0); err != nil && err != io.EOF {
-		return nil, fmt.Errorf("read %s: %w", t.f.Name(), err)
-	}
 	// The strings of the messages are cut from buf itself, viewed as a
-	// string: buf is never written after this read, which is what
-	// unsafe.String asks, and the messages keep it alive. Room is left for
-	// the turn a caller appends.
+	// string: buf is never written after it is read, which is what
+	// unsafe.String asks, and the messages keep it alive.
 	str := unsafe.String(unsafe.SliceData(buf), len(buf))
-	msgs := make([]Message, 0, bytes.Count(buf, []byte{'\n'})+8)
-	var off int64
-	for len(buf) > 0 {
-		i := bytes.IndexByte(buf, '\n')
-		if i < 0 {
-			t.warn((&TornTail{Path: t.f.Name(), Offset: off, Size: int64(len(buf))}).String())
-			break
+	parts := int(min(int64(runtime.GOMAXPROCS(0)), t.size/parallelPartSize+1, 16))
+	bounds := make([]int, parts+1)
+	for k := range parts {
+		bounds[k+1] = int(t.size) * (k + 1) / parts
+	}
+	if err := inParallel(parts, func(k int) error {
+		_, err := t.f.ReadAt(buf[bounds[k]:bounds[k+1]], int64(bounds[k]))
+		if err != nil && err != io.EOF {
+			return fmt.Errorf("read %s: %w", t.f.Name(), err)
 		}
-		line := buf[:i]
-		m, ok := parseStored(line, str[off:off+int64(i)])
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	// Move each inner bound past the end of the line it falls in.
+	for k := 1; k < parts; k++ {
+		if i := bytes.IndexByte(buf[bounds[k]:], '\n'); i >= 0 {
+			bounds[k] += i + 1
+		} else {
+			bounds[k] = len(buf)
+		}
+		bounds[k] = max(bounds[k], bounds[k-1])
+	}
+	counts := make([]int, parts+1)
+	inParallel(parts, func(k int) error {
+		counts[k+1] = bytes.Count(buf[bounds[k]:bounds[k+1]], []byte{'\n'})
+		return nil
+	})
+	for k := range parts {
+		counts[k+1] += counts[k]
+	}
+	// Room is left for the turn a caller appends.
+	msgs := make([]Message, counts[parts], counts[parts]+8)
+	err := inParallel(parts, func(k int) error {
+		return t.parse(buf, str, bounds[k], bounds[k+1], msgs[counts[k]:counts[k+1]])
+	})
+	if err != nil {
+		return nil, err
+	}
+	if last := bytes.LastIndexByte(buf, '\n'); last < len(buf)-1 {
+		t.warn((&TornTail{Path: t.f.Name(), Offset: int64(last + 1), Size: int64(len(buf) - last - 1)}).String())
+	}
+	return msgs, nil
+}
+
+// parallelPartSize is the least a part of a parallel read holds; tests
+// lower it to split small transcripts.
+var parallelPartSize int64 = 4 << 20
+
+// parse parses the complete lines of buf[from:to] into out, which has
+// room for exactly as many.
+func (t *Transcript) parse(buf []byte, str string, from, to int, out []Message) error {
+	n := 0
+	for off := from; off < to; {
+		i := bytes.IndexByte(buf[off:to], '\n')
+		if i < 0 {
+			break // a torn tail: reported by All
+		}
+		line := buf[off : off+i]
+		m, ok := parseStored(line, str[off:off+i])
 		if !ok {
 			var err error
 			if m, err = ParseMessage(line); err != nil {
-				return nil, &CorruptError{Path: t.f.Name(), Offset: off, Err: err}
+				return &CorruptError{Path: t.f.Name(), Offset: int64(off), Err: err}
 			}
 		}
-		msgs = append(msgs, m)
-		buf = buf[i+1:]
-		off += int64(i + 1)
+		out[n] = m
+		n++
+		off += i + 1
 	}
-	return msgs, nil
+	return nil
+}
+
+// inParallel runs fn(0) … fn(n-1) at once and returns their errors
+// joined, lowest k first.
+func inParallel(n int, fn func(k int) error) error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for k := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[k] = fn(k)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // update applies change to the document of id under its lock and writes it
