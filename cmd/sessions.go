@@ -146,9 +146,19 @@ func withEnv(fn func(*env) error) cli.ActionFunc {
 	}
 }
 
-// resolveSession turns the ID argument into a session id.
+// resolveSession turns what a user typed into a session id.
 func (e *env) resolveSession(ref string) (string, error) {
 	return e.sessions().Resolve(ref)
+}
+
+// sessionArg resolves the one positional argument of a verb that takes
+// ID|PREFIX|TITLE.
+func (e *env) sessionArg() (string, error) {
+	ref, err := oneArg(e.c, "session ID")
+	if err != nil {
+		return "", err
+	}
+	return e.resolveSession(ref)
 }
 
 func sessionsNew(e *env) error {
@@ -273,11 +283,7 @@ func sessionsSave(e *env) error {
 }
 
 func sessionsShow(e *env) error {
-	ref, err := oneArg(e.c, "session ID")
-	if err != nil {
-		return err
-	}
-	id, err := e.resolveSession(ref)
+	id, err := e.sessionArg()
 	if err != nil {
 		return err
 	}
@@ -587,11 +593,7 @@ func printSession(e *env, sess fsstore.Session, err error) error {
 }
 
 func sessionsEnd(e *env) error {
-	ref, err := oneArg(e.c, "session ID")
-	if err != nil {
-		return err
-	}
-	id, err := e.resolveSession(ref)
+	id, err := e.sessionArg()
 	if err != nil {
 		return err
 	}
@@ -600,11 +602,7 @@ func sessionsEnd(e *env) error {
 }
 
 func sessionsReopen(e *env) error {
-	ref, err := oneArg(e.c, "session ID")
-	if err != nil {
-		return err
-	}
-	id, err := e.resolveSession(ref)
+	id, err := e.sessionArg()
 	if err != nil {
 		return err
 	}
@@ -613,11 +611,7 @@ func sessionsReopen(e *env) error {
 }
 
 func sessionsDelete(e *env) error {
-	ref, err := oneArg(e.c, "session ID")
-	if err != nil {
-		return err
-	}
-	id, err := e.resolveSession(ref)
+	id, err := e.sessionArg()
 	if err != nil {
 		return err
 	}
