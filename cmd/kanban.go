@@ -270,6 +270,9 @@ func kanbanShow(e *env) error {
 	if comments == nil {
 		comments = []fsstore.Comment{}
 	}
+	if events == nil {
+		events = []fsstore.Event{} // an events log lost or torn whole: still an array
+	}
 	if e.json {
 		return printJSON(e.stdout, struct {
 			fsstore.KanbanTask

@@ -94,11 +94,17 @@ func (d *dispatcher) say(format string, args ...any) {
 // lock, so concurrent dispatchers take turns; each claim is also a
 // compare-and-swap under the task's own lock.
 func (d *dispatcher) tick() error {
-	unlock, err := fsstore.Lock(d.board.DispatchLockPath(), d.e.lockTimeout)
-	if err != nil {
-		return err
+	if _, err := os.Stat(d.board.Dir); errors.Is(err, os.ErrNotExist) {
+		return nil // no task was ever created: nothing to do
 	}
-	defer unlock()
+	// A dry run only reads: it takes no lock, so it creates no lock file.
+	if !d.dryRun {
+		unlock, err := fsstore.Lock(d.board.DispatchLockPath(), d.e.lockTimeout)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+	}
 	if _, err := supervisor.Reconcile(d.tasks); err != nil {
 		return err
 	}
@@ -153,14 +159,20 @@ func (d *dispatcher) tick() error {
 // still runs afterwards.
 func (d *dispatcher) reconcile(t fsstore.KanbanTask) (bool, error) {
 	r := t.CurrentRun()
-	if r == nil || r.WorkerTaskID == "" {
-		return true, nil // a claim whose worker is being started
+	if r == nil {
+		return true, nil
 	}
-	w, err := d.tasks.Get(r.WorkerTaskID)
-	if err != nil {
-		return true, err
+	// A run with no worker task is a claim made by hand (kanban claim), or
+	// one whose dispatcher died before recording its worker: it has no
+	// exit to look at, but its claim expires like any other.
+	var w fsstore.Task
+	if r.WorkerTaskID != "" {
+		var err error
+		if w, err = d.tasks.Get(r.WorkerTaskID); err != nil {
+			return true, err
+		}
 	}
-	if w.Finished() {
+	if r.WorkerTaskID != "" && w.Finished() {
 		outcome, reason := fsstore.OutcomeCrashed, ""
 		switch {
 		case w.ExitCode != nil && *w.ExitCode == 0:
@@ -199,19 +211,23 @@ func (d *dispatcher) reconcile(t fsstore.KanbanTask) (bool, error) {
 		d.say("reclaim %s: its claim expired at %s", t.ID, t.ClaimExpires)
 		return false, nil
 	}
-	w, killErr := supervisor.Kill(d.tasks, w.ID, syscall.SIGTERM, 5*time.Second)
-	if killErr != nil && !errors.Is(killErr, fsstore.ErrRefused) {
-		d.e.warn(killErr.Error())
+	if r.WorkerTaskID != "" {
+		killed, killErr := supervisor.Kill(d.tasks, w.ID, syscall.SIGTERM, 5*time.Second)
+		if killErr != nil && !errors.Is(killErr, fsstore.ErrRefused) {
+			d.e.warn(killErr.Error())
+		}
+		w = killed
 	}
 	_, err = d.board.Update(t.ID, func(t *fsstore.KanbanTask, now time.Time) ([]fsstore.Event, error) {
 		cur := t.CurrentRun()
 		if t.Status != fsstore.KanbanRunning || cur == nil || cur.ID != r.ID {
 			return nil, nil
 		}
+		expired := t.ClaimExpires // EndRun clears it
 		t.EndRun(cur, fsstore.OutcomeReclaimed, now)
 		cur.ExitCode, cur.Signal = w.ExitCode, w.Signal
 		t.Status = fsstore.KanbanReady
-		return []fsstore.Event{{Type: "reclaimed", RunID: cur.ID, Detail: "claim expired at " + t.ClaimExpires + " with no heartbeat"}}, nil
+		return []fsstore.Event{{Type: "reclaimed", RunID: cur.ID, Detail: "claim expired at " + expired + " with no heartbeat"}}, nil
 	})
 	if err == nil {
 		d.say("reclaimed %s: its claim expired", t.ID)

@@ -250,6 +250,11 @@ func (b *Board) Update(id string, change func(t *KanbanTask, now time.Time) ([]E
 	if err := CheckID("task id", id); err != nil {
 		return KanbanTask{}, err
 	}
+	// An unknown task is not found before its lock is taken: taking it
+	// would leave a stray sidecar behind (or fail, on a board not yet made).
+	if _, err := os.Lstat(b.docPath(id)); errors.Is(err, os.ErrNotExist) {
+		return KanbanTask{}, NotFoundf("kanban task %s not found", id)
+	}
 	unlock, err := Lock(b.lockPath(id), b.LockTimeout)
 	if err != nil {
 		return KanbanTask{}, err
@@ -348,7 +353,13 @@ func (b *Board) All() ([]KanbanTask, error) {
 		}
 		out = append(out, t)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	// Ids sort by creation only to the second: created_at decides.
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].CreatedAt != out[j].CreatedAt {
+			return out[i].CreatedAt < out[j].CreatedAt
+		}
+		return out[i].ID < out[j].ID
+	})
 	return out, nil
 }
 

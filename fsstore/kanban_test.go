@@ -1,0 +1,562 @@
+package fsstore
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// newTestBoard returns a board in a fresh profile directory, with a
+// settable clock and its warnings collected.
+func kbBoard(t testing.TB) (*Board, *testClock, *warnings) {
+	t.Helper()
+	w := &warnings{}
+	clock := &testClock{now: testEpoch}
+	b := NewBoard(filepath.Join(t.TempDir(), "profiles", "default"), 10*time.Second, w.add)
+	b.Now = clock.Now
+	return b, clock, w
+}
+
+func kbCreate(t *testing.T, b *Board, task KanbanTask) KanbanTask {
+	t.Helper()
+	got, err := b.Create(task)
+	if err != nil {
+		t.Fatalf("create %q: %v", task.ID, err)
+	}
+	return got
+}
+
+func kbRead(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func kbExists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
+// claim is the compare-and-swap of a claim, as the dispatcher does it: a
+// ready, unclaimed task becomes running with a run of its own.
+func kbClaim(lock string) func(t *KanbanTask, now time.Time) ([]Event, error) {
+	return func(t *KanbanTask, now time.Time) ([]Event, error) {
+		if t.Status != KanbanReady || t.ClaimLock != "" {
+			return nil, Refusedf("task %s is %s", t.ID, t.Status)
+		}
+		r := Run{ID: "run-" + lock, Status: RunRunning, StartedAt: Timestamp(now)}
+		t.Status, t.ClaimLock, t.CurrentRunID = KanbanRunning, lock, r.ID
+		t.Runs = append(t.Runs, r)
+		return []Event{{Type: "claimed", RunID: r.ID}}, nil
+	}
+}
+
+func kbSetStatus(status string) func(t *KanbanTask, now time.Time) ([]Event, error) {
+	return func(t *KanbanTask, now time.Time) ([]Event, error) {
+		t.Status = status
+		return []Event{{Type: status}}, nil
+	}
+}
+
+// Creating a task that exists is a no-op that returns the stored task: no
+// error, no second "created" event, the document untouched.
+func TestKanbanCreateIdempotent(t *testing.T) {
+	b, clock, _ := kbBoard(t)
+	first := kbCreate(t, b, KanbanTask{ID: "t1", Title: "first", Body: "keep me", Priority: 3})
+	if first.Status != KanbanReady || first.CreatedAt != Timestamp(testEpoch) || first.Runs == nil {
+		t.Fatalf("created %+v", first)
+	}
+	doc := kbRead(t, b.docPath("t1"))
+	events := kbRead(t, b.eventsPath("t1"))
+
+	clock.advance(time.Minute)
+	again, err := b.Create(KanbanTask{ID: "t1", Title: "second", Status: KanbanTodo})
+	if err != nil {
+		t.Fatalf("second create: %v", err)
+	}
+	if again.Title != "first" || again.Body != "keep me" || again.Status != KanbanReady || again.CreatedAt != first.CreatedAt {
+		t.Fatalf("second create returned %+v, want the stored task", again)
+	}
+	if got := kbRead(t, b.docPath("t1")); !bytes.Equal(got, doc) {
+		t.Fatalf("document rewritten:\n%s\nwant\n%s", got, doc)
+	}
+	if got := kbRead(t, b.eventsPath("t1")); !bytes.Equal(got, events) {
+		t.Fatalf("events changed:\n%s", got)
+	}
+	// Later writes still work.
+	if _, err := b.Update("t1", kbSetStatus(KanbanBlocked)); err != nil {
+		t.Fatal(err)
+	}
+	// A new id is time-ordered and readable; a task without a title or
+	// with a bad id is refused before anything is written.
+	auto := kbCreate(t, b, KanbanTask{Title: "auto"})
+	if !strings.HasPrefix(auto.ID, clock.Now().Format("20060102_150405")+"_") || len(auto.ID) != 22 {
+		t.Fatalf("new id %q", auto.ID)
+	}
+	for _, bad := range []KanbanTask{{ID: "../x", Title: "x"}, {ID: "a/b", Title: "x"}, {ID: ".h", Title: "x"}, {ID: "ok", Title: "  "}} {
+		if _, err := b.Create(bad); !errors.Is(err, ErrInvalid) {
+			t.Errorf("create %+v: %v, want ErrInvalid", bad, err)
+		}
+	}
+	if kbExists(b.docPath("ok")) || kbExists(filepath.Join(b.openDir(), "ok")) {
+		t.Error("a refused create wrote its task")
+	}
+}
+
+// Update is a compare-and-swap: goroutines racing to claim one ready task
+// all read it under its lock, and exactly one sees it ready.
+func TestKanbanUpdateCASGoroutines(t *testing.T) {
+	b, _, _ := kbBoard(t)
+	kbCreate(t, b, KanbanTask{ID: "t1", Title: "contested"})
+	const n = 16
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			_, errs[i] = b.Update("t1", kbClaim(fmt.Sprint(i)))
+		}()
+	}
+	close(start)
+	wg.Wait()
+	won := -1
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			if won >= 0 {
+				t.Fatalf("claims %d and %d both won", won, i)
+			}
+			won = i
+		case !errors.Is(err, ErrRefused):
+			t.Fatalf("claim %d: %v, want ErrRefused", i, err)
+		}
+	}
+	if won < 0 {
+		t.Fatal("no claim won")
+	}
+	got, err := b.Get("t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Runs) != 1 || got.ClaimLock != fmt.Sprint(won) || got.Status != KanbanRunning {
+		t.Fatalf("after the race: %+v", got)
+	}
+	evs, err := b.Events("t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimed := 0
+	for _, e := range evs {
+		if e.Type == "claimed" {
+			claimed++
+		}
+	}
+	if claimed != 1 {
+		t.Fatalf("%d claimed events, want 1", claimed)
+	}
+}
+
+// TestHelperKanbanClaimer is not a test: it is the helper process of
+// TestKanbanUpdateCASProcesses. It waits for the file $FSSTORE_TEST_LOCK
+// to exist, claims task $FSSTORE_TEST_SESSION and prints won or refused.
+func TestHelperKanbanClaimer(t *testing.T) {
+	if os.Getenv(helperRoleEnv) != "kanban-claimer" {
+		t.Skip("helper process of TestKanbanUpdateCASProcesses")
+	}
+	b := NewBoard(os.Getenv(helperDirEnv), time.Minute, func(msg string) { fmt.Fprintln(os.Stderr, "warning:", msg) })
+	for deadline := time.Now().Add(30 * time.Second); !kbExists(os.Getenv(helperLockEnv)); {
+		if time.Now().After(deadline) {
+			t.Fatal("no go")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	_, err := b.Update(os.Getenv(helperIDEnv), kbClaim(os.Getenv(helperTagEnv)))
+	switch {
+	case err == nil:
+		fmt.Println("won")
+	case errors.Is(err, ErrRefused):
+		fmt.Println("refused")
+	default:
+		t.Fatal(err)
+	}
+}
+
+// The same race between processes: the lock is a flock, so it holds
+// across them.
+func TestKanbanUpdateCASProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	profileDir := filepath.Join(t.TempDir(), "profiles", "default")
+	b := NewBoard(profileDir, 10*time.Second, func(string) {})
+	kbCreate(t, b, KanbanTask{ID: "t1", Title: "contested"})
+	goFile := filepath.Join(t.TempDir(), "go")
+	const n = 4
+	var outs [n]bytes.Buffer
+	var cmds []*exec.Cmd
+	for i := range n {
+		cmd := helperCommand(t, "TestHelperKanbanClaimer", helperRoleEnv+"=kanban-claimer", helperDirEnv+"="+profileDir,
+			helperIDEnv+"=t1", helperTagEnv+"="+fmt.Sprint(i), helperLockEnv+"="+goFile)
+		cmd.Stdout, cmd.Stderr = &outs[i], &outs[i]
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, cmd)
+	}
+	time.Sleep(100 * time.Millisecond) // let them all reach the barrier
+	if err := os.WriteFile(goFile, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	won, refused := 0, 0
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("claimer %d: %v\n%s", i, err, outs[i].String())
+		}
+		out := outs[i].String()
+		switch {
+		case strings.HasPrefix(out, "won"):
+			won++
+		case strings.HasPrefix(out, "refused"):
+			refused++
+		default:
+			t.Fatalf("claimer %d said %q", i, out)
+		}
+	}
+	if won != 1 || refused != n-1 {
+		t.Fatalf("won %d, refused %d; want 1 and %d", won, refused, n-1)
+	}
+	got, err := b.Get("t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Runs) != 1 || got.Status != KanbanRunning {
+		t.Fatalf("after the race: %+v", got)
+	}
+}
+
+// A change that refuses writes nothing: the document, its events and its
+// marker are as they were.
+func TestKanbanUpdateRefusedWritesNothing(t *testing.T) {
+	b, clock, _ := kbBoard(t)
+	kbCreate(t, b, KanbanTask{ID: "t1", Title: "x"})
+	doc, events := kbRead(t, b.docPath("t1")), kbRead(t, b.eventsPath("t1"))
+	clock.advance(time.Second)
+	_, err := b.Update("t1", func(*KanbanTask, time.Time) ([]Event, error) { return nil, Refusedf("no") })
+	if !errors.Is(err, ErrRefused) {
+		t.Fatalf("update: %v", err)
+	}
+	if !bytes.Equal(kbRead(t, b.docPath("t1")), doc) || !bytes.Equal(kbRead(t, b.eventsPath("t1")), events) {
+		t.Fatal("a refused update wrote")
+	}
+	// An unknown task is not found, and leaves no lock file behind.
+	if _, err := b.Update("nope", kbSetStatus(KanbanDone)); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("update of an unknown task: %v", err)
+	}
+	if kbExists(b.lockPath("nope")) {
+		t.Error("update of an unknown task left a lock file")
+	}
+	// On a board never made, too.
+	empty, _, _ := kbBoard(t)
+	if _, err := empty.Update("nope", kbSetStatus(KanbanDone)); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("update on an empty board: %v", err)
+	}
+	if kbExists(empty.Dir) {
+		t.Error("update on an empty board made it")
+	}
+}
+
+// The open markers follow the status: created with the task, kept while it
+// is todo, ready, running or blocked, removed when it is done or archived.
+// OpenTasks removes a stale marker (a task closed, or never written).
+func TestKanbanOpenMarkers(t *testing.T) {
+	b, clock, w := kbBoard(t)
+	for _, id := range []string{"a", "b", "c", "d"} {
+		kbCreate(t, b, KanbanTask{ID: id, Title: id})
+		clock.advance(time.Millisecond)
+	}
+	marker := func(id string) string { return filepath.Join(b.openDir(), id) }
+	ids, err := b.OpenIDs()
+	if err != nil || strings.Join(ids, ",") != "a,b,c,d" {
+		t.Fatalf("open ids %v, %v", ids, err)
+	}
+	for _, s := range []string{KanbanTodo, KanbanRunning, KanbanBlocked, KanbanReady} {
+		if _, err := b.Update("a", kbSetStatus(s)); err != nil {
+			t.Fatal(err)
+		}
+		if !kbExists(marker("a")) {
+			t.Fatalf("a %s task has no marker", s)
+		}
+	}
+	if _, err := b.Update("b", kbSetStatus(KanbanDone)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Update("c", kbSetStatus(KanbanArchived)); err != nil {
+		t.Fatal(err)
+	}
+	if kbExists(marker("b")) || kbExists(marker("c")) {
+		t.Fatal("a done or archived task kept its marker")
+	}
+	// Stale markers: one of a task closed behind the marker's back (a crash
+	// between the document and the marker's removal), one of a task whose
+	// document was never written (a crash inside Create).
+	if err := os.WriteFile(marker("b"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(marker("ghost"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	open, err := b.OpenTasks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, task := range open {
+		got = append(got, task.ID+":"+task.Status)
+	}
+	if strings.Join(got, ",") != "a:ready,d:ready" {
+		t.Fatalf("open tasks %v", got)
+	}
+	if kbExists(marker("b")) || kbExists(marker("ghost")) {
+		t.Fatal("stale markers kept")
+	}
+	if !kbExists(marker("a")) || !kbExists(marker("d")) {
+		t.Fatal("live markers removed")
+	}
+	if len(w.list()) != 0 {
+		t.Fatalf("warnings: %v", w.list())
+	}
+	// All still reads every task, oldest first, closed ones included.
+	all, err := b.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = got[:0]
+	for _, task := range all {
+		got = append(got, task.ID)
+	}
+	if strings.Join(got, ",") != "a,b,c,d" {
+		t.Fatalf("all %v", got)
+	}
+}
+
+// All lists oldest first by created_at: ids sort by creation only to the
+// second.
+func TestKanbanAllOldestFirst(t *testing.T) {
+	b, clock, _ := kbBoard(t)
+	for _, id := range []string{"20261121_020734_ffffff", "20261121_020734_000000", "20261121_020734_888888"} {
+		kbCreate(t, b, KanbanTask{ID: id, Title: id})
+		clock.advance(time.Millisecond)
+	}
+	all, err := b.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, task := range all {
+		got = append(got, task.ID[16:])
+	}
+	if strings.Join(got, ",") != "ffffff,000000,888888" {
+		t.Fatalf("order %v, want creation order", got)
+	}
+}
+
+// A task document that does not parse is moved aside and reported, never
+// replaced by an empty task; its marker goes once the task is gone.
+func TestKanbanCorruptQuarantined(t *testing.T) {
+	b, clock, w := kbBoard(t)
+	kbCreate(t, b, KanbanTask{ID: "bad", Title: "bad"})
+	kbCreate(t, b, KanbanTask{ID: "good", Title: "good"})
+	garbage := []byte(`{"id": "bad", "title": "tru`)
+	if err := os.WriteFile(b.docPath("bad"), garbage, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	clock.advance(time.Hour)
+	aside := b.docPath("bad") + fmt.Sprintf(".corrupt-%d", clock.Now().Unix())
+
+	called := false
+	_, err := b.Update("bad", func(*KanbanTask, time.Time) ([]Event, error) { called = true; return nil, nil })
+	if err == nil || errors.Is(err, ErrNotFound) || called {
+		t.Fatalf("update of a corrupt task: %v (change called: %v)", err, called)
+	}
+	if !strings.Contains(err.Error(), "moved aside to "+aside) {
+		t.Fatalf("error %q does not name %s", err, aside)
+	}
+	if !bytes.Equal(kbRead(t, aside), garbage) {
+		t.Fatal("the quarantined copy differs from the corrupt document")
+	}
+	if kbExists(b.docPath("bad")) {
+		t.Fatal("something took the corrupt document's place")
+	}
+	if _, err := b.Get("bad"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("get after quarantine: %v", err)
+	}
+	// The other task is unharmed; the marker of the quarantined one goes.
+	open, err := b.OpenTasks()
+	if err != nil || len(open) != 1 || open[0].ID != "good" {
+		t.Fatalf("open tasks %+v, %v", open, err)
+	}
+	if kbExists(filepath.Join(b.openDir(), "bad")) {
+		t.Fatal("marker of a task that is gone kept")
+	}
+
+	// A document whose id is not its name is corrupt too; Get through a
+	// listing reports it and moves it aside.
+	kbCreate(t, b, KanbanTask{ID: "other", Title: "other"})
+	doc := kbRead(t, b.docPath("good"))
+	if err := os.WriteFile(b.docPath("other"), doc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w.reset()
+	all, err := b.All()
+	if err != nil || len(all) != 1 || all[0].ID != "good" {
+		t.Fatalf("all %+v, %v", all, err)
+	}
+	if ws := w.list(); len(ws) != 1 || !strings.Contains(ws[0], `task has id "good", not "other"`) || !strings.Contains(ws[0], "moved aside") {
+		t.Fatalf("warnings %v", ws)
+	}
+	if !bytes.Equal(kbRead(t, b.docPath("other")+fmt.Sprintf(".corrupt-%d", clock.Now().Unix())), doc) {
+		t.Fatal("mismatched document not kept aside")
+	}
+}
+
+// Comments and events round-trip; a torn tail of a log (a crash in the
+// middle of an append) is skipped and reported by readers, and moved aside
+// by the next writer.
+func TestKanbanLogs(t *testing.T) {
+	b, clock, w := kbBoard(t)
+	kbCreate(t, b, KanbanTask{ID: "t1", Title: "x"})
+	texts := []string{"first", "with \"quotes\" and\nnewlines", "ünïcode ✓"}
+	for i, text := range texts {
+		clock.advance(time.Second)
+		if _, err := b.AddComment("t1", fmt.Sprint("author", i), text); err != nil {
+			t.Fatal(err)
+		}
+	}
+	comments, err := b.Comments("t1")
+	if err != nil || len(comments) != len(texts) {
+		t.Fatalf("comments %+v, %v", comments, err)
+	}
+	for i, c := range comments {
+		if c.Text != texts[i] || c.Author != fmt.Sprint("author", i) || c.TS != Timestamp(testEpoch.Add(time.Duration(i+1)*time.Second)) || c.ID == "" {
+			t.Errorf("comment %d: %+v", i, c)
+		}
+	}
+	if _, err := b.AddComment("t1", "a", " \n"); !errors.Is(err, ErrInvalid) {
+		t.Errorf("empty comment: %v", err)
+	}
+	if _, err := b.AddComment("nope", "a", "hi"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("comment on an unknown task: %v", err)
+	}
+	if _, err := b.Update("t1", func(t *KanbanTask, _ time.Time) ([]Event, error) {
+		t.Status = KanbanBlocked
+		return []Event{{Type: "blocked", RunID: "r1", Detail: "why"}}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	events, err := b.Events("t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, e := range events {
+		types = append(types, e.Type)
+	}
+	if strings.Join(types, ",") != "created,commented,commented,commented,blocked" {
+		t.Fatalf("events %v", types)
+	}
+	if last := events[len(events)-1]; last.RunID != "r1" || last.Detail != "why" || last.TS != Timestamp(clock.Now()) {
+		t.Fatalf("last event %+v", last)
+	}
+	if len(w.list()) != 0 {
+		t.Fatalf("warnings: %v", w.list())
+	}
+
+	// A torn tail: readers skip it and say so.
+	torn := []byte(`{"ts":"2026-11-21T02:08:00.000000Z","type":"compl`)
+	f, err := os.OpenFile(b.eventsPath("t1"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write(torn)
+	f.Close()
+	again, err := b.Events("t1")
+	if err != nil || len(again) != len(events) {
+		t.Fatalf("events with a torn tail: %d, %v", len(again), err)
+	}
+	if ws := w.list(); len(ws) != 1 || !strings.Contains(ws[0], fmt.Sprintf("torn tail of %d bytes", len(torn))) || !strings.Contains(ws[0], b.eventsPath("t1")) {
+		t.Fatalf("torn tail not reported: %v", ws)
+	}
+	// The next append moves it aside and reports where; the log reads
+	// clean and whole.
+	w.reset()
+	clock.advance(time.Second)
+	if _, err := b.Update("t1", kbSetStatus(KanbanReady)); err != nil {
+		t.Fatal(err)
+	}
+	moved := b.eventsPath("t1") + fmt.Sprintf(".torn-%d", clock.Now().Unix())
+	if ws := w.list(); len(ws) != 1 || !strings.Contains(ws[0], moved) {
+		t.Fatalf("warnings %v, want the torn tail moved to %s", ws, moved)
+	}
+	if got := kbRead(t, moved); !bytes.Contains(got, torn) {
+		t.Fatalf("moved aside: %q", got)
+	}
+	w.reset()
+	final, err := b.Events("t1")
+	if err != nil || len(final) != len(events)+1 || final[len(final)-1].Type != KanbanReady {
+		t.Fatalf("events after repair: %+v, %v", final, err)
+	}
+	if len(w.list()) != 0 {
+		t.Fatalf("warnings after repair: %v", w.list())
+	}
+
+	// The same for comments.
+	f, err = os.OpenFile(b.commentsPath("t1"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte(`{"id":"x","text":"half`))
+	f.Close()
+	if got, err := b.Comments("t1"); err != nil || len(got) != len(texts) {
+		t.Fatalf("comments with a torn tail: %d, %v", len(got), err)
+	}
+	if ws := w.list(); len(ws) != 1 || !strings.Contains(ws[0], "torn tail") {
+		t.Fatalf("torn comment tail not reported: %v", ws)
+	}
+	if _, err := b.AddComment("t1", "z", "after the tear"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := b.Comments("t1"); len(got) != len(texts)+1 || got[len(got)-1].Text != "after the tear" {
+		t.Fatalf("comments after repair: %+v", got)
+	}
+}
+
+// A task whose logs do not exist yet reads as having none.
+func TestKanbanLogsMissing(t *testing.T) {
+	b, _, w := kbBoard(t)
+	kbCreate(t, b, KanbanTask{ID: "t1", Title: "x"})
+	if c, err := b.Comments("t1"); err != nil || len(c) != 0 {
+		t.Fatalf("comments %v, %v", c, err)
+	}
+	if err := os.Remove(b.eventsPath("t1")); err != nil {
+		t.Fatal(err)
+	}
+	if e, err := b.Events("t1"); err != nil || len(e) != 0 {
+		t.Fatalf("events %v, %v", e, err)
+	}
+	if len(w.list()) != 0 {
+		t.Fatalf("warnings %v", w.list())
+	}
+}
