@@ -119,6 +119,7 @@ func NewApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			sessionsCommand(),
 			tasksCommand(),
 			kanbanCommand(),
+			gatewayCommand(),
 			profileCommand(),
 			fsckCommand(),
 			completionCommand(),

@@ -1,0 +1,196 @@
+package cmd
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/hermes/hermes/cmd/gateway"
+	"github.com/hermes/hermes/cmd/provider"
+	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/profiles"
+)
+
+func gatewayCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "gateway",
+		Usage: "an OpenAI-compatible HTTP API whose conversations survive restarts",
+		Subcommands: []*cli.Command{
+			{
+				Name:  "serve",
+				Usage: "serve /v1/chat/completions and /v1/responses until SIGTERM or SIGINT",
+				Description: `Replies come from the provider (the flags of chat). Loopback only unless an API
+key is set: a non-loopback --addr needs the key in the environment variable
+that gateway.api_key_env names (default HERMES_GATEWAY_API_KEY), and then every
+route but /health needs "Authorization: Bearer <key>".
+
+On SIGTERM or SIGINT the gateway stops accepting and lets the turns in flight
+finish within --drain-timeout. Sessions whose turn did not finish become
+resume_pending (restart_timeout for SIGTERM, shutdown_timeout for SIGINT) and
+continue, with a note, on their next request. A second signal ends the drain
+at once. One gateway runs per profile: a second serve exits 4.`,
+				Flags: append([]cli.Flag{
+					&cli.StringFlag{Name: "addr", Usage: "listen address (default gateway.addr in config.yaml, else " + gateway.DefaultAddr + ")"},
+					&cli.StringFlag{Name: "drain-timeout", Value: "30s", Usage: "how long turns in flight may take to finish on SIGTERM or SIGINT"},
+				}, providerFlags()...),
+				Action: withEnv(gatewayServe),
+			},
+			{
+				Name:   "status",
+				Usage:  "whether a gateway runs (pid, address, since when) and the sessions waiting to resume",
+				Action: withEnv(gatewayStatus),
+			},
+		},
+	}
+}
+
+func (e *env) gatewayStore() *fsstore.GatewayStore {
+	return fsstore.NewGatewayStore(e.profile.Dir(), e.lockTimeout, e.warn)
+}
+
+func gatewayServe(e *env) error {
+	if e.c.NArg() > 0 {
+		return usagef("serve takes no arguments")
+	}
+	cfg, err := e.config()
+	if err != nil {
+		return err
+	}
+	g := cfg.Gateway
+	addr := firstSet(e.c.String("addr"), g.Addr, gateway.DefaultAddr)
+	drain, err := profiles.ParseDuration(e.c.String("drain-timeout"))
+	if err != nil {
+		return err
+	}
+	freshness := gateway.DefaultResumeFreshness
+	if g.ResumeFreshness != "" {
+		if freshness, err = profiles.ParseDuration(g.ResumeFreshness); err != nil {
+			return fsstore.Invalidf("gateway.resume_freshness: %v", err)
+		}
+	}
+	if g.MaxStoredResponses < 0 {
+		return fsstore.Invalidf("gateway.max_stored_responses must be positive, not %d", g.MaxStoredResponses)
+	}
+	if g.MaxRequestBodyBytes < 0 {
+		return fsstore.Invalidf("gateway.max_request_body_bytes must be positive, not %d", g.MaxRequestBodyBytes)
+	}
+	keyEnv := firstSet(g.APIKeyEnv, gateway.DefaultAPIKeyEnv)
+	key := os.Getenv(keyEnv)
+	if key == "" && !gateway.IsLoopback(addr) {
+		return usagef("--addr %s is not a loopback address: it needs an API key in $%s (the variable gateway.api_key_env names); refusing to start", addr, keyEnv)
+	}
+	pc, err := providerConfig(e, cfg)
+	if err != nil {
+		return err
+	}
+	prov, err := provider.New(pc)
+	if err != nil {
+		return err
+	}
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGTERM, os.Interrupt)
+	defer signal.Stop(sigs)
+	auth := ""
+	if key != "" {
+		auth = ", bearer auth"
+	}
+	return gateway.Serve(gateway.ServeOptions{
+		Options: gateway.Options{
+			Sessions:           e.sessions(),
+			Store:              e.gatewayStore(),
+			Provider:           prov,
+			Model:              pc.Model,
+			APIKey:             key,
+			MaxBodyBytes:       g.MaxRequestBodyBytes,
+			MaxStoredResponses: g.MaxStoredResponses,
+			ResumeFreshness:    freshness,
+			Logf:               func(format string, args ...any) { fmt.Fprintf(e.stderr, "hermes: "+format+"\n", args...) },
+		},
+		Addr:         addr,
+		DrainTimeout: drain,
+		Signals:      sigs,
+		Stderr:       e.stderr,
+		Version:      Version,
+		Describe:     fmt.Sprintf(" (profile %s, provider %s%s)", e.profile.Name, prov.Name(), auth),
+	})
+}
+
+// gatewayStatusRecord is what status prints with --json: one object.
+type gatewayStatusRecord struct {
+	Running bool `json:"running"`
+	fsstore.GatewayState
+	CleanShutdown bool              `json:"clean_shutdown"`
+	Sessions      []fsstore.Session `json:"sessions"`
+}
+
+func gatewayStatus(e *env) error {
+	if e.c.NArg() > 0 {
+		return usagef("status takes no arguments")
+	}
+	gs := e.gatewayStore()
+	state, _, err := gs.ReadState()
+	if err != nil {
+		return err
+	}
+	running, err := gs.Serving()
+	if err != nil {
+		return err
+	}
+	clean, err := gs.CleanShutdown()
+	if err != nil {
+		return err
+	}
+	rec := gatewayStatusRecord{Running: running, GatewayState: state, CleanShutdown: clean, Sessions: []fsstore.Session{}}
+	if rec.InterruptedSessions == nil {
+		rec.InterruptedSessions = []string{}
+	}
+	store := e.sessions()
+	for _, state := range []string{fsstore.StateResumePending, fsstore.StateSuspended} {
+		list, err := store.List(fsstore.ListOptions{State: state})
+		if err != nil {
+			return err
+		}
+		rec.Sessions = append(rec.Sessions, list...)
+	}
+	sort.SliceStable(rec.Sessions, func(i, j int) bool { return rec.Sessions[i].UpdatedAt > rec.Sessions[j].UpdatedAt })
+	if e.json {
+		return printJSON(e.stdout, rec)
+	}
+	w := e.stdout
+	switch {
+	case running:
+		fmt.Fprintf(w, "gateway: running, pid %d, http://%s, since %s\n", state.PID, state.Addr, shortTime(state.StartedAt))
+	case state.StartedAt == "":
+		fmt.Fprintln(w, "gateway: not running; never started on this profile")
+	default:
+		how := "did not stop cleanly (crashed or killed)"
+		switch {
+		case clean:
+			how = "stopped cleanly"
+		case state.DrainTimedOut:
+			how = fmt.Sprintf("drain timed out; %d session(s) left resume_pending", len(state.InterruptedSessions))
+		}
+		stopped := ""
+		if state.StoppedAt != "" {
+			stopped = " at " + shortTime(state.StoppedAt)
+		}
+		fmt.Fprintf(w, "gateway: not running; last run pid %d, http://%s, from %s, %s%s\n", state.PID, state.Addr, shortTime(state.StartedAt), how, stopped)
+	}
+	if len(rec.Sessions) == 0 {
+		fmt.Fprintln(w, "no sessions waiting to resume")
+		return nil
+	}
+	tb := newTable(w, "ID", "STATE", "REASON", "INTERRUPTED", "SINCE", "SOURCE")
+	for _, s := range rec.Sessions {
+		since := s.ResumePendingAt
+		if since == "" {
+			since = s.UpdatedAt
+		}
+		tb.row(s.ID, s.State, dash(s.ResumeReason), s.InterruptCount, shortTime(since), s.Source)
+	}
+	return tb.flush()
+}

@@ -1,0 +1,248 @@
+package gateway
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/hermes/hermes/fsstore"
+)
+
+// chatRequest is the part of a chat completion request the gateway reads;
+// sampling parameters are accepted and not used.
+type chatRequest struct {
+	Model         string            `json:"model"`
+	Messages      []json.RawMessage `json:"messages"`
+	Stream        bool              `json:"stream"`
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+}
+
+// parseChatMessages checks the client's messages as the store would; the
+// role "developer" of newer clients is stored as "system".
+func parseChatMessages(raw []json.RawMessage) ([]fsstore.Message, error) {
+	if len(raw) == 0 {
+		return nil, badRequest("messages", "messages must be a non-empty list")
+	}
+	msgs := make([]fsstore.Message, 0, len(raw))
+	for i, r := range raw {
+		m, err := parseMessage(r)
+		if err != nil {
+			return nil, badRequest(fmt.Sprintf("messages[%d]", i), "messages[%d]: %v", i, err)
+		}
+		msgs = append(msgs, m)
+	}
+	return msgs, nil
+}
+
+func parseMessage(raw json.RawMessage) (fsstore.Message, error) {
+	var probe struct {
+		Role string `json:"role"`
+	}
+	if json.Unmarshal(raw, &probe) == nil && probe.Role == "developer" {
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &fields); err != nil {
+			return fsstore.Message{}, err
+		}
+		fields["role"] = json.RawMessage(`"system"`)
+		raw, _ = json.Marshal(fields)
+	}
+	m, err := fsstore.ParseMessage(raw)
+	if err != nil {
+		return fsstore.Message{}, err
+	}
+	m.Seq, m.TS = 0, ""
+	return m, nil
+}
+
+// chatCompletions serves POST /v1/chat/completions. The client sends its
+// whole conversation; with X-Hermes-Session-Id the messages beyond the
+// stored history are appended, a contradicting history goes to a new
+// session whose parent is the named one, and without the header a new
+// session is made.
+func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
+	var req chatRequest
+	if err := s.decodeBody(w, r, &req); err != nil {
+		s.fail(w, err)
+		return
+	}
+	msgs, err := parseChatMessages(req.Messages)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	ctx := r.Context()
+	var a admission
+	var add []fsstore.Message
+	if sid := r.Header.Get(SessionHeader); sid != "" {
+		if err := fsstore.CheckID("session id", sid); err != nil {
+			s.fail(w, badRequest(SessionHeader, "%s: %v", SessionHeader, err))
+			return
+		}
+		unlock, err := s.sessions.lock(ctx, sid)
+		if err != nil {
+			s.fail(w, err)
+			return
+		}
+		defer unlock()
+		sess, err := s.opts.Sessions.Get(sid)
+		if errors.Is(err, fsstore.ErrNotFound) {
+			s.fail(w, notFound(SessionHeader, "session_not_found", "session %s not found", sid))
+			return
+		}
+		if err != nil {
+			s.fail(w, err)
+			return
+		}
+		if a, err = s.admit(sess); err != nil {
+			s.fail(w, err)
+			return
+		}
+		add = msgs
+		if !a.fresh {
+			stored, err := s.opts.Sessions.Messages(a.sess.ID)
+			if err != nil {
+				s.fail(w, err)
+				return
+			}
+			if n, ok := reconcile(stored, msgs); ok {
+				add = withNote(a, stored, msgs[n:])
+			} else {
+				// The guard: the stored history is never rewritten; the
+				// client's version of it becomes a new session.
+				sess, err := s.newSession(a.sess.ID, a.sess.SessionKey)
+				if err != nil {
+					s.fail(w, err)
+					return
+				}
+				a = admission{sess: sess, fresh: true}
+			}
+		}
+	} else {
+		sess, err := s.newSession("", "")
+		if err != nil {
+			s.fail(w, err)
+			return
+		}
+		a, add = admission{sess: sess, fresh: true}, msgs
+	}
+	w.Header().Set(SessionHeader, a.sess.ID)
+
+	id := "chatcmpl-" + randomID()
+	created := s.now().Unix()
+	model := s.opts.Model
+	if !req.Stream {
+		out, err := s.runTurn(ctx, a, add, nil, nil)
+		if err != nil {
+			s.fail(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, chatCompletion(id, created, model, out))
+		return
+	}
+
+	var sse *sseWriter
+	chunk := func(delta map[string]any, finish any) map[string]any {
+		return map[string]any{
+			"id": id, "object": "chat.completion.chunk", "created": created, "model": model,
+			"choices": []map[string]any{{"index": 0, "delta": delta, "logprobs": nil, "finish_reason": finish}},
+		}
+	}
+	stream := writerFunc(func(p []byte) (int, error) {
+		sse.event("", chunk(map[string]any{"content": string(p)}, nil))
+		return len(p), nil
+	})
+	out, err := s.runTurn(ctx, a, add, stream, func() {
+		sse = startSSE(w)
+		sse.event("", chunk(map[string]any{"role": "assistant", "content": ""}, nil))
+	})
+	if err != nil {
+		if sse == nil {
+			s.fail(w, err)
+			return
+		}
+		ae := s.toAPIError(err)
+		sse.event("", map[string]any{"error": errorBody(ae.typ, ae.param, ae.code, ae.msg)})
+		return
+	}
+	finish := "stop"
+	delta := map[string]any{}
+	if calls := pendingToolCalls(out.reply.Messages); len(calls) > 0 {
+		finish = "tool_calls"
+		indexed := make([]map[string]any, len(calls))
+		for i, c := range calls {
+			indexed[i] = map[string]any{"index": i, "id": c.ID, "type": "function", "function": c.Function}
+		}
+		delta["tool_calls"] = indexed
+	}
+	sse.event("", chunk(delta, finish))
+	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage && out.reply.Usage != nil {
+		sse.event("", map[string]any{
+			"id": id, "object": "chat.completion.chunk", "created": created, "model": model,
+			"choices": []any{}, "usage": out.reply.Usage,
+		})
+	}
+	sse.raw("", []byte("[DONE]"))
+}
+
+// apiChatCompletion is a chat.completion object.
+type apiChatCompletion struct {
+	ID      string          `json:"id"`
+	Object  string          `json:"object"`
+	Created int64           `json:"created"`
+	Model   string          `json:"model"`
+	Choices []apiChatChoice `json:"choices"`
+	Usage   any             `json:"usage,omitempty"`
+}
+
+type apiChatChoice struct {
+	Index        int            `json:"index"`
+	Message      apiChatMessage `json:"message"`
+	Logprobs     any            `json:"logprobs"`
+	FinishReason string         `json:"finish_reason"`
+}
+
+type apiChatMessage struct {
+	Role      string     `json:"role"`
+	Content   *string    `json:"content"`
+	Refusal   any        `json:"refusal"`
+	ToolCalls []toolCall `json:"tool_calls,omitempty"`
+}
+
+// chatCompletion is the chat.completion object of a turn.
+func chatCompletion(id string, created int64, model string, out turnOutcome) apiChatCompletion {
+	text := replyText(out.reply.Messages)
+	msg := apiChatMessage{Role: "assistant", Content: &text}
+	finish := "stop"
+	if calls := pendingToolCalls(out.reply.Messages); len(calls) > 0 {
+		msg.ToolCalls = calls
+		finish = "tool_calls"
+		if text == "" {
+			msg.Content = nil
+		}
+	}
+	obj := apiChatCompletion{
+		ID: id, Object: "chat.completion", Created: created, Model: model,
+		Choices: []apiChatChoice{{Message: msg, FinishReason: finish}},
+	}
+	if out.reply.Usage != nil {
+		obj.Usage = out.reply.Usage
+	}
+	return obj
+}
+
+type writerFunc func(p []byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// randomID is the random part of the ids of chat completions and output
+// items.
+func randomID() string {
+	var b [12]byte
+	rand.Read(b[:]) // crypto/rand does not fail on supported platforms
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,148 @@
+// Package gateway is the HTTP API of hermes (`hermes gateway serve`): an
+// OpenAI-compatible server whose conversations are hermes sessions, so that
+// a conversation survives restarts, evictions and timed-out drains as one
+// session, never as N unlinked ones and never reset.
+//
+// Routes: POST /v1/chat/completions, POST /v1/responses,
+// GET /v1/responses/{id}, GET /v1/models, GET /health. Replies come from
+// the configured provider (cmd/provider; echo by default). Every response
+// that concerns a session carries its id in the X-Hermes-Session-Id header,
+// errors included (a failed turn names the session that keeps the request's
+// messages). The state of the gateway itself is kept by
+// fsstore.GatewayStore under <profile>/gateway.
+//
+// # A turn
+//
+// A turn is the chat command's: the request's new messages are stored (and
+// synced) before the provider is called with the whole stored history, and
+// the reply is stored after; a provider failure (502) or a client that goes
+// away (which cancels the call) loses at most the reply. Turns on one
+// session never interleave: a per-session mutex in the server (and a
+// per-conversation one, taken first), besides the store's file locks. The
+// request's model field is accepted and ignored: responses report the
+// configured model, else the provider's name. Sampling parameters, tools
+// and metadata are accepted and ignored. The reply's text is the text of
+// its assistant messages joined by newlines (what the providers stream); a
+// reply that ends with tool calls returns them (finish_reason tool_calls,
+// or function_call output items).
+//
+// # Chat completions: where a request goes
+//
+// With X-Hermes-Session-Id the session continues; an unknown id is a 404
+// (code session_not_found) rather than a new session, so a typo never
+// starts a stranger's conversation; an id that cannot be one is a 400.
+// Without it, a new session (source gateway). The client sends its whole
+// conversation; it is compared with the stored transcript message by
+// message (fsstore.Message.SameAs on role, content, tool calls, tool call id
+// and name; extra fields that client libraries echo back, such as refusal or
+// annotations, are not compared). Messages hermes added itself carry the
+// extra field "hermes_note": true (the resume note) and are skipped, so they
+// never make a client's history look contradictory. A client's assistant
+// message also matches a run of stored assistant and tool messages whose
+// text is what the gateway returned for it (an agent's tool loop inside one
+// turn). When the stored history is a prefix of the client's, only the rest
+// is appended (nothing, for a retry of a turn that got no reply); when it is
+// not (an edit, or a shorter history), the client's whole conversation goes
+// to a new session whose parent_session_id is the named one, which is left
+// untouched.
+//
+// # Responses: where a request goes
+//
+// conversation (a slug, or {"id": slug}; checked with fsstore.CheckID) maps
+// to a session through conversations/<slug>.json, written when the
+// conversation starts (before its first turn, so a crash during it does not
+// lose the mapping) and after each turn with the latest response id. The
+// mapping does not depend on the response documents: after an eviction or a
+// restart the conversation continues in its session. previous_response_id
+// continues the session of that response; unknown (never stored, evicted,
+// store:false) it is a 404 as in the API. Both together are a 400, as in
+// the API. A previous_response_id that is not the latest answered turn of
+// its session branches: a new session (parent the old) starts with the
+// history up to that response. New input is appended, except when it
+// repeats exactly the messages of a turn that got no reply (a client's
+// retry after a failure or a restart). instructions are stored as a system
+// message marked "hermes_instructions": true before the input, and only when
+// they differ from the last instructions stored. store:false keeps no
+// response document (so no GET and no chaining), but the turn is in the
+// session like any other: hermes keeps transcripts. Input items: messages
+// (string content, or input_text/output_text/input_image parts; developer
+// becomes system), function_call and function_call_output; other item types
+// are a 400. The object returned has the API's fields (no output_text
+// convenience field: the SDKs compute it). Stored responses beyond
+// gateway.max_stored_responses (default 1000) are evicted oldest first,
+// through an index, without reading documents.
+//
+// # Streaming
+//
+// stream:true answers with server-sent events in each API's shapes, the
+// text sent as the provider produces it (provider.Request.Stream). Chat:
+// data: chat.completion.chunk lines (the first with the role, the last with
+// finish_reason, one with usage when stream_options.include_usage and the
+// provider reported it), then data: [DONE]; a failure after the stream began
+// is a data: {"error": …} line and no [DONE]. Responses: response.created,
+// response.in_progress, response.output_item.added, content_part.added,
+// output_text.delta …, output_text.done, content_part.done,
+// output_item.done (and function_call items), response.completed, each with
+// type and sequence_number; a failure is response.failed. The response is
+// stored before response.completed is sent, so a client may chain from it at
+// once.
+//
+// # Sessions that a restart interrupted
+//
+// On SIGTERM or SIGINT the server stops accepting and lets turns in flight
+// finish within --drain-timeout; a second signal ends the wait at once. If
+// they all finish, gateway/clean_shutdown is written. If not, the sessions
+// with turns in flight become resume_pending with reason restart_timeout
+// (SIGTERM, what service managers send to restart) or shutdown_timeout
+// (SIGINT, a person's Ctrl-C), their turns are canceled (the user message
+// stays), state.json records them, and no marker is written. The process
+// exits 0 either way: it stopped as asked; the message on stderr says what
+// it left resume_pending.
+//
+// A start without the marker but with a previous run recorded (state.json)
+// means the last run crashed, was killed, or timed out its drain: the
+// gateway sessions (source gateway) active or resume_pending whose last
+// activity (any write, as the activity catalog records it) is less than 2
+// minutes old become resume_pending with reason restart_interrupted. The
+// sessions that the last run's own drain marked (restart_timeout or
+// shutdown_timeout, after that run started) are left as they are: one
+// restart interrupts a session once. Each interruption adds one to the
+// session's interrupt_count; the third in a row makes it suspended (a stuck
+// loop) instead. A successful turn makes the session active and clears the
+// count and resume_pending_at.
+//
+// A request for a session that is:
+//   - resume_pending, marked (resume_pending_at) within
+//     gateway.resume_freshness (default 1h): continues it; a system note
+//     naming the reason (fsstore.ResumeNote) is stored before the new
+//     messages, marked hermes_note, and the provider sees it;
+//   - resume_pending for longer: a new session, parent the old, which ends
+//     with reason resume_pending_expired;
+//   - suspended: a new session, parent the old, which ends with reason
+//     suspended;
+//   - ended by the gateway for one of those two reasons: a new session
+//     again (a client that kept the old id gets a new one each time; the
+//     response header names the one to use); ended otherwise (a person ended
+//     it): reopened, as chat --resume does.
+//
+// The new sessions of the last three cases start empty: what they continue
+// is reachable through parent_session_id. A conversation's mapping moves to
+// the new session before the turn.
+//
+// # Safety
+//
+// One gateway per profile: it holds an flock on gateway/serve.lock for its
+// lifetime; a second serve waits a second for it (long enough to outlast a
+// status probe) and then exits 4 naming the running one's pid and address.
+// The default address is loopback (127.0.0.1:8642). A non-loopback address
+// needs an API key in the environment variable that gateway.api_key_env
+// names (default HERMES_GATEWAY_API_KEY); without one serve exits 2. When
+// the key is set it is required on every route but /health, whatever the
+// address: Authorization: Bearer <key>, else 401 with an OpenAI error body
+// (code invalid_api_key). Request bodies are limited to
+// gateway.max_request_body_bytes (default 10 MiB): 413. Errors are
+// {"error": {"message", "type", "param", "code"}} with param and code null
+// when unset: 400 for malformed JSON or input, 404 for unknown routes,
+// sessions and responses, 405 for a wrong method, 502 when the provider
+// fails, 503 while stopping or when a lock wait times out.
+package gateway

@@ -1,0 +1,662 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/hermes/hermes/fsstore"
+)
+
+// responsesRequest is the part of a Responses API request the gateway
+// reads; sampling parameters, tools and metadata are accepted and not used.
+type responsesRequest struct {
+	Model              string          `json:"model"`
+	Input              json.RawMessage `json:"input"`
+	Instructions       *string         `json:"instructions"`
+	PreviousResponseID *string         `json:"previous_response_id"`
+	Conversation       json.RawMessage `json:"conversation"`
+	Store              *bool           `json:"store"`
+	Stream             bool            `json:"stream"`
+}
+
+// inputItem is one item of a Responses API input list.
+type inputItem struct {
+	Type      string          `json:"type"`
+	Role      string          `json:"role"`
+	Content   json.RawMessage `json:"content"`
+	CallID    string          `json:"call_id"`
+	Name      string          `json:"name"`
+	Arguments string          `json:"arguments"`
+	Output    json.RawMessage `json:"output"`
+}
+
+// parseInput turns the input (a string, or a list of items) into chat
+// messages: message items keep their role (developer becomes system) and
+// their text and image parts; function_call items become an assistant
+// message with tool_calls and function_call_output items tool messages.
+func parseInput(raw json.RawMessage) ([]fsstore.Message, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, badRequest("input", "input is required")
+	}
+	if raw[0] == '"' {
+		var text string
+		if err := json.Unmarshal(raw, &text); err != nil {
+			return nil, badRequest("input", "input: %v", err)
+		}
+		return []fsstore.Message{{Role: "user", Content: fsstore.TextContent(text)}}, nil
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, badRequest("input", "input must be a string or a list of items")
+	}
+	if len(items) == 0 {
+		return nil, badRequest("input", "input is an empty list")
+	}
+	var msgs []fsstore.Message
+	for i, rawItem := range items {
+		param := fmt.Sprintf("input[%d]", i)
+		var it inputItem
+		if err := json.Unmarshal(rawItem, &it); err != nil {
+			return nil, badRequest(param, "%s: %v", param, err)
+		}
+		switch it.Type {
+		case "", "message":
+			role := it.Role
+			switch role {
+			case "developer":
+				role = "system"
+			case "user", "assistant", "system":
+			default:
+				return nil, badRequest(param, "%s: role %q is not one of user, assistant, system, developer", param, it.Role)
+			}
+			content, err := convertContent(it.Content)
+			if err != nil {
+				return nil, badRequest(param, "%s: %v", param, err)
+			}
+			msgs = append(msgs, fsstore.Message{Role: role, Content: content})
+		case "function_call":
+			call := toolCall{ID: it.CallID, Type: "function"}
+			call.Function.Name, call.Function.Arguments = it.Name, it.Arguments
+			if n := len(msgs); n > 0 && msgs[n-1].Role == "assistant" && hasToolCalls(msgs[n-1]) && len(msgs[n-1].Content) == 0 {
+				var calls []toolCall
+				json.Unmarshal(msgs[n-1].ToolCalls, &calls)
+				msgs[n-1].ToolCalls, _ = json.Marshal(append(calls, call))
+				continue
+			}
+			tc, _ := json.Marshal([]toolCall{call})
+			msgs = append(msgs, fsstore.Message{Role: "assistant", ToolCalls: tc})
+		case "function_call_output":
+			out := it.Output
+			if len(out) > 0 && out[0] == '[' {
+				var err error
+				if out, err = convertContent(out); err != nil {
+					return nil, badRequest(param, "%s: %v", param, err)
+				}
+			}
+			if len(out) == 0 || (out[0] != '"' && out[0] != '[') {
+				return nil, badRequest(param, "%s: output must be a string or a list of parts", param)
+			}
+			msgs = append(msgs, fsstore.Message{Role: "tool", ToolCallID: it.CallID, Content: out})
+		default:
+			return nil, badRequest(param, "%s: item type %q is not supported", param, it.Type)
+		}
+	}
+	return msgs, nil
+}
+
+// convertContent turns message content (a string, or a list of input_text,
+// output_text and input_image parts) into chat content: a string for text
+// only, else a list of chat parts.
+func convertContent(raw json.RawMessage) (json.RawMessage, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, errors.New("content is required")
+	}
+	if raw[0] == '"' {
+		return raw, nil
+	}
+	var parts []struct {
+		Type     string          `json:"type"`
+		Text     string          `json:"text"`
+		ImageURL string          `json:"image_url"`
+		Detail   string          `json:"detail"`
+		Other    json.RawMessage `json:"-"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return nil, errors.New("content must be a string or a list of parts")
+	}
+	var texts []string
+	var chat []map[string]any
+	onlyText := true
+	for _, p := range parts {
+		switch p.Type {
+		case "input_text", "output_text", "text":
+			texts = append(texts, p.Text)
+			chat = append(chat, map[string]any{"type": "text", "text": p.Text})
+		case "input_image":
+			onlyText = false
+			img := map[string]any{"url": p.ImageURL}
+			if p.Detail != "" {
+				img["detail"] = p.Detail
+			}
+			chat = append(chat, map[string]any{"type": "image_url", "image_url": img})
+		default:
+			return nil, fmt.Errorf("content part type %q is not supported", p.Type)
+		}
+	}
+	if onlyText && len(texts) == 1 {
+		return fsstore.TextContent(texts[0]), nil
+	}
+	return marshal(chat)
+}
+
+// parseConversation reads the conversation field: a slug, or an object with
+// an id.
+func parseConversation(raw json.RawMessage) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	var slug string
+	if raw[0] == '{' {
+		var obj struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal(raw, &obj); err != nil {
+			return "", badRequest("conversation", "conversation: %v", err)
+		}
+		slug = obj.ID
+	} else if err := json.Unmarshal(raw, &slug); err != nil {
+		return "", badRequest("conversation", "conversation must be a string or an object with an id")
+	}
+	if err := fsstore.CheckID("conversation", slug); err != nil {
+		return "", badRequest("conversation", "%v", err)
+	}
+	return slug, nil
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// sameInstructions reports whether the last instructions stored in msgs
+// are text: instructions sent again unchanged are not stored again.
+func sameInstructions(msgs []fsstore.Message, text string) bool {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if marked(msgs[i], instructionsMarker) {
+			return msgs[i].Text() == text
+		}
+	}
+	return false
+}
+
+// createResponse serves POST /v1/responses. The session is, in order: the
+// conversation's (made on its first request), the session of
+// previous_response_id, or a new one.
+func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) {
+	var req responsesRequest
+	if err := s.decodeBody(w, r, &req); err != nil {
+		s.fail(w, err)
+		return
+	}
+	input, err := parseInput(req.Input)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	conv, err := parseConversation(req.Conversation)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	prev := deref(req.PreviousResponseID)
+	if prev != "" && conv != "" {
+		s.fail(w, badRequest("previous_response_id", "previous_response_id and conversation cannot be used together"))
+		return
+	}
+	store := req.Store == nil || *req.Store
+	instructions := deref(req.Instructions)
+	ctx := r.Context()
+
+	var (
+		a       admission
+		stored  []fsstore.Message // the transcript the turn continues
+		pending []fsstore.Message // its messages after the point the request continues from
+		mapping *fsstore.Conversation
+	)
+	switch {
+	case conv != "":
+		unlock, err := s.convs.lock(ctx, conv)
+		if err != nil {
+			s.fail(w, err)
+			return
+		}
+		defer unlock()
+		unlockFile, err := s.opts.Store.LockConversation(conv)
+		if err != nil {
+			s.fail(w, err)
+			return
+		}
+		defer unlockFile()
+		c, err := s.opts.Store.GetConversation(conv)
+		var sess fsstore.Session
+		switch {
+		case errors.Is(err, fsstore.ErrNotFound):
+			c = fsstore.Conversation{Conversation: conv}
+		case err != nil:
+			s.fail(w, err)
+			return
+		default:
+			unlockSess, err := s.sessions.lock(ctx, c.SessionID)
+			if err != nil {
+				s.fail(w, err)
+				return
+			}
+			defer unlockSess()
+			sess, err = s.opts.Sessions.Get(c.SessionID)
+			if err != nil && !errors.Is(err, fsstore.ErrNotFound) {
+				s.fail(w, err)
+				return
+			}
+		}
+		if sess.ID == "" {
+			// A new conversation, or one whose session a person deleted.
+			if sess, err = s.newSession(c.SessionID, "conversation:"+conv); err != nil {
+				s.fail(w, err)
+				return
+			}
+			a = admission{sess: sess, fresh: true}
+		} else if a, err = s.admit(sess); err != nil {
+			s.fail(w, err)
+			return
+		}
+		if a.sess.ID != c.SessionID {
+			// Mapped before the turn, so that a crash during it still finds
+			// the conversation's session.
+			c.SessionID, c.MessageCount = a.sess.ID, 0
+			if err := s.opts.Store.PutConversation(c); err != nil {
+				s.fail(w, err)
+				return
+			}
+		}
+		mapping = &c
+		if !a.fresh {
+			if stored, err = s.opts.Sessions.Messages(a.sess.ID); err != nil {
+				s.fail(w, err)
+				return
+			}
+			pending = stored[lastReplyEnd(stored):]
+		}
+	case prev != "":
+		pr, err := s.opts.Store.GetResponse(prev)
+		if errors.Is(err, fsstore.ErrNotFound) || errors.Is(err, fsstore.ErrInvalid) {
+			s.fail(w, notFound("previous_response_id", "previous_response_not_found", "previous response with id '%s' not found", prev))
+			return
+		}
+		if err != nil {
+			s.fail(w, err)
+			return
+		}
+		unlockSess, err := s.sessions.lock(ctx, pr.SessionID)
+		if err != nil {
+			s.fail(w, err)
+			return
+		}
+		defer unlockSess()
+		sess, err := s.opts.Sessions.Get(pr.SessionID)
+		if errors.Is(err, fsstore.ErrNotFound) {
+			s.fail(w, notFound("previous_response_id", "previous_response_not_found", "the session %s of previous response '%s' no longer exists", pr.SessionID, prev))
+			return
+		}
+		if err != nil {
+			s.fail(w, err)
+			return
+		}
+		if a, err = s.admit(sess); err != nil {
+			s.fail(w, err)
+			return
+		}
+		if !a.fresh {
+			if stored, err = s.opts.Sessions.Messages(a.sess.ID); err != nil {
+				s.fail(w, err)
+				return
+			}
+			k := min(int(pr.MessageCount), len(stored))
+			if lastReplyEnd(stored) > k {
+				// Turns were answered after that response: the request
+				// branches from it. The branch is a new session that starts
+				// with the history up to that response.
+				fork, err := s.newSession(a.sess.ID, a.sess.SessionKey)
+				if err != nil {
+					s.fail(w, err)
+					return
+				}
+				if k > 0 {
+					if _, err := s.opts.Sessions.Append(fork.ID, fsstore.CopyMessages(stored[:k])); err != nil {
+						s.fail(w, err)
+						return
+					}
+				}
+				a = admission{sess: fork}
+				stored = stored[:k]
+			}
+			pending = stored[k:]
+		}
+	default:
+		sess, err := s.newSession("", "")
+		if err != nil {
+			s.fail(w, err)
+			return
+		}
+		a = admission{sess: sess, fresh: true}
+	}
+	w.Header().Set(SessionHeader, a.sess.ID)
+
+	var add []fsstore.Message
+	if instructions != "" && !sameInstructions(stored, instructions) {
+		add = append(add, fsstore.Message{
+			Role:    "system",
+			Content: fsstore.TextContent(instructions),
+			Extra:   map[string]json.RawMessage{instructionsMarker: jsonTrue},
+		})
+	}
+	if !isRetry(pending, input) {
+		add = append(add, input...)
+	}
+	add = withNote(a, stored, add)
+
+	now := s.now()
+	doc := fsstore.StoredResponse{
+		ID:                 fsstore.NewResponseID(now),
+		SessionID:          a.sess.ID,
+		CreatedAt:          fsstore.Timestamp(now),
+		Model:              s.opts.Model,
+		Status:             "in_progress",
+		Output:             json.RawMessage("[]"),
+		PreviousResponseID: prev,
+		Conversation:       conv,
+		Instructions:       instructions,
+	}
+
+	var rs *responseStream
+	var stream io.Writer
+	var started func()
+	if req.Stream {
+		rs = &responseStream{itemID: "msg_" + randomID()}
+		stream = rs
+		started = func() {
+			rs.sse = startSSE(w)
+			obj := responseObject(doc, store)
+			rs.send("response.created", map[string]any{"response": obj})
+			rs.send("response.in_progress", map[string]any{"response": obj})
+		}
+	}
+	out, err := s.runTurn(ctx, a, add, stream, started)
+	if err == nil {
+		doc = finishDoc(doc, out, rs)
+		err = s.keep(doc, store, mapping, out)
+	}
+	if err != nil {
+		if rs == nil || rs.sse == nil {
+			s.fail(w, err)
+			return
+		}
+		ae := s.toAPIError(err)
+		doc.Status = "failed"
+		obj := responseObject(doc, store)
+		obj.Error = map[string]any{"code": orDefault(ae.code, "server_error"), "message": ae.msg}
+		rs.send("response.failed", map[string]any{"response": obj})
+		return
+	}
+	if rs == nil {
+		writeJSON(w, http.StatusOK, responseObject(doc, store))
+		return
+	}
+	rs.finish(doc, out)
+	rs.send("response.completed", map[string]any{"response": responseObject(doc, store)})
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// keep stores the response document (unless store is false) and moves the
+// conversation's mapping to it.
+func (s *Server) keep(doc fsstore.StoredResponse, store bool, mapping *fsstore.Conversation, out turnOutcome) error {
+	if store {
+		if _, err := s.opts.Store.PutResponse(doc, s.opts.MaxStoredResponses); err != nil {
+			return err
+		}
+	}
+	if mapping != nil {
+		mapping.ResponseID, mapping.MessageCount = doc.ID, out.count
+		return s.opts.Store.PutConversation(*mapping)
+	}
+	return nil
+}
+
+// finishDoc fills the response document from the turn: status, output
+// items, text and usage. A stream's message item keeps the id its events
+// used.
+func finishDoc(doc fsstore.StoredResponse, out turnOutcome, rs *responseStream) fsstore.StoredResponse {
+	itemID := "msg_" + randomID()
+	if rs != nil {
+		itemID = rs.itemID
+	}
+	text := replyText(out.reply.Messages)
+	calls := pendingToolCalls(out.reply.Messages)
+	var items []any
+	if text != "" || len(calls) == 0 {
+		items = append(items, messageItem(itemID, text, "completed"))
+	}
+	for _, c := range calls {
+		items = append(items, functionCallItem(c, "completed"))
+	}
+	doc.Status = "completed"
+	doc.OutputText = text
+	doc.Output, _ = marshal(items)
+	doc.MessageCount = out.count
+	if u := out.reply.Usage; u != nil {
+		doc.Usage = &fsstore.GatewayUsage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
+	}
+	return doc
+}
+
+func messageItem(id, text, status string) map[string]any {
+	return map[string]any{
+		"type": "message", "id": id, "status": status, "role": "assistant",
+		"content": []any{outputText(text)},
+	}
+}
+
+func outputText(text string) map[string]any {
+	return map[string]any{"type": "output_text", "text": text, "annotations": []any{}, "logprobs": []any{}}
+}
+
+func functionCallItem(c toolCall, status string) map[string]any {
+	return map[string]any{
+		"type": "function_call", "id": "fc_" + c.ID, "call_id": c.ID, "name": c.Function.Name,
+		"arguments": c.Function.Arguments, "status": status,
+	}
+}
+
+// apiResponse is a response as the Responses API returns it.
+type apiResponse struct {
+	ID                 string          `json:"id"`
+	Object             string          `json:"object"`
+	CreatedAt          int64           `json:"created_at"`
+	Status             string          `json:"status"`
+	Error              any             `json:"error"`
+	IncompleteDetails  any             `json:"incomplete_details"`
+	Instructions       *string         `json:"instructions"`
+	MaxOutputTokens    any             `json:"max_output_tokens"`
+	Model              string          `json:"model"`
+	Output             json.RawMessage `json:"output"`
+	ParallelToolCalls  bool            `json:"parallel_tool_calls"`
+	PreviousResponseID *string         `json:"previous_response_id"`
+	Conversation       *struct {
+		ID string `json:"id"`
+	} `json:"conversation"`
+	Reasoning   map[string]any `json:"reasoning"`
+	Store       bool           `json:"store"`
+	Temperature float64        `json:"temperature"`
+	Text        map[string]any `json:"text"`
+	ToolChoice  string         `json:"tool_choice"`
+	Tools       []any          `json:"tools"`
+	TopP        float64        `json:"top_p"`
+	Truncation  string         `json:"truncation"`
+	Usage       any            `json:"usage"`
+	Metadata    map[string]any `json:"metadata"`
+}
+
+// responseObject is a stored (or in-progress) response as the API returns
+// it.
+func responseObject(doc fsstore.StoredResponse, store bool) *apiResponse {
+	r := &apiResponse{
+		ID:                doc.ID,
+		Object:            "response",
+		Status:            doc.Status,
+		Model:             doc.Model,
+		Output:            doc.Output,
+		ParallelToolCalls: true,
+		Reasoning:         map[string]any{"effort": nil, "summary": nil},
+		Store:             store,
+		Temperature:       1,
+		Text:              map[string]any{"format": map[string]any{"type": "text"}},
+		ToolChoice:        "auto",
+		Tools:             []any{},
+		TopP:              1,
+		Truncation:        "disabled",
+		Metadata:          map[string]any{},
+	}
+	if t, err := time.Parse(time.RFC3339Nano, doc.CreatedAt); err == nil {
+		r.CreatedAt = t.Unix()
+	}
+	if doc.Instructions != "" {
+		r.Instructions = &doc.Instructions
+	}
+	if doc.PreviousResponseID != "" {
+		r.PreviousResponseID = &doc.PreviousResponseID
+	}
+	if doc.Conversation != "" {
+		r.Conversation = &struct {
+			ID string `json:"id"`
+		}{doc.Conversation}
+	}
+	if u := doc.Usage; u != nil {
+		r.Usage = map[string]any{
+			"input_tokens": u.InputTokens, "input_tokens_details": map[string]any{"cached_tokens": 0},
+			"output_tokens": u.OutputTokens, "output_tokens_details": map[string]any{"reasoning_tokens": 0},
+			"total_tokens": u.TotalTokens,
+		}
+	}
+	if len(r.Output) == 0 {
+		r.Output = json.RawMessage("[]")
+	}
+	return r
+}
+
+// getResponse serves GET /v1/responses/{id}.
+func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	doc, err := s.opts.Store.GetResponse(id)
+	if errors.Is(err, fsstore.ErrNotFound) || errors.Is(err, fsstore.ErrInvalid) {
+		s.fail(w, notFound("", "response_not_found", "response with id '%s' not found", id))
+		return
+	}
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	w.Header().Set(SessionHeader, doc.SessionID)
+	writeJSON(w, http.StatusOK, responseObject(doc, true))
+}
+
+// responseStream writes the Responses API's events: the provider's text
+// arrives through Write as output_text deltas of one message item.
+type responseStream struct {
+	mu     sync.Mutex
+	sse    *sseWriter
+	seq    int
+	itemID string
+	opened bool
+}
+
+func (rs *responseStream) send(typ string, fields map[string]any) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.sendLocked(typ, fields)
+}
+
+func (rs *responseStream) sendLocked(typ string, fields map[string]any) {
+	fields["type"] = typ
+	fields["sequence_number"] = rs.seq
+	rs.seq++
+	rs.sse.event(typ, fields)
+}
+
+func (rs *responseStream) openLocked() {
+	if rs.opened {
+		return
+	}
+	rs.opened = true
+	item := messageItem(rs.itemID, "", "in_progress")
+	item["content"] = []any{}
+	rs.sendLocked("response.output_item.added", map[string]any{"output_index": 0, "item": item})
+	rs.sendLocked("response.content_part.added", map[string]any{
+		"item_id": rs.itemID, "output_index": 0, "content_index": 0, "part": outputText(""),
+	})
+}
+
+func (rs *responseStream) Write(p []byte) (int, error) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.openLocked()
+	rs.sendLocked("response.output_text.delta", map[string]any{
+		"item_id": rs.itemID, "output_index": 0, "content_index": 0, "delta": string(p), "logprobs": []any{},
+	})
+	return len(p), nil
+}
+
+// finish closes the message item with the whole text and sends the
+// function calls the reply ends with.
+func (rs *responseStream) finish(doc fsstore.StoredResponse, out turnOutcome) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	text := doc.OutputText
+	calls := pendingToolCalls(out.reply.Messages)
+	index := 0
+	if text != "" || len(calls) == 0 {
+		rs.openLocked()
+		rs.sendLocked("response.output_text.done", map[string]any{
+			"item_id": rs.itemID, "output_index": 0, "content_index": 0, "text": text, "logprobs": []any{},
+		})
+		rs.sendLocked("response.content_part.done", map[string]any{
+			"item_id": rs.itemID, "output_index": 0, "content_index": 0, "part": outputText(text),
+		})
+		rs.sendLocked("response.output_item.done", map[string]any{"output_index": 0, "item": messageItem(rs.itemID, text, "completed")})
+		index++
+	}
+	for _, c := range calls {
+		item := functionCallItem(c, "in_progress")
+		rs.sendLocked("response.output_item.added", map[string]any{"output_index": index, "item": item})
+		rs.sendLocked("response.function_call_arguments.done", map[string]any{
+			"item_id": item["id"], "output_index": index, "arguments": c.Function.Arguments,
+		})
+		rs.sendLocked("response.output_item.done", map[string]any{"output_index": index, "item": functionCallItem(c, "completed")})
+		index++
+	}
+}

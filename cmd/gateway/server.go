@@ -1,0 +1,313 @@
+package gateway
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hermes/hermes/cmd/provider"
+	"github.com/hermes/hermes/fsstore"
+)
+
+// Defaults of the settings under gateway: in config.yaml.
+const (
+	DefaultAddr               = "127.0.0.1:8642"
+	DefaultMaxStoredResponses = 1000
+	DefaultResumeFreshness    = time.Hour
+	DefaultMaxBodyBytes       = 10 << 20
+	// DefaultAPIKeyEnv is the variable that holds the API key when
+	// gateway.api_key_env names none.
+	DefaultAPIKeyEnv = "HERMES_GATEWAY_API_KEY"
+	// SessionHeader carries the session of a request and of every response.
+	SessionHeader = "X-Hermes-Session-Id"
+	// SuspendAfter is how many restarts in a row may interrupt a session
+	// before it is suspended.
+	SuspendAfter = 3
+	// RecentActivity is how recent a session's activity must be for a start
+	// after a crash to count it as interrupted.
+	RecentActivity = 2 * time.Minute
+)
+
+// Options set up a Server.
+type Options struct {
+	Sessions *fsstore.SessionStore
+	Store    *fsstore.GatewayStore
+	Provider provider.Provider
+	// Model is the model name responses report and new sessions record;
+	// empty: the provider's name.
+	Model string
+	// APIKey, when set, is required as a bearer token on every route but
+	// /health.
+	APIKey             string
+	MaxBodyBytes       int64         // 0: DefaultMaxBodyBytes
+	MaxStoredResponses int           // 0: DefaultMaxStoredResponses
+	ResumeFreshness    time.Duration // 0: DefaultResumeFreshness
+	// Logf reports what a person running the server should see (store
+	// damage, failed turns). Nil: nothing is reported.
+	Logf func(format string, args ...any)
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Server is the HTTP gateway: the handlers and the turns in flight.
+type Server struct {
+	opts     Options
+	now      func() time.Time
+	sessions keyedMutex // one turn at a time per session
+	convs    keyedMutex // one request at a time per conversation
+
+	baseCtx context.Context
+	cancel  context.CancelFunc
+
+	mu        sync.Mutex
+	inflight  map[string]int // session id -> turns in flight
+	abandoned bool           // the drain timed out: turns still running no longer clear their state
+	turns     sync.WaitGroup
+}
+
+// New returns a server. Nothing is written until a request comes.
+func New(opts Options) *Server {
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.MaxStoredResponses <= 0 {
+		opts.MaxStoredResponses = DefaultMaxStoredResponses
+	}
+	if opts.ResumeFreshness <= 0 {
+		opts.ResumeFreshness = DefaultResumeFreshness
+	}
+	if opts.Model == "" {
+		opts.Model = opts.Provider.Name()
+	}
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Server{opts: opts, now: now, baseCtx: ctx, cancel: cancel, inflight: map[string]int{}}
+}
+
+// BaseContext is the context of every request: Abandon cancels it.
+func (s *Server) BaseContext() context.Context { return s.baseCtx }
+
+// Handler routes the API.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /health", s.health)
+	mux.HandleFunc("GET /v1/models", s.models)
+	mux.HandleFunc("POST /v1/chat/completions", s.chatCompletions)
+	mux.HandleFunc("POST /v1/responses", s.createResponse)
+	mux.HandleFunc("GET /v1/responses/{id}", s.getResponse)
+	for _, p := range []string{"/health", "/v1/models", "/v1/chat/completions", "/v1/responses", "/v1/responses/{id}"} {
+		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
+			writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "", "method_not_allowed",
+				fmt.Sprintf("method %s is not allowed on %s", r.Method, r.URL.Path))
+		})
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "invalid_request_error", "", "not_found", fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
+	})
+	return s.auth(mux)
+}
+
+// auth requires the bearer token on every route but /health.
+func (s *Server) auth(next http.Handler) http.Handler {
+	if s.opts.APIKey == "" {
+		return next
+	}
+	want := []byte(s.opts.APIKey)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/health" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="hermes"`)
+			msg := "missing API key: send Authorization: Bearer <key>"
+			if ok {
+				msg = "incorrect API key provided"
+			}
+			writeError(w, http.StatusUnauthorized, "invalid_request_error", "", "invalid_api_key", msg)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
+}
+
+func (s *Server) models(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{
+		"object": "list",
+		"data": []map[string]any{{
+			"id": s.opts.Model, "object": "model", "created": 0, "owned_by": "hermes",
+		}},
+	})
+}
+
+// apiError is an error with the HTTP status and the OpenAI error fields it
+// is reported with.
+type apiError struct {
+	status int
+	typ    string
+	param  string
+	code   string
+	msg    string
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+func badRequest(param, format string, args ...any) *apiError {
+	return &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", param: param, msg: fmt.Sprintf(format, args...)}
+}
+
+func notFound(param, code, format string, args ...any) *apiError {
+	return &apiError{status: http.StatusNotFound, typ: "invalid_request_error", param: param, code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+// toAPIError maps an error of the stores or the provider to a status.
+func (s *Server) toAPIError(err error) *apiError {
+	var ae *apiError
+	var lockErr *fsstore.LockTimeoutError
+	var provErr *provider.Error
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.Is(err, context.Canceled):
+		return &apiError{status: http.StatusServiceUnavailable, typ: "server_error", code: "canceled", msg: err.Error()}
+	case errors.As(err, &lockErr):
+		return &apiError{status: http.StatusServiceUnavailable, typ: "server_error", code: "lock_timeout", msg: err.Error()}
+	case errors.Is(err, fsstore.ErrInvalid):
+		return badRequest("", "%s", err.Error())
+	case errors.Is(err, fsstore.ErrNotFound):
+		return notFound("", "not_found", "%s", err.Error())
+	case errors.As(err, &provErr):
+		return &apiError{status: http.StatusBadGateway, typ: "server_error", code: "provider_error", msg: err.Error()}
+	}
+	s.opts.Logf("gateway: %v", err)
+	return &apiError{status: http.StatusInternalServerError, typ: "server_error", msg: err.Error()}
+}
+
+func (s *Server) fail(w http.ResponseWriter, err error) {
+	ae := s.toAPIError(err)
+	writeError(w, ae.status, ae.typ, ae.param, ae.code, ae.msg)
+}
+
+// writeError writes the OpenAI error body: {"error":{"message","type",
+// "param","code"}}, with null for an empty param or code.
+func writeError(w http.ResponseWriter, status int, typ, param, code, msg string) {
+	writeJSON(w, status, map[string]any{"error": errorBody(typ, param, code, msg)})
+}
+
+func errorBody(typ, param, code, msg string) map[string]any {
+	nullable := func(s string) any {
+		if s == "" {
+			return nil
+		}
+		return s
+	}
+	return map[string]any{"message": msg, "type": typ, "param": nullable(param), "code": nullable(code)}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":{"message":"encoding the response failed","type":"server_error","param":null,"code":null}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+// marshal is json.Marshal without the escaping of < > &, which model text
+// is full of.
+func marshal(v any) ([]byte, error) {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return []byte(strings.TrimSuffix(b.String(), "\n")), nil
+}
+
+// decodeBody reads the JSON request body into v: 413 past the size limit,
+// 400 for JSON that does not parse.
+func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
+	if r.ContentLength > s.opts.MaxBodyBytes {
+		return tooLarge(s.opts.MaxBodyBytes)
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	var maxErr *http.MaxBytesError
+	if errors.As(err, &maxErr) {
+		return tooLarge(s.opts.MaxBodyBytes)
+	}
+	if err != nil {
+		return badRequest("", "reading the request body: %v", err)
+	}
+	if len(strings.TrimSpace(string(body))) == 0 {
+		return badRequest("", "the request body is empty; expected a JSON object")
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return badRequest("", "the request body is not valid JSON: %v", err)
+	}
+	return nil
+}
+
+func tooLarge(limit int64) error {
+	return &apiError{status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error", code: "request_too_large",
+		msg: fmt.Sprintf("the request body is larger than %d bytes (gateway.max_request_body_bytes)", limit)}
+}
+
+// keyedMutex is a set of mutexes by key, made on first use and dropped when
+// nobody holds or waits for them. Waiting ends with the context.
+type keyedMutex struct {
+	mu sync.Mutex
+	m  map[string]*keyedEntry
+}
+
+type keyedEntry struct {
+	sem  chan struct{}
+	refs int
+}
+
+func (k *keyedMutex) lock(ctx context.Context, key string) (func(), error) {
+	k.mu.Lock()
+	if k.m == nil {
+		k.m = map[string]*keyedEntry{}
+	}
+	e := k.m[key]
+	if e == nil {
+		e = &keyedEntry{sem: make(chan struct{}, 1)}
+		k.m[key] = e
+	}
+	e.refs++
+	k.mu.Unlock()
+	release := func() {
+		k.mu.Lock()
+		if e.refs--; e.refs == 0 {
+			delete(k.m, key)
+		}
+		k.mu.Unlock()
+	}
+	select {
+	case e.sem <- struct{}{}:
+		return func() { <-e.sem; release() }, nil
+	case <-ctx.Done():
+		release()
+		return nil, ctx.Err()
+	}
+}

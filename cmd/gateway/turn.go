@@ -1,0 +1,411 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/hermes/hermes/cmd/provider"
+	"github.com/hermes/hermes/fsstore"
+)
+
+// Markers in a stored message's extra fields: messages hermes itself put in
+// the transcript, which a client's copy of the conversation does not have.
+const (
+	noteMarker         = "hermes_note"         // the system note of a resumed session
+	instructionsMarker = "hermes_instructions" // the Responses API's instructions
+)
+
+var jsonTrue = json.RawMessage("true")
+
+func marked(m fsstore.Message, marker string) bool {
+	v, ok := m.Extra[marker]
+	return ok && string(v) == "true"
+}
+
+func isNote(m fsstore.Message) bool { return marked(m, noteMarker) }
+
+// Session end reasons the gateway writes when it moves a conversation to a
+// new session; a request naming such a session gets a new one too.
+const (
+	endSuspended      = "suspended"
+	endPendingExpired = "resume_pending_expired"
+)
+
+// admission is where a request's turn runs.
+type admission struct {
+	sess fsstore.Session
+	// fresh: a session made for this request (new, or the successor of a
+	// suspended or expired one): it has no history to compare with.
+	fresh bool
+	// note is the resume note to store before the new messages, if the
+	// session was resume_pending.
+	note *fsstore.Message
+	// resumed: the session was resume_pending; a successful turn makes it
+	// active and clears its interrupt count.
+	resumed bool
+}
+
+// newSession creates a gateway session, the successor of parent when set.
+// Ids are retried on the (unlikely) collision with an existing session,
+// since Create of an existing id is a no-op that returns that session.
+func (s *Server) newSession(parent, key string) (fsstore.Session, error) {
+	for range 8 {
+		sess, created, err := s.opts.Sessions.Create(fsstore.Session{
+			ID:              fsstore.NewID(s.now()),
+			Source:          "gateway",
+			Model:           s.opts.Model,
+			ParentSessionID: parent,
+			SessionKey:      key,
+		})
+		if err != nil || created {
+			return sess, err
+		}
+	}
+	return fsstore.Session{}, errors.New("could not find a free session id")
+}
+
+// admit decides where a request for sess goes: suspended → a new session
+// (the old one ends, reason suspended); resume_pending marked within the
+// freshness window → the same session with a note; resume_pending older
+// than that → a new session (the old one ends, resume_pending_expired); an
+// ended session → reopened, unless the gateway ended it for one of those
+// two reasons, which gives a new session again.
+func (s *Server) admit(sess fsstore.Session) (admission, error) {
+	st := s.opts.Sessions
+	switch sess.State {
+	case fsstore.StateSuspended:
+		if _, err := st.End(sess.ID, endSuspended); err != nil {
+			return admission{}, err
+		}
+		return s.successor(sess)
+	case fsstore.StateResumePending:
+		if s.pendingFresh(sess) {
+			note := fsstore.Message{
+				Role:    "system",
+				Content: fsstore.TextContent(fsstore.ResumeNote(sess.ResumeReason)),
+				Extra:   map[string]json.RawMessage{noteMarker: jsonTrue},
+			}
+			return admission{sess: sess, note: &note, resumed: true}, nil
+		}
+		if _, err := st.End(sess.ID, endPendingExpired); err != nil {
+			return admission{}, err
+		}
+		return s.successor(sess)
+	case fsstore.StateEnded:
+		if sess.EndReason == endSuspended || sess.EndReason == endPendingExpired {
+			return s.successor(sess)
+		}
+		reopened, err := st.Reopen(sess.ID)
+		return admission{sess: reopened}, err
+	}
+	return admission{sess: sess}, nil
+}
+
+func (s *Server) successor(old fsstore.Session) (admission, error) {
+	sess, err := s.newSession(old.ID, old.SessionKey)
+	return admission{sess: sess, fresh: true}, err
+}
+
+// pendingFresh reports whether a resume_pending session was marked within
+// the freshness window. A session marked before resume_pending_at existed
+// counts from its updated_at.
+func (s *Server) pendingFresh(sess fsstore.Session) bool {
+	at := sess.ResumePendingAt
+	if at == "" {
+		at = sess.UpdatedAt
+	}
+	t, err := time.Parse(time.RFC3339Nano, at)
+	if err != nil {
+		return false
+	}
+	return s.now().Sub(t) <= s.opts.ResumeFreshness
+}
+
+// withNote returns the messages to append: the resume note first (unless the
+// transcript already ends with one, from a failed attempt), then add.
+func withNote(a admission, stored []fsstore.Message, add []fsstore.Message) []fsstore.Message {
+	if a.note == nil || (len(stored) > 0 && isNote(stored[len(stored)-1])) {
+		return add
+	}
+	return append([]fsstore.Message{*a.note}, add...)
+}
+
+// sameMessage compares a stored message with a client's copy of it: role,
+// content, tool calls, tool call id and name (fsstore.Message.SameAs). The
+// extra fields are not compared: clients echo back fields of the API's
+// reply (refusal, annotations, audio) that the transcript does not keep.
+func sameMessage(a, b fsstore.Message) bool {
+	a.Extra, b.Extra = nil, nil
+	return a.SameAs(b)
+}
+
+func isReplyRole(role string) bool { return role == "assistant" || role == "tool" }
+
+// reconcile compares a stored transcript with the whole conversation a
+// client sent (chat completions) and returns how many of the client's
+// messages the transcript already holds. ok is false when the client's
+// history contradicts the stored one: a message differs, or the client's is
+// shorter. Notes hermes added are skipped. A client's assistant message
+// also matches a run of stored assistant and tool messages (an agent's tool
+// loop) whose text is what the gateway replied with.
+func reconcile(stored, client []fsstore.Message) (n int, ok bool) {
+	j := 0
+	for i := 0; i < len(stored); {
+		m := stored[i]
+		if isNote(m) {
+			i++
+			continue
+		}
+		if j >= len(client) {
+			return 0, false
+		}
+		if sameMessage(m, client[j]) {
+			i, j = i+1, j+1
+			continue
+		}
+		if c := client[j]; c.Role == "assistant" && isReplyRole(m.Role) && !hasToolCalls(c) {
+			k := i
+			for k < len(stored) && (isReplyRole(stored[k].Role) || isNote(stored[k])) {
+				k++
+			}
+			if replyText(stored[i:k]) == c.Text() {
+				i, j = k, j+1
+				continue
+			}
+		}
+		return 0, false
+	}
+	return j, true
+}
+
+// lastReplyEnd is the index after the last assistant or tool message of
+// msgs: the messages after it are a turn that got no reply.
+func lastReplyEnd(msgs []fsstore.Message) int {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if isReplyRole(msgs[i].Role) {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// isRetry reports whether input repeats the messages of a turn that got no
+// reply (pending): a client retrying after a failure or a restart. Notes and
+// instructions are not compared.
+func isRetry(pending, input []fsstore.Message) bool {
+	var p, in []fsstore.Message
+	for _, m := range pending {
+		if !isNote(m) && !marked(m, instructionsMarker) {
+			p = append(p, m)
+		}
+	}
+	for _, m := range input {
+		if !marked(m, instructionsMarker) {
+			in = append(in, m)
+		}
+	}
+	if len(p) == 0 || len(p) != len(in) {
+		return false
+	}
+	for i := range p {
+		if !sameMessage(p[i], in[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// replyText is the text of a reply as the API returns it: the texts of its
+// assistant messages joined by newlines, as the providers stream them.
+func replyText(msgs []fsstore.Message) string {
+	var texts []string
+	for _, m := range msgs {
+		if m.Role == "assistant" {
+			if t := m.Text(); t != "" {
+				texts = append(texts, t)
+			}
+		}
+	}
+	return strings.Join(texts, "\n")
+}
+
+// toolCall is one entry of a message's tool_calls.
+type toolCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+func hasToolCalls(m fsstore.Message) bool {
+	return len(m.ToolCalls) > 0 && string(m.ToolCalls) != "null" && string(m.ToolCalls) != "[]"
+}
+
+// pendingToolCalls are the tool calls the reply ends with: the model asks
+// the client to run them.
+func pendingToolCalls(msgs []fsstore.Message) []toolCall {
+	if len(msgs) == 0 {
+		return nil
+	}
+	last := msgs[len(msgs)-1]
+	if last.Role != "assistant" || !hasToolCalls(last) {
+		return nil
+	}
+	var calls []toolCall
+	json.Unmarshal(last.ToolCalls, &calls)
+	return calls
+}
+
+// turnOutcome is what a turn produced.
+type turnOutcome struct {
+	reply provider.Reply
+	count int64 // transcript length after the reply
+}
+
+var errStopping = errors.New("the gateway is stopping")
+
+// begin records a turn in flight on id; a drain that times out marks the
+// sessions with turns in flight resume_pending.
+func (s *Server) begin(id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.abandoned {
+		return &apiError{status: 503, typ: "server_error", code: "shutting_down", msg: errStopping.Error()}
+	}
+	s.inflight[id]++
+	s.turns.Add(1)
+	return nil
+}
+
+func (s *Server) end(id string) {
+	s.mu.Lock()
+	if s.inflight[id]--; s.inflight[id] <= 0 {
+		delete(s.inflight, id)
+	}
+	s.mu.Unlock()
+	s.turns.Done()
+}
+
+// runTurn appends add to the session, calls the provider with the whole
+// stored history and appends the reply. The messages are stored (and
+// synced) before the call, so a crash or a failed call loses at most the
+// reply. started runs once the history is read, right before the call
+// (a stream sends its headers then).
+func (s *Server) runTurn(ctx context.Context, a admission, add []fsstore.Message, stream io.Writer, started func()) (turnOutcome, error) {
+	id := a.sess.ID
+	if err := s.begin(id); err != nil {
+		return turnOutcome{}, err
+	}
+	defer s.end(id)
+	st := s.opts.Sessions
+	if len(add) > 0 {
+		if _, err := st.Append(id, add); err != nil {
+			return turnOutcome{}, err
+		}
+	}
+	history, err := st.Messages(id)
+	if err != nil {
+		return turnOutcome{}, err
+	}
+	if started != nil {
+		started()
+	}
+	reply, err := s.opts.Provider.Complete(ctx, provider.Request{SessionID: id, Messages: history, Stream: stream})
+	if err != nil {
+		return turnOutcome{}, fmt.Errorf("%w (session %s keeps the request's messages; retrying continues it)", err, id)
+	}
+	if len(reply.Messages) == 0 {
+		return turnOutcome{}, &provider.Error{Provider: s.opts.Provider.Name(), Message: s.opts.Provider.Name() + ": empty reply"}
+	}
+	n, err := st.Append(id, reply.Messages)
+	if err != nil {
+		return turnOutcome{}, err
+	}
+	if a.resumed {
+		// Under s.mu, so that a drain that timed out meanwhile (and marked
+		// this session again) is not undone.
+		s.mu.Lock()
+		if !s.abandoned {
+			_, err = st.SetState(id, fsstore.StateActive, "")
+		}
+		s.mu.Unlock()
+		if err != nil {
+			return turnOutcome{}, err
+		}
+	}
+	return turnOutcome{reply: reply, count: n}, nil
+}
+
+// Abandon is called when the drain timed out: the sessions with turns in
+// flight become resume_pending with reason (or suspended, at the third
+// interruption in a row), the turns are canceled, and it waits up to wait
+// for them to return. It returns the sessions it marked.
+func (s *Server) Abandon(reason string, wait time.Duration) ([]string, error) {
+	s.mu.Lock()
+	s.abandoned = true
+	ids := make([]string, 0, len(s.inflight))
+	for id := range s.inflight {
+		ids = append(ids, id)
+	}
+	s.mu.Unlock()
+	var errs []error
+	for _, id := range ids {
+		if _, err := s.opts.Sessions.MarkInterrupted(id, reason, SuspendAfter); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	s.cancel()
+	done := make(chan struct{})
+	go func() { s.turns.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(wait):
+	}
+	return ids, errors.Join(errs...)
+}
+
+// Recover runs when a gateway starts and the last run left no
+// clean-shutdown marker: it crashed, was killed, or its drain timed out.
+// The gateway sessions active in the last RecentActivity become
+// resume_pending (restart_interrupted), or suspended at the third
+// interruption in a row. Sessions that the last run's own drain already
+// marked (restart_timeout or shutdown_timeout, after it started) are left
+// as they are: that run interrupted them once, not twice.
+func (s *Server) Recover(prev fsstore.GatewayState) ([]fsstore.Session, error) {
+	now := s.now()
+	list, err := s.opts.Sessions.ActiveSince(now.Add(-RecentActivity))
+	if err != nil {
+		return nil, err
+	}
+	prevStart, _ := time.Parse(time.RFC3339Nano, prev.StartedAt)
+	var marked []fsstore.Session
+	for _, sess := range list {
+		if sess.Source != "gateway" {
+			continue
+		}
+		switch sess.State {
+		case fsstore.StateActive:
+		case fsstore.StateResumePending:
+			if sess.ResumeReason == "restart_timeout" || sess.ResumeReason == "shutdown_timeout" {
+				if at, err := time.Parse(time.RFC3339Nano, sess.ResumePendingAt); err == nil && !at.Before(prevStart) {
+					continue
+				}
+			}
+		default:
+			continue
+		}
+		m, err := s.opts.Sessions.MarkInterrupted(sess.ID, "restart_interrupted", SuspendAfter)
+		if err != nil {
+			return marked, err
+		}
+		marked = append(marked, m)
+	}
+	return marked, nil
+}
