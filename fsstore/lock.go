@@ -27,29 +27,43 @@ func RLock(path string, timeout time.Duration) (unlock func(), err error) {
 
 func lock(path string, timeout time.Duration, shared bool) (func(), error) {
 	fl := flock.New(path, flock.SetFlag(os.O_CREATE|os.O_RDONLY|syscall.O_NOFOLLOW))
-	try := fl.TryLock
+	try, wait := fl.TryLock, fl.Lock
 	if shared {
-		try = fl.TryRLock
+		try, wait = fl.TryRLock, fl.RLock
 	}
-	deadline := time.Now().Add(timeout)
-	delay := time.Millisecond
-	for {
-		ok, err := try()
-		if err != nil {
-			return nil, &os.PathError{Op: "lock", Path: path, Err: err}
-		}
-		if ok {
-			// flock creates the sidecar 0600 less the umask, which may
-			// narrow it; the store's files are 0600 whatever the umask.
-			if fi, err := fl.Stat(); err == nil && fi.Mode().Perm() != fileMode {
-				os.Chmod(path, fileMode)
-			}
-			return func() { fl.Unlock() }, nil
-		}
-		if !time.Now().Before(deadline) {
+	ok, err := try()
+	if err != nil {
+		return nil, &os.PathError{Op: "lock", Path: path, Err: err}
+	}
+	if !ok {
+		if timeout <= 0 {
 			return nil, &LockTimeoutError{Path: path, Timeout: timeout.String()}
 		}
-		time.Sleep(min(delay, time.Until(deadline)+time.Millisecond))
-		delay = min(delay*2, 50*time.Millisecond)
+		// A blocking flock wakes the moment the holder lets go, which no
+		// polling interval matches; a timer bounds the wait.
+		done := make(chan error, 1)
+		go func() { done <- wait() }()
+		timer := time.NewTimer(timeout)
+		defer timer.Stop()
+		select {
+		case err := <-done:
+			if err != nil {
+				return nil, &os.PathError{Op: "lock", Path: path, Err: err}
+			}
+		case <-timer.C:
+			// The waiter may still get the lock later: it lets it go then.
+			go func() {
+				if <-done == nil {
+					fl.Unlock()
+				}
+			}()
+			return nil, &LockTimeoutError{Path: path, Timeout: timeout.String()}
+		}
 	}
+	// flock creates the sidecar 0600 less the umask, which may narrow it;
+	// the store's files are 0600 whatever the umask.
+	if fi, err := fl.Stat(); err == nil && fi.Mode().Perm() != fileMode {
+		os.Chmod(path, fileMode)
+	}
+	return func() { fl.Unlock() }, nil
 }
