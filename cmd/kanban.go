@@ -3,14 +3,17 @@ package cmd
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/hermes/hermes/cmd/supervisor"
 	"github.com/hermes/hermes/fsstore"
 	"github.com/hermes/hermes/profiles"
 )
@@ -62,7 +65,7 @@ func kanbanCommand() *cli.Command {
 				Name:      "comment",
 				Usage:     "comment on a task; a resumed worker gets the comments since the last block as its prompt",
 				ArgsUsage: "ID TEXT",
-				Flags:     []cli.Flag{&cli.StringFlag{Name: "author", Value: os.Getenv("USER"), Usage: "who says it"}},
+				Flags:     []cli.Flag{&cli.StringFlag{Name: "author", Value: firstSet(os.Getenv("USER"), "user"), Usage: "who says it"}},
 				Action:    withEnv(kanbanComment),
 			},
 			{Name: "runs", Usage: "a task's runs", ArgsUsage: "ID", Action: withEnv(kanbanRuns)},
@@ -428,6 +431,7 @@ func kanbanBlock(e *env) error {
 	if err != nil {
 		return err
 	}
+	worker := ""
 	t, err := board.Update(id, func(t *fsstore.KanbanTask, now time.Time) ([]fsstore.Event, error) {
 		if err := checkClaim(t, w); err != nil {
 			return nil, err
@@ -438,13 +442,25 @@ func kanbanBlock(e *env) error {
 		ev := fsstore.Event{Type: "blocked", Detail: reason}
 		if r := t.CurrentRun(); r != nil && r.Status == fsstore.RunRunning {
 			t.EndRun(r, fsstore.OutcomeBlocked, now)
-			ev.RunID = r.ID
+			ev.RunID, worker = r.ID, r.WorkerTaskID
 		}
 		t.Status, t.BlockReason = fsstore.KanbanBlocked, reason
 		return []fsstore.Event{ev}, nil
 	})
 	if err != nil {
 		return err
+	}
+	// A person blocking a running task stops its worker, so that no
+	// stale worker writes to the session a later run resumes. A worker
+	// blocking its own task is about to exit by itself.
+	if w == nil && worker != "" {
+		tasks, err := e.tasks()
+		if err != nil {
+			return err
+		}
+		if _, err := supervisor.Kill(tasks, worker, syscall.SIGTERM, 10*time.Second); err != nil && !errors.Is(err, fsstore.ErrRefused) && !errors.Is(err, fsstore.ErrNotFound) {
+			e.warn(fmt.Sprintf("task %s is blocked, but its worker %s: %v", t.ID, worker, err))
+		}
 	}
 	return printKanbanTask(e, t)
 }

@@ -168,7 +168,12 @@ func (d *dispatcher) reconcile(t fsstore.KanbanTask) (bool, error) {
 	var w fsstore.Task
 	if r.WorkerTaskID != "" {
 		var err error
-		if w, err = d.tasks.Get(r.WorkerTaskID); err != nil {
+		w, err = d.tasks.Get(r.WorkerTaskID)
+		if errors.Is(err, fsstore.ErrNotFound) {
+			// Its record is gone (pruned by hand): nothing will ever
+			// report this worker's end.
+			w = fsstore.Task{ID: r.WorkerTaskID, Status: fsstore.TaskLost, Error: "the worker's task record " + r.WorkerTaskID + " is gone"}
+		} else if err != nil {
 			return true, err
 		}
 	}
@@ -182,7 +187,7 @@ func (d *dispatcher) reconcile(t fsstore.KanbanTask) (bool, error) {
 		case w.Signal != "":
 			reason = "the worker was killed by " + w.Signal
 		default:
-			reason = "the worker was lost (" + w.Status + ")"
+			reason = "the worker was lost: " + w.Error
 		}
 		if d.dryRun {
 			d.say("block %s: %s (%s)", t.ID, outcome, reason)
@@ -210,6 +215,11 @@ func (d *dispatcher) reconcile(t fsstore.KanbanTask) (bool, error) {
 	if d.dryRun {
 		d.say("reclaim %s: its claim expired at %s", t.ID, t.ClaimExpires)
 		return false, nil
+	}
+	// A heartbeat may have come since the tick read the task: look again
+	// before killing anything.
+	if now, err := d.board.Get(t.ID); err != nil || now.CurrentRunID != r.ID || now.ClaimExpires != t.ClaimExpires {
+		return true, err
 	}
 	if r.WorkerTaskID != "" {
 		killed, killErr := supervisor.Kill(d.tasks, w.ID, syscall.SIGTERM, 5*time.Second)
@@ -263,6 +273,15 @@ func (d *dispatcher) planRun(t fsstore.KanbanTask) (plan, error) {
 	if len(t.Runs) == 0 {
 		return fresh, nil
 	}
+	// A fresh worker after earlier runs still gets what people said since
+	// the last block, after the task itself.
+	comments, err := d.commentsSinceBlock(t)
+	if err != nil {
+		return plan{}, err
+	}
+	if comments != "" {
+		fresh.prompt += "\n\nComments since the task was last blocked:\n\n" + comments
+	}
 	skip := func(reason string) (plan, error) {
 		fresh.event = fsstore.Event{Type: "resume_skipped", Detail: reason}
 		return fresh, nil
@@ -302,7 +321,20 @@ func (d *dispatcher) planRun(t fsstore.KanbanTask) (plan, error) {
 	return skip("no earlier session")
 }
 
+// resumePrompt is the prompt of a resumed worker: the comments posted
+// since the last block, oldest first, or a note that the task resumes and
+// its body.
 func (d *dispatcher) resumePrompt(t fsstore.KanbanTask) (string, error) {
+	comments, err := d.commentsSinceBlock(t)
+	if err != nil || comments != "" {
+		return comments, err
+	}
+	return strings.TrimSpace("The task resumes after an interruption. Continue where you left off.\n\n" + t.Title + "\n\n" + t.Body), nil
+}
+
+// commentsSinceBlock joins the comments posted since the task was last
+// blocked (by a worker, a person, a crash or a reclaim), oldest first.
+func (d *dispatcher) commentsSinceBlock(t fsstore.KanbanTask) (string, error) {
 	events, err := d.board.Events(t.ID)
 	if err != nil {
 		return "", err
@@ -327,10 +359,7 @@ func (d *dispatcher) resumePrompt(t fsstore.KanbanTask) (string, error) {
 			}
 		}
 	}
-	if len(parts) > 0 {
-		return strings.Join(parts, "\n\n"), nil
-	}
-	return strings.TrimSpace("The task resumes after an interruption. Continue where you left off.\n\n" + t.Title + "\n\n" + t.Body), nil
+	return strings.Join(parts, "\n\n"), nil
 }
 
 // claimAndSpawn claims t and starts its worker under the tasks supervisor.
