@@ -12,7 +12,7 @@ import (
 func fsckCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "fsck",
-		Usage:     "check every session and task of the profile; exit 0 when clean, 1 when problems remain",
+		Usage:     "check every session, task, board task and gateway document of the profile; exit 0 when clean, 1 when problems remain",
 		ArgsUsage: " ",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "repair", Usage: "fix what can be fixed without deleting a byte (move aside, never remove)"},
@@ -31,11 +31,18 @@ func fsck(e *env) error {
 	if err != nil {
 		return err
 	}
-	taskFindings, err := fsstore.NewTaskStore(e.profile.Dir(), e.lockTimeout, e.warn).Check(repair, lostFound)
-	if err != nil {
-		return err
+	dir := e.profile.Dir()
+	for _, check := range []func(bool, string) ([]fsstore.Finding, error){
+		fsstore.NewTaskStore(dir, e.lockTimeout, e.warn).Check,
+		fsstore.NewBoard(dir, e.lockTimeout, e.warn).Check,
+		fsstore.NewGatewayStore(dir, e.lockTimeout, e.warn).Check,
+	} {
+		more, err := check(repair, lostFound)
+		if err != nil {
+			return err
+		}
+		findings = append(findings, more...)
 	}
-	findings = append(findings, taskFindings...)
 	problems := 0
 	for _, f := range findings {
 		if f.Problem && !f.Repaired {

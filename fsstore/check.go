@@ -349,3 +349,96 @@ func (s *TaskStore) Check(repair bool, lostFound string) ([]Finding, error) {
 	}
 	return out, nil
 }
+
+// checkTree is the check of a store made only of documents and logs: it
+// walks dir and reports documents (*.json) that do not parse, logs
+// (*.jsonl) with a torn tail or a corrupt record, copies kept aside and
+// stray temp files. With repair, unreadable documents are moved aside
+// (quarantined), torn tails cut off into <log>.torn-<unix> under the lock
+// lockFor names (the one the log's writers take), and stray temp files
+// moved to lostFound.
+func checkTree(dir string, lockFor func(log string) string, timeout time.Duration, repair bool, lostFound string) ([]Finding, error) {
+	var out []Finding
+	add := func(f Finding) { out = append(out, f) }
+	err := filepath.WalkDir(dir, func(path string, e os.DirEntry, err error) error {
+		if errors.Is(err, os.ErrNotExist) && path == dir {
+			return filepath.SkipDir
+		}
+		if err != nil || e.IsDir() {
+			return err
+		}
+		name := e.Name()
+		switch {
+		case checkCommon(e, path, repair, lostFound, add):
+		case strings.HasSuffix(name, ".json"):
+			var v any
+			if err := readDoc(path, &v); err != nil {
+				var corrupt *CorruptError
+				if errors.As(err, &corrupt) {
+					err = corrupt.Err
+				}
+				f := Finding{Path: path, What: "document does not parse: " + err.Error(), Problem: true}
+				if repair {
+					if dst, err := moveAside(path, fmt.Sprintf(".corrupt-%d", time.Now().Unix())); err == nil {
+						f.Repaired, f.What = true, f.What+"; moved aside to "+dst
+					}
+				}
+				add(f)
+			}
+		case strings.HasSuffix(name, ".jsonl"):
+			out = append(out, checkLog(path, lockFor(path), timeout, repair)...)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// checkLog checks one JSONL log: every complete line parses; a torn tail
+// is reported and, with repair, cut off under lock.
+func checkLog(path, lock string, timeout time.Duration, repair bool) []Finding {
+	f, err := os.Open(path)
+	if err != nil {
+		return []Finding{{Path: path, What: err.Error(), Problem: true}}
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return []Finding{{Path: path, What: err.Error(), Problem: true}}
+	}
+	var out []Finding
+	torn, err := ScanLines(f, fi.Size(), func(line []byte, off int64) error {
+		if !json.Valid(line) {
+			out = append(out, Finding{Path: path, What: fmt.Sprintf("corrupt record at offset %d (not repaired: it is not at the tail)", off), Problem: true})
+		}
+		return nil
+	})
+	if err != nil {
+		return append(out, Finding{Path: path, What: err.Error(), Problem: true})
+	}
+	if torn != nil {
+		fd := Finding{Path: path, What: fmt.Sprintf("torn tail of %d bytes at offset %d", torn.Size, torn.Offset), Problem: true}
+		if repair {
+			if unlock, err := Lock(lock, timeout); err == nil {
+				if lf, moved, err := OpenAppend(path, time.Now()); err == nil {
+					lf.Close()
+					fd.Repaired, fd.What = true, fd.What+"; moved aside to "+moved
+				}
+				unlock()
+			}
+		}
+		out = append(out, fd)
+	}
+	return out
+}
+
+// Check checks the board's tasks and their logs (see checkTree).
+func (b *Board) Check(repair bool, lostFound string) ([]Finding, error) {
+	return checkTree(b.Dir, func(log string) string { return log + ".lock" }, b.LockTimeout, repair, lostFound)
+}
+
+// Check checks the gateway's stored responses, conversations and state
+// (see checkTree). Run it with --repair while no gateway serves the
+// profile: a document the server is rewriting could look torn.
+func (g *GatewayStore) Check(repair bool, lostFound string) ([]Finding, error) {
+	return checkTree(g.Dir, func(string) string { return g.indexLockPath() }, g.LockTimeout, repair, lostFound)
+}
