@@ -57,6 +57,21 @@
 // lengths, and nothing changes; with force the old transcript is first
 // copied to <id>.jsonl.replaced-<unix>.
 //
+// # The other stores
+//
+// TaskStore (background tasks), Board (kanban) and GatewayStore keep the
+// same split: a record is a document, what happens to it over time is a
+// log. Each also keeps an index so that the common question does not read
+// every record: the running markers and the finished log of tasks (history
+// reads the last 20 lines, recovery looks only at running tasks), the open
+// markers of the board (a dispatch tick reads only open tasks), the
+// response index of the gateway (eviction reads no document). An index is
+// always a cache: it is written so that a crash leaves it with too much
+// (an entry whose record says otherwise, skipped by readers), never too
+// little, and fsck --repair rebuilds it from the records. A kanban task
+// holds its runs, so that a claim (the task becomes running and gains a
+// run) is one atomic write, a compare-and-swap under the task's lock.
+//
 // # Recovery procedure
 //
 // Nothing is repaired by deleting. Each step keeps the damaged bytes:
