@@ -66,9 +66,12 @@
 // reads the last 20 lines, recovery looks only at running tasks), the open
 // markers of the board (a dispatch tick reads only open tasks), the
 // response index of the gateway (eviction reads no document). An index is
-// always a cache: it is written so that a crash leaves it with too much
-// (an entry whose record says otherwise, skipped by readers), never too
-// little, and fsck --repair rebuilds it from the records. A kanban task
+// always a cache, and a crash leaves it stale only in ways its readers
+// detect: task and board markers are written before the record and the
+// finished log before the record's final write, so an entry whose record
+// says otherwise is skipped; the gateway finds the documents its index
+// lacks from a directory listing. fsck --repair rebuilds the task indexes
+// from the records. A kanban task
 // holds its runs, so that a claim (the task becomes running and gains a
 // run) is one atomic write, a compare-and-swap under the task's lock.
 //
