@@ -251,7 +251,8 @@ func startSupervisor(e *env, id string, env []string) error {
 	case line == "ok\n":
 		return nil
 	case strings.HasPrefix(line, "error: "):
-		return errors.New(strings.TrimSpace(strings.TrimPrefix(line, "error: ")))
+		// Name the task: its record says why, for history and show.
+		return fmt.Errorf("task %s: cannot start: %s", id, strings.TrimSpace(strings.TrimPrefix(line, "error: ")))
 	}
 	return fmt.Errorf("the supervisor of task %s exited before starting the command", id)
 }
@@ -575,6 +576,16 @@ copy:
 }
 
 func tasksWait(e *env) error {
+	// Bad input is bad input whether or not the task exists: check the
+	// flags before looking the task up.
+	var timeout time.Duration
+	if s := e.c.String("timeout"); s != "" {
+		d, err := profiles.ParseDuration(s)
+		if err != nil {
+			return err
+		}
+		timeout = d
+	}
 	store, err := e.tasks()
 	if err != nil {
 		return err
@@ -584,12 +595,8 @@ func tasksWait(e *env) error {
 		return err
 	}
 	var deadline time.Time
-	if s := e.c.String("timeout"); s != "" {
-		d, err := profiles.ParseDuration(s)
-		if err != nil {
-			return err
-		}
-		deadline = time.Now().Add(d)
+	if timeout > 0 {
+		deadline = time.Now().Add(timeout)
 	}
 	for {
 		t, err := store.Get(id)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -196,7 +197,8 @@ type finishedEntry struct {
 // its line before the record is rewritten, so a crash between the two
 // leaves a line whose record still says running, which readers skip, never
 // a finished record that history cannot find. A task already finished is
-// returned unchanged with finished=false.
+// returned unchanged with finished=false; so is one that change leaves
+// running, and nothing is written.
 func (s *TaskStore) Finish(id string, change func(*Task)) (t Task, finished bool, err error) {
 	if err := CheckID("task id", id); err != nil {
 		return Task{}, false, err
@@ -216,6 +218,11 @@ func (s *TaskStore) Finish(id string, change func(*Task)) (t Task, finished bool
 	}
 	now := s.Now()
 	change(&t)
+	if !t.Finished() {
+		// change decided the task still runs (Reconcile found its
+		// supervisor alive under the lock): the record stays as it was.
+		return t, false, nil
+	}
 	t.FinishedAt = Timestamp(now)
 	if start, err := time.Parse(time.RFC3339Nano, t.StartedAt); err == nil {
 		t.DurationMS = now.Sub(start).Milliseconds()
@@ -457,8 +464,9 @@ func (s *TaskStore) dropFinished(removed map[string]bool) error {
 	return SyncDir(s.Dir)
 }
 
-// finishedEntries reads the finished log, oldest first, one entry per task
-// (its last line).
+// finishedEntries reads the finished log, oldest first, one entry per task:
+// its last line, in the place of its last line (as History sees it), so
+// that a task finished again after a crash counts as recently finished.
 func (s *TaskStore) finishedEntries() ([]finishedEntry, error) {
 	f, err := os.Open(s.finishedPath())
 	if errors.Is(err, os.ErrNotExist) {
@@ -472,22 +480,28 @@ func (s *TaskStore) finishedEntries() ([]finishedEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	index := map[string]int{}
-	var entries []finishedEntry
+	var all []finishedEntry
 	_, err = ScanLines(f, fi.Size(), func(line []byte, _ int64) error {
 		var e finishedEntry
 		if json.Unmarshal(line, &e) != nil || CheckID("task id", e.TaskID) != nil {
 			return nil
 		}
-		if i, ok := index[e.TaskID]; ok {
-			entries[i] = e
-			return nil
-		}
-		index[e.TaskID] = len(entries)
-		entries = append(entries, e)
+		all = append(all, e)
 		return nil
 	})
-	return entries, err
+	if err != nil {
+		return nil, err
+	}
+	seen := make(map[string]bool, len(all))
+	entries := make([]finishedEntry, 0, len(all))
+	for i := len(all) - 1; i >= 0; i-- {
+		if !seen[all[i].TaskID] {
+			seen[all[i].TaskID] = true
+			entries = append(entries, all[i])
+		}
+	}
+	slices.Reverse(entries)
+	return entries, nil
 }
 
 func (s *TaskStore) removeFinished(id string, dryRun bool) (TaskRemoval, error) {

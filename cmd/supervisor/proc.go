@@ -55,15 +55,21 @@ var signalNames = map[string]syscall.Signal{
 	"HUP": syscall.SIGHUP, "INT": syscall.SIGINT, "QUIT": syscall.SIGQUIT, "KILL": syscall.SIGKILL,
 	"TERM": syscall.SIGTERM, "USR1": syscall.SIGUSR1, "USR2": syscall.SIGUSR2, "STOP": syscall.SIGSTOP,
 	"CONT": syscall.SIGCONT, "ALRM": syscall.SIGALRM,
+	// The signals that end a command without anyone sending them, so that
+	// records name them as shells do.
+	"ABRT": syscall.SIGABRT, "BUS": syscall.SIGBUS, "FPE": syscall.SIGFPE, "ILL": syscall.SIGILL,
+	"PIPE": syscall.SIGPIPE, "SEGV": syscall.SIGSEGV, "TRAP": syscall.SIGTRAP, "SYS": syscall.SIGSYS,
+	"XCPU": syscall.SIGXCPU, "XFSZ": syscall.SIGXFSZ,
 }
 
-// ParseSignal reads a signal as a name (TERM, SIGTERM, term) or a number.
+// ParseSignal reads a signal as a name (TERM, SIGTERM, term) or a number
+// (15, or SIG15 as SignalName writes a signal without a name).
 func ParseSignal(s string) (syscall.Signal, error) {
 	name := strings.TrimPrefix(strings.ToUpper(s), "SIG")
 	if sig, ok := signalNames[name]; ok {
 		return sig, nil
 	}
-	if n, err := strconv.Atoi(s); err == nil && n > 0 && n < 65 {
+	if n, err := strconv.Atoi(name); err == nil && n > 0 && n < 65 {
 		return syscall.Signal(n), nil
 	}
 	return 0, fmt.Errorf("unknown signal %q (TERM, INT, HUP, KILL, … or a number)", s)

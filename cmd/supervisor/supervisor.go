@@ -46,16 +46,20 @@ func Supervise(spec Spec) (fsstore.Task, error) {
 		started(err)
 		return t, err
 	}
+	// When the command cannot start, the caller hears of it only once the
+	// record says so: whoever it tells reads a finished task.
+	cannotStart := func(err error) (fsstore.Task, error) {
+		final, ferr := fail(store, t.ID, err)
+		started(err)
+		return final, ferr
+	}
 	log, err := os.OpenFile(store.LogPath(t.ID), os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0)
 	if err != nil {
-		started(err)
-		return fail(store, t.ID, err)
+		return cannotStart(err)
 	}
 	defer log.Close()
 	if len(t.Command) == 0 {
-		err := errors.New("no command")
-		started(err)
-		return fail(store, t.ID, err)
+		return cannotStart(errors.New("no command"))
 	}
 	cmd := exec.Command(t.Command[0], t.Command[1:]...)
 	cmd.Dir = t.Cwd
@@ -68,8 +72,7 @@ func Supervise(spec Spec) (fsstore.Task, error) {
 	defer signal.Stop(sigs)
 
 	if err := cmd.Start(); err != nil {
-		started(err)
-		return fail(store, t.ID, err)
+		return cannotStart(err)
 	}
 	pid := cmd.Process.Pid
 	if _, err := store.Update(t.ID, func(t *fsstore.Task) { t.PID, t.PIDStart = pid, ProcStart(pid) }); err != nil {

@@ -1,0 +1,197 @@
+#!/usr/bin/env bash
+# bench-tasks.sh: whole-process measurements of `hermes tasks` against its
+# performance targets, on data made by scripts/gentasks.
+#
+#   (a) `hermes tasks run --wait -- true` adds at most 10 ms to `true`
+#       (median whole-process times)
+#   (b) `hermes tasks history --limit 20` over 100,000 finished tasks, vs
+#       over 1,000 (medians and their ratio; history reads the finished log
+#       backwards and opens only the records it prints)
+#   (c) `hermes tasks prune --older-than 1d --yes` of 100,000 finished
+#       tasks: total time of one run
+#
+# Usage: scripts/bench-tasks.sh [--quick]
+#   --quick  fewer runs and 10,000 tasks instead of 100,000 (a smoke test
+#            of the script, not a measurement)
+#
+# It runs on a fresh Debian machine with Go: it installs hyperfine with
+# apt-get when missing (falling back to a date loop when it cannot be had),
+# builds hermes and gentasks, and prints a Markdown table. Most of its 2 to
+# 4 minutes go to creating and removing 200,000 files: (c) prunes the
+# 100,000 tasks that (b) only read, so they are generated once. With
+# --profile-run it also prints where (a)'s time goes (strace -f -w -c).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+quick=false profile_run=false
+for arg in "$@"; do
+  case $arg in
+  --quick) quick=true ;;
+  --profile-run) profile_run=true ;;
+  *) echo "usage: $0 [--quick] [--profile-run]" >&2; exit 2 ;;
+  esac
+done
+
+runs_run=200 runs_history=50 big=100000 small=1000
+if $quick; then
+  runs_run=30 runs_history=10 big=10000
+fi
+
+say() { echo "bench-tasks: $*" >&2; }
+
+if ! command -v hyperfine >/dev/null 2>&1; then
+  say "installing hyperfine"
+  if [[ $(id -u) == 0 ]]; then sudo=; else sudo=sudo; fi
+  { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq hyperfine; } >/dev/null 2>&1 ||
+    say "could not install hyperfine; timing with a date loop"
+fi
+have_hyperfine=false
+command -v hyperfine >/dev/null 2>&1 && have_hyperfine=true
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/bench-tasks.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+say "building hermes and gentasks"
+go build -o "$tmp/hermes" .
+go build -o "$tmp/gentasks" ./scripts/gentasks
+hermes=$tmp/hermes
+
+# median: the median of the numbers on stdin.
+median() {
+  sort -g | awk '{v[NR]=$1} END {if (NR==0) exit 1; if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'
+}
+
+# time_median RUNS WARMUP COMMAND...: the median wall time of COMMAND in
+# seconds, over RUNS runs after WARMUP unmeasured ones.
+time_median() {
+  local runs=$1 warmup=$2
+  shift 2
+  if $have_hyperfine; then
+    local json=$tmp/hyperfine.json
+    hyperfine -N --style none --warmup "$warmup" --runs "$runs" --export-json "$json" "$(printf '%q ' "$@")" >/dev/null 2>&1
+    grep -o '"median": *[0-9.eE+-]*' "$json" | head -1 | sed 's/.*: *//'
+  else
+    local i t0 t1
+    for ((i = 0; i < warmup; i++)); do "$@" >/dev/null; done
+    for ((i = 0; i < runs; i++)); do
+      t0=$(date +%s%N)
+      "$@" >/dev/null
+      t1=$(date +%s%N)
+      awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.9f\n", (b-a)/1e9}'
+    done | median
+  fi
+}
+
+ms() { awk -v s="$1" 'BEGIN {printf "%.2f ms", s*1000}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a/b}'; }
+le() { awk -v a="$1" -v b="$2" 'BEGIN {exit !(a <= b)}'; }
+verdict() { if le "$1" "$2"; then echo met; else echo MISSED; fi; }
+
+# (a) run --wait -- true vs true. Alternated twice (true, hermes, hermes,
+# true) so that a drift of the machine's speed favours neither.
+say "(a) timing tasks run --wait -- true and true ($runs_run runs each, twice)"
+home_a=$tmp/a
+"$hermes" --home "$home_a" tasks run --wait -- true
+true_bin=$(command -v true)
+t1=$(time_median "$runs_run" 10 "$true_bin")
+h1=$(time_median "$runs_run" 10 "$hermes" --home "$home_a" tasks run --wait -- "$true_bin")
+h2=$(time_median "$runs_run" 10 "$hermes" --home "$home_a" tasks run --wait -- "$true_bin")
+t2=$(time_median "$runs_run" 10 "$true_bin")
+run_true=$(printf '%s\n' "$t1" "$t2" | awk '{s+=$1} END {print s/NR}')
+run_hermes=$(printf '%s\n' "$h1" "$h2" | awk '{s+=$1} END {print s/NR}')
+run_added=$(awk -v a="$run_hermes" -v b="$run_true" 'BEGIN {printf "%.6f", a-b}')
+run_added_ms=$(awk -v s="$run_added" 'BEGIN {printf "%.2f", s*1000}')
+# Every one of those runs must be in the history, succeeded.
+n_runs=$("$hermes" --home "$home_a" --json tasks history --limit 0 --status succeeded | wc -l)
+want_runs=$((1 + 2 * (runs_run + 10)))
+if [[ $n_runs != "$want_runs" ]]; then
+  say "(a) history holds $n_runs succeeded tasks, want $want_runs"
+  exit 1
+fi
+# A bare process of the same binary: what any hermes command costs.
+bare=$(time_median "$runs_run" 10 "$hermes" --version)
+# The same run with the home on tmpfs, where fsync costs nothing: the
+# difference to (a) is what the disk's fsyncs cost.
+shm_row="| (a'') \`tasks run --wait -- true\` with the home on tmpfs | n/a (no writable /dev/shm) | | none | |"
+if [[ -d /dev/shm && -w /dev/shm ]]; then
+  home_shm=$(mktemp -d /dev/shm/bench-tasks.XXXXXX)
+  shm=$(time_median "$runs_run" 10 "$hermes" --home "$home_shm" tasks run --wait -- "$true_bin")
+  rm -rf "$home_shm"
+  shm_row="| (a'') \`tasks run --wait -- true\` with the home on tmpfs (fsync free) | $(ms "$shm") | +$(awk -v a="$shm" -v b="$run_true" 'BEGIN {printf "%.2f", (a-b)*1000}') ms | none | |"
+fi
+
+# (b) history --limit 20 over 1,000 and over 100,000 finished tasks.
+say "(b) generating $small and $big finished tasks (the second takes a minute or two)"
+"$tmp/gentasks" -home "$tmp/b_small" -tasks "$small"
+"$tmp/gentasks" -home "$tmp/b_big" -tasks "$big"
+sync
+for home in b_small b_big; do
+  out=$("$hermes" --home "$tmp/$home" tasks history --limit 3)
+  if [[ $(grep -c '^[0-9]\{8\}_' <<<"$out") != 3 ]] || ! grep -q ' job-9 *failed *1 ' <<<"$out"; then
+    say "(b) hermes tasks history --limit 3 on the generated $home:"
+    echo "$out" >&2
+    exit 1
+  fi
+done
+if ! "$hermes" --home "$tmp/b_small" fsck >"$tmp/fsck.out" 2>&1; then
+  say "(b) hermes fsck fails on the generated tasks:"
+  head -20 "$tmp/fsck.out" >&2
+  exit 1
+fi
+say "(b) timing history --limit 20 ($runs_history runs each)"
+hist_small=$(time_median "$runs_history" 3 "$hermes" --home "$tmp/b_small" tasks history --limit 20)
+hist_big=$(time_median "$runs_history" 3 "$hermes" --home "$tmp/b_big" tasks history --limit 20)
+hist_ratio=$(ratio "$hist_big" "$hist_small")
+
+# (c) prune the 100,000 tasks of (b), which history only read: one run.
+say "(c) pruning $big finished tasks (one run)"
+c0=$(date +%s%N)
+"$hermes" --home "$tmp/b_big" tasks prune --older-than 1d --yes >"$tmp/prune.out"
+c1=$(date +%s%N)
+prune_s=$(awk -v a="$c0" -v b="$c1" 'BEGIN {printf "%.2f", (b-a)/1e9}')
+pruned=$(grep -c '^removed ' "$tmp/prune.out" || true)
+left=$(find "$tmp/b_big/profiles/default/tasks" -maxdepth 1 -name '*.json' | wc -l)
+if [[ $pruned != "$big" || $left != 0 ]]; then
+  say "(c) prune removed $pruned tasks, $left records left; want $big and 0"
+  exit 1
+fi
+if [[ -n $("$hermes" --home "$tmp/b_big" --json tasks history) ]]; then
+  say "(c) history is not empty after the prune"
+  exit 1
+fi
+
+cat <<EOF
+
+## hermes tasks: whole-process benchmarks
+
+$(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $(go version | cut -d' ' -f3), timing: $($have_hyperfine && echo "hyperfine $(hyperfine --version | cut -d' ' -f2)" || echo "date loop")$($quick && echo ", QUICK MODE (not a measurement)")
+
+| target | measured (median) | difference or ratio | limit | result |
+|---|---|---|---|---|
+| (a) \`tasks run --wait -- true\` vs \`true\` | $(ms "$run_hermes") vs $(ms "$run_true") | +${run_added_ms} ms | +10 ms | $(verdict "$run_added_ms" 10) |
+| (a') \`hermes --version\` (a bare hermes process, for scale) | $(ms "$bare") | | none | |
+$shm_row
+| (b) \`tasks history --limit 20\`: $big vs $small finished tasks | $(ms "$hist_big") vs $(ms "$hist_small") | $hist_ratio x | none | |
+| (c) \`tasks prune --older-than 1d --yes\` of $big finished tasks | ${prune_s} s (one run) | $(awk -v s="$prune_s" -v n="$big" 'BEGIN {printf "%.0f µs/task", s*1e6/n}') | none | |
+
+(a) is the mean of two medians of $runs_run runs each, taken in the order true, hermes, hermes, true.
+(c) pruned the tasks that (b) had read (generated once, never pruned before).
+EOF
+
+if $profile_run; then
+  if command -v strace >/dev/null 2>&1; then
+    echo
+    echo "### where (a)'s time goes: strace -f -w -c of one \`tasks run --wait -- true\`"
+    echo
+    echo "Wall time in each system call, summed over threads (futex and nanosleep are"
+    echo "the Go runtime's idle threads waiting; fsync is what the task machinery waits on)."
+    echo
+    echo '```'
+    strace -f -w -c -o "$tmp/strace.out" "$hermes" --home "$home_a" tasks run --wait -- "$true_bin" >/dev/null
+    head -20 "$tmp/strace.out"
+    echo '```'
+    awk '$NF == "fsync" {printf "fsync: %d calls, %.2f ms in all (under strace)\n", $4, $2 * 1000}' "$tmp/strace.out"
+  else
+    say "--profile-run needs strace"
+  fi
+fi

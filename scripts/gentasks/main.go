@@ -1,0 +1,204 @@
+// Command gentasks writes a profile's finished background tasks for
+// benchmarks, in the task store's exact formats, much faster than the
+// store would (no lock, no fsync, no rename: each file written once):
+//
+//	go run ./scripts/gentasks -home DIR -tasks N [-age 48h]
+//
+// Each task is a record DIR/profiles/<profile>/tasks/<id>.json as
+// fsstore.TaskStore.Finish leaves it, an empty log <id>.log, and a line
+// in .finished.jsonl, in the order the tasks finished; the .running
+// directory exists and is empty. Tasks start a minute apart, each runs for
+// a second, and the last one finished -age ago; one in ten failed.
+// main_test.go proves the bytes are the store's; `hermes --home DIR fsck`
+// passes on the result. The tasks directory must not hold tasks yet.
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/hermes/hermes/fsstore"
+)
+
+// Interval is the time between the starts of two successive tasks, and
+// Duration how long each runs.
+const (
+	Interval = time.Minute
+	Duration = time.Second
+)
+
+func main() {
+	home := flag.String("home", "", "hermes home (root) directory; required")
+	profile := flag.String("profile", "default", "profile name")
+	n := flag.Int("tasks", 1000, "number of finished tasks")
+	age := flag.Duration("age", 48*time.Hour, "how long ago the last task finished")
+	flag.Parse()
+	if *home == "" || flag.NArg() > 0 || *n < 0 || *age < 0 {
+		flag.Usage()
+		os.Exit(2)
+	}
+	if err := fsstore.CheckID("profile", *profile); err != nil {
+		fmt.Fprintln(os.Stderr, "gentasks:", err)
+		os.Exit(2)
+	}
+	dir := filepath.Join(*home, "profiles", *profile, "tasks")
+	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+		fmt.Fprintf(os.Stderr, "gentasks: %s is not empty\n", dir)
+		os.Exit(1)
+	}
+	t0 := time.Now()
+	lastStart := t0.Add(-*age - Duration)
+	start := lastStart.Add(-time.Duration(max(*n-1, 0)) * Interval)
+	if err := Write(dir, Tasks(start, *n)); err != nil {
+		fmt.Fprintln(os.Stderr, "gentasks:", err)
+		os.Exit(1)
+	}
+	fmt.Fprintf(os.Stderr, "gentasks: %d finished tasks in %s (%.1fs)\n", *n, dir, time.Since(t0).Seconds())
+}
+
+// Spec is what a generated task ran and how it ended.
+type Spec struct {
+	ID       string
+	Name     string
+	Command  []string
+	Cwd      string
+	Started  time.Time
+	Finished time.Time
+	Status   string
+	Exit     int
+	// The pids and start times the supervisor would have recorded.
+	PID, SupervisorPID        int
+	PIDStart, SupervisorStart string
+}
+
+// Tasks returns n task specs starting at start, Interval apart. Ids are
+// time-ordered like fsstore.NewID, with the index in place of the random
+// part, so they are unique and sort by creation.
+func Tasks(start time.Time, n int) []Spec {
+	specs := make([]Spec, n)
+	for i := range specs {
+		s := start.Add(time.Duration(i) * Interval)
+		sp := Spec{
+			ID:       s.UTC().Format("20060102_150405") + fmt.Sprintf("_%06x", i),
+			Name:     fmt.Sprintf("job-%d", i%10),
+			Command:  []string{"sh", "-c", fmt.Sprintf("echo task %d", i)},
+			Cwd:      "/srv/work",
+			Started:  s,
+			Finished: s.Add(Duration),
+			Status:   fsstore.TaskSucceeded,
+			PID:      10000 + 2*(i%20000) + 1, SupervisorPID: 10000 + 2*(i%20000),
+			PIDStart: fmt.Sprint(1000000 + i), SupervisorStart: fmt.Sprint(1000000 + i),
+		}
+		if i%10 == 9 {
+			sp.Status, sp.Exit = fsstore.TaskFailed, 1
+		}
+		specs[i] = sp
+	}
+	return specs
+}
+
+// Record is the record fsstore.TaskStore leaves for a task that ran as
+// spec says and whose log is empty.
+func Record(sp Spec) fsstore.Task {
+	code := sp.Exit
+	return fsstore.Task{
+		ID: sp.ID, Name: sp.Name, Command: sp.Command, Cwd: sp.Cwd,
+		PID: sp.PID, PIDStart: sp.PIDStart, SupervisorPID: sp.SupervisorPID, SupervisorStart: sp.SupervisorStart,
+		StartedAt:  fsstore.Timestamp(sp.Started),
+		FinishedAt: fsstore.Timestamp(sp.Finished),
+		DurationMS: sp.Finished.Sub(sp.Started).Milliseconds(),
+		Status:     sp.Status,
+		ExitCode:   &code,
+	}
+}
+
+// EncodeRecord encodes a record as the store does: indented two spaces,
+// HTML characters unescaped, a final newline.
+func EncodeRecord(t fsstore.Task) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(t); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// FinishedLine is the line of .finished.jsonl for a finished record,
+// with its newline.
+func FinishedLine(t fsstore.Task) ([]byte, error) {
+	line, err := json.Marshal(struct {
+		TaskID     string `json:"task_id"`
+		Name       string `json:"name"`
+		Status     string `json:"status"`
+		FinishedAt string `json:"finished_at"`
+	}{t.ID, t.Name, t.Status, t.FinishedAt})
+	return append(line, '\n'), err
+}
+
+// Write writes the tasks of specs, finished in their order, into dir, a
+// store's tasks directory (<profile dir>/tasks).
+func Write(dir string, specs []Spec) error {
+	if err := fsstore.EnsureDir(filepath.Join(dir, ".running")); err != nil {
+		return err
+	}
+	// File creation is the cost: spread it over the cores.
+	next := make(chan int)
+	errs := make(chan error, 1)
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := writeTask(dir, specs[i]); err != nil {
+					select {
+					case errs <- err:
+					default:
+					}
+				}
+			}
+		}()
+	}
+	for i := range specs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return err
+	default:
+	}
+	var b bytes.Buffer
+	for _, sp := range specs {
+		line, err := FinishedLine(Record(sp))
+		if err != nil {
+			return err
+		}
+		b.Write(line)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".finished.jsonl"), b.Bytes(), 0o600); err != nil {
+		return err
+	}
+	return fsstore.SyncDir(dir)
+}
+
+func writeTask(dir string, sp Spec) error {
+	doc, err := EncodeRecord(Record(sp))
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, sp.ID+".log"), nil, 0o600); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, sp.ID+".json"), doc, 0o600)
+}
