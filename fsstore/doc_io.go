@@ -24,14 +24,23 @@ func readDoc(path string, v any) error {
 
 // writeDoc writes v as an indented JSON document, atomically.
 func writeDoc(path string, v any) error {
+	b, err := encodeDoc(path, v)
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(path, b)
+}
+
+// encodeDoc is the JSON of a document as writeDoc writes it.
+func encodeDoc(path string, v any) ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(v); err != nil {
-		return fmt.Errorf("encode %s: %w", path, err)
+		return nil, fmt.Errorf("encode %s: %w", path, err)
 	}
-	return WriteFileAtomic(path, b.Bytes())
+	return b.Bytes(), nil
 }
 
 // quarantine moves an unreadable document aside to path.corrupt-<unix> and

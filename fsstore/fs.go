@@ -86,7 +86,19 @@ func WriteFileAtomic(path string, data []byte) (err error) {
 }
 
 // writeAtomic is WriteFileAtomic with the content produced by fill.
-func writeAtomic(path string, fill func(io.Writer) error) (err error) {
+func writeAtomic(path string, fill func(io.Writer) error) error {
+	if err := replaceFile(path, fill); err != nil {
+		return err
+	}
+	return SyncDir(filepath.Dir(path))
+}
+
+// replaceFile is writeAtomic without the sync of the directory: the new
+// content is on disk, but after a crash the name may still show the old
+// one, until something syncs the directory. It is for rewrites whose loss
+// a crash makes harmless (a task's pids), and for writers that sync the
+// directory once after several of them.
+func replaceFile(path string, fill func(io.Writer) error) (err error) {
 	dir := filepath.Dir(path)
 	f, err := createTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -114,7 +126,7 @@ func writeAtomic(path string, fill func(io.Writer) error) (err error) {
 	if err := rename(tmp, path); err != nil {
 		return fmt.Errorf("write %s: rename: %w", path, err)
 	}
-	return SyncDir(dir)
+	return nil
 }
 
 // moveAside renames path to path+suffix (a quarantine or a kept copy) and

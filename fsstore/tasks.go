@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -120,15 +121,31 @@ func (s *TaskStore) Create(t Task) (Task, error) {
 	if t.Command == nil {
 		t.Command = []string{}
 	}
-	f, _, err := OpenAppend(s.LogPath(t.ID), now)
+	// The marker and the empty log hold no data: they are created plainly,
+	// and the syncs of the two directories after the record commit all
+	// three names at once.
+	for _, path := range []string{s.runningMarker(t.ID), s.LogPath(t.ID)} {
+		if err := createEmpty(path); err != nil {
+			return Task{}, err
+		}
+	}
+	if err := writeDoc(s.docPath(t.ID), &t); err != nil {
+		return Task{}, err
+	}
+	return t, SyncDir(s.runningDir())
+}
+
+// createEmpty creates an empty file 0600, never through a symlink.
+func createEmpty(path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, fileMode)
 	if err != nil {
-		return Task{}, err
+		return fmt.Errorf("create %s: %w", path, err)
 	}
-	f.Close()
-	if err := WriteFileAtomic(s.runningMarker(t.ID), nil); err != nil {
-		return Task{}, err
+	err = f.Chmod(fileMode)
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	return t, writeDoc(s.docPath(t.ID), &t)
+	return err
 }
 
 // Get reads the record of task id. An unreadable record is quarantined
@@ -165,7 +182,12 @@ func (s *TaskStore) read(id string, locked bool) (Task, error) {
 }
 
 // Update applies change to the record of a running task under its lock.
-// A task that has finished is not changed: its record is final.
+// A task that has finished is not changed: its record is final; a change
+// that changes nothing writes nothing. Update records what a running task
+// is (its pids), which a crash makes meaningless: the record is synced but
+// its directory is not, and Finish's sync commits it with the end of the
+// task. After a power cut the record may show the task as Create wrote it,
+// which recovery treats like any task whose processes are gone.
 func (s *TaskStore) Update(id string, change func(*Task)) (Task, error) {
 	if err := CheckID("task id", id); err != nil {
 		return Task{}, err
@@ -179,8 +201,16 @@ func (s *TaskStore) Update(id string, change func(*Task)) (Task, error) {
 	if err != nil || t.Finished() {
 		return t, err
 	}
+	before, err := encodeDoc(s.docPath(id), &t)
+	if err != nil {
+		return t, err
+	}
 	change(&t)
-	return t, writeDoc(s.docPath(id), &t)
+	after, err := encodeDoc(s.docPath(id), &t)
+	if err != nil || bytes.Equal(before, after) {
+		return t, err
+	}
+	return t, replaceFile(s.docPath(id), func(w io.Writer) error { _, err := w.Write(after); return err })
 }
 
 // finishedEntry is a line of the finished log.
