@@ -27,38 +27,29 @@ func RLock(path string, timeout time.Duration) (unlock func(), err error) {
 
 func lock(path string, timeout time.Duration, shared bool) (func(), error) {
 	fl := flock.New(path, flock.SetFlag(os.O_CREATE|os.O_RDONLY|syscall.O_NOFOLLOW))
-	try, wait := fl.TryLock, fl.Lock
+	try := fl.TryLock
 	if shared {
-		try, wait = fl.TryRLock, fl.RLock
+		try = fl.TryRLock
 	}
-	ok, err := try()
-	if err != nil {
-		return nil, &os.PathError{Op: "lock", Path: path, Err: err}
-	}
-	if !ok {
-		if timeout <= 0 {
+	// The wait polls: a blocking flock cannot be called off when the time
+	// is up, and a waiter that got the lock after its caller gave up would
+	// hold it for nobody. Short sleeps keep the wake-up close to the
+	// holder's release.
+	deadline := time.Now().Add(timeout)
+	delay := 250 * time.Microsecond
+	for {
+		ok, err := try()
+		if err != nil {
+			return nil, &os.PathError{Op: "lock", Path: path, Err: err}
+		}
+		if ok {
+			break
+		}
+		if !time.Now().Before(deadline) {
 			return nil, &LockTimeoutError{Path: path, Timeout: timeout.String()}
 		}
-		// A blocking flock wakes the moment the holder lets go, which no
-		// polling interval matches; a timer bounds the wait.
-		done := make(chan error, 1)
-		go func() { done <- wait() }()
-		timer := time.NewTimer(timeout)
-		defer timer.Stop()
-		select {
-		case err := <-done:
-			if err != nil {
-				return nil, &os.PathError{Op: "lock", Path: path, Err: err}
-			}
-		case <-timer.C:
-			// The waiter may still get the lock later: it lets it go then.
-			go func() {
-				if <-done == nil {
-					fl.Unlock()
-				}
-			}()
-			return nil, &LockTimeoutError{Path: path, Timeout: timeout.String()}
-		}
+		time.Sleep(min(delay, time.Until(deadline)+time.Millisecond))
+		delay = min(delay*2, maxLockPoll)
 	}
 	// flock creates the sidecar 0600 less the umask, which may narrow it;
 	// the store's files are 0600 whatever the umask.
@@ -67,3 +58,6 @@ func lock(path string, timeout time.Duration, shared bool) (func(), error) {
 	}
 	return func() { fl.Unlock() }, nil
 }
+
+// maxLockPoll is the longest sleep between two tries of a lock.
+const maxLockPoll = 5 * time.Millisecond
