@@ -144,12 +144,6 @@ func dirNames(t testing.TB, dir string) []string {
 	return names
 }
 
-// copyFile copies src to dst (0600).
-func copyFile(t testing.TB, src, dst string) {
-	t.Helper()
-	mustWrite(t, dst, mustRead(t, src))
-}
-
 // texts returns the text of each message.
 func texts(msgs []Message) []string {
 	out := make([]string, len(msgs))

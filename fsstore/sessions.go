@@ -570,9 +570,6 @@ func (t *Transcript) Close() error {
 	return t.f.Close()
 }
 
-// Size is the number of bytes of the view.
-func (t *Transcript) Size() int64 { return t.size }
-
 // EachLine calls fn with each stored line, raw JSON without its newline,
 // valid only during the call. A torn tail is skipped and reported.
 func (t *Transcript) EachLine(fn func(line []byte) error) error {

@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
-	"strings"
 
 	"github.com/hermes/hermes/fsstore"
 )
@@ -121,13 +120,4 @@ func Use(root, name string) error {
 		return err
 	}
 	return fsstore.WriteFileAtomic(filepath.Join(root, "active_profile"), []byte(name+"\n"))
-}
-
-// Active returns the name in <root>/active_profile, or "" if none.
-func Active(root string) string {
-	b, err := os.ReadFile(filepath.Join(root, "active_profile"))
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(b))
 }

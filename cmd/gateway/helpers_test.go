@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -281,5 +280,3 @@ func fileExists(path string) bool {
 	_, err := os.Lstat(path)
 	return err == nil
 }
-
-func gatewayDir(dir string) string { return filepath.Join(dir, "gateway") }

@@ -286,22 +286,6 @@ func ts(s string) (string, error) {
 	return fsstore.Timestamp(t), nil
 }
 
-// textParts returns texts as a content value: a string for one text, a
-// list of text parts for several, null for none.
-func textParts(texts []string) json.RawMessage {
-	switch len(texts) {
-	case 0:
-		return json.RawMessage("null")
-	case 1:
-		return fsstore.TextContent(texts[0])
-	}
-	parts := make([]json.RawMessage, len(texts))
-	for i, t := range texts {
-		parts[i] = textPart(t)
-	}
-	return mustMarshal(parts)
-}
-
 func textPart(text string) json.RawMessage {
 	return mustMarshal(struct {
 		Type string `json:"type"`

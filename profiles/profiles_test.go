@@ -1,0 +1,99 @@
+package profiles
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hermes/hermes/fsstore"
+)
+
+func TestParseDuration(t *testing.T) {
+	day := 24 * time.Hour
+	for in, want := range map[string]time.Duration{
+		"30s": 30 * time.Second, "12h": 12 * time.Hour, "90d": 90 * day, "1w": 7 * day,
+		"1w2d": 9 * day, "1h30m": 90 * time.Minute, "1.5d": 36 * time.Hour, "500ms": 500 * time.Millisecond,
+	} {
+		got, err := ParseDuration(in)
+		if err != nil || got != want {
+			t.Errorf("ParseDuration(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "5", "d", "5x", "-1d", "0d", "0s", "1d-", "1 d", "9999999999999w", "1e3d"} {
+		if _, err := ParseDuration(in); !errors.Is(err, fsstore.ErrInvalid) {
+			t.Errorf("ParseDuration(%q): %v, want ErrInvalid", in, err)
+		}
+	}
+}
+
+func TestCheckName(t *testing.T) {
+	for _, ok := range []string{"default", "a", "work-2", "x_y", "0", strings.Repeat("a", 64)} {
+		if err := CheckName(ok); err != nil {
+			t.Errorf("CheckName(%q): %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "Work", "-x", "_x", "../x", "a/b", "a.b", ".", "a b", "é", strings.Repeat("a", 65)} {
+		if err := CheckName(bad); !errors.Is(err, fsstore.ErrInvalid) {
+			t.Errorf("CheckName(%q): %v, want ErrInvalid", bad, err)
+		}
+	}
+}
+
+// The profile comes from the flag, else $HERMES_PROFILE, else
+// active_profile, else default; a bad name from any of them is an error,
+// never a fallback.
+func TestResolveOrder(t *testing.T) {
+	root := t.TempDir()
+	t.Setenv("HERMES_PROFILE", "")
+	check := func(flag, wantName, wantFrom string) {
+		t.Helper()
+		p, err := Resolve(root, flag)
+		if err != nil || p.Name != wantName || p.From != wantFrom {
+			t.Errorf("Resolve(%q) = %+v, %v; want %s from %s", flag, p, err, wantName, wantFrom)
+		}
+	}
+	check("", "default", "default")
+	if err := Use(root, "work"); err != nil {
+		t.Fatal(err)
+	}
+	check("", "work", "active_profile")
+	t.Setenv("HERMES_PROFILE", "env")
+	check("", "env", "env")
+	check("flag", "flag", "flag")
+
+	t.Setenv("HERMES_PROFILE", "Bad")
+	if _, err := Resolve(root, ""); !errors.Is(err, fsstore.ErrInvalid) {
+		t.Errorf("a bad $HERMES_PROFILE: %v, want ErrInvalid", err)
+	}
+	t.Setenv("HERMES_PROFILE", "")
+	os.WriteFile(filepath.Join(root, "active_profile"), []byte("../etc\n"), 0o600)
+	if _, err := Resolve(root, ""); !errors.Is(err, fsstore.ErrInvalid) {
+		t.Errorf("a bad active_profile: %v, want ErrInvalid", err)
+	}
+}
+
+func TestLoadConfig(t *testing.T) {
+	dir := t.TempDir()
+	if c, err := LoadConfig(dir); err != nil || c.Provider != "" {
+		t.Fatalf("no config.yaml: %+v %v", c, err)
+	}
+	write := func(s string) { os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(s), 0o600) }
+	write("")
+	if _, err := LoadConfig(dir); err != nil {
+		t.Errorf("empty config.yaml: %v", err)
+	}
+	write("provider: exec\nkanban:\n  resume_on_respawn: false\ngateway:\n  max_stored_responses: 5\n")
+	c, err := LoadConfig(dir)
+	if err != nil || c.Provider != "exec" || c.Kanban.ResumeOnRespawn == nil || *c.Kanban.ResumeOnRespawn || c.Gateway.MaxStoredResponses != 5 {
+		t.Errorf("config: %+v %v", c, err)
+	}
+	for _, bad := range []string{"providr: echo\n", "provider: [\n", "gateway: 3\n"} {
+		write(bad)
+		if _, err := LoadConfig(dir); !errors.Is(err, fsstore.ErrInvalid) {
+			t.Errorf("config %q: %v, want ErrInvalid", bad, err)
+		}
+	}
+}
