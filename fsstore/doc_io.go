@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 )
 
 // readDoc reads the JSON document at path into v. A document that exists
@@ -51,4 +52,44 @@ func quarantine(path string, unix int64, cause error) error {
 		return errors.Join(cause, err)
 	}
 	return fmt.Errorf("%w; moved aside to %s", cause, dst)
+}
+
+// recordFile names the document of one record and the lock that guards it.
+type recordFile struct {
+	what, id   string // for messages: "session", "20261121_020734_a1b2c3"
+	path, lock string
+	locked     bool // the caller holds lock
+	timeout    time.Duration
+	now        func() time.Time
+}
+
+// readRecord reads the document of a record whose id field (idOf) must be
+// r.id. A missing document is ErrNotFound. One that does not parse, or
+// that parses but is not this record's ("null", "{}", another id: taking
+// it for one would rewrite it as an empty default), is quarantined under
+// the record's lock, so that a rewrite in progress is never mistaken for
+// damage, and reported.
+func readRecord[T any](r recordFile, idOf func(*T) string) (T, error) {
+	var v, zero T
+	err := readDoc(r.path, &v)
+	if errors.Is(err, os.ErrNotExist) {
+		return zero, NotFoundf("%s %s not found", r.what, r.id)
+	}
+	if err == nil && idOf(&v) != r.id {
+		err = &CorruptError{Path: r.path, Err: fmt.Errorf("document has id %q, not %q", idOf(&v), r.id)}
+	}
+	var corrupt *CorruptError
+	if !errors.As(err, &corrupt) {
+		return v, err
+	}
+	if !r.locked {
+		unlock, err := Lock(r.lock, r.timeout)
+		if err != nil {
+			return zero, err
+		}
+		defer unlock()
+		r.locked = true
+		return readRecord(r, idOf)
+	}
+	return zero, quarantine(r.path, r.now().Unix(), err)
 }

@@ -3,7 +3,6 @@ package fsstore
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -219,27 +218,8 @@ func (b *Board) Get(id string) (KanbanTask, error) {
 }
 
 func (b *Board) read(id string, locked bool) (KanbanTask, error) {
-	var t KanbanTask
-	err := readDoc(b.docPath(id), &t)
-	if errors.Is(err, os.ErrNotExist) {
-		return KanbanTask{}, NotFoundf("kanban task %s not found", id)
-	}
-	if err == nil && t.ID != id {
-		err = &CorruptError{Path: b.docPath(id), Err: fmt.Errorf("task has id %q, not %q", t.ID, id)}
-	}
-	var corrupt *CorruptError
-	if errors.As(err, &corrupt) {
-		if !locked {
-			unlock, lerr := Lock(b.lockPath(id), b.LockTimeout)
-			if lerr != nil {
-				return KanbanTask{}, lerr
-			}
-			defer unlock()
-			return b.read(id, true)
-		}
-		return KanbanTask{}, quarantine(b.docPath(id), b.Now().Unix(), err)
-	}
-	return t, err
+	return readRecord(recordFile{what: "kanban task", id: id, path: b.docPath(id), lock: b.lockPath(id),
+		locked: locked, timeout: b.LockTimeout, now: b.Now}, func(v *KanbanTask) string { return v.ID })
 }
 
 // Update applies change to task id under its lock: a compare-and-swap,

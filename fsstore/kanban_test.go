@@ -424,7 +424,7 @@ func TestKanbanCorruptQuarantined(t *testing.T) {
 	if err != nil || len(all) != 1 || all[0].ID != "good" {
 		t.Fatalf("all %+v, %v", all, err)
 	}
-	if ws := w.list(); len(ws) != 1 || !strings.Contains(ws[0], `task has id "good", not "other"`) || !strings.Contains(ws[0], "moved aside") {
+	if ws := w.list(); len(ws) != 1 || !strings.Contains(ws[0], `document has id "good", not "other"`) || !strings.Contains(ws[0], "moved aside") {
 		t.Fatalf("warnings %v", ws)
 	}
 	if !bytes.Equal(kbRead(t, b.docPath("other")+fmt.Sprintf(".corrupt-%d", clock.Now().Unix())), doc) {

@@ -104,29 +104,8 @@ func (s *SessionStore) lock(id string) (func(), error) {
 // quarantined (under the session's lock, so a concurrent rewrite is not
 // mistaken for damage) and reported as an error.
 func (s *SessionStore) readSession(id string, locked bool) (Session, error) {
-	var sess Session
-	err := readDoc(s.docPath(id), &sess)
-	if errors.Is(err, os.ErrNotExist) {
-		return Session{}, NotFoundf("session %s not found", id)
-	}
-	if err == nil && sess.ID != id {
-		// "null" or "{}" parse, but are not this session's document: taking
-		// them for one would rewrite it as an empty default.
-		err = &CorruptError{Path: s.docPath(id), Err: fmt.Errorf("document has id %q, not %q", sess.ID, id)}
-	}
-	var corrupt *CorruptError
-	if errors.As(err, &corrupt) {
-		if !locked {
-			unlock, lerr := s.lock(id)
-			if lerr != nil {
-				return Session{}, lerr
-			}
-			defer unlock()
-			return s.readSession(id, true)
-		}
-		return Session{}, quarantine(s.docPath(id), s.Now().Unix(), err)
-	}
-	return sess, err
+	return readRecord(recordFile{what: "session", id: id, path: s.docPath(id), lock: s.lockPath(id),
+		locked: locked, timeout: s.LockTimeout, now: s.Now}, func(v *Session) string { return v.ID })
 }
 
 // Create makes a session document with an empty transcript. The id is

@@ -158,27 +158,8 @@ func (s *TaskStore) Get(id string) (Task, error) {
 }
 
 func (s *TaskStore) read(id string, locked bool) (Task, error) {
-	var t Task
-	err := readDoc(s.docPath(id), &t)
-	if errors.Is(err, os.ErrNotExist) {
-		return Task{}, NotFoundf("task %s not found", id)
-	}
-	if err == nil && t.ID != id {
-		err = &CorruptError{Path: s.docPath(id), Err: fmt.Errorf("record has id %q, not %q", t.ID, id)}
-	}
-	var corrupt *CorruptError
-	if errors.As(err, &corrupt) {
-		if !locked {
-			unlock, lerr := Lock(s.lockPath(id), s.LockTimeout)
-			if lerr != nil {
-				return Task{}, lerr
-			}
-			defer unlock()
-			return s.read(id, true)
-		}
-		return Task{}, quarantine(s.docPath(id), s.Now().Unix(), err)
-	}
-	return t, err
+	return readRecord(recordFile{what: "task", id: id, path: s.docPath(id), lock: s.lockPath(id),
+		locked: locked, timeout: s.LockTimeout, now: s.Now}, func(v *Task) string { return v.ID })
 }
 
 // Update applies change to the record of a running task under its lock.
