@@ -73,27 +73,14 @@ type ListOptions struct {
 // filters reject), so its cost follows the limit, not the number of
 // sessions. Message counts are checked against the transcripts.
 func (s *SessionStore) List(opts ListOptions) ([]Session, error) {
-	f, err := os.Open(s.catalogPath())
-	if errors.Is(err, os.ErrNotExist) {
-		if err := s.rebuildCatalog(); err != nil {
-			return nil, err
-		}
-		f, err = os.Open(s.catalogPath())
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, nil
-		}
-	}
-	if err != nil {
+	f, size, err := s.openCatalog()
+	if f == nil || err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
 	seen := map[string]bool{}
 	var out []Session
-	err = eachLineBackward(f, fi.Size(), func(line []byte) bool {
+	err = eachLineBackward(f, size, func(line []byte) bool {
 		var e catalogEntry
 		if json.Unmarshal(line, &e) != nil || seen[e.SessionID] || CheckID("session id", e.SessionID) != nil {
 			return true
@@ -117,6 +104,20 @@ func (s *SessionStore) List(opts ListOptions) ([]Session, error) {
 		return opts.Limit <= 0 || len(out) < opts.Limit
 	})
 	return out, err
+}
+
+// openCatalog opens the catalog and returns its size, rebuilding it from
+// the documents when it is missing; (nil, 0, nil) when there are no
+// sessions.
+func (s *SessionStore) openCatalog() (*os.File, int64, error) {
+	f, size, err := openSized(s.catalogPath())
+	if f != nil || err != nil {
+		return f, size, err
+	}
+	if err := s.rebuildCatalog(); err != nil {
+		return nil, 0, err
+	}
+	return openSized(s.catalogPath())
 }
 
 // eachLineBackward calls fn with each complete line of the first size bytes
@@ -197,20 +198,13 @@ func (s *SessionStore) RebuildCatalog() error { return s.rebuildCatalog() }
 
 // catalogIDs returns the set of sessions the catalog names.
 func (s *SessionStore) catalogIDs() (map[string]bool, error) {
-	f, err := os.Open(s.catalogPath())
-	if errors.Is(err, os.ErrNotExist) {
-		return map[string]bool{}, nil
-	}
-	if err != nil {
-		return nil, err
+	ids := map[string]bool{}
+	f, size, err := openSized(s.catalogPath())
+	if f == nil || err != nil {
+		return ids, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	ids := map[string]bool{}
-	_, err = ScanLines(f, fi.Size(), func(line []byte, _ int64) error {
+	_, err = ScanLines(f, size, func(line []byte, _ int64) error {
 		var e catalogEntry
 		if json.Unmarshal(line, &e) == nil {
 			ids[e.SessionID] = true

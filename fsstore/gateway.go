@@ -522,28 +522,15 @@ func (g *GatewayStore) Serving() (bool, error) {
 // may land slightly out of order), so its cost follows the number of
 // recently active sessions, not the profile's size.
 func (s *SessionStore) ActiveSince(cutoff time.Time) ([]Session, error) {
-	f, err := os.Open(s.catalogPath())
-	if errors.Is(err, os.ErrNotExist) {
-		if err := s.rebuildCatalog(); err != nil {
-			return nil, err
-		}
-		f, err = os.Open(s.catalogPath())
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, nil
-		}
-	}
-	if err != nil {
+	f, size, err := s.openCatalog()
+	if f == nil || err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
 	stop := cutoff.Add(-10 * time.Second)
 	seen := map[string]bool{}
 	var out []Session
-	err = eachLineBackward(f, fi.Size(), func(line []byte) bool {
+	err = eachLineBackward(f, size, func(line []byte) bool {
 		var e catalogEntry
 		if json.Unmarshal(line, &e) != nil || CheckID("session id", e.SessionID) != nil {
 			return true

@@ -209,3 +209,40 @@ func AppendLines(f *os.File, lines [][]byte) error {
 	}
 	return nil
 }
+
+// openSized opens the file at path for reading and returns its size: the
+// view a reader scans. A file that does not exist is (nil, 0, nil).
+func openSized(path string) (*os.File, int64, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return f, fi.Size(), nil
+}
+
+// markerIDs returns the names in dir that are valid ids: the records an
+// index of marker files names. A missing dir names none.
+func markerIDs(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, e := range entries {
+		if CheckID("id", e.Name()) == nil {
+			ids = append(ids, e.Name())
+		}
+	}
+	return ids, nil
+}

@@ -273,20 +273,7 @@ func (b *Board) Update(id string, change func(t *KanbanTask, now time.Time) ([]E
 // blocked), from their markers, oldest first. Stale markers (of a task now
 // closed or gone) are removed.
 func (b *Board) OpenIDs() ([]string, error) {
-	entries, err := os.ReadDir(b.openDir())
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var ids []string
-	for _, e := range entries {
-		if CheckID("task id", e.Name()) == nil {
-			ids = append(ids, e.Name())
-		}
-	}
-	return ids, nil
+	return markerIDs(b.openDir())
 }
 
 // OpenTasks reads the open tasks.
@@ -385,19 +372,12 @@ func (b *Board) Events(id string) ([]Event, error) {
 }
 
 func (b *Board) scan(path string, fn func([]byte)) error {
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
+	f, size, err := openSized(path)
+	if f == nil || err != nil {
 		return err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	torn, err := ScanLines(f, fi.Size(), func(line []byte, _ int64) error { fn(line); return nil })
+	torn, err := ScanLines(f, size, func(line []byte, _ int64) error { fn(line); return nil })
 	if torn != nil {
 		b.Warn(torn.String())
 	}

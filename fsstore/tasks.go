@@ -298,20 +298,7 @@ func logTail(path string, n int64) (int64, string) {
 // Running returns the ids of the tasks whose records say running, from
 // their markers, oldest first.
 func (s *TaskStore) Running() ([]string, error) {
-	entries, err := os.ReadDir(s.runningDir())
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var ids []string
-	for _, e := range entries {
-		if CheckID("task id", e.Name()) == nil {
-			ids = append(ids, e.Name())
-		}
-	}
-	return ids, nil
+	return markerIDs(s.runningDir())
 }
 
 // HistoryOptions filter History.
@@ -326,18 +313,11 @@ type HistoryOptions struct {
 // reads the finished log backwards and opens only the records it returns,
 // so its cost follows the limit, not the number of tasks.
 func (s *TaskStore) History(opts HistoryOptions) ([]Task, error) {
-	f, err := os.Open(s.finishedPath())
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
+	f, size, err := openSized(s.finishedPath())
+	if f == nil || err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
 	since := ""
 	if !opts.Since.IsZero() {
 		since = Timestamp(opts.Since)
@@ -345,7 +325,7 @@ func (s *TaskStore) History(opts HistoryOptions) ([]Task, error) {
 	seen := map[string]bool{}
 	var out []Task
 	var readErr error
-	err = eachLineBackward(f, fi.Size(), func(line []byte) bool {
+	err = eachLineBackward(f, size, func(line []byte) bool {
 		var e finishedEntry
 		if json.Unmarshal(line, &e) != nil || seen[e.TaskID] || CheckID("task id", e.TaskID) != nil {
 			return true
@@ -479,20 +459,13 @@ func (s *TaskStore) dropFinished(removed map[string]bool) error {
 // its last line, in the place of its last line (as History sees it), so
 // that a task finished again after a crash counts as recently finished.
 func (s *TaskStore) finishedEntries() ([]finishedEntry, error) {
-	f, err := os.Open(s.finishedPath())
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
+	f, size, err := openSized(s.finishedPath())
+	if f == nil || err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
 	var all []finishedEntry
-	_, err = ScanLines(f, fi.Size(), func(line []byte, _ int64) error {
+	_, err = ScanLines(f, size, func(line []byte, _ int64) error {
 		var e finishedEntry
 		if json.Unmarshal(line, &e) != nil || CheckID("task id", e.TaskID) != nil {
 			return nil
