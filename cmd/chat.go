@@ -235,12 +235,6 @@ func (ch *chatter) turn(ctx context.Context, text string) (turnResult, error) {
 	if err != nil {
 		return turnResult{}, err
 	}
-	// The history is read once, before this turn's messages are appended
-	// to it: a resume of a long session parses its transcript once.
-	history, err := ch.store.Messages(sess.ID)
-	if err != nil {
-		return turnResult{}, err
-	}
 	interrupted := sess.State == fsstore.StateResumePending || sess.State == fsstore.StateSuspended
 	switch {
 	case sess.State == fsstore.StateEnded:
@@ -250,7 +244,11 @@ func (ch *chatter) turn(ctx context.Context, text string) (turnResult, error) {
 	case interrupted:
 		note := fsstore.ResumeNote(sess.ResumeReason)
 		// A turn that failed after the note was stored left it there.
-		if !notedSinceReply(history, note) {
+		noted, err := ch.notedSinceReply(sess.ID, note)
+		if err != nil {
+			return turnResult{}, err
+		}
+		if !noted {
 			pre = append(pre, fsstore.Message{Role: "system", Content: fsstore.TextContent(note)})
 		}
 	}
@@ -259,19 +257,14 @@ func (ch *chatter) turn(ctx context.Context, text string) (turnResult, error) {
 		ch.system = ""
 	}
 	turn := append(pre, fsstore.Message{Role: "user", Content: fsstore.TextContent(text)})
-	n, err := ch.store.Append(sess.ID, turn)
-	if err != nil {
+	if _, err := ch.store.Append(sess.ID, turn); err != nil {
 		return turnResult{}, err
 	}
-	history = append(history, turn...)
-	if int64(len(history)) != n {
-		// Another writer appended meanwhile: send what is stored.
-		if history, err = ch.store.Messages(sess.ID); err != nil {
-			return turnResult{}, err
-		}
-	}
 	ch.registerWithKanban(sess.ID)
-	req := provider.Request{SessionID: sess.ID, Messages: history}
+	// The provider reads the history as a stream, from the transcript as
+	// it stands now: a resume of a long session reaches the provider
+	// without first reading all of it.
+	req := provider.Request{SessionID: sess.ID, History: transcriptHistory{ch.store, sess.ID}}
 	if ch.stream {
 		req.Stream = ch.e.stdout
 	}
@@ -279,7 +272,7 @@ func (ch *chatter) turn(ctx context.Context, text string) (turnResult, error) {
 	if err != nil {
 		return turnResult{SessionID: sess.ID}, fmt.Errorf("%w (session %s keeps your message; resume it with hermes chat --resume %s)", err, sess.ID, sess.ID)
 	}
-	n, err = ch.store.Append(sess.ID, reply.Messages)
+	n, err := ch.store.Append(sess.ID, reply.Messages)
 	if err != nil {
 		return turnResult{}, err
 	}
@@ -291,15 +284,36 @@ func (ch *chatter) turn(ctx context.Context, text string) (turnResult, error) {
 	return turnResult{SessionID: sess.ID, Reply: replyText(reply.Messages), MessageCount: n, Usage: reply.Usage}, nil
 }
 
-// notedSinceReply reports whether a system message saying note follows
-// the last assistant message of history.
-func notedSinceReply(history []fsstore.Message, note string) bool {
-	for i := len(history) - 1; i >= 0 && history[i].Role != "assistant"; i-- {
-		if history[i].Role == "system" && history[i].Text() == note {
-			return true
-		}
+// transcriptHistory is a session's transcript as a provider.History: each
+// walk reads the transcript as it stands, a line at a time.
+type transcriptHistory struct {
+	store *fsstore.SessionStore
+	id    string
+}
+
+func (h transcriptHistory) Each(fn func(fsstore.Message) error) error {
+	t, err := h.store.OpenTranscript(h.id)
+	if err != nil {
+		return err
 	}
-	return false
+	defer t.Close()
+	return t.Each(fn)
+}
+
+// notedSinceReply reports whether a system message saying note follows
+// the last assistant message of session id.
+func (ch *chatter) notedSinceReply(id, note string) (bool, error) {
+	noted := false
+	err := transcriptHistory{ch.store, id}.Each(func(m fsstore.Message) error {
+		switch {
+		case m.Role == "assistant":
+			noted = false
+		case m.Role == "system" && m.Text() == note:
+			noted = true
+		}
+		return nil
+	})
+	return noted, err
 }
 
 // registerWithKanban records the session on the kanban run that started

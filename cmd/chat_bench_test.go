@@ -38,8 +38,10 @@ func benchEnv(b *testing.B, n int) (*env, string) {
 
 // BenchmarkResumeToProvider is the way of `chat --resume` on a session of
 // 100,000 messages, from the start of the turn to the provider call: read
-// the document and the whole history, store the user message (synced).
-// Compare it with BenchmarkExport of the same session.
+// the document, store the user message (synced). The provider reads the
+// history itself, as a stream: BenchmarkResumeEchoTurn measures a whole
+// turn that reads all of it. Compare both with BenchmarkExport of the same
+// session.
 func BenchmarkResumeToProvider(b *testing.B) {
 	e, id := benchEnv(b, 100_000)
 	p := &stopAtCall{}
@@ -55,6 +57,23 @@ func BenchmarkResumeToProvider(b *testing.B) {
 		n++
 	}
 	b.ReportMetric(float64(total.Microseconds())/1000/float64(n), "ms-to-provider")
+}
+
+// BenchmarkResumeEchoTurn is a whole `chat --resume` turn on a session of
+// 100,000 messages with the echo provider, which reads every message of
+// the history, and stores its reply.
+func BenchmarkResumeEchoTurn(b *testing.B) {
+	e, id := benchEnv(b, 100_000)
+	echo, err := provider.New(provider.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ch := &chatter{e: e, store: e.sessions(), prov: echo, sessionID: id}
+	for b.Loop() {
+		if _, err := ch.turn(context.Background(), "hi"); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 // BenchmarkExport streams the same session as `sessions export` does.

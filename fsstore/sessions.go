@@ -570,9 +570,10 @@ func (t *Transcript) Each(fn func(Message) error) error {
 	}
 	torn, err := ScanLines(t.f, t.size, func(line []byte, off int64) error {
 		// The message may outlive the call: it must not alias the
-		// scanner's buffer.
+		// scanner's buffer. Its strings are cut from the same copy, which
+		// is never written after this (what unsafe.String asks).
 		line = bytes.Clone(line)
-		m, ok := parseStored(line, string(line))
+		m, ok := parseStored(line, unsafe.String(unsafe.SliceData(line), len(line)))
 		if !ok {
 			var err error
 			if m, err = ParseMessage(line); err != nil {

@@ -173,7 +173,7 @@ func TestChatCompletionsRetryAfterProviderError(t *testing.T) {
 			if failing {
 				return provider.Reply{}, &provider.Error{Provider: "flaky", Message: "flaky: down"}
 			}
-			return assistant(fmt.Sprintf("ok after %d", len(req.Messages))), nil
+			return assistant(fmt.Sprintf("ok after %d", len(req.History.(provider.Messages)))), nil
 		}}
 	})
 	msgs := []any{userMsg("hello")}
@@ -446,7 +446,7 @@ func TestResponsesInputItems(t *testing.T) {
 	var got []fsstore.Message
 	e := newTestEnv(t, func(o *Options) {
 		o.Provider = &funcProvider{name: "rec", fn: func(ctx context.Context, req provider.Request) (provider.Reply, error) {
-			got = req.Messages
+			got = req.History.(provider.Messages)
 			return assistant("ok"), nil
 		}}
 	})

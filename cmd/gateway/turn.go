@@ -317,7 +317,7 @@ func (s *Server) runTurn(ctx context.Context, a admission, add []fsstore.Message
 	if started != nil {
 		started()
 	}
-	reply, err := s.opts.Provider.Complete(ctx, provider.Request{SessionID: id, Messages: history, Stream: stream})
+	reply, err := s.opts.Provider.Complete(ctx, provider.Request{SessionID: id, History: provider.Messages(history), Stream: stream})
 	if err != nil {
 		return turnOutcome{}, fmt.Errorf("%w (session %s keeps the request's messages; retrying continues it)", err, id)
 	}

@@ -11,6 +11,12 @@
 // by Config.Timeout (default 10 minutes; negative for none); a call that runs
 // out of it fails with an *Error wrapping context.DeadlineExceeded.
 //
+// The history comes as a Request.History, read as a stream: the chat
+// command passes the session's transcript itself, so a resume of a long
+// session calls the provider at once and a provider reads the history as
+// it needs it (exec feeds it to the command's stdin line by line). A
+// History held in memory is a Messages.
+//
 // # echo
 //
 // echo needs no model and answers the same way every time, for offline use
@@ -18,7 +24,7 @@
 //
 //	echo: <N> messages received; you said: <text>
 //
-// where N is the number of messages in the request and text is the text of
+// where N is the number of messages in the history and text is the text of
 // the last user message (empty when there is none). The text is also
 // written to Request.Stream. It reports no usage.
 //

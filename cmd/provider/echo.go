@@ -17,14 +17,18 @@ func (echoProvider) Complete(ctx context.Context, req Request) (Reply, error) {
 	if err := ctx.Err(); err != nil {
 		return Reply{}, err
 	}
-	last := ""
-	for i := len(req.Messages) - 1; i >= 0; i-- {
-		if req.Messages[i].Role == "user" {
-			last = req.Messages[i].Text()
-			break
+	n, last := 0, fsstore.Message{}
+	err := req.History.Each(func(m fsstore.Message) error {
+		n++
+		if m.Role == "user" {
+			last = m // its text is decoded once, at the end
 		}
+		return nil
+	})
+	if err != nil {
+		return Reply{}, err
 	}
-	text := fmt.Sprintf("echo: %d messages received; you said: %s", len(req.Messages), last)
+	text := fmt.Sprintf("echo: %d messages received; you said: %s", n, last.Text())
 	(&streamWriter{w: req.Stream}).WriteString(text)
 	return Reply{Messages: []fsstore.Message{{Role: "assistant", Content: fsstore.TextContent(text)}}}, nil
 }

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -37,22 +38,33 @@ func (p *execProvider) Complete(ctx context.Context, req Request) (Reply, error)
 	ctx, cancel := withTimeout(ctx, p.timeout)
 	defer cancel()
 
-	// MarshalJSON directly, not json.Marshal: the store's own bytes, without
-	// json.Marshal's \u003c escaping of < > &, are easier on shell scripts.
-	var stdin bytes.Buffer
-	for _, m := range req.Messages {
-		line, err := m.MarshalJSON()
-		if err != nil {
-			return Reply{}, fmt.Errorf("exec provider: encoding transcript: %w", err)
+	// The transcript streams to the command's stdin as it is read, so a
+	// long history is never held whole. MarshalJSON directly, not
+	// json.Marshal: the store's own bytes, without json.Marshal's \u003c
+	// escaping of < > &, are easier on shell scripts.
+	stdin, feed := io.Pipe()
+	fed := make(chan error, 1)
+	go func() {
+		w := bufio.NewWriterSize(feed, 64<<10)
+		err := req.History.Each(func(m fsstore.Message) error {
+			line, err := m.MarshalJSON()
+			if err != nil {
+				return err
+			}
+			w.Write(line)
+			return w.WriteByte('\n')
+		})
+		if err == nil {
+			err = w.Flush()
 		}
-		stdin.Write(line)
-		stdin.WriteByte('\n')
-	}
+		feed.CloseWithError(err)
+		fed <- err
+	}()
 
 	out := &execOutput{stream: &streamWriter{w: req.Stream}}
 	cmd := exec.CommandContext(ctx, "sh", "-c", p.command)
 	cmd.Env = append(os.Environ(), "HERMES_SESSION_ID="+req.SessionID)
-	cmd.Stdin = &stdin
+	cmd.Stdin = stdin
 	cmd.Stdout = out
 	cmd.Stderr = p.stderr
 	// Its own process group, so that a cancel kills what the command
@@ -62,6 +74,12 @@ func (p *execProvider) Complete(ctx context.Context, req Request) (Reply, error)
 	cmd.WaitDelay = execWaitDelay
 
 	err := cmd.Run()
+	// A command that exits without reading all of stdin leaves the feeder
+	// blocked: unblock it.
+	stdin.CloseWithError(io.ErrClosedPipe)
+	if ferr := <-fed; ferr != nil && !errors.Is(ferr, io.ErrClosedPipe) && err == nil {
+		return Reply{}, &Error{Provider: "exec", Message: "exec provider: reading the transcript: " + oneLine(ferr.Error()), Err: ferr}
+	}
 	if errors.Is(err, exec.ErrWaitDelay) {
 		err = nil // exited 0; only a leftover child still held stdout
 	}

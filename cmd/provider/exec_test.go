@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hermes/hermes/fsstore"
 )
 
 // newExecTest returns an exec provider running script, and where its
@@ -53,7 +55,7 @@ printf '{"role":"tool","tool_call_id":"call_1","content":"%s lines, session %s"}
 		t.Errorf("usage = %+v, want nil", reply.Usage)
 	}
 	var wantStdin bytes.Buffer
-	for _, m := range req.Messages {
+	for _, m := range req.History.(Messages) {
 		b, _ := m.MarshalJSON()
 		wantStdin.Write(b)
 		wantStdin.WriteByte('\n')
@@ -194,4 +196,25 @@ func alive(pid int) bool {
 	// The state follows the command name in parentheses: "pid (comm) S …".
 	_, rest, _ := strings.Cut(string(b), ") ")
 	return !strings.HasPrefix(rest, "Z")
+}
+
+// The history streams to the command's stdin: a command that answers
+// without reading it all (far more than a pipe holds) still returns, and
+// one that reads it all sees every line.
+func TestExecStreamsLongHistory(t *testing.T) {
+	var history Messages
+	for i := range 5000 {
+		history = append(history, fsstore.Message{Seq: int64(i + 1), TS: "2026-11-21T00:00:00Z", Role: "user",
+			Content: fsstore.TextContent(strings.Repeat("x", 100))})
+	}
+	p, _ := newExecTest(t, `echo '{"role":"assistant","content":"no need to read"}'`, 10*time.Second)
+	reply, err := p.Complete(context.Background(), Request{History: history})
+	if err != nil || len(reply.Messages) != 1 {
+		t.Fatalf("a command that ignores stdin: %v %v", reply, err)
+	}
+	p, _ = newExecTest(t, `n=$(wc -l); echo "{\"role\":\"assistant\",\"content\":\"$n\"}"`, 10*time.Second)
+	reply, err = p.Complete(context.Background(), Request{History: history})
+	if err != nil || strings.TrimSpace(reply.Messages[0].Text()) != "5000" {
+		t.Fatalf("a command that reads stdin: %v %v", reply, err)
+	}
 }

@@ -80,7 +80,10 @@ func (p *openAI) Name() string { return "openai" }
 func (p *openAI) Complete(ctx context.Context, req Request) (Reply, error) {
 	ctx, cancel := withTimeout(ctx, p.timeout)
 	defer cancel()
-	body := requestBody(p.model, req.Messages, req.Stream != nil)
+	body, err := requestBody(p.model, req.History, req.Stream != nil)
+	if err != nil {
+		return Reply{}, &Error{Provider: "openai", Message: "openai: reading the transcript: " + oneLine(err.Error()), Err: err}
+	}
 	stream := &streamWriter{w: req.Stream}
 	for attempt := 1; ; attempt++ {
 		reply, err := p.attempt(ctx, body, stream)
@@ -146,24 +149,30 @@ func parseRetryAfter(h string) time.Duration {
 // are written as the store keeps them (ChatJSON), so content parts and tool
 // calls reach the server unchanged; fields the API does not define are not
 // sent.
-func requestBody(model string, msgs []fsstore.Message, stream bool) []byte {
+func requestBody(model string, history History, stream bool) ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteString(`{"model":`)
 	m, _ := json.Marshal(model) // a string always encodes
 	b.Write(m)
 	b.WriteString(`,"messages":[`)
-	for i, msg := range msgs {
-		if i > 0 {
+	first := true
+	err := history.Each(func(msg fsstore.Message) error {
+		if !first {
 			b.WriteByte(',')
 		}
+		first = false
 		b.Write(msg.ChatJSON())
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	b.WriteByte(']')
 	if stream {
 		b.WriteString(`,"stream":true,"stream_options":{"include_usage":true}`)
 	}
 	b.WriteByte('}')
-	return b.Bytes()
+	return b.Bytes(), nil
 }
 
 // attempt sends one request. Its error says whether a retry may help.

@@ -35,7 +35,7 @@ func newOpenAITest(t *testing.T, url string, cfg Config) Provider {
 
 // toolTranscript has an assistant message with tool calls and the tool's answer.
 func toolTranscript(t *testing.T) Request {
-	return Request{SessionID: "s1", Messages: transcript(t,
+	return Request{SessionID: "s1", History: transcript(t,
 		`{"role":"system","content":"You are terse."}`,
 		`{"role":"user","content":"weather in Paris?"}`,
 		`{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]}`,

@@ -25,8 +25,30 @@ type Config struct {
 // Request is one turn: the transcript so far, the new user message last.
 type Request struct {
 	SessionID string
-	Messages  []fsstore.Message // the full history, the new user message last
-	Stream    io.Writer         // if non-nil, text of the reply is written here as it arrives (streaming)
+	History   History   // the full history, the new user message last
+	Stream    io.Writer // if non-nil, text of the reply is written here as it arrives (streaming)
+}
+
+// History is the transcript a provider answers, read as a stream: a
+// provider holds no more of a long history than it needs, and a resume of
+// a long session calls the provider without first reading all of it.
+type History interface {
+	// Each calls fn with each message in order; an error from fn stops
+	// the walk and is returned.
+	Each(fn func(fsstore.Message) error) error
+}
+
+// Messages is a History held in memory.
+type Messages []fsstore.Message
+
+// Each calls fn with each message.
+func (ms Messages) Each(fn func(fsstore.Message) error) error {
+	for _, m := range ms {
+		if err := fn(m); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Usage is the token count a provider reports for one call.
@@ -45,7 +67,7 @@ type Reply struct {
 // Provider turns a transcript into a reply.
 type Provider interface {
 	Name() string
-	// Complete returns the messages to append after req.Messages. On error
+	// Complete returns the messages to append after req.History. On error
 	// nothing of the reply is valid, though part of its text may already
 	// have been written to req.Stream.
 	Complete(ctx context.Context, req Request) (Reply, error)

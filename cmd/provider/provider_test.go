@@ -10,7 +10,7 @@ import (
 )
 
 // transcript parses JSONL lines into messages, numbering them as the store would.
-func transcript(t *testing.T, lines ...string) []fsstore.Message {
+func transcript(t *testing.T, lines ...string) Messages {
 	t.Helper()
 	var msgs []fsstore.Message
 	for i, line := range lines {
@@ -83,7 +83,7 @@ func TestEchoReply(t *testing.T) {
 		`{"role":"user","content":[{"type":"text","text":"hello"},{"type":"image_url","image_url":{"url":"x"}},{"type":"text","text":"world"}]}`,
 	)
 	var stream strings.Builder
-	reply, err := p.Complete(context.Background(), Request{SessionID: "s", Messages: msgs, Stream: &stream})
+	reply, err := p.Complete(context.Background(), Request{SessionID: "s", History: msgs, Stream: &stream})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestEchoReply(t *testing.T) {
 		t.Errorf("usage = %+v, want nil", reply.Usage)
 	}
 
-	reply, err = p.Complete(context.Background(), Request{Messages: msgs[:1]})
+	reply, err = p.Complete(context.Background(), Request{History: msgs[:1]})
 	if err != nil {
 		t.Fatal(err)
 	}
