@@ -240,6 +240,16 @@ func kanbanList(e *env) error {
 	return tb.flush()
 }
 
+// kanbanArgs reads the ID argument of a human verb and opens the board.
+func kanbanArgs(e *env) (*fsstore.Board, string, error) {
+	id, err := kanbanTaskArg(e)
+	if err != nil {
+		return nil, "", err
+	}
+	board, err := e.board()
+	return board, id, err
+}
+
 // kanbanTaskArg reads the ID argument of a human verb.
 func kanbanTaskArg(e *env) (string, error) {
 	id, err := oneArg(e.c, "task ID")
@@ -250,11 +260,7 @@ func kanbanTaskArg(e *env) (string, error) {
 }
 
 func kanbanShow(e *env) error {
-	id, err := kanbanTaskArg(e)
-	if err != nil {
-		return err
-	}
-	board, err := e.board()
+	board, id, err := kanbanArgs(e)
 	if err != nil {
 		return err
 	}
@@ -328,11 +334,7 @@ func printRuns(e *env, runs []fsstore.Run) {
 }
 
 func kanbanRuns(e *env) error {
-	id, err := kanbanTaskArg(e)
-	if err != nil {
-		return err
-	}
-	board, err := e.board()
+	board, id, err := kanbanArgs(e)
 	if err != nil {
 		return err
 	}
@@ -468,11 +470,7 @@ func kanbanBlock(e *env) error {
 // transition moves a task from one status to another, refusing (exit 4)
 // from any other.
 func transition(e *env, from, to, event string) error {
-	id, err := kanbanTaskArg(e)
-	if err != nil {
-		return err
-	}
-	board, err := e.board()
+	board, id, err := kanbanArgs(e)
 	if err != nil {
 		return err
 	}
@@ -667,11 +665,7 @@ func kanbanRegisterSession(e *env) error {
 }
 
 func kanbanArchive(e *env) error {
-	id, err := kanbanTaskArg(e)
-	if err != nil {
-		return err
-	}
-	board, err := e.board()
+	board, id, err := kanbanArgs(e)
 	if err != nil {
 		return err
 	}
