@@ -277,7 +277,9 @@ func (s *TaskStore) Check(repair bool, lostFound string) ([]Finding, error) {
 	for _, e := range finished {
 		listed[e.TaskID] = true
 	}
-	indexOK := true
+	// logDamaged: the finished log itself is wrong, not only the markers;
+	// only then is it copied aside before it is rebuilt.
+	indexOK, logDamaged := true, false
 	records := map[string]bool{}
 	for _, e := range entries {
 		name := e.Name()
@@ -311,7 +313,7 @@ func (s *TaskStore) Check(repair bool, lostFound string) ([]Finding, error) {
 		switch {
 		case t.Finished() && !listed[id]:
 			add(Finding{Path: s.finishedPath(), What: "finished log lacks task " + id, Problem: true})
-			indexOK = false
+			indexOK, logDamaged = false, true
 		case !t.Finished() && !marked[id]:
 			add(Finding{Path: s.runningDir(), What: "no running marker for task " + id, Problem: true})
 			indexOK = false
@@ -326,19 +328,18 @@ func (s *TaskStore) Check(repair bool, lostFound string) ([]Finding, error) {
 			indexOK = false
 		}
 	}
-	if f, err := os.Open(s.finishedPath()); err == nil {
-		fi, serr := f.Stat()
-		if serr == nil {
-			if torn, _ := ScanLines(f, fi.Size(), func([]byte, int64) error { return nil }); torn != nil {
-				add(Finding{Path: s.finishedPath(), What: fmt.Sprintf("torn tail of %d bytes at offset %d", torn.Size, torn.Offset), Problem: true})
-				indexOK = false
-			}
+	if f, size, err := openSized(s.finishedPath()); f != nil && err == nil {
+		if torn, _ := ScanLines(f, size, func([]byte, int64) error { return nil }); torn != nil {
+			add(Finding{Path: s.finishedPath(), What: fmt.Sprintf("torn tail of %d bytes at offset %d", torn.Size, torn.Offset), Problem: true})
+			indexOK, logDamaged = false, true
 		}
 		f.Close()
 	}
 	if !indexOK && repair {
-		if _, err := copyAside(s.finishedPath(), fmt.Sprintf(".replaced-%d", s.Now().Unix())); err != nil {
-			return out, err
+		if logDamaged {
+			if _, err := copyAside(s.finishedPath(), fmt.Sprintf(".replaced-%d", s.Now().Unix())); err != nil {
+				return out, err
+			}
 		}
 		err := s.RebuildIndex()
 		for i := range out {
