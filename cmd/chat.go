@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/urfave/cli/v2"
 
@@ -146,6 +147,10 @@ func chat(e *env) error {
 	}
 	if strings.TrimSpace(prompt) == "" {
 		return usagef("no prompt: give -q PROMPT or pipe it on stdin")
+	}
+	if !utf8.ValidString(prompt) {
+		// Stored as JSON, a bad byte would silently become U+FFFD.
+		return usagef("the prompt is not valid UTF-8 (convert it first, e.g. with iconv)")
 	}
 	ch.stream = !e.json && isTerminalWriter(e.stdout)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

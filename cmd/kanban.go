@@ -5,11 +5,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/urfave/cli/v2"
 
@@ -154,6 +156,9 @@ func kanbanCreate(e *env) error {
 		if err != nil {
 			return err
 		}
+		if !utf8.Valid(b) {
+			return usagef("--body-file %s is not valid UTF-8", f)
+		}
 		t.Body = string(b)
 	}
 	if t.Assignee = e.c.String("assignee"); t.Assignee == "" {
@@ -190,8 +195,11 @@ func readAllStdin(e *env) ([]byte, error) {
 	for {
 		n, err := e.stdin.Read(buf)
 		b.Write(buf[:n])
-		if err != nil {
+		if err == io.EOF {
 			return []byte(b.String()), nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read stdin: %w", err)
 		}
 	}
 }

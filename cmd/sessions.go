@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/urfave/cli/v2"
 
@@ -189,6 +190,12 @@ func readMessages(r io.Reader) ([]fsstore.Message, error) {
 	for n := 1; ; n++ {
 		line, err := br.ReadBytes('\n')
 		if len(strings.TrimSpace(string(line))) > 0 {
+			// JSON is UTF-8 (RFC 8259); the decoder would silently turn
+			// a bad byte into U+FFFD, so the stored content would not be
+			// what was sent.
+			if !utf8.Valid(line) {
+				return nil, fsstore.Invalidf("stdin line %d is not valid UTF-8", n)
+			}
 			m, perr := fsstore.ParseMessage(line)
 			if perr != nil {
 				return nil, fmt.Errorf("stdin line %d: %w", n, perr)
@@ -216,6 +223,9 @@ func sessionsAppend(e *env) error {
 		}
 		if role == "" {
 			role = "user"
+		}
+		if !utf8.ValidString(e.c.String("content")) {
+			return usagef("--content is not valid UTF-8")
 		}
 		m := fsstore.Message{Role: role, Content: fsstore.TextContent(e.c.String("content"))}
 		line, _ := m.MarshalJSON()

@@ -181,7 +181,9 @@ func tasksRun(e *env) error {
 	}
 	if e.c.Bool("wait") {
 		final, err := supervisor.Supervise(supervisor.Spec{Store: store, ID: t.ID, Env: env, Output: e.stdout})
-		if !final.Finished() {
+		if final.ID == "" || !final.Finished() {
+			// No record came back (the supervisor could not write it,
+			// e.g. on a full disk): the error says why.
 			return err
 		}
 		if err != nil {

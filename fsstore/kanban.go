@@ -176,10 +176,7 @@ func (b *Board) Create(t KanbanTask) (KanbanTask, error) {
 	if err := CheckTitle(t.Title); err != nil {
 		return KanbanTask{}, err
 	}
-	if err := EnsureDir(b.tasksDir()); err != nil {
-		return KanbanTask{}, err
-	}
-	if err := EnsureDir(b.openDir()); err != nil {
+	if err := b.ensureDirs(); err != nil {
 		return KanbanTask{}, err
 	}
 	unlock, err := Lock(b.lockPath(t.ID), b.LockTimeout)
@@ -204,9 +201,24 @@ func (b *Board) Create(t KanbanTask) (KanbanTask, error) {
 		return KanbanTask{}, err
 	}
 	if err := writeDoc(b.docPath(t.ID), &t); err != nil {
+		// A full disk: the marker of a task that was never made goes too.
+		os.Remove(filepath.Join(b.openDir(), t.ID))
 		return KanbanTask{}, err
 	}
 	return t, b.appendEvent(t.ID, Event{TS: ts, Type: "created", Detail: t.Status})
+}
+
+// ensureDirs makes the board's directories, refusing any that is a
+// symlink. EnsureDir checks only the directory it is given when that
+// exists, so a symlinked kanban dir above tasks/ and open/ must be checked
+// itself.
+func (b *Board) ensureDirs() error {
+	for _, dir := range []string{b.Dir, b.tasksDir(), b.openDir()} {
+		if err := EnsureDir(dir); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Get reads task id.
@@ -234,6 +246,9 @@ func (b *Board) Update(id string, change func(t *KanbanTask, now time.Time) ([]E
 	// would leave a stray sidecar behind (or fail, on a board not yet made).
 	if _, err := os.Lstat(b.docPath(id)); errors.Is(err, os.ErrNotExist) {
 		return KanbanTask{}, NotFoundf("kanban task %s not found", id)
+	}
+	if err := b.ensureDirs(); err != nil {
+		return KanbanTask{}, err
 	}
 	unlock, err := Lock(b.lockPath(id), b.LockTimeout)
 	if err != nil {
@@ -392,6 +407,9 @@ func (b *Board) appendEvent(id string, ev Event) error {
 // appendLine appends to one of a task's logs under a lock of its own, so
 // comments do not wait for a claim.
 func (b *Board) appendLine(id, path string, line []byte) error {
+	if err := b.ensureDirs(); err != nil {
+		return err
+	}
 	unlock, err := Lock(path+".lock", b.LockTimeout)
 	if err != nil {
 		return err

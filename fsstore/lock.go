@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"errors"
 	"os"
 	"syscall"
 	"time"
@@ -39,6 +40,9 @@ func lock(path string, timeout time.Duration, shared bool) (func(), error) {
 	delay := 250 * time.Microsecond
 	for {
 		ok, err := try()
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, Refusedf("lock %s is a symlink; refusing to write through it", path)
+		}
 		if err != nil {
 			return nil, &os.PathError{Op: "lock", Path: path, Err: err}
 		}

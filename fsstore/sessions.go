@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 	"unsafe"
 )
 
@@ -154,7 +155,16 @@ func (s *SessionStore) Create(sess Session) (_ Session, created bool, err error)
 	}
 	sess.Profile = s.Profile
 	// A transcript may exist without a document (its document was
-	// quarantined): it is kept, and the new document counts it.
+	// quarantined): it is kept, and the new document counts it. One this
+	// call creates is removed again if the create fails (a full disk), so
+	// a failed create leaves no transcript without a document.
+	if _, lerr := os.Lstat(s.logPath(sess.ID)); errors.Is(lerr, os.ErrNotExist) {
+		defer func() {
+			if err != nil {
+				os.Remove(s.logPath(sess.ID))
+			}
+		}()
+	}
 	f, moved, err := OpenAppend(s.logPath(sess.ID), now)
 	if err != nil {
 		return Session{}, false, err
@@ -338,10 +348,21 @@ func (s *SessionStore) appendLocked(sess *Session, msgs []Message) (int64, error
 	}
 	sess.MessageCount = seq
 	sess.UpdatedAt = ts
-	if err := s.touchCatalog(sess.ID, now); err != nil {
+	err = s.touchCatalog(sess.ID, now)
+	if err == nil {
+		err = writeDoc(s.docPath(sess.ID), sess)
+	}
+	if err != nil {
+		// The append is reported as failed (a full disk refused the
+		// document), so it must not have happened: a caller that retries
+		// would store the messages twice. Cut the transcript back; a
+		// catalog line already written is a harmless cache entry.
+		if terr := f.Truncate(fi.Size()); terr == nil {
+			syncFile(f)
+		}
 		return 0, err
 	}
-	return seq, writeDoc(s.docPath(sess.ID), sess)
+	return seq, nil
 }
 
 func preview(text string) string {
@@ -747,6 +768,9 @@ func (s *SessionStore) Rename(id, title string) (Session, error) {
 func CheckTitle(title string) error {
 	if len(title) > 200 {
 		return Invalidf("title is %d bytes; the limit is 200", len(title))
+	}
+	if !utf8.ValidString(title) {
+		return Invalidf("title %q is not valid UTF-8", title)
 	}
 	for _, r := range title {
 		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {

@@ -105,7 +105,7 @@ func (s *TaskStore) Create(t Task) (Task, error) {
 	if err := CheckID("task id", t.ID); err != nil {
 		return Task{}, err
 	}
-	if err := EnsureDir(s.runningDir()); err != nil {
+	if err := s.ensureDirs(); err != nil {
 		return Task{}, err
 	}
 	unlock, err := Lock(s.lockPath(t.ID), s.LockTimeout)
@@ -124,15 +124,37 @@ func (s *TaskStore) Create(t Task) (Task, error) {
 	// The marker and the empty log hold no data: they are created plainly,
 	// and the syncs of the two directories after the record commit all
 	// three names at once.
+	var made []string
 	for _, path := range []string{s.runningMarker(t.ID), s.LogPath(t.ID)} {
 		if err := createEmpty(path); err != nil {
+			removeAll(made)
 			return Task{}, err
 		}
+		made = append(made, path)
 	}
 	if err := writeDoc(s.docPath(t.ID), &t); err != nil {
+		// A full disk: no marker or log without a record is left behind.
+		removeAll(made)
 		return Task{}, err
 	}
 	return t, SyncDir(s.runningDir())
+}
+
+// ensureDirs makes the store's directories, refusing any that is a
+// symlink: EnsureDir checks only the directory it is given when that
+// exists, so a symlinked tasks dir above .running must be checked itself.
+func (s *TaskStore) ensureDirs() error {
+	if err := EnsureDir(s.Dir); err != nil {
+		return err
+	}
+	return EnsureDir(s.runningDir())
+}
+
+// removeAll removes the files a failed create made.
+func removeAll(paths []string) {
+	for _, p := range paths {
+		os.Remove(p)
+	}
 }
 
 // createEmpty creates an empty file 0600, never through a symlink.
@@ -171,6 +193,9 @@ func (s *TaskStore) read(id string, locked bool) (Task, error) {
 // which recovery treats like any task whose processes are gone.
 func (s *TaskStore) Update(id string, change func(*Task)) (Task, error) {
 	if err := CheckID("task id", id); err != nil {
+		return Task{}, err
+	}
+	if err := s.ensureDirs(); err != nil {
 		return Task{}, err
 	}
 	unlock, err := Lock(s.lockPath(id), s.LockTimeout)
@@ -212,6 +237,9 @@ type finishedEntry struct {
 // running, and nothing is written.
 func (s *TaskStore) Finish(id string, change func(*Task)) (t Task, finished bool, err error) {
 	if err := CheckID("task id", id); err != nil {
+		return Task{}, false, err
+	}
+	if err := s.ensureDirs(); err != nil {
 		return Task{}, false, err
 	}
 	unlock, err := Lock(s.lockPath(id), s.LockTimeout)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hermes/hermes/fsstore"
 )
@@ -75,6 +76,18 @@ func Parse(r io.Reader, format string) ([]Session, error) {
 	}
 	if len(bytes.TrimSpace(trimBOM(data))) == 0 {
 		return nil, invalidf(format, 0, "empty input")
+	}
+	if !utf8.Valid(data) {
+		// JSON is UTF-8; the decoder would turn a bad byte into U+FFFD.
+		off := 0
+		for off < len(data) {
+			r, size := utf8.DecodeRune(data[off:])
+			if r == utf8.RuneError && size == 1 {
+				break
+			}
+			off += size
+		}
+		return nil, invalidf(format, lineAt(data, int64(off)), "not valid UTF-8")
 	}
 	switch format {
 	case FormatHermesJSON:

@@ -1,0 +1,68 @@
+package importer
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/hermes/hermes/fsstore"
+)
+
+// FuzzImport: Parse, in every format and with detection, never panics;
+// every error is ErrInvalid; every message of an accepted session is one
+// the store accepts once written (MarshalJSON, then fsstore.ParseMessage).
+func FuzzImport(f *testing.F) {
+	fixtures, err := filepath.Glob(filepath.Join("..", "..", "testdata", "import", "*"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, p := range fixtures {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	for _, s := range []string{
+		"", "\xef\xbb\xbf", "[]", "null", "{", `{"messages":null}`,
+		`{"session_id":"s","messages":[{"role":"user","content":"hi"},{"role":"bogus"}]}`,
+		`{"messages":[{"role":"user","content":{"x":1}}]}` + "\n",
+		`{"type":"user","sessionId":"a","message":{"role":"user","content":[{"type":"tool_result","content":null}]}}`,
+		`{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"x"}]}}`,
+		`{"id":"x","timestamp":"not a time"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	formats := append([]string{""}, Formats...)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, format := range formats {
+			sessions, err := Parse(bytes.NewReader(data), format)
+			if err != nil {
+				if !errors.Is(err, fsstore.ErrInvalid) {
+					t.Fatalf("Parse(format %q) = %v, not ErrInvalid", format, err)
+				}
+				continue
+			}
+			if len(sessions) == 0 {
+				t.Fatalf("Parse(format %q) accepted the input with no session", format)
+			}
+			for i, s := range sessions {
+				for j, m := range s.Messages {
+					m.Seq = int64(j + 1)
+					line, err := m.MarshalJSON()
+					if err != nil {
+						t.Fatalf("format %q session %d message %d: MarshalJSON: %v", format, i, j, err)
+					}
+					if _, err := fsstore.ParseMessage(line); err != nil {
+						t.Fatalf("format %q session %d message %d: the store rejects %q: %v", format, i, j, line, err)
+					}
+				}
+			}
+		}
+		if _, err := Detect(data); err != nil && !errors.Is(err, fsstore.ErrInvalid) {
+			t.Fatalf("Detect = %v, not ErrInvalid", err)
+		}
+	})
+}

@@ -1,0 +1,103 @@
+package profiles
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hermes/hermes/fsstore"
+)
+
+// validName is the profile-name rule written out by hand, so the fuzzer
+// compares the regexp with an independent reading of
+// ^[a-z0-9][a-z0-9_-]{0,63}$.
+func validName(s string) bool {
+	if len(s) < 1 || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case (c == '_' || c == '-') && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// FuzzCheckName: CheckName accepts exactly the names the rule allows.
+func FuzzCheckName(f *testing.F) {
+	for _, s := range []string{
+		"default", "work", "a", "0", "a-b_c", "-a", "_a", "A", "ab C", "", "a\n", "\na", "a\x00",
+		strings.Repeat("a", 64), strings.Repeat("a", 65), "caf\u00e9", "\u212a", "a.b", "../x",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		err := CheckName(name)
+		if want := validName(name); (err == nil) != want {
+			t.Fatalf("CheckName(%q) = %v; the rule says valid=%v", name, err, want)
+		}
+		if err != nil && !errors.Is(err, fsstore.ErrInvalid) {
+			t.Fatalf("CheckName(%q) = %v, not ErrInvalid", name, err)
+		}
+	})
+}
+
+var unitDur = map[string]time.Duration{"s": time.Second, "m": time.Minute, "h": time.Hour, "d": 24 * time.Hour, "w": 7 * 24 * time.Hour}
+
+// FuzzParseDuration: ParseDuration never panics, accepts only positive
+// durations, and reads one integer with one unit exactly.
+func FuzzParseDuration(f *testing.F) {
+	for _, s := range []string{
+		"90d", "12h", "30s", "1h30m", "1w2d", "1.5d", "0d", "0", "", "d", "-1d", "1x", "1e3d",
+		"106751d", "106752d", "15250w", "15251w", "9223372036854775807s", "9223372036854775808ns",
+		"1w1w1w", ".d", "1..5d", "0.0000000000001d", "1d-1h", "5µs", "1ms", "NaNd", "+1d",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := ParseDuration(s)
+		if err != nil {
+			if !errors.Is(err, fsstore.ErrInvalid) {
+				t.Fatalf("ParseDuration(%q) = %v, not ErrInvalid", s, err)
+			}
+		} else if d <= 0 {
+			t.Fatalf("ParseDuration(%q) = %v, not positive", s, d)
+		}
+
+		// One integer and one unit: the exact value, or an error exactly
+		// when it is zero or does not fit.
+		var n uint64
+		var unit string
+		if k, _ := fmt.Sscanf(s, "%d%s", &n, &unit); k != 2 || fmt.Sprintf("%d%s", n, unit) != s {
+			return
+		}
+		per, ok := unitDur[unit]
+		if !ok {
+			return
+		}
+		// s, m and h go through time.ParseDuration, which allows up to
+		// math.MaxInt64; d and w are capped at 1<<62 ns (about 146 years).
+		limit := uint64(math.MaxInt64)
+		if unit == "d" || unit == "w" {
+			limit = 1 << 62
+		}
+		fits := n <= limit/uint64(per)
+		switch {
+		case n == 0 || !fits:
+			if err == nil {
+				t.Fatalf("ParseDuration(%q) = %v, want an error (zero or out of range)", s, d)
+			}
+		case err != nil:
+			t.Fatalf("ParseDuration(%q) = %v, want %v", s, err, time.Duration(n)*per)
+		case d != time.Duration(n)*per:
+			t.Fatalf("ParseDuration(%q) = %v (%d), want %v (%d)", s, d, int64(d), time.Duration(n)*per, int64(time.Duration(n)*per))
+		}
+	})
+}
