@@ -539,11 +539,19 @@ func (s *SessionStore) OpenTranscript(id string) (*Transcript, error) {
 	if _, err := os.Stat(s.Dir); err != nil {
 		return nil, NotFoundf("session %s not found", id)
 	}
-	unlock, err := RLock(s.lockPath(id), s.LockTimeout)
-	if err != nil {
+	// A writer holds the lock for one append; one that holds it longer is
+	// stuck (a stopped process), and a reader does not wait for it: it
+	// reads what is complete, a write in progress looking like a torn tail.
+	unlock, err := RLock(s.lockPath(id), min(s.LockTimeout, readerLockWait))
+	var timeout *LockTimeoutError
+	switch {
+	case errors.As(err, &timeout):
+		s.Warn(fmt.Sprintf("session %s: a writer holds %s; reading what it has completed", id, timeout.Path))
+	case err != nil:
 		return nil, err
+	default:
+		defer unlock()
 	}
-	defer unlock()
 	f, err := os.Open(s.logPath(id))
 	if errors.Is(err, os.ErrNotExist) {
 		if _, derr := os.Stat(s.docPath(id)); derr != nil {
@@ -561,6 +569,9 @@ func (s *SessionStore) OpenTranscript(id string) (*Transcript, error) {
 	}
 	return &Transcript{f: f, size: fi.Size(), warn: s.Warn}, nil
 }
+
+// readerLockWait is the longest a reader waits for a writer.
+const readerLockWait = time.Second
 
 // Close releases the transcript.
 func (t *Transcript) Close() error {
