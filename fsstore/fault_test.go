@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -167,5 +168,80 @@ func TestDocumentWriteFailureKeepsOldDocument(t *testing.T) {
 		if strings.Contains(name, ".tmp-") {
 			t.Fatalf("temp file %s left behind", name)
 		}
+	}
+}
+
+// TestFullDiskAtEveryStep: a full disk (ENOSPC) at each step of an atomic
+// write and of an append, the second record's write cut short after some
+// of its bytes: the error says the disk is full and names the path, and
+// what was on disk before is byte-identical.
+func TestFullDiskAtEveryStep(t *testing.T) {
+	full := func(string, string) (*os.File, error) {
+		return nil, &os.PathError{Op: "open", Path: "x", Err: syscall.ENOSPC}
+	}
+	syncFull := func(*os.File) error { return syscall.ENOSPC }
+	renameFull := func(string, string) error { return syscall.ENOSPC }
+	for name, seams := range map[string]func(t *testing.T){
+		"create": func(t *testing.T) { setSeams(t, full, nil, nil) },
+		"sync":   func(t *testing.T) { setSeams(t, nil, nil, syncFull) },
+		"rename": func(t *testing.T) { setSeams(t, nil, renameFull, nil) },
+	} {
+		t.Run("atomic/"+name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "doc.json")
+			old := []byte(`{"id":"old"}` + "\n")
+			if err := WriteFileAtomic(path, old); err != nil {
+				t.Fatal(err)
+			}
+			seams(t)
+			err := WriteFileAtomic(path, []byte(`{"id":"new"}`+"\n"))
+			if !IsDiskFull(err) || !strings.Contains(err.Error(), path) {
+				t.Fatalf("error %v: want a full disk naming %s", err, path)
+			}
+			if got := mustRead(t, path); !bytes.Equal(got, old) {
+				t.Fatalf("%s holds %q, want %q", path, got, old)
+			}
+		})
+	}
+	for _, step := range []string{"write", "sync"} {
+		t.Run("append/"+step, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "log.jsonl")
+			before := []byte("{\"seq\":1}\n")
+			if err := os.WriteFile(path, before, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			f, _, err := OpenAppend(path, testEpoch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			old := writeFile
+			t.Cleanup(func() { writeFile = old })
+			switch step {
+			case "write":
+				// The second record gets 3 of its bytes on disk, then ENOSPC.
+				calls := 0
+				writeFile = func(f *os.File, b []byte) (int, error) {
+					if calls++; calls == 2 {
+						n, _ := f.Write(b[:3])
+						return n, syscall.ENOSPC
+					}
+					return f.Write(b)
+				}
+			case "sync":
+				setSeams(t, nil, nil, func(f *os.File) error {
+					if f.Name() == path {
+						return syscall.ENOSPC
+					}
+					return f.Sync()
+				})
+			}
+			err = AppendLines(f, [][]byte{[]byte("{\"seq\":2}\n"), []byte("{\"seq\":3}\n")})
+			if !IsDiskFull(err) || !strings.Contains(err.Error(), path) {
+				t.Fatalf("error %v: want a full disk naming %s", err, path)
+			}
+			if got := mustRead(t, path); !bytes.Equal(got, before) {
+				t.Fatalf("log holds %q after a failed append, want %q", got, before)
+			}
+		})
 	}
 }

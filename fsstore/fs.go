@@ -24,6 +24,7 @@ var (
 	createTemp = os.CreateTemp
 	rename     = atomic.ReplaceFile
 	syncFile   = func(f *os.File) error { return f.Sync() }
+	writeFile  = func(f *os.File, b []byte) (int, error) { return f.Write(b) }
 )
 
 // EnsureDir creates dir and its missing parents with mode 0700 and refuses

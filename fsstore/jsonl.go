@@ -200,7 +200,7 @@ func AppendLines(f *os.File, lines [][]byte) error {
 		return err
 	}
 	for _, line := range lines {
-		if _, err := f.Write(line); err != nil {
+		if _, err := writeFile(f, line); err != nil {
 			return fail(fmt.Errorf("append to %s: %w", f.Name(), err))
 		}
 	}
