@@ -86,7 +86,11 @@
 //     last newline, syncs it, and appends.
 //  2. Corrupt record: a complete line in the middle of a log that does not
 //     parse cannot come from a crash. It is reported as *CorruptError with
-//     its path and offset and left in place for a person to look at.
+//     its path and offset and left in place for a person to look at; fsck
+//     reads every line with the full decoder and reports each one. (The
+//     fast reader of transcripts delimits values without validating them,
+//     so a line damaged inside a value, with its shape intact, may be read
+//     as it is until fsck names it.)
 //  3. Unreadable document: a document that does not parse is renamed to
 //     <doc>.corrupt-<unix> under the record's lock and reported. Nothing
 //     replaces it with an empty default. For a session, fsck --repair then
