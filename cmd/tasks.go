@@ -363,29 +363,7 @@ func taskArg(e *env, store *fsstore.TaskStore) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := fsstore.CheckID("task id", ref); err != nil {
-		return "", err
-	}
-	if _, err := store.Get(ref); !errors.Is(err, fsstore.ErrNotFound) {
-		return ref, err
-	}
-	ids, err := store.IDs()
-	if err != nil {
-		return "", err
-	}
-	var matches []string
-	for _, id := range ids {
-		if strings.HasPrefix(id, ref) {
-			matches = append(matches, id)
-		}
-	}
-	switch len(matches) {
-	case 0:
-		return "", fsstore.NotFoundf("no task with id or id prefix %q", ref)
-	case 1:
-		return matches[0], nil
-	}
-	return "", fsstore.Invalidf("%q is ambiguous: it is a prefix of %s", ref, strings.Join(matches, ", "))
+	return store.Resolve(ref)
 }
 
 func tasksShow(e *env) error {

@@ -3,6 +3,9 @@ package fsstore
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
+	"os"
+	"sort"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -53,4 +56,45 @@ func NewID(now time.Time) string {
 // precision.
 func Timestamp(t time.Time) string {
 	return t.UTC().Format("2006-01-02T15:04:05.000000Z07:00")
+}
+
+// docIDs returns the ids of the documents (<id>.json) in dir, newest first:
+// ids sort by creation. A missing dir holds none.
+func docIDs(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".json") {
+			ids = append(ids, strings.TrimSuffix(name, ".json"))
+		}
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(ids)))
+	return ids, nil
+}
+
+// withPrefix returns the ids that start with ref.
+func withPrefix(ids []string, ref string) []string {
+	var out []string
+	for _, id := range ids {
+		if strings.HasPrefix(id, ref) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// ambiguous is the error for a prefix that names several records: exit 2,
+// listing (at most ten of) the candidates.
+func ambiguous(ref string, matches []string) error {
+	if len(matches) > 10 {
+		matches = append(matches[:10:10], "…")
+	}
+	return Invalidf("%q is ambiguous: it is a prefix of %s", ref, strings.Join(matches, ", "))
 }

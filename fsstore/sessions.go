@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -969,25 +968,7 @@ func (s *SessionStore) pruneOne(id string, cutoff time.Time, source string, dryR
 
 // IDs returns the ids of all sessions with a document, newest first (ids
 // sort by creation).
-func (s *SessionStore) IDs() ([]string, error) {
-	entries, err := os.ReadDir(s.Dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var ids []string
-	for _, e := range entries {
-		name := e.Name()
-		if strings.HasPrefix(name, ".") || !strings.HasSuffix(name, ".json") {
-			continue
-		}
-		ids = append(ids, strings.TrimSuffix(name, ".json"))
-	}
-	sort.Sort(sort.Reverse(sort.StringSlice(ids)))
-	return ids, nil
-}
+func (s *SessionStore) IDs() ([]string, error) { return docIDs(s.Dir) }
 
 // All reads every session document, newest first. Unreadable documents are
 // quarantined and reported, and the scan goes on.
@@ -1052,12 +1033,7 @@ func (s *SessionStore) Resolve(ref string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var matches []string
-	for _, id := range ids {
-		if strings.HasPrefix(id, ref) {
-			matches = append(matches, id)
-		}
-	}
+	matches := withPrefix(ids, ref)
 	if len(matches) == 1 {
 		return matches[0], nil
 	}
@@ -1069,10 +1045,7 @@ func (s *SessionStore) Resolve(ref string) (string, error) {
 		return byTitle[0], nil
 	}
 	if len(matches) > 1 {
-		if len(matches) > 10 {
-			matches = append(matches[:10], "…")
-		}
-		return "", Invalidf("%q is ambiguous: it is a prefix of %s", ref, strings.Join(matches, ", "))
+		return "", ambiguous(ref, matches)
 	}
 	return "", NotFoundf("no session with id, id prefix or title %q", ref)
 }

@@ -546,23 +546,30 @@ func (s *TaskStore) removeFinished(id string, dryRun bool) (TaskRemoval, error) 
 }
 
 // IDs returns the ids of all task records, newest first.
-func (s *TaskStore) IDs() ([]string, error) {
-	entries, err := os.ReadDir(s.Dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+func (s *TaskStore) IDs() ([]string, error) { return docIDs(s.Dir) }
+
+// Resolve turns what a user typed into a task id: an exact id, else a
+// unique id prefix. An ambiguous prefix is ErrInvalid listing the
+// candidates; nothing matching is ErrNotFound.
+func (s *TaskStore) Resolve(ref string) (string, error) {
+	if err := CheckID("task id", ref); err != nil {
+		return "", err
 	}
+	if _, err := os.Lstat(s.docPath(ref)); err == nil {
+		return ref, nil
+	}
+	ids, err := s.IDs()
 	if err != nil {
-		return nil, err
+		return "", err
 	}
-	var ids []string
-	for _, e := range entries {
-		name := e.Name()
-		if !strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".json") {
-			ids = append(ids, strings.TrimSuffix(name, ".json"))
-		}
+	switch matches := withPrefix(ids, ref); len(matches) {
+	case 0:
+		return "", NotFoundf("no task with id or id prefix %q", ref)
+	case 1:
+		return matches[0], nil
+	default:
+		return "", ambiguous(ref, matches)
 	}
-	sort.Sort(sort.Reverse(sort.StringSlice(ids)))
-	return ids, nil
 }
 
 // RebuildIndex rewrites the finished log from the records (one line per
