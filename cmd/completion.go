@@ -83,11 +83,7 @@ func manCommand() *cli.Command {
 			if c.NArg() > 0 {
 				return usagef("man takes no arguments")
 			}
-			page, err := c.App.ToManWithSection(1)
-			if err != nil {
-				return err
-			}
-			_, err = fmt.Fprint(c.App.Writer, page)
+			_, err := fmt.Fprint(c.App.Writer, manPage(c.App, 1))
 			return err
 		},
 	}

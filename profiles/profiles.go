@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 
 	"github.com/hermes/hermes/fsstore"
@@ -23,11 +22,16 @@ import (
 // DefaultName is the profile used when nothing names one.
 const DefaultName = "default"
 
-var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
-
-// CheckName reports whether name can name a profile.
+// CheckName reports whether name can name a profile: whether it matches
+// ^[a-z0-9][a-z0-9_-]{0,63}$. It is written out rather than a regexp,
+// whose compilation at start-up every command would pay.
 func CheckName(name string) error {
-	if !nameRE.MatchString(name) {
+	ok := len(name) >= 1 && len(name) <= 64
+	for i := 0; ok && i < len(name); i++ {
+		c := name[i]
+		ok = c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || i > 0 && (c == '_' || c == '-')
+	}
+	if !ok {
 		return fsstore.Invalidf("profile name %q must match ^[a-z0-9][a-z0-9_-]{0,63}$", name)
 	}
 	return nil
