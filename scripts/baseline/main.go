@@ -1,0 +1,272 @@
+// Command baseline builds and drives the two stores that scripts/bench.sh
+// measures hermes against, from a hermes home that gendata or gentasks
+// wrote, so that every store holds the same sessions, messages and tasks:
+//
+//	baseline sql -home DIR | sqlite3 state.db
+//	    SQL that creates a SQLite database of the shape the SQLite-based
+//	    runtime kept (WAL mode; a sessions table with an index on the last
+//	    activity, a messages table with an index on session and order, a
+//	    tasks table with an index on the finish time) and fills it with the
+//	    profile's sessions, messages and finished tasks, in one transaction.
+//	baseline sql-append -session ID -role ROLE -content TEXT
+//	    The SQL of one persisted turn in that database: one BEGIN IMMEDIATE
+//	    transaction that inserts the message and bumps the session's count
+//	    and activity time. sqlite3 runs it with synchronous=FULL.
+//	baseline snapshot -home DIR -id ID -out FILE
+//	    The session as one JSON document, {"session":{…},"messages":[…]}:
+//	    the rewrite-per-turn snapshot.
+//	baseline snapshot-append -file FILE -role ROLE -content TEXT
+//	    One turn persisted the snapshot way: read the whole document, add
+//	    the message, write it all to a temporary file, fsync it, rename it
+//	    over the old one and fsync the directory.
+//
+// The snapshot side is written in Go, like hermes, so that the comparison
+// is of the two ways to store a turn and not of two languages; it keeps
+// the messages as raw JSON rather than decoding them into values, the
+// cheapest form of a rewrite.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/hermes/hermes/fsstore"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+	}
+	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
+	home := fs.String("home", "", "hermes home directory")
+	profile := fs.String("profile", "default", "profile name")
+	id := fs.String("id", "", "session id")
+	session := fs.String("session", "", "session id")
+	out := fs.String("out", "", "output file")
+	file := fs.String("file", "", "snapshot file")
+	role := fs.String("role", "user", "message role")
+	content := fs.String("content", "", "message text")
+	fs.Parse(os.Args[2:])
+	if fs.NArg() > 0 {
+		usage()
+	}
+	profileDir := filepath.Join(*home, "profiles", *profile)
+	var err error
+	switch os.Args[1] {
+	case "sql":
+		err = writeSQL(os.Stdout, profileDir)
+	case "sql-append":
+		_, err = fmt.Print(appendSQL(*session, *role, *content, time.Now()))
+	case "snapshot":
+		err = writeSnapshot(profileDir, *id, *out)
+	case "snapshot-append":
+		err = snapshotAppend(*file, *role, *content)
+	default:
+		usage()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "baseline:", err)
+		os.Exit(1)
+	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: baseline sql|sql-append|snapshot|snapshot-append [flags] (see the package comment)")
+	os.Exit(2)
+}
+
+const schema = `PRAGMA journal_mode=WAL;
+CREATE TABLE sessions (
+  id TEXT PRIMARY KEY,
+  title TEXT,
+  source TEXT,
+  model TEXT,
+  state TEXT,
+  created_at REAL NOT NULL,
+  updated_at REAL NOT NULL,
+  message_count INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX sessions_updated ON sessions(updated_at);
+CREATE TABLE messages (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  session_id TEXT NOT NULL REFERENCES sessions(id),
+  role TEXT NOT NULL,
+  content TEXT,
+  tool_calls TEXT,
+  tool_call_id TEXT,
+  timestamp REAL NOT NULL
+);
+CREATE INDEX messages_session ON messages(session_id, id);
+CREATE TABLE tasks (
+  id TEXT PRIMARY KEY,
+  name TEXT,
+  command TEXT,
+  status TEXT,
+  exit_code INTEGER,
+  started_at REAL,
+  finished_at REAL,
+  log_path TEXT
+);
+CREATE INDEX tasks_finished ON tasks(finished_at);
+`
+
+// writeSQL writes the schema and the profile's data as SQL.
+func writeSQL(out *os.File, profileDir string) error {
+	w := bufio.NewWriterSize(out, 1<<20)
+	w.WriteString(schema)
+	w.WriteString("BEGIN;\n")
+	store := openStore(profileDir)
+	ids, err := store.IDs()
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		sess, err := store.Get(id)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "INSERT INTO sessions VALUES(%s,%s,%s,%s,%s,%s,%s,%d);\n",
+			quote(sess.ID), quote(sess.Title), quote(sess.Source), quote(sess.Model), quote(sess.State),
+			unix(sess.CreatedAt), unix(sess.UpdatedAt), sess.MessageCount)
+		t, err := store.OpenTranscript(id)
+		if err != nil {
+			return err
+		}
+		err = t.Each(func(m fsstore.Message) error {
+			toolCalls := "NULL"
+			if len(m.ToolCalls) > 0 {
+				toolCalls = quote(string(m.ToolCalls))
+			}
+			_, err := fmt.Fprintf(w, "INSERT INTO messages(session_id,role,content,tool_calls,tool_call_id,timestamp) VALUES(%s,%s,%s,%s,%s,%s);\n",
+				quote(id), quote(m.Role), quote(m.Text()), toolCalls, quote(m.ToolCallID), unix(m.TS))
+			return err
+		})
+		t.Close()
+		if err != nil {
+			return err
+		}
+	}
+	if err := writeTasksSQL(w, filepath.Join(profileDir, "tasks")); err != nil {
+		return err
+	}
+	w.WriteString("COMMIT;\n")
+	return w.Flush()
+}
+
+// writeTasksSQL writes a row for each finished task record in dir. The
+// logs stay files, as they would beside a database.
+func writeTasksSQL(w *bufio.Writer, dir string) error {
+	names, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		var t fsstore.Task
+		if err := json.Unmarshal(data, &t); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		exit := "NULL"
+		if t.ExitCode != nil {
+			exit = fmt.Sprint(*t.ExitCode)
+		}
+		fmt.Fprintf(w, "INSERT INTO tasks VALUES(%s,%s,%s,%s,%s,%s,%s,%s);\n",
+			quote(t.ID), quote(t.Name), quote(strings.Join(t.Command, " ")), quote(t.Status), exit,
+			unix(t.StartedAt), unix(t.FinishedAt), quote(strings.TrimSuffix(filepath.Base(name), ".json")+".log"))
+	}
+	return nil
+}
+
+// appendSQL is one turn persisted in the database.
+func appendSQL(session, role, content string, now time.Time) string {
+	ts := fmt.Sprintf("%.6f", float64(now.UnixMicro())/1e6)
+	return "BEGIN IMMEDIATE;\n" +
+		"INSERT INTO messages(session_id,role,content,timestamp) VALUES(" + quote(session) + "," + quote(role) + "," + quote(content) + "," + ts + ");\n" +
+		"UPDATE sessions SET message_count=message_count+1, updated_at=" + ts + " WHERE id=" + quote(session) + ";\n" +
+		"COMMIT;\n"
+}
+
+func openStore(profileDir string) *fsstore.SessionStore {
+	return fsstore.NewSessionStore(profileDir, filepath.Base(profileDir), time.Second, func(w string) { fmt.Fprintln(os.Stderr, "baseline:", w) })
+}
+
+func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// unix turns a store timestamp into the database's seconds, or NULL.
+func unix(ts string) string {
+	t, err := time.Parse(time.RFC3339Nano, ts)
+	if err != nil {
+		return "NULL"
+	}
+	return fmt.Sprintf("%.6f", float64(t.UnixMicro())/1e6)
+}
+
+// snapshot is the rewrite-per-turn document.
+type snapshot struct {
+	Session  json.RawMessage   `json:"session"`
+	Messages []json.RawMessage `json:"messages"`
+}
+
+func writeSnapshot(profileDir, id, out string) error {
+	store := openStore(profileDir)
+	sess, err := store.Get(id)
+	if err != nil {
+		return err
+	}
+	var snap snapshot
+	if snap.Session, err = json.Marshal(sess); err != nil {
+		return err
+	}
+	t, err := store.OpenTranscript(id)
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	err = t.EachLine(func(line []byte) error {
+		snap.Messages = append(snap.Messages, bytes.Clone(line))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return writeJSON(out, snap)
+}
+
+func snapshotAppend(file, role, content string) error {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	var snap snapshot
+	if err := json.Unmarshal(data, &snap); err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	m := fsstore.Message{Seq: int64(len(snap.Messages) + 1), TS: fsstore.Timestamp(time.Now()), Role: role, Content: fsstore.TextContent(content)}
+	line, err := m.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	snap.Messages = append(snap.Messages, line)
+	return writeJSON(file, snap)
+}
+
+// writeJSON replaces file with v atomically and durably.
+func writeJSON(file string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return fsstore.WriteFileAtomic(file, data)
+}
