@@ -109,19 +109,20 @@ func TestFullDisk(t *testing.T) {
 	}
 	filler.Close()
 
-	// Appends of any size, a new session, a save, a card, a task: exit 1,
-	// nothing changed.
+	// Appends that need a new page, a new session, a save, a card, a
+	// task: exit 1, nothing changed.
+	page := strings.Repeat("p", 8<<10)
 	for _, try := range []struct {
 		what  string
 		stdin string
 		args  []string
 	}{
-		{"small append", "", []string{"sessions", "append", "fill", "--role", "user", "--content", "x"}},
-		{"append to the kept session", "", []string{"sessions", "append", "keep", "--role", "user", "--content", "more"}},
+		{"page-sized append", "", []string{"sessions", "append", "fill", "--role", "user", "--content", page}},
+		{"page-sized append to the kept session", "", []string{"sessions", "append", "keep", "--role", "user", "--content", page}},
 		{"sessions new", "", []string{"sessions", "new", "--id", "fresh"}},
 		{"sessions new without id", "", []string{"sessions", "new"}},
 		{"sessions rename", "", []string{"sessions", "rename", "keep", "renamed"}},
-		{"sessions save", `{"role":"user","content":"hello"}` + "\n" + `{"role":"user","content":"more"}` + "\n", []string{"sessions", "save", "keep"}},
+		{"page-sized sessions save", `{"role":"user","content":"hello"}` + "\n" + `{"role":"user","content":"` + page + `"}` + "\n", []string{"sessions", "save", "keep"}},
 		{"kanban create", "", []string{"kanban", "create", "another card"}},
 		{"tasks run --wait", "", []string{"tasks", "run", "--wait", "--", "echo", "hi"}},
 	} {
@@ -130,6 +131,23 @@ func TestFullDisk(t *testing.T) {
 		t.Logf("%s: exit %d: %s", try.what, code, strings.TrimSpace(stderr))
 		wantDiskFull(try.what, code, stderr)
 		diffSnapshots(t, try.what, before, snapshot(t, home), home)
+	}
+
+	// A small append needs no new block when the transcript's and the
+	// catalog's last pages have room (an append does not rewrite the
+	// session document): it either fails as above or is stored whole.
+	for _, session := range []string{"fill", "keep"} {
+		before := snapshot(t, home)
+		code, _, stderr := run("", "sessions", "append", session, "--role", "user", "--content", "small")
+		t.Logf("small append to %s: exit %d: %s", session, code, strings.TrimSpace(stderr))
+		if code != 0 {
+			wantDiskFull("small append to "+session, code, stderr)
+			diffSnapshots(t, "small append to "+session, before, snapshot(t, home), home)
+			continue
+		}
+		if out := must("", "sessions", "export", session, "--format", "jsonl"); !strings.Contains(out, `"content":"small"}]`) {
+			t.Errorf("small append to %s acknowledged but not the last message:\n%.300s", session, out)
+		}
 	}
 
 	// Once there is room again, everything works and reads back whole.

@@ -88,17 +88,13 @@ func (s *SessionStore) List(opts ListOptions) ([]Session, error) {
 		seen[e.SessionID] = true
 		sess, err := s.readSession(e.SessionID, false)
 		if err != nil {
-			var corrupt *CorruptError
-			if errors.As(err, &corrupt) {
+			if !errors.Is(err, ErrNotFound) {
 				s.Warn(err.Error())
 			}
 			return true
 		}
 		if (opts.Source != "" && sess.Source != opts.Source) || (opts.State != "" && sess.State != opts.State) {
 			return true
-		}
-		if n, err := s.transcriptCount(sess.ID); err == nil {
-			sess.MessageCount = n
 		}
 		out = append(out, sess)
 		return opts.Limit <= 0 || len(out) < opts.Limit

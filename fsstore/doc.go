@@ -42,13 +42,18 @@
 //
 // A session is <id>.json (document: metadata and caches) and <id>.jsonl
 // (transcript: one message a line, each with seq 1, 2, 3 … and ts). The
-// transcript is the truth: the document's message_count, updated_at and
-// preview are caches, rewritten after every append; when they disagree with
-// the transcript (a crash between the two writes), readers use the
-// transcript and Get repairs the document. An append reads the last line of
-// the transcript, not the whole file, so its cost does not grow with the
-// history. The activity catalog (catalog.go) lets List read only the most
-// recent sessions.
+// transcript is the truth: the document's message_count and updated_at are
+// caches of its last line. An append does not rewrite the document (only
+// the first user message does, for the preview): it writes the transcript
+// and the activity catalog and syncs both at once, which halves the syncs
+// of a turn. So a document is behind its transcript by design, and every
+// reader (Get, List, prune, a rewrite) takes the count and the last
+// activity from the transcript's last line, which costs one open and a
+// small read. A document ahead of its transcript is damage, which fsck
+// reports and repairs. An append reads the last line of the transcript,
+// not the whole file, so its cost does not grow with the history. The
+// activity catalog (catalog.go) lets List read only the most recent
+// sessions.
 //
 // The truncation guard (Save): a whole-transcript write must extend the
 // stored transcript: the stored messages are compared one by one with the
@@ -88,17 +93,19 @@
 //     parse cannot come from a crash. It is reported as *CorruptError with
 //     its path and offset and left in place for a person to look at; fsck
 //     reads every line with the full decoder and reports each one. (The
-//     fast reader of transcripts delimits values without validating them,
-//     so a line damaged inside a value, with its shape intact, may be read
-//     as it is until fsck names it.)
+//     fast reader of transcripts refuses every line the full decoder
+//     refuses: it checks seq, ts, each string (no control byte, no bad
+//     escape) and, with json.Valid, each object, array, number and
+//     literal. A line damaged inside a value, with its shape intact,
+//     goes to the full decoder and is reported like any other.)
 //  3. Unreadable document: a document that does not parse is renamed to
 //     <doc>.corrupt-<unix> under the record's lock and reported. Nothing
 //     replaces it with an empty default. For a session, fsck --repair then
 //     makes a new document from the transcript (source "recovered", state
 //     active, so no prune removes it unseen); the old one stays aside.
-//  4. Stale caches: a document count that disagrees with its transcript is
-//     rewritten from the transcript. A catalog that lacks a session is
-//     rebuilt from the documents.
+//  4. Stale caches: a document count ahead of its transcript is rewritten
+//     from the transcript (one behind is the normal state, see Sessions).
+//     A catalog that lacks a session is rebuilt from the documents.
 //  5. Stray temp files (.<name>.tmp-*) older than a minute are left by a
 //     write that crashed before its rename. The old document is intact; fsck
 //     --repair moves the temp file to <profile>/lost+found/.

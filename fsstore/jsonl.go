@@ -192,22 +192,37 @@ func AppendLines(f *os.File, lines [][]byte) error {
 	if err != nil {
 		return err
 	}
-	before := fi.Size()
-	fail := func(err error) error {
-		if terr := f.Truncate(before); terr == nil {
-			syncFile(f)
-		}
+	if err := writeLines(f, lines); err != nil {
+		return err
+	}
+	if err := syncFile(f); err != nil {
+		return cutBack(f, fi.Size(), fmt.Errorf("append to %s: sync: %w", f.Name(), err))
+	}
+	return nil
+}
+
+// writeLines writes each line with one write call, without a sync: for a
+// caller that syncs f itself. If a write fails, f is cut back to its size
+// before the call.
+func writeLines(f *os.File, lines [][]byte) error {
+	fi, err := f.Stat()
+	if err != nil {
 		return err
 	}
 	for _, line := range lines {
 		if _, err := writeFile(f, line); err != nil {
-			return fail(fmt.Errorf("append to %s: %w", f.Name(), err))
+			return cutBack(f, fi.Size(), fmt.Errorf("append to %s: %w", f.Name(), err))
 		}
 	}
-	if err := syncFile(f); err != nil {
-		return fail(fmt.Errorf("append to %s: sync: %w", f.Name(), err))
-	}
 	return nil
+}
+
+// cutBack truncates f to size, syncs it, and returns err.
+func cutBack(f *os.File, size int64, err error) error {
+	if terr := f.Truncate(size); terr == nil {
+		syncFile(f)
+	}
+	return err
 }
 
 // openSized opens the file at path for reading and returns its size: the

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 	"unicode/utf8"
 	"unsafe"
@@ -100,12 +101,56 @@ func (s *SessionStore) lock(id string) (func(), error) {
 	return Lock(s.lockPath(id), s.LockTimeout)
 }
 
-// readSession reads the document of id. A document that does not parse is
-// quarantined (under the session's lock, so a concurrent rewrite is not
-// mistaken for damage) and reported as an error.
+// readSession reads the document of id, brought up to its transcript (see
+// current). A document that does not parse is quarantined (under the
+// session's lock, so a concurrent rewrite is not mistaken for damage) and
+// reported as an error.
 func (s *SessionStore) readSession(id string, locked bool) (Session, error) {
-	return readRecord(recordFile{what: "session", id: id, path: s.docPath(id), lock: s.lockPath(id),
+	sess, err := readRecord(recordFile{what: "session", id: id, path: s.docPath(id), lock: s.lockPath(id),
 		locked: locked, timeout: s.LockTimeout, now: s.Now}, func(v *Session) string { return v.ID })
+	if err != nil {
+		return sess, err
+	}
+	return sess, s.current(&sess)
+}
+
+// current sets the message count and the last activity of sess from the
+// last complete line of its transcript. An append does not rewrite the
+// document (that would cost a second atomic write and two more syncs per
+// message), so the document's message_count and updated_at are those of
+// its last rewrite: caches that are behind by design, and the transcript
+// wins (invariant 5). Every rewrite of the document stores the current
+// values. A document ahead of its transcript is damage: fsck reports it.
+// A transcript that is a symlink is not followed.
+func (s *SessionStore) current(sess *Session) error {
+	f, err := os.OpenFile(s.logPath(sess.ID), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		sess.MessageCount = 0
+		return nil
+	}
+	if errors.Is(err, syscall.ELOOP) {
+		return nil // the document's values stand; the writers refuse the link
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	seq, ts, err := lastSeq(f, fi.Size())
+	if err != nil {
+		return err
+	}
+	sess.MessageCount = seq
+	// Timestamps share one fixed-width UTC form, so they compare as
+	// strings; an imported message may carry an older time than the
+	// document's last change.
+	if ts > sess.UpdatedAt {
+		sess.UpdatedAt = ts
+	}
+	return nil
 }
 
 // Create makes a session document with an empty transcript. The id is
@@ -192,34 +237,28 @@ func (s *SessionStore) warnMoved(moved string) {
 	}
 }
 
-// Get returns the document of id with its message count checked against
-// the transcript: a count that disagrees is repaired on disk and reported.
+// Get returns the document of id with its message count and last activity
+// taken from the transcript.
 func (s *SessionStore) Get(id string) (Session, error) {
 	if err := CheckID("session id", id); err != nil {
 		return Session{}, err
 	}
-	sess, err := s.readSession(id, false)
-	if err != nil {
-		return Session{}, err
-	}
-	n, err := s.transcriptCount(id)
-	if err != nil || n == sess.MessageCount {
-		return sess, err
-	}
+	return s.readSession(id, false)
+}
+
+// rewriteDoc stores the document of id with the count and last activity of
+// its transcript: fsck's repair of a document ahead of its transcript.
+func (s *SessionStore) rewriteDoc(id string) error {
 	unlock, err := s.lock(id)
 	if err != nil {
-		return Session{}, err
+		return err
 	}
 	defer unlock()
-	if sess, err = s.readSession(id, true); err != nil {
-		return Session{}, err
+	sess, err := s.readSession(id, true)
+	if err != nil {
+		return err
 	}
-	if n, err = s.transcriptCount(id); err != nil || n == sess.MessageCount {
-		return sess, err
-	}
-	s.Warn(fmt.Sprintf("session %s: document said %d messages, transcript has %d; document repaired", id, sess.MessageCount, n))
-	sess.MessageCount = n
-	return sess, writeDoc(s.docPath(id), &sess)
+	return writeDoc(s.docPath(id), &sess)
 }
 
 // transcriptCount is the seq of the last complete line of the transcript.
@@ -290,9 +329,12 @@ func prefixObject(head []byte) []byte {
 
 // Append adds msgs to the end of the transcript of id, numbering them from
 // the last stored seq, and returns the new message count. Each message is
-// one write; the transcript is synced before the document is updated, so an
-// acknowledged append is durable and a crash leaves at most a torn tail. A
-// ts already set on a message is kept.
+// one write. The transcript and the activity catalog are synced together
+// before it returns, so an acknowledged append is durable and a crash
+// leaves at most a torn tail. The document is rewritten only when a field
+// of its own changes (the preview, at the first user message): its count
+// and activity time follow the transcript (see current). A ts already set
+// on a message is kept.
 func (s *SessionStore) Append(id string, msgs []Message) (int64, error) {
 	if err := CheckID("session id", id); err != nil {
 		return 0, err
@@ -327,6 +369,7 @@ func (s *SessionStore) appendLocked(sess *Session, msgs []Message) (int64, error
 	}
 	ts := Timestamp(now)
 	lines := make([][]byte, len(msgs))
+	hadPreview := sess.Preview != ""
 	for i := range msgs {
 		seq++
 		msgs[i].Seq = seq
@@ -342,25 +385,31 @@ func (s *SessionStore) appendLocked(sess *Session, msgs []Message) (int64, error
 			sess.Preview = preview(msgs[i].Text())
 		}
 	}
-	if err := AppendLines(f, lines); err != nil {
+	if err := writeLines(f, lines); err != nil {
 		return 0, err
 	}
-	sess.MessageCount = seq
-	sess.UpdatedAt = ts
-	err = s.touchCatalog(sess.ID, now)
-	if err == nil {
+	// The catalog line is written and synced while the transcript syncs:
+	// the file system can serve both with one journal commit.
+	catalog := make(chan error, 1)
+	go func() { catalog <- s.touchCatalog(sess.ID, now) }()
+	err = syncFile(f)
+	if err != nil {
+		err = fmt.Errorf("append to %s: sync: %w", f.Name(), err)
+	}
+	err = errors.Join(err, <-catalog)
+	if err == nil && !hadPreview && sess.Preview != "" {
+		sess.MessageCount, sess.UpdatedAt = seq, max(sess.UpdatedAt, ts)
 		err = writeDoc(s.docPath(sess.ID), sess)
 	}
 	if err != nil {
 		// The append is reported as failed (a full disk refused the
-		// document), so it must not have happened: a caller that retries
-		// would store the messages twice. Cut the transcript back; a
-		// catalog line already written is a harmless cache entry.
-		if terr := f.Truncate(fi.Size()); terr == nil {
-			syncFile(f)
-		}
-		return 0, err
+		// catalog or the document), so it must not have happened: a
+		// caller that retries would store the messages twice. Cut the
+		// transcript back; a catalog line already written is a harmless
+		// cache entry.
+		return 0, cutBack(f, fi.Size(), err)
 	}
+	sess.MessageCount, sess.UpdatedAt = seq, max(sess.UpdatedAt, ts)
 	return seq, nil
 }
 

@@ -162,7 +162,9 @@ func (h *harness) checkpoint() {
 			h.problemf("session %s: transcript: %s", s.id, p)
 		}
 		found[s.id] = t.tokens
-		if doc.MessageCount != t.lines {
+		// The document's count is a cache that appends leave behind; it
+		// may never be ahead of the transcript (invariant 5).
+		if doc.MessageCount > t.lines {
 			h.problemf("session %s: message_count %d but the transcript has %d lines after fsck (invariant 5)", s.id, doc.MessageCount, t.lines)
 		}
 		h.led.mu.Lock()

@@ -17,8 +17,8 @@
 // checked: hermes fsck (then fsck --repair and fsck again, which must exit
 // 0), then every acknowledged write must be on disk (invariant 1), every
 // transcript's seq must run 1, 2, 3 … with each token at most once, every
-// session document must exist with message_count equal to its transcript
-// (invariants 4, 5), and every *.torn-* file must hold one partial line
+// session document must exist with a message_count never ahead of its
+// transcript (invariants 4, 5), and every *.torn-* file must hold one partial line
 // (invariant 3). Unacknowledged writes may or may not have landed.
 //
 // It prints the counts and exits 1 when an acknowledged write was lost or
