@@ -18,7 +18,7 @@ if ! command -v hyperfine >/dev/null; then
 fi
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/bench-chat.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-go build -o "$tmp/hermes" .
+scripts/build.sh "$tmp/hermes"
 go run ./scripts/gendata -home "$tmp/a" -sessions 1 -messages "$MESSAGES" -bytes-per-message 200 -q
 id=$(ls "$tmp/a/profiles/default/sessions" | sed -n 's/\.json$//p')
 cp -r "$tmp/a" "$tmp/b"

@@ -45,7 +45,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-go build -o "$work/hermes" .
+scripts/build.sh "$work/hermes"
 "$work/hermes" --home "$work/home" gateway serve --addr 127.0.0.1:0 --provider echo 2>"$work/serve.log" &
 pid=$!
 url=

@@ -35,27 +35,16 @@ quick=false
 runs_dry=30 runs_tick=10
 if $quick; then runs_dry=5 runs_tick=3; fi
 
-say() { echo "bench-kanban: $*" >&2; }
-
-missing=()
-command -v hyperfine >/dev/null 2>&1 || missing+=(hyperfine)
-command -v strace >/dev/null 2>&1 || missing+=(strace)
-if ((${#missing[@]})); then
-  say "installing ${missing[*]}"
-  if [[ $(id -u) == 0 ]]; then sudo=; else sudo=sudo; fi
-  { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"; } >/dev/null 2>&1 ||
-    say "could not install ${missing[*]}; falling back where possible"
-fi
-have_hyperfine=false
-command -v hyperfine >/dev/null 2>&1 && [[ -z ${BENCH_NO_HYPERFINE:-} ]] && have_hyperfine=true
+bench=bench-kanban
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/bench-kanban.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+. scripts/benchlib.sh
+bench_install hyperfine:hyperfine strace:strace || say "falling back where possible"
 have_strace=false
 command -v strace >/dev/null 2>&1 && have_strace=true
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/bench-kanban.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-
-say "building hermes and genkanban"
-go build -o "$tmp/hermes" .
+say "building hermes (scripts/build.sh) and genkanban"
+scripts/build.sh "$tmp/hermes"
 go build -o "$tmp/genkanban" ./scripts/genkanban
 hermes=$tmp/hermes
 
@@ -106,45 +95,6 @@ rm -rf "$p/tasks"
 EOF
 chmod +x "$tmp/reset.sh"
 
-median() {
-  sort -g | awk '{v[NR]=$1} END {if (NR==0) exit 1; if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'
-}
-
-# time_median RUNS WARMUP PREPARE COMMAND...: the median wall time of
-# COMMAND in seconds over RUNS runs after WARMUP unmeasured ones, running
-# the command PREPARE (a path, or "" for none) untimed before each.
-time_median() {
-  local runs=$1 warmup=$2 prepare=$3
-  shift 3
-  if $have_hyperfine; then
-    local json=$tmp/hyperfine.json args=()
-    [[ -n $prepare ]] && args=(--prepare "$prepare")
-    if ! hyperfine -N --style none --warmup "$warmup" --runs "$runs" "${args[@]}" --export-json "$json" "$(printf '%q ' "$@")" >"$tmp/hyperfine.out" 2>&1; then
-      say "hyperfine failed on: $*"
-      tail -5 "$tmp/hyperfine.out" >&2
-      return 1
-    fi
-    grep -o '"median": *[0-9.eE+-]*' "$json" | head -1 | sed 's/.*: *//'
-  else
-    local i
-    for ((i = 0; i < warmup; i++)); do
-      [[ -n $prepare ]] && $prepare
-      "$@" >/dev/null
-    done
-    for ((i = 0; i < runs; i++)); do
-      [[ -n $prepare ]] && $prepare
-      local t0 t1
-      t0=$(date +%s%N)
-      "$@" >/dev/null
-      t1=$(date +%s%N)
-      awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.9f\n", (b-a)/1e9}'
-    done | median
-  fi
-}
-
-ms() { awk -v s="$1" 'BEGIN {printf "%.2f ms", s*1000}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a/b}'; }
-
 # opened NAME ARGS...: strace one tick (and what it starts) and print
 # "<openat calls> <task documents> <events logs> <comments logs> <distinct tasks>",
 # counting only files under the board's tasks directory for the last four.
@@ -171,7 +121,7 @@ gen wide 10000 10
 say "(a) timing dispatch --dry-run ($runs_dry runs each)"
 declare -A dry tick
 for name in big small wide; do
-  dry[$name]=$(time_median "$runs_dry" 3 "" "$hermes" --home "$tmp/$name" kanban dispatch --dry-run)
+  dry[$name]=$(time_median "$runs_dry" 3 "$hermes" --home "$tmp/$name" kanban dispatch --dry-run)
   # A dry run must not have changed the board.
   if [[ -n $(changed "$name") ]]; then
     say "a dry run changed the $name board:"
@@ -182,7 +132,7 @@ done
 
 say "(b) timing real ticks with /bin/true as the worker ($runs_tick runs each, the board restored before each)"
 for name in big small wide; do
-  tick[$name]=$(time_median "$runs_tick" 1 "$tmp/reset.sh $tmp $name" "$hermes" --home "$tmp/$name" kanban dispatch)
+  tick[$name]=$(time_median_prepared "$runs_tick" 1 "$tmp/reset.sh $tmp $name" "$hermes" --home "$tmp/$name" kanban dispatch)
 done
 # What a real tick does: 4 claims, 4 workers; and the reset undoes it.
 "$tmp/reset.sh" "$tmp" big
@@ -224,7 +174,7 @@ cat <<EOF
 
 ## hermes kanban dispatch: one tick over a board of mostly finished tasks
 
-$(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $(go version | cut -d' ' -f3), timing: $($have_hyperfine && echo "hyperfine $(hyperfine --version | cut -d' ' -f2)" || echo "date loop")$($quick && echo ", QUICK MODE (not a measurement)")
+$(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $(go version | cut -d' ' -f3), timing: $(timer)$($quick && echo ", QUICK MODE (not a measurement)")
 
 | tick | 10,000 tasks, 100 ready | 1,000 tasks, 10 ready | ratio | 10,000 tasks, 10 ready | ratio to 1,000 |
 |---|---|---|---|---|---|

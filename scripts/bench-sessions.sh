@@ -36,27 +36,15 @@ if $quick; then
   big_sessions=5000 big_history=20000 export_messages=10000
 fi
 
-say() { echo "bench-sessions: $*" >&2; }
-
-# Tools: quietly, only what is missing.
-missing=()
-command -v hyperfine >/dev/null 2>&1 || missing+=(hyperfine)
-[[ -x /usr/bin/time ]] || missing+=(time)
-if ((${#missing[@]})); then
-  say "installing ${missing[*]}"
-  if [[ $(id -u) == 0 ]]; then sudo=; else sudo=sudo; fi
-  { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"; } >/dev/null 2>&1 ||
-    say "could not install ${missing[*]}; falling back where possible"
-fi
-[[ -x /usr/bin/time ]] || { say "GNU time (/usr/bin/time) is needed for the memory measurement"; exit 1; }
-have_hyperfine=false
-command -v hyperfine >/dev/null 2>&1 && [[ -z ${BENCH_NO_HYPERFINE:-} ]] && have_hyperfine=true
-
+bench=bench-sessions
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/bench-sessions.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
+. scripts/benchlib.sh
+bench_install hyperfine:hyperfine || say "timing with a date loop"
+bench_install /usr/bin/time:time || { say "GNU time (/usr/bin/time) is needed for the memory measurement"; exit 1; }
 
-say "building hermes and gendata"
-go build -o "$tmp/hermes" .
+say "building hermes (scripts/build.sh) and gendata"
+scripts/build.sh "$tmp/hermes"
 go build -o "$tmp/gendata" ./scripts/gendata
 hermes=$tmp/hermes
 
@@ -76,42 +64,6 @@ gen() {
   sync
 }
 
-# median: the median of the numbers on stdin.
-median() {
-  sort -g | awk '{v[NR]=$1} END {if (NR==0) exit 1; if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'
-}
-
-# time_median RUNS WARMUP COMMAND...: the median wall time of COMMAND in
-# seconds, over RUNS runs after WARMUP unmeasured ones.
-time_median() {
-  local runs=$1 warmup=$2
-  shift 2
-  if $have_hyperfine; then
-    local json=$tmp/hyperfine.json
-    if ! hyperfine -N --style none --warmup "$warmup" --runs "$runs" --export-json "$json" "$(printf '%q ' "$@")" >"$tmp/hyperfine.out" 2>&1; then
-      say "hyperfine failed on: $*"
-      tail -5 "$tmp/hyperfine.out" >&2
-      return 1
-    fi
-    grep -o '"median": *[0-9.eE+-]*' "$json" | head -1 | sed 's/.*: *//'
-  else
-    local i
-    for ((i = 0; i < warmup; i++)); do "$@" >/dev/null; done
-    for ((i = 0; i < runs; i++)); do
-      local t0 t1
-      t0=$(date +%s%N)
-      "$@" >/dev/null
-      t1=$(date +%s%N)
-      awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.9f\n", (b-a)/1e9}'
-    done | median
-  fi
-}
-
-ms() { awk -v s="$1" 'BEGIN {printf "%.2f ms", s*1000}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a/b}'; }
-le() { awk -v a="$1" -v b="$2" 'BEGIN {exit !(a <= b)}'; }
-verdict() { if le "$1" "$2"; then echo met; else echo MISSED; fi; }
-
 # (a) append: 10 vs 100,000 messages of history.
 say "(a) generating sessions of 10 and $big_history messages"
 gen a_small -sessions 1 -messages 10 -bytes-per-message 200
@@ -125,8 +77,8 @@ a1=$(time_median "$runs_append" 5 $(append_cmd a_small "$small_id"))
 b1=$(time_median "$runs_append" 5 $(append_cmd a_big "$big_id"))
 b2=$(time_median "$runs_append" 5 $(append_cmd a_big "$big_id"))
 a2=$(time_median "$runs_append" 5 $(append_cmd a_small "$small_id"))
-append_small=$(printf '%s\n' "$a1" "$a2" | awk '{s+=$1} END {print s/NR}')
-append_big=$(printf '%s\n' "$b1" "$b2" | awk '{s+=$1} END {print s/NR}')
+append_small=$(printf '%s\n' "$a1" "$a2" | mean)
+append_big=$(printf '%s\n' "$b1" "$b2" | mean)
 append_ratio=$(ratio "$append_big" "$append_small")
 
 # (b) export memory.
@@ -198,7 +150,7 @@ cat <<EOF
 
 ## hermes sessions: whole-process benchmarks
 
-$(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $(go version | cut -d' ' -f3), timing: $($have_hyperfine && echo "hyperfine $(hyperfine --version | cut -d' ' -f2)" || echo "date loop")$($quick && echo ", QUICK MODE (not a measurement)")
+$(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $(go version | cut -d' ' -f3), timing: $(timer)$($quick && echo ", QUICK MODE (not a measurement)")
 
 | target | measured (median) | ratio or value | limit | result |
 |---|---|---|---|---|
@@ -211,8 +163,8 @@ $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $(go version | cut -d' ' -f3), timi
 10 messages $(ms "$a1"), $(ms "$a2"); $big_history messages $(ms "$b1"), $(ms "$b2").
 (d) is the median of $rounds_parallel alternating rounds of 8 × $appends_each \`hermes sessions append\` processes
 (appends/s, one session: ${tp_one_rounds[*]}; eight sessions: ${tp_eight_rounds[*]}).
-Every append is a process start, the session's lock, fsyncs of the transcript, the catalog and the document
-(and its directory), and an exit; writers to different sessions still share the catalog lock for one append and sync.
+Every append is a process start, the session's lock, the transcript's and the catalog's lines synced together
+(the document is not rewritten), and an exit; writers to different sessions share the catalog lock for one write.
 EOF
 if [[ -n $one_count && $one_count != "$want_count" ]]; then
   say "the shared session has $one_count messages, want $want_count"

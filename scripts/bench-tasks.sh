@@ -37,55 +37,16 @@ if $quick; then
   runs_run=30 runs_history=10 big=10000
 fi
 
-say() { echo "bench-tasks: $*" >&2; }
-
-if ! command -v hyperfine >/dev/null 2>&1; then
-  say "installing hyperfine"
-  if [[ $(id -u) == 0 ]]; then sudo=; else sudo=sudo; fi
-  { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq hyperfine; } >/dev/null 2>&1 ||
-    say "could not install hyperfine; timing with a date loop"
-fi
-have_hyperfine=false
-command -v hyperfine >/dev/null 2>&1 && have_hyperfine=true
-
+bench=bench-tasks
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/bench-tasks.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
+. scripts/benchlib.sh
+bench_install hyperfine:hyperfine || say "timing with a date loop"
 
-say "building hermes and gentasks"
-go build -o "$tmp/hermes" .
+say "building hermes (scripts/build.sh) and gentasks"
+scripts/build.sh "$tmp/hermes"
 go build -o "$tmp/gentasks" ./scripts/gentasks
 hermes=$tmp/hermes
-
-# median: the median of the numbers on stdin.
-median() {
-  sort -g | awk '{v[NR]=$1} END {if (NR==0) exit 1; if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'
-}
-
-# time_median RUNS WARMUP COMMAND...: the median wall time of COMMAND in
-# seconds, over RUNS runs after WARMUP unmeasured ones.
-time_median() {
-  local runs=$1 warmup=$2
-  shift 2
-  if $have_hyperfine; then
-    local json=$tmp/hyperfine.json
-    hyperfine -N --style none --warmup "$warmup" --runs "$runs" --export-json "$json" "$(printf '%q ' "$@")" >/dev/null 2>&1
-    grep -o '"median": *[0-9.eE+-]*' "$json" | head -1 | sed 's/.*: *//'
-  else
-    local i t0 t1
-    for ((i = 0; i < warmup; i++)); do "$@" >/dev/null; done
-    for ((i = 0; i < runs; i++)); do
-      t0=$(date +%s%N)
-      "$@" >/dev/null
-      t1=$(date +%s%N)
-      awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.9f\n", (b-a)/1e9}'
-    done | median
-  fi
-}
-
-ms() { awk -v s="$1" 'BEGIN {printf "%.2f ms", s*1000}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a/b}'; }
-le() { awk -v a="$1" -v b="$2" 'BEGIN {exit !(a <= b)}'; }
-verdict() { if le "$1" "$2"; then echo met; else echo MISSED; fi; }
 
 # (a) run --wait -- true vs true. Alternated twice (true, hermes, hermes,
 # true) so that a drift of the machine's speed favours neither.
@@ -97,8 +58,8 @@ t1=$(time_median "$runs_run" 10 "$true_bin")
 h1=$(time_median "$runs_run" 10 "$hermes" --home "$home_a" tasks run --wait -- "$true_bin")
 h2=$(time_median "$runs_run" 10 "$hermes" --home "$home_a" tasks run --wait -- "$true_bin")
 t2=$(time_median "$runs_run" 10 "$true_bin")
-run_true=$(printf '%s\n' "$t1" "$t2" | awk '{s+=$1} END {print s/NR}')
-run_hermes=$(printf '%s\n' "$h1" "$h2" | awk '{s+=$1} END {print s/NR}')
+run_true=$(printf '%s\n' "$t1" "$t2" | mean)
+run_hermes=$(printf '%s\n' "$h1" "$h2" | mean)
 run_added=$(awk -v a="$run_hermes" -v b="$run_true" 'BEGIN {printf "%.6f", a-b}')
 run_added_ms=$(awk -v s="$run_added" 'BEGIN {printf "%.2f", s*1000}')
 # Every one of those runs must be in the history, succeeded.
@@ -164,7 +125,7 @@ cat <<EOF
 
 ## hermes tasks: whole-process benchmarks
 
-$(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $(go version | cut -d' ' -f3), timing: $($have_hyperfine && echo "hyperfine $(hyperfine --version | cut -d' ' -f2)" || echo "date loop")$($quick && echo ", QUICK MODE (not a measurement)")
+$(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $(go version | cut -d' ' -f3), timing: $(timer)$($quick && echo ", QUICK MODE (not a measurement)")
 
 | target | measured (median) | difference or ratio | limit | result |
 |---|---|---|---|---|

@@ -44,7 +44,6 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/bench.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 . scripts/benchlib.sh
 bench_install sqlite3:sqlite3 hyperfine:hyperfine rg:ripgrep /usr/bin/time:time || exit 1
-have_hyperfine=true
 
 # Sizes. A message is about 300 bytes of text (about 370 as a line).
 bytes=300
@@ -59,8 +58,9 @@ if $quick; then
   runs=10 runs_slow=3 runs_export=5 runs_search=3 rss_runs=1
 fi
 
-say "building hermes and the data generators"
-go build -o "$tmp/hermes" .
+say "building hermes (scripts/build.sh, and a plain go build for start-up) and the data generators"
+scripts/build.sh "$tmp/hermes"
+go build -o "$tmp/hermes-plain" .
 for tool in gendata gentasks baseline; do go build -o "$tmp/$tool" "./scripts/$tool"; done
 hermes=$tmp/hermes sqlite=$(command -v sqlite3)
 
@@ -252,6 +252,7 @@ rm -rf "$tmp"/c_*
 say "6. start-up"
 mkdir -p "$tmp/empty"
 up_version=$(time_median "$runs" 5 "$hermes" --version)
+up_plain=$(time_median "$runs" 5 "$tmp/hermes-plain" --version)
 up_list=$(time_median "$runs" 5 "$hermes" --home "$tmp/empty" sessions list)
 up_sqlite=$(time_median "$runs" 5 "$sqlite" :memory: "SELECT 1")
 
@@ -308,12 +309,13 @@ Medians of whole processes. Messages carry about $bytes bytes of text.
 | 5. $writers writers × $appends_each appends, one session | ${tp[hermes.c_one]}/s, ${fail[hermes.c_one]} failed | ${tp[sqlite3.c_one]}/s, ${fail[sqlite3.c_one]} failed (${fail[locked.sqlite3.c_one]} locked) | | $(x "${tp[hermes.c_one]}" "${tp[sqlite3.c_one]}") sqlite3's rate | nothing lost, seq contiguous | hermes $got_h of $want, seq $seqs; sqlite3 $got_s rows, count $got_s_count |
 | 5. $writers writers × $appends_each appends, 8 sessions | ${tp[hermes.c_eight]}/s, ${fail[hermes.c_eight]} failed | ${tp[sqlite3.c_eight]}/s, ${fail[sqlite3.c_eight]} failed (${fail[locked.sqlite3.c_eight]} locked) | | $(x "${tp[hermes.c_eight]}" "${tp[sqlite3.c_eight]}") sqlite3's rate | nothing lost | hermes $got_h8, sqlite3 $got_s8 of $((8 * 10 + writers * appends_each)) |
 | 6. \`hermes --version\` | $(ms "$up_version") | \`sqlite3 :memory: 'SELECT 1'\` $(ms "$up_sqlite") | | | ≤ 5 ms | $(verdict "$(awk -v s="$up_version" 'BEGIN {print s*1000}')" 5) |
+| 6. \`hermes --version\`, a plain \`go build\` (cgo, doc renderers) | $(ms "$up_plain") | | | | | |
 | 6. \`hermes sessions list\`, empty profile | $(ms "$up_list") | | | | | |
 | 7. tasks history, last 20 of $tasks_n | $(ms "$th_h") | $(ms "$th_s") | | $(x "$th_h" "$th_s") sqlite3 | | |
 | 7. tasks prune of $tasks_n (one run) | $(s "$tp_h") | $(s "$tp_s") (DELETE … RETURNING, then rm of the logs) | | $(x "$tp_h" "$tp_s") sqlite3 | | |
 
 How each side runs:
-- **hermes**: \`hermes sessions append ID --role user --content TEXT\`, \`sessions export ID\`, \`sessions list --limit 20 --json\`, \`sessions search WORD\` (case-insensitive, at most 50 hits), \`tasks history --limit 20 --json\`, \`tasks prune --older-than 1d --yes\`.
+- **hermes**: the release build of scripts/build.sh; \`hermes sessions append ID --role user --content TEXT\`, \`sessions export ID\`, \`sessions list --limit 20 --json\`, \`sessions search WORD\` (case-insensitive, at most 50 hits), \`tasks history --limit 20 --json\`, \`tasks prune --older-than 1d --yes\`.
 - **sqlite3**: \`sqlite3 -cmd '.timeout 10000' -cmd 'PRAGMA synchronous=FULL' DB 'BEGIN IMMEDIATE; INSERT INTO messages …; UPDATE sessions SET message_count=message_count+1, updated_at=… WHERE id=…; COMMIT;'\` on a WAL database (schema in scripts/baseline); reads are \`sqlite3 -json DB 'SELECT …'\` over an index (messages by session and id, sessions by updated_at, tasks by finished_at).
 - **snapshot**: \`scripts/baseline snapshot-append\`, in Go: read the session's one JSON document, add the message, write it all to a temporary file, fsync, rename, fsync the directory.
 - Appends: mean of two medians of $runs runs (hermes, sqlite3, snapshot, sqlite3, hermes), snapshot $runs runs ($runs_slow at $big). Each run adds a message, so the histories grow by $((2 * (runs + 3))).

@@ -4,8 +4,8 @@
 #
 #   bench=bench-x tmp=$(mktemp -d) && . scripts/benchlib.sh
 #
-# It sets have_hyperfine (false when hyperfine is missing or
-# BENCH_NO_HYPERFINE is set: time_median then times with a date loop).
+# time_median times with hyperfine, or with a date loop when hyperfine is
+# missing or BENCH_NO_HYPERFINE is set.
 
 say() { echo "$bench: $*" >&2; }
 
@@ -25,8 +25,7 @@ bench_install() {
   return 1
 }
 
-have_hyperfine=false
-command -v hyperfine >/dev/null 2>&1 && [[ -z ${BENCH_NO_HYPERFINE:-} ]] && have_hyperfine=true
+use_hyperfine() { command -v hyperfine >/dev/null 2>&1 && [[ -z ${BENCH_NO_HYPERFINE:-} ]]; }
 
 # median: the median of the numbers on stdin.
 median() {
@@ -42,9 +41,18 @@ mean() { awk '{s+=$1} END {if (NR==0) exit 1; print s/NR}'; }
 time_median() {
   local runs=$1 warmup=$2
   shift 2
-  if $have_hyperfine; then
-    local json=$tmp/hyperfine.json
-    if ! hyperfine -N --style none --warmup "$warmup" --runs "$runs" --export-json "$json" "$(printf '%q ' "$@")" >"$tmp/hyperfine.out" 2>&1; then
+  time_median_prepared "$runs" "$warmup" "" "$@"
+}
+
+# time_median_prepared RUNS WARMUP PREPARE COMMAND...: time_median, running
+# the command PREPARE (a path, or "" for none) untimed before each run.
+time_median_prepared() {
+  local runs=$1 warmup=$2 prepare=$3
+  shift 3
+  if use_hyperfine; then
+    local json=$tmp/hyperfine.json args=()
+    [[ -n $prepare ]] && args=(--prepare "$prepare")
+    if ! hyperfine -N --style none --warmup "$warmup" --runs "$runs" "${args[@]}" --export-json "$json" "$(printf '%q ' "$@")" >"$tmp/hyperfine.out" 2>&1; then
       say "hyperfine failed on: $*"
       tail -5 "$tmp/hyperfine.out" >&2
       return 1
@@ -52,8 +60,12 @@ time_median() {
     grep -o '"median": *[0-9.eE+-]*' "$json" | head -1 | sed 's/.*: *//'
   else
     local i t0 t1
-    for ((i = 0; i < warmup; i++)); do "$@" >/dev/null; done
+    for ((i = 0; i < warmup; i++)); do
+      [[ -n $prepare ]] && $prepare
+      "$@" >/dev/null
+    done
     for ((i = 0; i < runs; i++)); do
+      [[ -n $prepare ]] && $prepare
       t0=$(date +%s%N)
       "$@" >/dev/null
       t1=$(date +%s%N)
@@ -63,7 +75,7 @@ time_median() {
 }
 
 # timer: what time_median times with, for the reports.
-timer() { if $have_hyperfine; then echo "hyperfine $(hyperfine --version | cut -d' ' -f2)"; else echo "date loop"; fi; }
+timer() { if use_hyperfine; then echo "hyperfine $(hyperfine --version | cut -d' ' -f2)"; else echo "date loop"; fi; }
 
 ms() { awk -v s="$1" 'BEGIN {printf "%.2f ms", s*1000}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a/b}'; }
