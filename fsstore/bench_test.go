@@ -19,6 +19,9 @@ import (
 //
 //	BenchmarkAppend: history=100000 costs at most 1.2x history=10
 //	BenchmarkList:   sessions=100000 costs at most 3x sessions=1000
+//
+// scripts/bench.sh measures the same paths as whole processes beside
+// sqlite3, grep and cat.
 
 // benchStore writes a fixture into a fresh profile and returns its store
 // and session ids.
@@ -95,5 +98,33 @@ func BenchmarkAppendConcurrent(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// BenchmarkSearch looks for a word that none of 100 transcripts of 2,000
+// messages (about 75 MB) holds, so every byte is read: the pre-filter on
+// raw lines is what keeps it near the speed of grep -F
+// (scripts/bench.sh compares the whole process over 1 GB).
+func BenchmarkSearch(b *testing.B) {
+	s, _ := benchStore(b, fixture.Options{Sessions: 100, Messages: 2_000, BytesPerMessage: 300})
+	b.SetBytes(100 * 2_000 * 370)
+	for b.Loop() {
+		hits, err := s.Search("quokka", 50)
+		if err != nil || len(hits) != 0 {
+			b.Fatalf("Search: %d hits, %v", len(hits), err)
+		}
+	}
+}
+
+// BenchmarkGet reads one session as every command that names a session
+// does: its document, then the last line of its transcript for the count
+// and last activity (appends do not rewrite the document).
+func BenchmarkGet(b *testing.B) {
+	s, ids := benchStore(b, fixture.Options{Sessions: 1, Messages: 100_000, BytesPerMessage: 200})
+	for b.Loop() {
+		sess, err := s.Get(ids[0])
+		if err != nil || sess.MessageCount != 100_000 {
+			b.Fatalf("Get: %d messages, %v", sess.MessageCount, err)
+		}
 	}
 }
