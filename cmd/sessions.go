@@ -185,7 +185,7 @@ func sessionsNew(e *env) error {
 // readMessages reads chat messages as JSONL from r: blank lines skipped,
 // every line checked before anything is written.
 func readMessages(r io.Reader) ([]fsstore.Message, error) {
-	br := bufio.NewReaderSize(r, 1<<20)
+	br := bufio.NewReaderSize(r, 64<<10)
 	var msgs []fsstore.Message
 	for n := 1; ; n++ {
 		line, err := br.ReadBytes('\n')

@@ -38,27 +38,41 @@ type catalogEntry struct {
 
 func (s *SessionStore) catalogPath() string { return filepath.Join(s.Dir, catalogName) }
 
-// touchCatalog records activity on id.
+// touchCatalog records activity on id, synced.
 func (s *SessionStore) touchCatalog(id string, now time.Time) error {
+	f, err := s.writeCatalog(id, now)
+	if err != nil || f == nil {
+		return err
+	}
+	defer f.Close()
+	return syncLog(f)
+}
+
+// writeCatalog appends the line that records activity on id and returns
+// the catalog, still to be synced by the caller (nil when the append made
+// the catalog compact itself, which syncs). The lock is held for the
+// write only: a sync covers whatever other writers appended meanwhile.
+func (s *SessionStore) writeCatalog(id string, now time.Time) (*os.File, error) {
 	unlock, err := Lock(filepath.Join(s.Dir, catalogLockName), s.LockTimeout)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer unlock()
 	line, _ := json.Marshal(catalogEntry{SessionID: id, At: Timestamp(now)})
 	f, moved, err := OpenAppend(s.catalogPath(), now)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer f.Close()
 	s.warnMoved(moved)
-	if err := AppendLines(f, [][]byte{append(line, '\n')}); err != nil {
-		return err
+	if err := writeLines(f, [][]byte{append(line, '\n')}); err != nil {
+		f.Close()
+		return nil, err
 	}
 	if fi, err := f.Stat(); err == nil && fi.Size() > catalogCompactSize {
-		return s.compactCatalogLocked()
+		f.Close()
+		return nil, s.compactCatalogLocked()
 	}
-	return nil
+	return f, nil
 }
 
 // ListOptions filter List.

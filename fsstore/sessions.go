@@ -106,12 +106,18 @@ func (s *SessionStore) lock(id string) (func(), error) {
 // session's lock, so a concurrent rewrite is not mistaken for damage) and
 // reported as an error.
 func (s *SessionStore) readSession(id string, locked bool) (Session, error) {
-	sess, err := readRecord(recordFile{what: "session", id: id, path: s.docPath(id), lock: s.lockPath(id),
-		locked: locked, timeout: s.LockTimeout, now: s.Now}, func(v *Session) string { return v.ID })
+	sess, err := s.readDocument(id, locked)
 	if err != nil {
 		return sess, err
 	}
 	return sess, s.current(&sess)
+}
+
+// readDocument reads the document of id as it is on disk: for Append,
+// which reads the transcript's last line itself.
+func (s *SessionStore) readDocument(id string, locked bool) (Session, error) {
+	return readRecord(recordFile{what: "session", id: id, path: s.docPath(id), lock: s.lockPath(id),
+		locked: locked, timeout: s.LockTimeout, now: s.Now}, func(v *Session) string { return v.ID })
 }
 
 // current sets the message count and the last activity of sess from the
@@ -344,7 +350,7 @@ func (s *SessionStore) Append(id string, msgs []Message) (int64, error) {
 		return 0, err
 	}
 	defer unlock()
-	sess, err := s.readSession(id, true)
+	sess, err := s.readDocument(id, true)
 	if err != nil {
 		return 0, err
 	}
@@ -388,15 +394,15 @@ func (s *SessionStore) appendLocked(sess *Session, msgs []Message) (int64, error
 	if err := writeLines(f, lines); err != nil {
 		return 0, err
 	}
-	// The catalog line is written and synced while the transcript syncs:
-	// the file system can serve both with one journal commit.
-	catalog := make(chan error, 1)
-	go func() { catalog <- s.touchCatalog(sess.ID, now) }()
-	err = syncFile(f)
-	if err != nil {
-		err = fmt.Errorf("append to %s: sync: %w", f.Name(), err)
+	// The transcript and the catalog lines are both written before either
+	// is synced, and then synced at once (see syncLogs).
+	catalog, err := s.writeCatalog(sess.ID, now)
+	if err == nil && catalog != nil {
+		err = syncLogs(f, catalog)
+		catalog.Close()
+	} else if err == nil {
+		err = syncLog(f)
 	}
-	err = errors.Join(err, <-catalog)
 	if err == nil && !hadPreview && sess.Preview != "" {
 		sess.MessageCount, sess.UpdatedAt = seq, max(sess.UpdatedAt, ts)
 		err = writeDoc(s.docPath(sess.ID), sess)
