@@ -252,7 +252,12 @@ func cutBack(f *os.File, size int64, err error) error {
 // openSized opens the file at path for reading and returns its size: the
 // view a reader scans. A file that does not exist is (nil, 0, nil).
 func openSized(path string) (*os.File, int64, error) {
-	f, err := os.Open(path)
+	return openSizedFlag(path, os.O_RDONLY)
+}
+
+// openSizedFlag is openSized with the open flags given (O_NOFOLLOW).
+func openSizedFlag(path string, flag int) (*os.File, int64, error) {
+	f, err := os.OpenFile(path, flag, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, 0, nil
 	}

@@ -129,23 +129,19 @@ func (s *SessionStore) readDocument(id string, locked bool) (Session, error) {
 // values. A document ahead of its transcript is damage: fsck reports it.
 // A transcript that is a symlink is not followed.
 func (s *SessionStore) current(sess *Session) error {
-	f, err := os.OpenFile(s.logPath(sess.ID), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
-	if errors.Is(err, os.ErrNotExist) {
-		sess.MessageCount = 0
-		return nil
-	}
+	f, size, err := openSizedFlag(s.logPath(sess.ID), os.O_RDONLY|syscall.O_NOFOLLOW)
 	if errors.Is(err, syscall.ELOOP) {
 		return nil // the document's values stand; the writers refuse the link
 	}
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return err
+	if f == nil {
+		sess.MessageCount = 0
+		return nil
 	}
-	seq, ts, err := lastSeq(f, fi.Size())
+	defer f.Close()
+	seq, ts, err := lastSeq(f, size)
 	if err != nil {
 		return err
 	}
