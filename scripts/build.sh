@@ -5,7 +5,7 @@
 #   scripts/build.sh [OUTPUT]    (default ./hermes)
 #
 # It differs from a plain `go build` in two flags, both for start-up time,
-# which every command pays (about 1.5 ms of a 3 ms `hermes --version` on a
+# which every command pays (about 1 ms of a 3.1 ms `hermes --version` on a
 # 2-core VM; see the README's Performance section):
 #   CGO_ENABLED=0           a static binary: no dynamic loader, no libc
 #                           start-up, no cgo runtime threads; the DNS
