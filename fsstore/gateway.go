@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -313,23 +313,9 @@ func (g *GatewayStore) readIndex() ([]string, error) {
 // responseIDsOnDisk lists the stored response documents by name, oldest
 // first (ids are time-ordered to the second).
 func (g *GatewayStore) responseIDsOnDisk() ([]string, error) {
-	entries, err := os.ReadDir(g.responsesDir())
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var ids []string
-	for _, e := range entries {
-		name := e.Name()
-		if strings.HasPrefix(name, ".") || !strings.HasSuffix(name, ".json") {
-			continue
-		}
-		ids = append(ids, strings.TrimSuffix(name, ".json"))
-	}
-	sort.Strings(ids)
-	return ids, nil
+	ids, err := docIDs(g.responsesDir())
+	slices.Reverse(ids)
+	return ids, err
 }
 
 func (g *GatewayStore) rewriteIndexLocked(ids []string) error {

@@ -315,20 +315,13 @@ func (b *Board) OpenTasks() ([]KanbanTask, error) {
 
 // All reads every task, oldest first.
 func (b *Board) All() ([]KanbanTask, error) {
-	entries, err := os.ReadDir(b.tasksDir())
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
+	ids, err := docIDs(b.tasksDir())
 	if err != nil {
 		return nil, err
 	}
 	var out []KanbanTask
-	for _, e := range entries {
-		name := e.Name()
-		if strings.HasPrefix(name, ".") || !strings.HasSuffix(name, ".json") {
-			continue
-		}
-		t, err := b.read(strings.TrimSuffix(name, ".json"), false)
+	for _, id := range ids {
+		t, err := b.read(id, false)
 		if err != nil {
 			b.Warn(err.Error())
 			continue
