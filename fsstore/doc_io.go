@@ -34,12 +34,23 @@ func writeDoc(path string, v any) error {
 
 // encodeDoc is the JSON of a document as writeDoc writes it.
 func encodeDoc(path string, v any) ([]byte, error) {
+	b, err := EncodeDocument(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", path, err)
+	}
+	return b, nil
+}
+
+// EncodeDocument encodes a document as every store writes it: indented by
+// two spaces, HTML characters unescaped, a final newline. The benchmark
+// generators under scripts/ write their fixtures with it.
+func EncodeDocument(v any) ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(v); err != nil {
-		return nil, fmt.Errorf("encode %s: %w", path, err)
+		return nil, err
 	}
 	return b.Bytes(), nil
 }

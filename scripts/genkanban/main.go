@@ -157,19 +157,8 @@ func (g gen) ready(id string, i int, created time.Time) error {
 	return g.log(id+".events.jsonl", []any{fsstore.Event{TS: t.CreatedAt, Type: "created", Detail: fsstore.KanbanReady}})
 }
 
-// encodeDoc encodes a task as fsstore's writeDoc does: indented by two
-// spaces, HTML characters unescaped, a final newline.
-func encodeDoc(t *fsstore.KanbanTask) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	err := enc.Encode(t)
-	return b.Bytes(), err
-}
-
 func (g gen) doc(id string, t *fsstore.KanbanTask) error {
-	b, err := encodeDoc(t)
+	b, err := fsstore.EncodeDocument(t)
 	if err != nil {
 		return err
 	}
@@ -197,7 +186,7 @@ func (g gen) check(b *fsstore.Board, id string) error {
 	if err != nil {
 		return err
 	}
-	again, err := encodeDoc(&t)
+	again, err := fsstore.EncodeDocument(&t)
 	if err != nil {
 		return err
 	}

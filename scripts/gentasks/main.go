@@ -119,19 +119,6 @@ func Record(sp Spec) fsstore.Task {
 	}
 }
 
-// EncodeRecord encodes a record as the store does: indented two spaces,
-// HTML characters unescaped, a final newline.
-func EncodeRecord(t fsstore.Task) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(t); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
-}
-
 // FinishedLine is the line of .finished.jsonl for a finished record,
 // with its newline.
 func FinishedLine(t fsstore.Task) ([]byte, error) {
@@ -193,7 +180,7 @@ func Write(dir string, specs []Spec) error {
 }
 
 func writeTask(dir string, sp Spec) error {
-	doc, err := EncodeRecord(Record(sp))
+	doc, err := fsstore.EncodeDocument(Record(sp))
 	if err != nil {
 		return err
 	}
