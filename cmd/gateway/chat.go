@@ -207,10 +207,10 @@ type apiChatChoice struct {
 }
 
 type apiChatMessage struct {
-	Role      string     `json:"role"`
-	Content   *string    `json:"content"`
-	Refusal   any        `json:"refusal"`
-	ToolCalls []toolCall `json:"tool_calls,omitempty"`
+	Role      string             `json:"role"`
+	Content   *string            `json:"content"`
+	Refusal   any                `json:"refusal"`
+	ToolCalls []fsstore.ToolCall `json:"tool_calls,omitempty"`
 }
 
 // chatCompletion is the chat.completion object of a turn.

@@ -82,15 +82,15 @@ func parseInput(raw json.RawMessage) ([]fsstore.Message, error) {
 			}
 			msgs = append(msgs, fsstore.Message{Role: role, Content: content})
 		case "function_call":
-			call := toolCall{ID: it.CallID, Type: "function"}
+			call := fsstore.ToolCall{ID: it.CallID, Type: "function"}
 			call.Function.Name, call.Function.Arguments = it.Name, it.Arguments
 			if n := len(msgs); n > 0 && msgs[n-1].Role == "assistant" && hasToolCalls(msgs[n-1]) && len(msgs[n-1].Content) == 0 {
-				var calls []toolCall
+				var calls []fsstore.ToolCall
 				json.Unmarshal(msgs[n-1].ToolCalls, &calls)
 				msgs[n-1].ToolCalls, _ = json.Marshal(append(calls, call))
 				continue
 			}
-			tc, _ := json.Marshal([]toolCall{call})
+			tc, _ := json.Marshal([]fsstore.ToolCall{call})
 			msgs = append(msgs, fsstore.Message{Role: "assistant", ToolCalls: tc})
 		case "function_call_output":
 			out := it.Output
@@ -486,7 +486,7 @@ func outputText(text string) map[string]any {
 	return map[string]any{"type": "output_text", "text": text, "annotations": []any{}, "logprobs": []any{}}
 }
 
-func functionCallItem(c toolCall, status string) map[string]any {
+func functionCallItem(c fsstore.ToolCall, status string) map[string]any {
 	return map[string]any{
 		"type": "function_call", "id": "fc_" + c.ID, "call_id": c.ID, "name": c.Function.Name,
 		"arguments": c.Function.Arguments, "status": status,

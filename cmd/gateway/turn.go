@@ -234,23 +234,13 @@ func replyText(msgs []fsstore.Message) string {
 	return strings.Join(texts, "\n")
 }
 
-// toolCall is one entry of a message's tool_calls.
-type toolCall struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
-}
-
 func hasToolCalls(m fsstore.Message) bool {
 	return len(m.ToolCalls) > 0 && string(m.ToolCalls) != "null" && string(m.ToolCalls) != "[]"
 }
 
 // pendingToolCalls are the tool calls the reply ends with: the model asks
 // the client to run them.
-func pendingToolCalls(msgs []fsstore.Message) []toolCall {
+func pendingToolCalls(msgs []fsstore.Message) []fsstore.ToolCall {
 	if len(msgs) == 0 {
 		return nil
 	}
@@ -258,7 +248,7 @@ func pendingToolCalls(msgs []fsstore.Message) []toolCall {
 	if last.Role != "assistant" || !hasToolCalls(last) {
 		return nil
 	}
-	var calls []toolCall
+	var calls []fsstore.ToolCall
 	json.Unmarshal(last.ToolCalls, &calls)
 	return calls
 }

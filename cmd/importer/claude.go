@@ -161,7 +161,7 @@ type claudeBuilder struct {
 	pendingID string // message.id of the assistant message being built
 	pending   *fsstore.Message
 	parts     []json.RawMessage
-	calls     []toolCall
+	calls     []fsstore.ToolCall
 }
 
 func (b *claudeBuilder) add(e *claudeEntry, s *Session) error {

@@ -136,7 +136,7 @@ var codexRoles = map[string]string{"user": "user", "assistant": "assistant", "sy
 
 // codexAppend adds the chat form of one response item to msgs.
 func codexAppend(msgs []fsstore.Message, it codexItem, stamp string) ([]fsstore.Message, error) {
-	var call toolCall
+	var call fsstore.ToolCall
 	switch it.Type {
 	case "message":
 		role, ok := codexRoles[it.Role]
@@ -170,7 +170,7 @@ func codexAppend(msgs []fsstore.Message, it codexItem, stamp string) ([]fsstore.
 	// said with it, or the calls it made alongside.
 	if n := len(msgs); n > 0 && msgs[n-1].Role == "assistant" {
 		last := &msgs[n-1]
-		var calls []toolCall
+		var calls []fsstore.ToolCall
 		if len(last.ToolCalls) > 0 {
 			if err := json.Unmarshal(last.ToolCalls, &calls); err != nil {
 				return nil, err
@@ -179,7 +179,7 @@ func codexAppend(msgs []fsstore.Message, it codexItem, stamp string) ([]fsstore.
 		last.ToolCalls = toolCallsJSON(append(calls, call))
 		return msgs, nil
 	}
-	return append(msgs, fsstore.Message{TS: stamp, Role: "assistant", Content: json.RawMessage("null"), ToolCalls: toolCallsJSON([]toolCall{call})}), nil
+	return append(msgs, fsstore.Message{TS: stamp, Role: "assistant", Content: json.RawMessage("null"), ToolCalls: toolCallsJSON([]fsstore.ToolCall{call})}), nil
 }
 
 // codexContent maps Responses API content items to chat content: text

@@ -342,23 +342,11 @@ func imagePart(url string) json.RawMessage {
 	}{"image_url", imageURL{url}})
 }
 
-// toolCall is one entry of an assistant message's tool_calls.
-type toolCall struct {
-	ID       string       `json:"id"`
-	Type     string       `json:"type"`
-	Function toolFunction `json:"function"`
+func newToolCall(id, name, arguments string) fsstore.ToolCall {
+	return fsstore.ToolCall{ID: id, Type: "function", Function: fsstore.ToolFunction{Name: name, Arguments: arguments}}
 }
 
-type toolFunction struct {
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-}
-
-func newToolCall(id, name, arguments string) toolCall {
-	return toolCall{ID: id, Type: "function", Function: toolFunction{Name: name, Arguments: arguments}}
-}
-
-func toolCallsJSON(calls []toolCall) json.RawMessage {
+func toolCallsJSON(calls []fsstore.ToolCall) json.RawMessage {
 	if len(calls) == 0 {
 		return nil
 	}

@@ -57,16 +57,16 @@ func wantContent(t *testing.T, m fsstore.Message, want string) {
 	}
 }
 
-func calls(t *testing.T, m fsstore.Message) []toolCall {
+func calls(t *testing.T, m fsstore.Message) []fsstore.ToolCall {
 	t.Helper()
-	var c []toolCall
+	var c []fsstore.ToolCall
 	if err := json.Unmarshal(m.ToolCalls, &c); err != nil {
 		t.Fatalf("tool_calls %s: %v", m.ToolCalls, err)
 	}
 	return c
 }
 
-func wantCalls(t *testing.T, m fsstore.Message, want ...toolCall) {
+func wantCalls(t *testing.T, m fsstore.Message, want ...fsstore.ToolCall) {
 	t.Helper()
 	got := calls(t, m)
 	if len(got) != len(want) {

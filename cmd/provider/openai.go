@@ -369,20 +369,11 @@ type streamChunk struct {
 	Error json.RawMessage `json:"error"`
 }
 
-type toolCall struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
-}
-
 // streamState assembles the reply from its deltas.
 type streamState struct {
 	content  strings.Builder
 	refusal  strings.Builder
-	calls    map[int]*toolCall
+	calls    map[int]*fsstore.ToolCall
 	usage    *Usage
 	finished bool // a finish_reason was seen
 	done     bool // data: [DONE] was seen
@@ -391,7 +382,7 @@ type streamState struct {
 // readStream reads server-sent events until data: [DONE], writing content
 // deltas to stream as they come.
 func readStream(body io.Reader, stream *streamWriter) (Reply, *Error) {
-	st := &streamState{calls: map[int]*toolCall{}}
+	st := &streamState{calls: map[int]*fsstore.ToolCall{}}
 	r := bufio.NewReader(body)
 	var event []byte // data lines of the event being read
 	pending := false
@@ -487,7 +478,7 @@ func (st *streamState) event(data []byte, stream *streamWriter) *Error {
 			}
 			call := st.calls[index]
 			if call == nil {
-				call = &toolCall{}
+				call = &fsstore.ToolCall{}
 				st.calls[index] = call
 			}
 			// An id and a type come whole (some servers repeat them in
@@ -513,7 +504,7 @@ func (st *streamState) reply() (Reply, *Error) {
 			indexes = append(indexes, i)
 		}
 		sort.Ints(indexes)
-		calls := make([]*toolCall, 0, len(indexes))
+		calls := make([]*fsstore.ToolCall, 0, len(indexes))
 		for _, i := range indexes {
 			c := st.calls[i]
 			if c.Type == "" {
