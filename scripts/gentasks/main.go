@@ -20,11 +20,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
-	"sync"
 	"time"
 
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/scripts/fixture"
 )
 
 // Interval is the time between the starts of two successive tasks, and
@@ -138,32 +137,8 @@ func Write(dir string, specs []Spec) error {
 		return err
 	}
 	// File creation is the cost: spread it over the cores.
-	next := make(chan int)
-	errs := make(chan error, 1)
-	var wg sync.WaitGroup
-	for range runtime.GOMAXPROCS(0) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				if err := writeTask(dir, specs[i]); err != nil {
-					select {
-					case errs <- err:
-					default:
-					}
-				}
-			}
-		}()
-	}
-	for i := range specs {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	select {
-	case err := <-errs:
+	if err := fixture.Each(len(specs), func(i int) error { return writeTask(dir, specs[i]) }); err != nil {
 		return err
-	default:
 	}
 	var b bytes.Buffer
 	for _, sp := range specs {
