@@ -8,10 +8,6 @@
 //	    activity, a messages table with an index on session and order, a
 //	    tasks table with an index on the finish time) and fills it with the
 //	    profile's sessions, messages and finished tasks, in one transaction.
-//	baseline sql-append -session ID -role ROLE -content TEXT
-//	    The SQL of one persisted turn in that database: one BEGIN IMMEDIATE
-//	    transaction that inserts the message and bumps the session's count
-//	    and activity time. sqlite3 runs it with synchronous=FULL.
 //	baseline snapshot -home DIR -id ID -out FILE
 //	    The session as one JSON document, {"session":{…},"messages":[…]}:
 //	    the rewrite-per-turn snapshot.
@@ -19,6 +15,11 @@
 //	    One turn persisted the snapshot way: read the whole document, add
 //	    the message, write it all to a temporary file, fsync it, rename it
 //	    over the old one and fsync the directory.
+//
+// A turn persisted in that database is turn_sql in scripts/bench.sh (one
+// BEGIN IMMEDIATE transaction that inserts the message and bumps the
+// session's count and activity time, run with synchronous=FULL), built in
+// the shell so that no extra process runs inside the timed loops.
 //
 // The snapshot side is written in Go, like hermes, so that the comparison
 // is of the two ways to store a turn and not of two languages; it keeps
@@ -49,7 +50,6 @@ func main() {
 	home := fs.String("home", "", "hermes home directory")
 	profile := fs.String("profile", "default", "profile name")
 	id := fs.String("id", "", "session id")
-	session := fs.String("session", "", "session id")
 	out := fs.String("out", "", "output file")
 	file := fs.String("file", "", "snapshot file")
 	role := fs.String("role", "user", "message role")
@@ -63,8 +63,6 @@ func main() {
 	switch os.Args[1] {
 	case "sql":
 		err = writeSQL(os.Stdout, profileDir)
-	case "sql-append":
-		_, err = fmt.Print(appendSQL(*session, *role, *content, time.Now()))
 	case "snapshot":
 		err = writeSnapshot(profileDir, *id, *out)
 	case "snapshot-append":
@@ -79,7 +77,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: baseline sql|sql-append|snapshot|snapshot-append [flags] (see the package comment)")
+	fmt.Fprintln(os.Stderr, "usage: baseline sql|snapshot|snapshot-append [flags] (see the package comment)")
 	os.Exit(2)
 }
 
@@ -187,15 +185,6 @@ func writeTasksSQL(w *bufio.Writer, dir string) error {
 			unix(t.StartedAt), unix(t.FinishedAt), quote(strings.TrimSuffix(filepath.Base(name), ".json")+".log"))
 	}
 	return nil
-}
-
-// appendSQL is one turn persisted in the database.
-func appendSQL(session, role, content string, now time.Time) string {
-	ts := fmt.Sprintf("%.6f", float64(now.UnixMicro())/1e6)
-	return "BEGIN IMMEDIATE;\n" +
-		"INSERT INTO messages(session_id,role,content,timestamp) VALUES(" + quote(session) + "," + quote(role) + "," + quote(content) + "," + ts + ");\n" +
-		"UPDATE sessions SET message_count=message_count+1, updated_at=" + ts + " WHERE id=" + quote(session) + ";\n" +
-		"COMMIT;\n"
 }
 
 func openStore(profileDir string) *fsstore.SessionStore {
