@@ -265,19 +265,12 @@ func (s *SessionStore) rewriteDoc(id string) error {
 
 // transcriptCount is the seq of the last complete line of the transcript.
 func (s *SessionStore) transcriptCount(id string) (int64, error) {
-	f, err := os.Open(s.logPath(id))
-	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
+	f, size, err := openSized(s.logPath(id))
+	if f == nil || err != nil {
 		return 0, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return 0, err
-	}
-	n, _, err := lastSeq(f, fi.Size())
+	n, _, err := lastSeq(f, size)
 	return n, err
 }
 
@@ -399,8 +392,8 @@ func (s *SessionStore) appendLocked(sess *Session, msgs []Message) (int64, error
 	} else if err == nil {
 		err = syncLog(f)
 	}
+	sess.MessageCount, sess.UpdatedAt = seq, max(sess.UpdatedAt, ts)
 	if err == nil && !hadPreview && sess.Preview != "" {
-		sess.MessageCount, sess.UpdatedAt = seq, max(sess.UpdatedAt, ts)
 		err = writeDoc(s.docPath(sess.ID), sess)
 	}
 	if err != nil {
@@ -411,7 +404,6 @@ func (s *SessionStore) appendLocked(sess *Session, msgs []Message) (int64, error
 		// cache entry.
 		return 0, cutBack(f, fi.Size(), err)
 	}
-	sess.MessageCount, sess.UpdatedAt = seq, max(sess.UpdatedAt, ts)
 	return seq, nil
 }
 
