@@ -2,6 +2,7 @@ package fsstore
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -91,5 +92,30 @@ func TestPruneSeesActivityAfterTheDocument(t *testing.T) {
 	removed, err := s.Prune(cutoff, "", false)
 	if err != nil || len(removed) != 0 {
 		t.Fatalf("Prune = %+v (%v); the session was active after the cutoff", removed, err)
+	}
+}
+
+// TestTitleLookupReadsOnlyDocuments: titles live in the documents, so a
+// title lookup does not read transcripts, and a session whose transcript
+// ends in a damaged line still holds its title against a duplicate.
+func TestTitleLookupReadsOnlyDocuments(t *testing.T) {
+	s, _, _ := newTestStore(t)
+	if _, _, err := s.Create(Session{ID: "s1", Source: "test", Title: "plan"}); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, s, "s1", textMsg("user", "one"))
+	f, err := os.OpenFile(s.logPath("s1"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("{\"seq\":2,damaged}\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if _, _, err := s.Create(Session{ID: "s2", Source: "test", Title: "plan"}); !errors.Is(err, ErrRefused) {
+		t.Fatalf("Create with the title of s1 = %v; want it refused", err)
+	}
+	if id, err := s.Resolve("plan"); err != nil || id != "s1" {
+		t.Fatalf("Resolve(plan) = %q, %v; want s1", id, err)
 	}
 }

@@ -62,7 +62,7 @@ func (s *SessionStore) Search(query string, limit int) ([]Hit, error) {
 		if len(r) == 0 {
 			continue
 		}
-		if sess, err := s.readSession(ids[i], false); err == nil {
+		if sess, err := s.readDocument(ids[i], false); err == nil {
 			for j := range r {
 				r[j].Title = sess.Title
 			}

@@ -1015,14 +1015,19 @@ func (s *SessionStore) IDs() ([]string, error) { return docIDs(s.Dir) }
 
 // All reads every session document, newest first. Unreadable documents are
 // quarantined and reported, and the scan goes on.
-func (s *SessionStore) All() ([]Session, error) {
+func (s *SessionStore) All() ([]Session, error) { return s.all(s.readSession) }
+
+// all reads every session with read: readSession for callers that need the
+// counts and last activity, readDocument for those that need only the
+// document's own fields (a title lookup reads no transcript).
+func (s *SessionStore) all(read func(id string, locked bool) (Session, error)) ([]Session, error) {
 	ids, err := s.IDs()
 	if err != nil {
 		return nil, err
 	}
 	out := make([]Session, 0, len(ids))
 	for _, id := range ids {
-		sess, err := s.readSession(id, false)
+		sess, err := read(id, false)
 		if errors.Is(err, ErrNotFound) {
 			continue
 		}
@@ -1040,7 +1045,7 @@ func (s *SessionStore) All() ([]Session, error) {
 }
 
 func (s *SessionStore) idsByTitle(title string) ([]string, error) {
-	all, err := s.All()
+	all, err := s.all(s.readDocument)
 	if err != nil {
 		return nil, err
 	}
