@@ -118,4 +118,8 @@ func TestTitleLookupReadsOnlyDocuments(t *testing.T) {
 	if id, err := s.Resolve("plan"); err != nil || id != "s1" {
 		t.Fatalf("Resolve(plan) = %q, %v; want s1", id, err)
 	}
+	// List still shows it, with the document's own count.
+	if list, err := s.List(ListOptions{}); err != nil || len(list) != 1 || list[0].ID != "s1" {
+		t.Fatalf("List = %+v, %v; want s1 listed", list, err)
+	}
 }

@@ -100,13 +100,16 @@ func (s *SessionStore) List(opts ListOptions) ([]Session, error) {
 			return true
 		}
 		seen[e.SessionID] = true
-		sess, err := s.readSession(e.SessionID, false)
+		sess, err := s.readDocument(e.SessionID, false)
 		if err != nil {
 			if !errors.Is(err, ErrNotFound) {
 				s.Warn(err.Error())
 			}
 			return true
 		}
+		// A transcript whose last line is damaged leaves the document's
+		// own count: the session is still listed, and fsck names it.
+		s.current(&sess)
 		if (opts.Source != "" && sess.Source != opts.Source) || (opts.State != "" && sess.State != opts.State) {
 			return true
 		}
