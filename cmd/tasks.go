@@ -357,21 +357,23 @@ func commandText(argv []string) string {
 	return s
 }
 
-// taskArg resolves the ID argument: an exact task id or a unique prefix.
-func taskArg(e *env, store *fsstore.TaskStore) (string, error) {
+// taskArg opens the task store and resolves the ID argument: an exact
+// task id or a unique prefix.
+func taskArg(e *env) (*fsstore.TaskStore, string, error) {
+	store, err := e.tasks()
+	if err != nil {
+		return nil, "", err
+	}
 	ref, err := oneArg(e.c, "task ID")
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
-	return store.Resolve(ref)
+	id, err := store.Resolve(ref)
+	return store, id, err
 }
 
 func tasksShow(e *env) error {
-	store, err := e.tasks()
-	if err != nil {
-		return err
-	}
-	id, err := taskArg(e, store)
+	store, id, err := taskArg(e)
 	if err != nil {
 		return err
 	}
@@ -441,11 +443,7 @@ func finishedStatus(s string) bool {
 }
 
 func tasksLog(e *env) error {
-	store, err := e.tasks()
-	if err != nil {
-		return err
-	}
-	id, err := taskArg(e, store)
+	store, id, err := taskArg(e)
 	if err != nil {
 		return err
 	}
@@ -566,11 +564,7 @@ func tasksWait(e *env) error {
 		}
 		timeout = d
 	}
-	store, err := e.tasks()
-	if err != nil {
-		return err
-	}
-	id, err := taskArg(e, store)
+	store, id, err := taskArg(e)
 	if err != nil {
 		return err
 	}
@@ -608,11 +602,7 @@ func tasksKill(e *env) error {
 	if err != nil {
 		return err
 	}
-	store, err := e.tasks()
-	if err != nil {
-		return err
-	}
-	id, err := taskArg(e, store)
+	store, id, err := taskArg(e)
 	if err != nil {
 		return err
 	}
