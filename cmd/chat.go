@@ -60,6 +60,17 @@ func providerConfig(e *env, cfg profiles.Config) (provider.Config, error) {
 	}, nil
 }
 
+// newProvider makes the provider providerConfig resolves, and returns its
+// settings too.
+func newProvider(e *env, cfg profiles.Config) (provider.Provider, provider.Config, error) {
+	pc, err := providerConfig(e, cfg)
+	if err != nil {
+		return nil, pc, err
+	}
+	prov, err := provider.New(pc)
+	return prov, pc, err
+}
+
 func chatCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "chat",
@@ -103,11 +114,7 @@ func chat(e *env) error {
 	if err != nil {
 		return err
 	}
-	pc, err := providerConfig(e, cfg)
-	if err != nil {
-		return err
-	}
-	prov, err := provider.New(pc)
+	prov, pc, err := newProvider(e, cfg)
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/hermes/hermes/cmd/gateway"
-	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/fsstore"
 	"github.com/hermes/hermes/profiles"
 )
@@ -83,11 +82,7 @@ func gatewayServe(e *env) error {
 	if key == "" && !gateway.IsLoopback(addr) {
 		return usagef("--addr %s is not a loopback address: it needs an API key in $%s (the variable gateway.api_key_env names); refusing to start", addr, keyEnv)
 	}
-	pc, err := providerConfig(e, cfg)
-	if err != nil {
-		return err
-	}
-	prov, err := provider.New(pc)
+	prov, pc, err := newProvider(e, cfg)
 	if err != nil {
 		return err
 	}
