@@ -21,7 +21,9 @@
 # Every store holds the same data: scripts/gendata and scripts/gentasks
 # write the hermes profiles, and scripts/baseline turns them into the
 # SQLite database and the snapshots. Whole processes are timed with
-# hyperfine (medians); peak memory with GNU time. The script installs what
+# hyperfine (medians), or, where hermes and sqlite3 are compared on the
+# same operation, with scripts/interleave, which runs them in alternation;
+# peak memory with GNU time. The script installs what
 # is missing with apt-get (sqlite3, hyperfine, ripgrep, time), builds
 # hermes, prints a Markdown table of medians and ratios against the
 # targets, and writes it to scripts/bench-results.md. It takes about 15
@@ -50,18 +52,18 @@ bytes=300
 hist=(10 10000 100000) list_small=1000 list_big=100000
 search_sessions=1000 search_messages=2900 # 1,000 transcripts of 1 MB
 writers=8 appends_each=500 tasks_n=100000
-runs=40 runs_slow=10 runs_export=20 runs_search=10 rss_runs=3
+runs=40 runs_pair=100 runs_slow=10 runs_export=20 runs_search=10 rss_runs=3
 if $quick; then
   hist=(10 1000 10000) list_big=5000
   search_sessions=100 search_messages=300
   appends_each=20 tasks_n=5000
-  runs=10 runs_slow=3 runs_export=5 runs_search=3 rss_runs=1
+  runs=10 runs_pair=10 runs_slow=3 runs_export=5 runs_search=3 rss_runs=1
 fi
 
 say "building hermes (scripts/build.sh, and a plain go build for start-up) and the data generators"
 scripts/build.sh "$tmp/hermes"
 go build -o "$tmp/hermes-plain" .
-for tool in gendata gentasks baseline; do go build -o "$tmp/$tool" "./scripts/$tool"; done
+for tool in gendata gentasks baseline interleave; do go build -o "$tmp/$tool" "./scripts/$tool"; done
 hermes=$tmp/hermes sqlite=$(command -v sqlite3)
 
 # gen NAME GENDATA-ARGS...: a hermes home with sessions, checked by fsck,
@@ -112,7 +114,7 @@ msgs() { "$hermes" --home "$tmp/$1" --json sessions show "$2" | grep -o '"messag
 text="run the tests again and tell me what failed"
 
 # 1 and 2: per-turn persistence; resume load of the longest history.
-declare -A app_h app_s app_j
+declare -A app_h app_s app_j start_h start_s
 for n in "${hist[@]}"; do
   say "1. a session of $n messages: generating"
   gen "p$n" -sessions 1 -messages "$n"
@@ -132,20 +134,22 @@ for n in "${hist[@]}"; do
     rss_s=$(peak_rss_mb "$sqlite" -json "$tmp/p$n.db" "$select_sql")
   fi
   say "1. a session of $n messages: timing appends"
-  # Order hermes, sqlite3, snapshot, sqlite3, hermes: a drift of the
-  # disk's speed during the runs favours neither of the first two.
+  # hermes's and sqlite3's appends, and each program's bare start-up
+  # (hermes --version, sqlite3 SELECT 1 in memory), in rotation
+  # (scripts/interleave), so that a drift of the disk's speed during the
+  # runs favours none of them. An append less its program's start-up is
+  # the store's own work.
   sql=$(turn_sql "$id" "$text")
   r=$runs
   [[ $n == "${hist[-1]}" ]] && r=$runs_slow
-  h1=$(time_median "$runs" 3 "$hermes" --home "$tmp/p$n" sessions append "$id" --role user --content "$text")
-  s1=$(time_median "$runs" 3 "$sqlite" "${sqopts[@]}" "$tmp/p$n.db" "$sql")
+  read -r "app_h[$n]" "app_s[$n]" "start_h[$n]" "start_s[$n]" <<<"$("$tmp/interleave" -runs "$runs_pair" -warmup 3 -- \
+    "$hermes" --home "$tmp/p$n" sessions append "$id" --role user --content "$text" ::: \
+    "$sqlite" "${sqopts[@]}" "$tmp/p$n.db" "$sql" ::: \
+    "$hermes" --version ::: "$sqlite" :memory: "SELECT 1")"
+  [[ -n ${start_s[$n]} ]] || { say "interleave failed"; exit 1; }
   app_j[$n]=$(time_median "$r" 1 "$tmp/baseline" snapshot-append -file "$tmp/p$n.snapshot.json" -content "$text")
-  s2=$(time_median "$runs" 3 "$sqlite" "${sqopts[@]}" "$tmp/p$n.db" "$sql")
-  h2=$(time_median "$runs" 3 "$hermes" --home "$tmp/p$n" sessions append "$id" --role user --content "$text")
-  app_h[$n]=$(printf '%s\n' "$h1" "$h2" | mean)
-  app_s[$n]=$(printf '%s\n' "$s1" "$s2" | mean)
   # Every append landed, in each store.
-  want=$((n + 2 * (runs + 3)))
+  want=$((n + runs_pair + 3))
   got_h=$(msgs "p$n" "$id") got_s=$(count "$tmp/p$n.db" "SELECT message_count FROM sessions WHERE id='$id'")
   [[ $got_h == "$want" && $got_s == "$want" ]] || { say "after the appends: hermes $got_h, sqlite3 $got_s messages, want $want"; exit 1; }
   check_fsck "p$n"
@@ -284,6 +288,21 @@ left_logs=$(find "$tmp/t.logs" -type f | wc -l)
 [[ $left_h == 0 && $left_s == 0 && $left_logs == 0 ]] || { say "after the prunes: $left_h records, $left_s rows, $left_logs logs left"; exit 1; }
 
 x() { echo "$(ratio "$1" "$2")x"; }
+# own SIDE N: an append's own work, the append less its program's start-up.
+own() {
+  local -n app=app_$1 start=start_$1
+  awk -v a="${app[$2]}" -v b="${start[$2]}" 'BEGIN {print a-b}'
+}
+# each F: F applied to each history, joined with " / ".
+each() {
+  local n out=()
+  for n in "${hist[@]}"; do out+=("$("$@" "$n")"); done
+  local IFS=/
+  echo "${out[*]}" | sed 's|/| / |g'
+}
+own_ms() { ms "$(own "$1" "$2")" | sed 's/ ms//'; }
+own_x() { ratio "$(own h "$1")" "$(own s "$1")"; }
+start_ms() { local -n start=start_$1; ms "${start[$2]}" | sed 's/ ms//'; }
 s() { awk -v v="$1" 'BEGIN {printf "%.2f s", v}'; }
 report() {
   cat <<EOF
@@ -299,6 +318,8 @@ Medians of whole processes. Messages carry about $bytes bytes of text.
 | 1. append, history ${hist[1]} | $(ms "${app_h[${hist[1]}]}") | $(ms "${app_s[${hist[1]}]}") | snapshot $(ms "${app_j[${hist[1]}]}") | $(x "${app_h[${hist[1]}]}" "${app_s[${hist[1]}]}") sqlite3 | ≤ 1.0x | $(verdict "$(ratio "${app_h[${hist[1]}]}" "${app_s[${hist[1]}]}")" 1.0) |
 | 1. append, history ${hist[2]} | $(ms "${app_h[${hist[2]}]}") | $(ms "${app_s[${hist[2]}]}") | snapshot $(ms "${app_j[${hist[2]}]}") | $(x "${app_h[${hist[2]}]}" "${app_s[${hist[2]}]}") sqlite3 | ≤ 1.0x | $(verdict "$(ratio "${app_h[${hist[2]}]}" "${app_s[${hist[2]}]}")" 1.0) |
 | 1. append at $big vs at $small | | | | ${hist_ratio}x | ≤ 1.2x | $(verdict "$hist_ratio" 1.2) |
+| 1. start-up beside the appends (\`--version\`, \`SELECT 1\`), history $(each echo) | $(each start_ms h) ms | $(each start_ms s) ms | | | | |
+| 1. append less start-up: the store's own work, history $(each echo) | $(each own_ms h) ms | $(each own_ms s) ms | | $(each own_x)x sqlite3 | | |
 | 2. resume load of $big messages ($transcript_mb MB) | $(ms "$ex_h") | $(ms "$ex_s") | cat $(ms "$ex_c") | $(x "$ex_h" "$ex_s") sqlite3 | ≤ 1.0x | $(verdict "$(ratio "$ex_h" "$ex_s")" 1.0) |
 | 2. resume load vs cat | | | | $(x "$ex_h" "$ex_c") cat | ≤ 3x | $(verdict "$(ratio "$ex_h" "$ex_c")" 3) |
 | 2. resume load, peak RSS | $rss_h MB | $rss_s MB | | | ≤ 64 MB | $(verdict "$rss_h" 64) |
@@ -318,7 +339,7 @@ How each side runs:
 - **hermes**: the release build of scripts/build.sh; \`hermes sessions append ID --role user --content TEXT\`, \`sessions export ID\`, \`sessions list --limit 20 --json\`, \`sessions search WORD\` (case-insensitive, at most 50 hits), \`tasks history --limit 20 --json\`, \`tasks prune --older-than 1d --yes\`.
 - **sqlite3**: \`sqlite3 -cmd '.timeout 10000' -cmd 'PRAGMA synchronous=FULL' DB 'BEGIN IMMEDIATE; INSERT INTO messages …; UPDATE sessions SET message_count=message_count+1, updated_at=… WHERE id=…; COMMIT;'\` on a WAL database (schema in scripts/baseline); reads are \`sqlite3 -json DB 'SELECT …'\` over an index (messages by session and id, sessions by updated_at, tasks by finished_at).
 - **snapshot**: \`scripts/baseline snapshot-append\`, in Go: read the session's one JSON document, add the message, write it all to a temporary file, fsync, rename, fsync the directory.
-- Appends: mean of two medians of $runs runs (hermes, sqlite3, snapshot, sqlite3, hermes), snapshot $runs runs ($runs_slow at $big). Each run adds a message, so the histories grow by $((2 * (runs + 3))).
+- Appends: medians of $runs_pair runs each; hermes's append, sqlite3's, \`hermes --version\` and \`sqlite3 :memory: 'SELECT 1'\` run in rotation (scripts/interleave), so that the four see the same disk; snapshot $runs runs ($runs_slow at $big). Each run adds a message, so the histories grow by $((runs_pair + 3)).
 - Concurrency: $writers shell loops at once, each starting $appends_each processes; the rate is appends over the wall time of all of them.
 EOF
 }
