@@ -308,7 +308,7 @@ report() {
   cat <<EOF
 ## hermes beside SQLite, snapshots, cat and grep
 
-$(date -u +%Y-%m-%d), $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo) memory, Linux $(uname -r), $(df -T "$tmp" | awk 'NR==2 {print $2}') under \$TMPDIR; $(go version | cut -d' ' -f3), sqlite3 $("$sqlite" --version | cut -d' ' -f1), $(grep --version | head -1), $(rg --version | head -1), $(timer).$($quick && echo " QUICK MODE: not a measurement.")
+$(date -u +%Y-%m-%d), $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo) memory, Linux $(uname -r), $(df -T "$tmp" | awk 'NR==2 {print $2}') under \$TMPDIR; $(go version | cut -d' ' -f3), sqlite3 $("$sqlite" --version | cut -d' ' -f1), $(grep --version | sed -n 1p), $(rg --version | sed -n 1p), $(timer).$($quick && echo " QUICK MODE: not a measurement.")
 
 Medians of whole processes. Messages carry about $bytes bytes of text.
 
