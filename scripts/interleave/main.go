@@ -35,19 +35,10 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	times := make([][]float64, len(cmds))
-	for i := 0; i < *warmup+*runs; i++ {
-		for k := range cmds {
-			which := (i + k) % len(cmds)
-			d, err := run(cmds[which])
-			if err != nil {
-				fmt.Fprintf(os.Stderr, "interleave: %s: %v\n", strings.Join(cmds[which], " "), err)
-				os.Exit(1)
-			}
-			if i >= *warmup {
-				times[which] = append(times[which], d.Seconds())
-			}
-		}
+	times, err := rotate(cmds, *warmup, *runs, run)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "interleave: %v\n", err)
+		os.Exit(1)
 	}
 	out := make([]string, len(cmds))
 	for k, t := range times {
@@ -73,6 +64,26 @@ func split(args []string) [][]string {
 		}
 		args = args[i+1:]
 	}
+}
+
+// rotate runs every command warmup+runs times, round i starting with the
+// i-th command, and returns the times of the last runs rounds in seconds,
+// by command.
+func rotate(cmds [][]string, warmup, runs int, run func([]string) (time.Duration, error)) ([][]float64, error) {
+	times := make([][]float64, len(cmds))
+	for i := 0; i < warmup+runs; i++ {
+		for k := range cmds {
+			which := (i + k) % len(cmds)
+			d, err := run(cmds[which])
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", strings.Join(cmds[which], " "), err)
+			}
+			if i >= warmup {
+				times[which] = append(times[which], d.Seconds())
+			}
+		}
+	}
+	return times, nil
 }
 
 func run(argv []string) (time.Duration, error) {
