@@ -216,8 +216,10 @@ func syncLog(f *os.File) error {
 }
 
 // syncLogs syncs the logs at once. Their appends were written before
-// either sync starts, so one journal commit can carry both: on ext4 two
-// logs cost about 1.5 syncs this way instead of 2 one after the other.
+// either sync starts, so the two syncs overlap, and on a journaled file
+// system one commit can carry both. Measured in-process on ext4 without a
+// journal: one sync 0.14 ms, two at once 0.24, two one after the other
+// 0.27.
 func syncLogs(a, b *os.File) error {
 	errb := make(chan error, 1)
 	go func() { errb <- syncLog(b) }()

@@ -288,6 +288,17 @@ left_logs=$(find "$tmp/t.logs" -type f | wc -l)
 [[ $left_h == 0 && $left_s == 0 && $left_logs == 0 ]] || { say "after the prunes: $left_h records, $left_s rows, $left_logs logs left"; exit 1; }
 
 x() { echo "$(ratio "$1" "$2")x"; }
+# fs_of DIR: DIR's file system type; for ext4, with or without a journal
+# (a journaled ext4 device has an entry <device>-8 under /proc/fs/jbd2).
+fs_of() {
+  local type src
+  read -r type src < <(df --output=fstype,source "$1" | sed -n 2p)
+  if [[ $type == ext4 ]]; then
+    src=$(readlink -f "$src")
+    if compgen -G "/proc/fs/jbd2/${src##*/}-*" >/dev/null; then type="ext4 with a journal"; else type="ext4 without a journal"; fi
+  fi
+  echo "$type"
+}
 # own SIDE N: an append's own work, the append less its program's start-up.
 own() {
   local -n app=app_$1 start=start_$1
@@ -308,7 +319,7 @@ report() {
   cat <<EOF
 ## hermes beside SQLite, snapshots, cat and grep
 
-$(date -u +%Y-%m-%d), $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo) memory, Linux $(uname -r), $(df -T "$tmp" | awk 'NR==2 {print $2}') under \$TMPDIR; $(go version | cut -d' ' -f3), sqlite3 $("$sqlite" --version | cut -d' ' -f1), $(grep --version | sed -n 1p), $(rg --version | sed -n 1p), $(timer).$($quick && echo " QUICK MODE: not a measurement.")
+$(date -u +%Y-%m-%d), $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo) memory, Linux $(uname -r), $(fs_of "$tmp") under \$TMPDIR; $(go version | cut -d' ' -f3), sqlite3 $("$sqlite" --version | cut -d' ' -f1), $(grep --version | sed -n 1p), $(rg --version | sed -n 1p), $(timer).$($quick && echo " QUICK MODE: not a measurement.")
 
 Medians of whole processes. Messages carry about $bytes bytes of text.
 
