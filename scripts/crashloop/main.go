@@ -566,28 +566,27 @@ func (h *harness) kanbanOp() {
 
 func (h *harness) problemf(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
-	h.led.mu.Lock()
-	defer h.led.mu.Unlock()
-	if h.seen[msg] { // found again at a later checkpoint
-		return
-	}
-	h.seen[msg] = true
-	h.violations++
-	h.problems = append(h.problems, msg)
-	if h.o.verbose {
-		fmt.Fprintln(os.Stderr, "crashloop: problem:", msg)
-	}
+	h.record(&h.violations, msg, "problem: "+msg)
 }
 
 func (h *harness) lostf(format string, args ...any) {
 	msg := "LOST: " + fmt.Sprintf(format, args...)
-	if h.seen[msg] { // found again at a later checkpoint
+	h.record(&h.lost, msg, msg)
+}
+
+// record keeps msg among the problems and counts it in *n, once: a
+// problem found again at a later checkpoint is not counted again. With
+// -v it prints shown.
+func (h *harness) record(n *int, msg, shown string) {
+	h.led.mu.Lock()
+	defer h.led.mu.Unlock()
+	if h.seen[msg] {
 		return
 	}
 	h.seen[msg] = true
-	h.lost++
+	*n++
 	h.problems = append(h.problems, msg)
 	if h.o.verbose {
-		fmt.Fprintln(os.Stderr, "crashloop:", msg)
+		fmt.Fprintln(os.Stderr, "crashloop:", shown)
 	}
 }
