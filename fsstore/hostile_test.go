@@ -489,41 +489,30 @@ func TestHostileSymlinks(t *testing.T) {
 		}
 	})
 
-	t.Run("tasks-dir", func(t *testing.T) {
-		e := setup(t)
-		if _, err := e.ts.Create(Task{ID: "t1", Command: []string{"true"}}); err != nil {
-			t.Fatal(err)
-		}
-		moveOut(t, e, e.ts.Dir)
-		before := treeSnapshot(t, e.outside)
-		_, err := e.ts.Create(Task{ID: "t2", Command: []string{"true"}})
-		wantRefused(t, "TaskStore.Create", err)
-		_, err = e.ts.Update("t1", func(t *Task) { t.PID = 42 })
-		wantRefused(t, "TaskStore.Update", err)
-		_, _, err = e.ts.Finish("t1", func(t *Task) { t.Status = TaskLost })
-		wantRefused(t, "TaskStore.Finish", err)
-		if after := treeSnapshot(t, e.outside); !reflect.DeepEqual(before, after) {
-			t.Errorf("outside changed:\nbefore %v\nafter  %v", before, after)
-		}
-	})
-
-	t.Run("tasks-running-dir", func(t *testing.T) {
-		e := setup(t)
-		if _, err := e.ts.Create(Task{ID: "t1", Command: []string{"true"}}); err != nil {
-			t.Fatal(err)
-		}
-		moveOut(t, e, e.ts.runningDir())
-		before := treeSnapshot(t, e.outside)
-		_, err := e.ts.Create(Task{ID: "t2", Command: []string{"true"}})
-		wantRefused(t, "TaskStore.Create", err)
-		_, err = e.ts.Update("t1", func(t *Task) { t.PID = 42 })
-		wantRefused(t, "TaskStore.Update", err)
-		_, _, err = e.ts.Finish("t1", func(t *Task) { t.Status = TaskLost })
-		wantRefused(t, "TaskStore.Finish", err)
-		if after := treeSnapshot(t, e.outside); !reflect.DeepEqual(before, after) {
-			t.Errorf("outside changed:\nbefore %v\nafter  %v", before, after)
-		}
-	})
+	// The tasks directory, or its index of running tasks, moved out and
+	// replaced by a link.
+	for name, dir := range map[string]func(*TaskStore) string{
+		"tasks-dir":         func(ts *TaskStore) string { return ts.Dir },
+		"tasks-running-dir": (*TaskStore).runningDir,
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := setup(t)
+			if _, err := e.ts.Create(Task{ID: "t1", Command: []string{"true"}}); err != nil {
+				t.Fatal(err)
+			}
+			moveOut(t, e, dir(e.ts))
+			before := treeSnapshot(t, e.outside)
+			_, err := e.ts.Create(Task{ID: "t2", Command: []string{"true"}})
+			wantRefused(t, "TaskStore.Create", err)
+			_, err = e.ts.Update("t1", func(t *Task) { t.PID = 42 })
+			wantRefused(t, "TaskStore.Update", err)
+			_, _, err = e.ts.Finish("t1", func(t *Task) { t.Status = TaskLost })
+			wantRefused(t, "TaskStore.Finish", err)
+			if after := treeSnapshot(t, e.outside); !reflect.DeepEqual(before, after) {
+				t.Errorf("outside changed:\nbefore %v\nafter  %v", before, after)
+			}
+		})
+	}
 
 	t.Run("task-log", func(t *testing.T) {
 		// A log that exists as a link before the task is created: the
