@@ -16,6 +16,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/hermes/hermes/cmd/agent"
 	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/fsstore"
 	"github.com/hermes/hermes/profiles"
@@ -81,8 +82,14 @@ terminal, the prompt is read from stdin; with -q and piped stdin, both are sent
 with slash commands: /resume ID|TITLE|N, /sessions, /new, /title T,
 /history [N], /exit (or Ctrl-D). Ctrl-C cancels the turn in flight.
 
-The user message is stored (and synced) before the provider is called and the
-reply after it: a crash or a provider error loses at most the reply.`,
+The user message is stored (and synced) before the provider is called. The
+model may call tools (terminal, process, read_file, write_file, session_search;
+the kanban tools inside a worker): the message holding its calls is stored
+before any runs, each result as its call ends, and the model is called again
+until it replies without calls or agent.max_steps is reached. terminal,
+write_file and process kill need approval (tools.approval: ask, auto or deny;
+--yes for auto). --background runs the prompt as a background task in a new
+session. In line mode also: /background PROMPT, /tasks [history|log|prune …].`,
 		ArgsUsage: "[TITLE with -c]",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "query", Aliases: []string{"q"}, Usage: "the prompt: one turn, reply to stdout"},
@@ -91,40 +98,32 @@ reply after it: a crash or a provider error loses at most the reply.`,
 			&cli.StringFlag{Name: "title", Usage: "title of a new session"},
 			&cli.StringFlag{Name: "system", Usage: "a system message to add before the prompt"},
 			&cli.BoolFlag{Name: "interactive", Aliases: []string{"i"}, Usage: "line mode even when stdin is not a terminal"},
-		}, providerFlags()...),
+			&cli.BoolFlag{Name: "background", Usage: "run the prompt as a background task in a new session; print the task and session ids"},
+		}, append(providerFlags(), toolFlags()...)...),
 		Action: withEnv(chat),
 	}
 }
 
-// chatter holds one chat: the store, the provider and the current session
-// ("" until the first turn of a new session creates it).
+// chatter holds one chat: the store, the turn engine and the current
+// session ("" until the first turn of a new session creates it).
 type chatter struct {
 	e         *env
 	store     *fsstore.SessionStore
-	prov      provider.Provider
+	engine    *agent.Engine
+	toolEnv   *agent.Env
 	model     string
 	sessionID string
 	title     string // for the session the first turn creates
 	system    string // a system message for the next turn
+	cwd       string // --cwd, absolute; "" keeps the session's
 	stream    bool   // write the reply as it arrives
+	in        *bufio.Reader
 }
 
 func chat(e *env) error {
-	cfg, err := e.config()
+	ch, err := newChatter(e)
 	if err != nil {
 		return err
-	}
-	prov, pc, err := newProvider(e, cfg)
-	if err != nil {
-		return err
-	}
-	ch := &chatter{
-		e:      e,
-		store:  e.sessions(),
-		prov:   prov,
-		model:  pc.Model,
-		title:  e.c.String("title"),
-		system: e.c.String("system"),
 	}
 	if err := ch.pickSession(); err != nil {
 		return err
@@ -134,11 +133,14 @@ func chat(e *env) error {
 		if e.c.IsSet("query") {
 			return usagef("-q and -i do not go together")
 		}
+		if e.c.Bool("background") {
+			return usagef("--background takes -q PROMPT (in line mode: /background PROMPT)")
+		}
 		return ch.lineMode()
 	}
 	prompt := e.c.String("query")
 	if !e.stdinIsTerminal() {
-		piped, err := io.ReadAll(e.stdin)
+		piped, err := io.ReadAll(ch.in)
 		if err != nil {
 			return err
 		}
@@ -159,6 +161,9 @@ func chat(e *env) error {
 		// Stored as JSON, a bad byte would silently become U+FFFD.
 		return usagef("the prompt is not valid UTF-8 (convert it first, e.g. with iconv)")
 	}
+	if e.c.Bool("background") {
+		return ch.background(prompt)
+	}
 	ch.stream = !e.json && isTerminalWriter(e.stdout)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -171,6 +176,63 @@ func chat(e *env) error {
 		return err
 	}
 	return ch.printReply(reply)
+}
+
+// newChatter resolves the provider, the tools, their approval and the
+// engine's limits. Nothing is written.
+func newChatter(e *env) (*chatter, error) {
+	cfg, err := e.config()
+	if err != nil {
+		return nil, err
+	}
+	prov, pc, err := newProvider(e, cfg)
+	if err != nil {
+		return nil, err
+	}
+	tools, err := chatTools(e, cfg)
+	if err != nil {
+		return nil, err
+	}
+	steps, err := maxSteps(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ch := &chatter{
+		e:      e,
+		store:  e.sessions(),
+		model:  pc.Model,
+		title:  e.c.String("title"),
+		system: e.c.String("system"),
+		in:     bufio.NewReader(e.stdin),
+	}
+	if dir := e.c.String("cwd"); dir != "" {
+		if ch.cwd, err = absDir(dir); err != nil {
+			return nil, err
+		}
+	}
+	approver, err := newApprover(e, cfg, ch.in)
+	if err != nil {
+		return nil, err
+	}
+	if ch.toolEnv, err = newToolEnv(e, cfg); err != nil {
+		return nil, err
+	}
+	ch.engine = &agent.Engine{
+		Sessions: ch.store,
+		Provider: prov,
+		Tools:    tools,
+		Approver: approver,
+		MaxSteps: steps,
+		Progress: ch.progress,
+	}
+	return ch, nil
+}
+
+// progress tells stderr of each tool call as it starts.
+func (ch *chatter) progress(p agent.Progress) {
+	if !p.Done {
+		fmt.Fprintf(ch.e.stderr, "hermes: %s %s\n", p.Call.Function.Name, agent.Summary(p.Call))
+	}
 }
 
 func isTerminalWriter(w io.Writer) bool {
@@ -228,104 +290,80 @@ type turnResult struct {
 	Reply        string          `json:"reply"`
 	MessageCount int64           `json:"message_count"`
 	Usage        *provider.Usage `json:"usage,omitempty"`
+	Steps        int             `json:"steps"`
+	StepLimit    bool            `json:"step_limit"`
 }
 
-// turn stores the user message, calls the provider with the whole history,
-// and stores the reply. An ended session is reopened first; a session
-// interrupted by a restart gets a system note naming the reason before the
-// user message, and becomes active again when the turn succeeds.
-func (ch *chatter) turn(ctx context.Context, text string) (turnResult, error) {
-	var pre []fsstore.Message
+// session returns the chat's session, creating it for the first turn of a
+// new one, with its tools' working directory recorded.
+func (ch *chatter) session() (fsstore.Session, error) {
 	if ch.sessionID == "" {
-		sess, _, err := ch.store.Create(fsstore.Session{Title: ch.title, Source: "chat", Model: ch.model})
+		cwd, err := ch.workDir()
 		if err != nil {
-			return turnResult{}, err
+			return fsstore.Session{}, err
+		}
+		sess, _, err := ch.store.Create(fsstore.Session{Title: ch.title, Source: "chat", Model: ch.model, Cwd: cwd})
+		if err != nil {
+			return fsstore.Session{}, err
 		}
 		ch.sessionID, ch.title = sess.ID, ""
+		return sess, nil
 	}
 	sess, err := ch.store.Get(ch.sessionID)
 	if err != nil {
+		return sess, err
+	}
+	// --cwd moves a resumed session; one made before sessions kept a
+	// directory gets the current one.
+	if (ch.cwd != "" && sess.Cwd != ch.cwd) || sess.Cwd == "" {
+		cwd, err := ch.workDir()
+		if err != nil {
+			return sess, err
+		}
+		return ch.store.SetCwd(sess.ID, cwd)
+	}
+	return sess, nil
+}
+
+func (ch *chatter) workDir() (string, error) {
+	if ch.cwd != "" {
+		return ch.cwd, nil
+	}
+	return os.Getwd()
+}
+
+// turn runs one turn through the engine (cmd/agent): the user message,
+// after a system message when there is one, is stored before the first
+// model call; see the agent package for the rest.
+func (ch *chatter) turn(ctx context.Context, text string) (turnResult, error) {
+	sess, err := ch.session()
+	if err != nil {
 		return turnResult{}, err
 	}
-	interrupted := sess.State == fsstore.StateResumePending || sess.State == fsstore.StateSuspended
-	switch {
-	case sess.State == fsstore.StateEnded:
-		if _, err := ch.store.Reopen(sess.ID); err != nil {
-			return turnResult{}, err
-		}
-	case interrupted:
-		note := fsstore.ResumeNote(sess.ResumeReason)
-		// A turn that failed after the note was stored left it there.
-		noted, err := ch.notedSinceReply(sess.ID, note)
-		if err != nil {
-			return turnResult{}, err
-		}
-		if !noted {
-			pre = append(pre, fsstore.Message{Role: "system", Content: fsstore.TextContent(note)})
-		}
-	}
+	var input []fsstore.Message
 	if ch.system != "" {
-		pre = append(pre, fsstore.Message{Role: "system", Content: fsstore.TextContent(ch.system)})
+		input = append(input, fsstore.Message{Role: "system", Content: fsstore.TextContent(ch.system)})
 		ch.system = ""
 	}
-	turn := append(pre, fsstore.Message{Role: "user", Content: fsstore.TextContent(text)})
-	if _, err := ch.store.Append(sess.ID, turn); err != nil {
-		return turnResult{}, err
-	}
+	input = append(input, fsstore.Message{Role: "user", Content: fsstore.TextContent(text)})
 	ch.registerWithKanban(sess.ID)
-	// The provider reads the history as a stream, from the transcript as
-	// it stands now: a resume of a long session reaches the provider
-	// without first reading all of it.
-	req := provider.Request{SessionID: sess.ID, History: transcriptHistory{ch.store, sess.ID}}
+	env := *ch.toolEnv
+	env.Cwd = sess.Cwd
+	t := agent.Turn{SessionID: sess.ID, Input: input, Env: &env}
 	if ch.stream {
-		req.Stream = ch.e.stdout
+		t.Stream = ch.e.stdout
 	}
-	reply, err := ch.prov.Complete(ctx, req)
+	res, err := ch.engine.Run(ctx, t)
 	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return turnResult{SessionID: sess.ID}, err
+		}
 		return turnResult{SessionID: sess.ID}, fmt.Errorf("%w (session %s keeps your message; resume it with hermes chat --resume %s)", err, sess.ID, sess.ID)
 	}
-	n, err := ch.store.Append(sess.ID, reply.Messages)
-	if err != nil {
-		return turnResult{}, err
+	if res.StepLimit {
+		ch.e.warn(fmt.Sprintf("the turn stopped after %d steps (agent.max_steps); session %s is consistent and can go on", res.Steps, sess.ID))
 	}
-	if interrupted {
-		if _, err := ch.store.SetState(sess.ID, fsstore.StateActive, ""); err != nil {
-			return turnResult{}, err
-		}
-	}
-	return turnResult{SessionID: sess.ID, Reply: replyText(reply.Messages), MessageCount: n, Usage: reply.Usage}, nil
-}
-
-// transcriptHistory is a session's transcript as a provider.History: each
-// walk reads the transcript as it stands, a line at a time.
-type transcriptHistory struct {
-	store *fsstore.SessionStore
-	id    string
-}
-
-func (h transcriptHistory) Each(fn func(fsstore.Message) error) error {
-	t, err := h.store.OpenTranscript(h.id)
-	if err != nil {
-		return err
-	}
-	defer t.Close()
-	return t.Each(fn)
-}
-
-// notedSinceReply reports whether a system message saying note follows
-// the last assistant message of session id.
-func (ch *chatter) notedSinceReply(id, note string) (bool, error) {
-	noted := false
-	err := transcriptHistory{ch.store, id}.Each(func(m fsstore.Message) error {
-		switch {
-		case m.Role == "assistant":
-			noted = false
-		case m.Role == "system" && m.Text() == note:
-			noted = true
-		}
-		return nil
-	})
-	return noted, err
+	return turnResult{SessionID: sess.ID, Reply: res.Text(), MessageCount: res.Count, Usage: res.Usage, Steps: res.Steps, StepLimit: res.StepLimit}, nil
 }
 
 // registerWithKanban records the session on the kanban run that started
@@ -346,18 +384,6 @@ func (ch *chatter) registerWithKanban(sessionID string) {
 	if err := registerSession(board, w, sessionID); err != nil {
 		ch.e.warn("kanban: " + err.Error())
 	}
-}
-
-// replyText is the text of the last assistant message that has text.
-func replyText(msgs []fsstore.Message) string {
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == "assistant" {
-			if t := msgs[i].Text(); t != "" {
-				return t
-			}
-		}
-	}
-	return ""
 }
 
 func (ch *chatter) printReply(r turnResult) error {
@@ -398,7 +424,7 @@ func (ch *chatter) lineMode() error {
 		fmt.Fprintf(e.stderr, "hermes: resuming session %s\n", ch.sessionID)
 	}
 	fmt.Fprintln(e.stderr, "hermes: type a message; /help for commands, Ctrl-D to exit")
-	in := bufio.NewReader(e.stdin)
+	in := ch.in
 	prompt := "> "
 	if !e.stdinIsTerminal() {
 		prompt = "" // lines come from a pipe: no prompt between them
@@ -452,6 +478,9 @@ const lineModeHelp = `/resume ID|TITLE|N  continue another session (N from /sess
 /new                start a new session
 /title T            set this session's title
 /history [N]        the last N messages (default 10)
+/background PROMPT  run PROMPT as a background task, in a new session whose parent is this one
+/tasks              this session's running and recent background tasks
+/tasks VERB [ARGS]  hermes tasks VERB ARGS: history, log ID, prune --older-than 30d --yes, …
 /exit               quit (or Ctrl-D)`
 
 // slash runs a line-mode command. done means the loop should end.
@@ -502,6 +531,13 @@ func (ch *chatter) slash(line string, numbered *[]string) (done bool, err error)
 			return false, err
 		}
 		fmt.Fprintf(e.stderr, "hermes: resumed session %s (%s, %d messages)\n", id, dash(sess.Title), sess.MessageCount)
+	case "/background":
+		if arg == "" {
+			return false, errors.New("/background needs a prompt")
+		}
+		return false, ch.background(arg)
+	case "/tasks":
+		return false, ch.tasks(arg)
 	case "/new":
 		ch.sessionID, ch.title = "", ""
 		fmt.Fprintln(e.stderr, "hermes: new session (created by your next message)")
@@ -542,4 +578,77 @@ func (ch *chatter) slash(line string, numbered *[]string) (done bool, err error)
 		return false, fmt.Errorf("unknown command %s (/help lists them)", verb)
 	}
 	return false, nil
+}
+
+// background runs prompt as a background task: hermes chat in a new
+// session whose parent is the current one (if any), under the tasks
+// supervisor, its record carrying the new session's id. The chat's own
+// provider, tool and approval flags go with it; without a terminal, ask
+// acts as deny there.
+func (ch *chatter) background(prompt string) error {
+	e := ch.e
+	cwd, err := ch.workDir()
+	if ch.sessionID != "" && ch.cwd == "" {
+		var parent fsstore.Session
+		if parent, err = ch.store.Get(ch.sessionID); err == nil && parent.Cwd != "" {
+			cwd = parent.Cwd
+		}
+	}
+	if err != nil {
+		return err
+	}
+	sess, _, err := ch.store.Create(fsstore.Session{Source: "chat", Model: ch.model, ParentSessionID: ch.sessionID, Cwd: cwd})
+	if err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	argv := []string{exe, "--home", e.profile.Root, "--profile", e.profile.Name, "--lock-timeout", e.lockTimeout.String(),
+		"chat", "--resume", sess.ID, "-q", prompt}
+	for _, name := range []string{"provider", "model", "base-url", "exec-command", "timeout", "tools"} {
+		if e.c.IsSet(name) {
+			argv = append(argv, "--"+name, e.c.String(name))
+		}
+	}
+	for _, name := range []string{"no-tools", "yes"} {
+		if e.c.Bool(name) {
+			argv = append(argv, "--"+name)
+		}
+	}
+	t, err := spawnTask(e, ch.toolEnv.Tasks, fsstore.Task{Name: "background chat", Command: argv, Cwd: cwd, SessionID: sess.ID}, os.Environ())
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return printJSON(e.stdout, map[string]string{"task_id": t.ID, "session_id": sess.ID})
+	}
+	fmt.Fprintf(e.stdout, "%s %s\n", t.ID, sess.ID)
+	fmt.Fprintf(e.stderr, "hermes: task %s runs the prompt in session %s; hermes tasks log -f %s follows it\n", t.ID, sess.ID, t.ID)
+	return nil
+}
+
+// tasks is /tasks: with no verb, the current session's tasks (and those of
+// the sessions /background started from it); with one, hermes tasks VERB
+// ARGS run in this process, on this profile.
+func (ch *chatter) tasks(arg string) error {
+	e := ch.e
+	args := []string{"hermes", "--home", e.profile.Root, "--profile", e.profile.Name, "--lock-timeout", e.lockTimeout.String()}
+	if e.json {
+		args = append(args, "--json")
+	}
+	args = append(args, "tasks")
+	if arg == "" {
+		if ch.sessionID == "" {
+			return errors.New("no session yet: /tasks lists the current session's tasks")
+		}
+		args = append(args, "list", "--session", ch.sessionID)
+	} else {
+		args = append(args, strings.Fields(arg)...)
+	}
+	if code := Run(args, ch.in, e.stdout, e.stderr); code != 0 {
+		return fmt.Errorf("/tasks exited with status %d", code)
+	}
+	return nil
 }

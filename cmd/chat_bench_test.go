@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes/hermes/cmd/agent"
 	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/profiles"
 	"github.com/hermes/hermes/scripts/fixture"
@@ -36,6 +37,12 @@ func benchEnv(b *testing.B, n int) (*env, string) {
 	return &env{profile: p, lockTimeout: 10 * time.Second, stdout: io.Discard, stderr: io.Discard}, ids[0]
 }
 
+// benchChatter is a chat on session id with prov and no tools.
+func benchChatter(e *env, prov provider.Provider, id string) *chatter {
+	st := e.sessions()
+	return &chatter{e: e, store: st, engine: &agent.Engine{Sessions: st, Provider: prov}, toolEnv: &agent.Env{}, sessionID: id}
+}
+
 // BenchmarkResumeToProvider is the way of `chat --resume` on a session of
 // 100,000 messages, from the start of the turn to the provider call: read
 // the document, store the user message (synced). The provider reads the
@@ -45,7 +52,7 @@ func benchEnv(b *testing.B, n int) (*env, string) {
 func BenchmarkResumeToProvider(b *testing.B) {
 	e, id := benchEnv(b, 100_000)
 	p := &stopAtCall{}
-	ch := &chatter{e: e, store: e.sessions(), prov: p, sessionID: id}
+	ch := benchChatter(e, p, id)
 	var total time.Duration
 	n := 0
 	for b.Loop() {
@@ -68,7 +75,7 @@ func BenchmarkResumeEchoTurn(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ch := &chatter{e: e, store: e.sessions(), prov: echo, sessionID: id}
+	ch := benchChatter(e, echo, id)
 	for b.Loop() {
 		if _, err := ch.turn(context.Background(), "hi"); err != nil {
 			b.Fatal(err)

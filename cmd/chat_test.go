@@ -394,21 +394,34 @@ func TestChatOpenAIClientErrorNotRetried(t *testing.T) {
 	}
 }
 
-func TestChatOpenAIToolCallReplyStored(t *testing.T) {
+// A reply that calls a tool the chat does not offer is stored as the
+// server sent it; the call is answered as an error, and the model is
+// called again with the answer.
+func TestChatOpenAIUnknownToolAnswered(t *testing.T) {
 	chatEnv(t)
 	home := t.TempDir()
 	srv := newFakeOpenAI(t, func(n int) (int, map[string]string, string) {
-		return 200, nil, `{"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_9","type":"function","function":{"name":"ls","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`
+		if n == 1 {
+			return 200, nil, `{"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_9","type":"function","function":{"name":"ls","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`
+		}
+		return 200, nil, completion("no ls here")
 	})
 	out := mustRun(t, home, "", "--json", "chat", "--provider", "openai", "--base-url", srv.baseURL(), "--model", "m", "-q", "list")
 	turn := parseTurn(t, out)
-	if turn.Reply != "" || turn.MessageCount != 2 {
-		t.Errorf("turn = %+v, want an empty reply and 2 messages", turn)
+	if turn.Reply != "no ls here" || turn.MessageCount != 4 {
+		t.Errorf("turn = %+v, want the second reply and 4 messages", turn)
 	}
 	s := showSession(t, home, turn.SessionID)
 	m := s.Messages[1]
 	if m.Role != "assistant" || string(m.Content) != "null" || string(m.ToolCalls) != `[{"id":"call_9","type":"function","function":{"name":"ls","arguments":"{}"}}]` {
 		t.Errorf("stored reply = role %q content %s tool_calls %s", m.Role, m.Content, m.ToolCalls)
+	}
+	if r := s.Messages[2]; r.Role != "tool" || r.ToolCallID != "call_9" || !strings.HasPrefix(string(r.Content), `"error: unknown tool \"ls\"`) {
+		t.Errorf("the call's answer: %+v", r)
+	}
+	reqs := srv.requests()
+	if len(reqs) != 2 || len(reqs[1].Messages) != 3 || string(reqs[1].Messages[2]["role"]) != `"tool"` {
+		t.Errorf("the second request did not carry the answer: %+v", reqs)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/hermes/hermes/cmd/agent"
 	"github.com/hermes/hermes/cmd/gateway"
 	"github.com/hermes/hermes/fsstore"
 	"github.com/hermes/hermes/profiles"
@@ -68,7 +69,7 @@ func gatewayServe(e *env) error {
 	freshness := gateway.DefaultResumeFreshness
 	if g.ResumeFreshness != "" {
 		if freshness, err = profiles.ParseDuration(g.ResumeFreshness); err != nil {
-			return fsstore.Invalidf("gateway.resume_freshness: %v", err)
+			return fsstore.Invalidf("gateway.resume_freshness: %w", err)
 		}
 	}
 	if g.MaxStoredResponses < 0 {
@@ -84,6 +85,29 @@ func gatewayServe(e *env) error {
 	}
 	prov, pc, err := newProvider(e, cfg)
 	if err != nil {
+		return err
+	}
+	// The gateway runs only the tools gateway.tools names, and never
+	// prompts: approval ask acts as deny.
+	var tools []agent.Tool
+	if len(g.Tools) > 0 {
+		if tools, err = agent.Select(g.Tools, false); err != nil {
+			return fsstore.Invalidf("gateway.tools: %w", err)
+		}
+	}
+	policy := firstSet(cfg.Tools.Approval, agent.PolicyAsk)
+	if err := agent.CheckPolicy(policy); err != nil {
+		return err
+	}
+	steps, err := maxSteps(cfg)
+	if err != nil {
+		return err
+	}
+	toolEnv, err := newToolEnv(e, cfg)
+	if err != nil {
+		return err
+	}
+	if toolEnv.Cwd, err = os.Getwd(); err != nil {
 		return err
 	}
 	sigs := make(chan os.Signal, 2)
@@ -103,6 +127,10 @@ func gatewayServe(e *env) error {
 			MaxBodyBytes:       g.MaxRequestBodyBytes,
 			MaxStoredResponses: g.MaxStoredResponses,
 			ResumeFreshness:    freshness,
+			Tools:              tools,
+			Approver:           agent.Fixed(policy == agent.PolicyAuto),
+			ToolEnv:            *toolEnv,
+			MaxSteps:           steps,
 			Logf:               func(format string, args ...any) { fmt.Fprintf(e.stderr, "hermes: "+format+"\n", args...) },
 		},
 		Addr:         addr,

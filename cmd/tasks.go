@@ -55,7 +55,10 @@ and hermes exits with the command's exit code (128 + N for signal N): a cron wra
 				Name:      "list",
 				Usage:     "running tasks and those finished in the last 24 hours",
 				ArgsUsage: " ",
-				Action:    withEnv(tasksList),
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "session", Usage: "only the tasks of this session and of the sessions started from it (chat --background)"},
+				},
+				Action: withEnv(tasksList),
 			},
 			{
 				Name:      "show",
@@ -311,7 +314,37 @@ func tasksList(e *env) error {
 	if err != nil {
 		return err
 	}
-	return printTasks(e, append(list, recent...))
+	list = append(list, recent...)
+	if ref := e.c.String("session"); ref != "" {
+		id, err := e.resolveSession(ref)
+		if err != nil {
+			return err
+		}
+		list = ofSession(e.sessions(), list, id)
+	}
+	return printTasks(e, list)
+}
+
+// ofSession keeps the tasks of session id and of its child sessions.
+func ofSession(sessions *fsstore.SessionStore, list []fsstore.Task, id string) []fsstore.Task {
+	parents := map[string]string{}
+	var out []fsstore.Task
+	for _, t := range list {
+		if t.SessionID == "" {
+			continue
+		}
+		parent, seen := parents[t.SessionID]
+		if !seen {
+			if s, err := sessions.Get(t.SessionID); err == nil {
+				parent = s.ParentSessionID
+			}
+			parents[t.SessionID] = parent
+		}
+		if t.SessionID == id || parent == id {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 func printTasks(e *env, list []fsstore.Task) error {

@@ -191,6 +191,8 @@ func (s *SessionStore) compactCatalogLocked() error {
 	if err != nil {
 		return err
 	}
+	// UpdatedAt comes from current(), through Later: TimeLayout, which
+	// sorts as the instants do.
 	sort.SliceStable(all, func(i, j int) bool {
 		if all[i].UpdatedAt != all[j].UpdatedAt {
 			return all[i].UpdatedAt < all[j].UpdatedAt

@@ -76,6 +76,13 @@ func (s *SessionStore) Check(repair bool, lostFound string) ([]Finding, error) {
 				return out, err
 			}
 			docs[id] = true
+			if fields := sess.nonCanonicalTimes(); len(fields) > 0 {
+				f := Finding{Path: path, What: "times not in the store's form (" + strings.Join(fields, ", ") + ")", Problem: true}
+				if repair {
+					f.Repaired, f.What = s.canonicalizeTimes(id, f.What)
+				}
+				add(f)
+			}
 		}
 	}
 	for _, id := range logs {
@@ -223,6 +230,31 @@ func (s *SessionStore) cutTail(id, what string) (bool, string) {
 // quarantines it) and makes a new one from the transcript: source
 // "recovered", state active, so that no prune removes it before a person
 // has looked. The title and other metadata are in the copy kept aside.
+// canonicalizeTimes rewrites the document of id with its times in
+// TimeLayout, changing no instant.
+func (s *SessionStore) canonicalizeTimes(id, what string) (bool, string) {
+	unlock, err := s.lock(id)
+	if err != nil {
+		return false, what + " (" + err.Error() + ")"
+	}
+	defer unlock()
+	var sess Session
+	if err := readDoc(s.docPath(id), &sess); err != nil {
+		return false, what + " (" + err.Error() + ")"
+	}
+	for name, p := range sess.times() {
+		c, err := CanonicalTime(*p)
+		if err != nil {
+			return false, what + " (" + name + " is not a time; left as it is)"
+		}
+		*p = c
+	}
+	if err := writeDoc(s.docPath(id), &sess); err != nil {
+		return false, what + " (" + err.Error() + ")"
+	}
+	return true, what + "; rewritten"
+}
+
 func (s *SessionStore) recoverDocument(id, what string) (bool, string) {
 	unlock, err := s.lock(id)
 	if err != nil {

@@ -18,28 +18,32 @@ var (
 	ErrRefused = errors.New("refused")
 )
 
-// invalidf returns an ErrInvalid error with a message.
+// Invalidf returns an ErrInvalid error with a message formatted as by
+// fmt.Errorf: a %w verb keeps its cause for errors.Is and errors.As.
 func Invalidf(format string, args ...any) error {
-	return &kindError{kind: ErrInvalid, msg: fmt.Sprintf(format, args...)}
+	return &kindError{kind: ErrInvalid, err: fmt.Errorf(format, args...)}
 }
 
-// refusedf returns an ErrRefused error with a message.
+// Refusedf returns an ErrRefused error, formatted as by fmt.Errorf.
 func Refusedf(format string, args ...any) error {
-	return &kindError{kind: ErrRefused, msg: fmt.Sprintf(format, args...)}
+	return &kindError{kind: ErrRefused, err: fmt.Errorf(format, args...)}
 }
 
-// notFoundf returns an ErrNotFound error with a message.
+// NotFoundf returns an ErrNotFound error, formatted as by fmt.Errorf.
 func NotFoundf(format string, args ...any) error {
-	return &kindError{kind: ErrNotFound, msg: fmt.Sprintf(format, args...)}
+	return &kindError{kind: ErrNotFound, err: fmt.Errorf(format, args...)}
 }
 
+// kindError is an error of one of the kinds, wrapping its message (and,
+// through it, the cause a %w named).
 type kindError struct {
 	kind error
-	msg  string
+	err  error
 }
 
-func (e *kindError) Error() string        { return e.msg }
+func (e *kindError) Error() string        { return e.err.Error() }
 func (e *kindError) Is(target error) bool { return target == e.kind }
+func (e *kindError) Unwrap() error        { return e.err }
 
 // LockTimeoutError reports a lock that could not be taken within the
 // caller's bound.

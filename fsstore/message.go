@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // Message is one line of a transcript: an OpenAI-style chat message plus
@@ -51,7 +50,7 @@ var roles = map[string]bool{"system": true, "user": true, "assistant": true, "to
 func ParseMessage(line []byte) (Message, error) {
 	var m Message
 	if err := json.Unmarshal(line, &m); err != nil {
-		return Message{}, Invalidf("malformed message: %v", err)
+		return Message{}, Invalidf("malformed message: %w", err)
 	}
 	if !roles[m.Role] {
 		return Message{}, Invalidf("message role %q is not one of system, user, assistant, tool", m.Role)
@@ -66,10 +65,8 @@ func ParseMessage(line []byte) (Message, error) {
 	if len(m.ToolCalls) > 0 && m.ToolCalls[0] != '[' && string(m.ToolCalls) != "null" {
 		return Message{}, Invalidf("message tool_calls must be a list")
 	}
-	if m.TS != "" {
-		if _, err := time.Parse(time.RFC3339Nano, m.TS); err != nil {
-			return Message{}, Invalidf("message ts %q is not an RFC 3339 time", m.TS)
-		}
+	if _, err := CanonicalTime(m.TS); err != nil {
+		return Message{}, Invalidf("message ts %q is not an RFC 3339 time", m.TS)
 	}
 	return m, nil
 }

@@ -2,6 +2,7 @@ package fsstore
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 )
@@ -130,5 +131,15 @@ func TestParseMessageRejects(t *testing.T) {
 		if m, err := ParseMessage([]byte(line)); err == nil {
 			t.Errorf("ParseMessage(%q) = %+v, want an error", line, m)
 		}
+	}
+}
+
+// The error of a malformed message keeps the decoder's, so a caller can
+// learn where the JSON broke.
+func TestParseMessageKeepsTheCause(t *testing.T) {
+	_, err := ParseMessage([]byte(`{"role":"user","content":"x"`))
+	var syntax *json.SyntaxError
+	if !errors.Is(err, ErrInvalid) || !errors.As(err, &syntax) {
+		t.Fatalf("err %v (%T): want ErrInvalid wrapping a *json.SyntaxError", err, err)
 	}
 }

@@ -52,11 +52,6 @@ func NewID(now time.Time) string {
 	return now.UTC().Format("20060102_150405") + "_" + hex.EncodeToString(b[:])
 }
 
-// Timestamp formats t as the records do: RFC 3339, UTC, with sub-second
-// precision.
-func Timestamp(t time.Time) string {
-	return t.UTC().Format("2006-01-02T15:04:05.000000Z07:00")
-}
 
 // docIDs returns the ids of the documents (<id>.json) in dir, newest first:
 // ids sort by creation. A missing dir holds none.

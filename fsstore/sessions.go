@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -51,7 +52,31 @@ type Session struct {
 	// clears both.
 	ResumePendingAt string `json:"resume_pending_at"`
 	InterruptCount  int    `json:"interrupt_count"`
-	Preview         string `json:"preview"`
+	// Cwd is the working directory of the session's tools (the agent's
+	// terminal, read_file, write_file): relative paths start there.
+	Cwd     string `json:"cwd"`
+	Preview string `json:"preview"`
+}
+
+// times are the document's time fields, by name.
+func (s *Session) times() map[string]*string {
+	return map[string]*string{
+		"created_at": &s.CreatedAt, "updated_at": &s.UpdatedAt,
+		"ended_at": &s.EndedAt, "resume_pending_at": &s.ResumePendingAt,
+	}
+}
+
+// nonCanonicalTimes names the time fields that are set but not in
+// TimeLayout (an unreadable one included), sorted.
+func (s *Session) nonCanonicalTimes() []string {
+	var out []string
+	for name, p := range s.times() {
+		if c, err := CanonicalTime(*p); err != nil || c != *p {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // previewLen is how many characters of the first user message a session
@@ -146,12 +171,10 @@ func (s *SessionStore) current(sess *Session) error {
 		return err
 	}
 	sess.MessageCount = seq
-	// Timestamps share one fixed-width UTC form, so they compare as
-	// strings; an imported message may carry an older time than the
-	// document's last change.
-	if ts > sess.UpdatedAt {
-		sess.UpdatedAt = ts
-	}
+	// An imported message may carry an older time than the document's
+	// last change; a line stored before times were normalised may be in
+	// another zone, so the instants are compared.
+	sess.UpdatedAt = Later(sess.UpdatedAt, ts)
 	return nil
 }
 
@@ -348,6 +371,10 @@ func (s *SessionStore) Append(id string, msgs []Message) (int64, error) {
 
 func (s *SessionStore) appendLocked(sess *Session, msgs []Message) (int64, error) {
 	now := s.Now()
+	ts := Timestamp(now)
+	if err := stamp(msgs, ts); err != nil {
+		return 0, err
+	}
 	f, moved, err := OpenAppend(s.logPath(sess.ID), now)
 	if err != nil {
 		return 0, err
@@ -362,15 +389,11 @@ func (s *SessionStore) appendLocked(sess *Session, msgs []Message) (int64, error
 	if err != nil {
 		return 0, err
 	}
-	ts := Timestamp(now)
 	lines := make([][]byte, len(msgs))
 	hadPreview := sess.Preview != ""
 	for i := range msgs {
 		seq++
 		msgs[i].Seq = seq
-		if msgs[i].TS == "" {
-			msgs[i].TS = ts
-		}
 		b, err := msgs[i].MarshalJSON()
 		if err != nil {
 			return 0, err
@@ -392,7 +415,7 @@ func (s *SessionStore) appendLocked(sess *Session, msgs []Message) (int64, error
 	} else if err == nil {
 		err = syncLog(f)
 	}
-	sess.MessageCount, sess.UpdatedAt = seq, max(sess.UpdatedAt, ts)
+	sess.MessageCount, sess.UpdatedAt = seq, Later(sess.UpdatedAt, ts)
 	if err == nil && !hadPreview && sess.Preview != "" {
 		err = writeDoc(s.docPath(sess.ID), sess)
 	}
@@ -405,6 +428,24 @@ func (s *SessionStore) appendLocked(sess *Session, msgs []Message) (int64, error
 		return 0, cutBack(f, fi.Size(), err)
 	}
 	return seq, nil
+}
+
+// stamp gives each message without a ts the time ts, and rewrites the
+// others (an import's own times) in TimeLayout whatever zone they came in,
+// so that stored times sort. A ts that is not RFC 3339 is ErrInvalid.
+func stamp(msgs []Message, ts string) error {
+	for i := range msgs {
+		if msgs[i].TS == "" {
+			msgs[i].TS = ts
+			continue
+		}
+		canon, err := CanonicalTime(msgs[i].TS)
+		if err != nil {
+			return err
+		}
+		msgs[i].TS = canon
+	}
+	return nil
 }
 
 func preview(text string) string {
@@ -502,17 +543,17 @@ func (s *SessionStore) comparePrefix(id string, msgs []Message) (stored int64, d
 func (s *SessionStore) replaceLocked(sess *Session, msgs []Message) (SaveResult, error) {
 	now := s.Now()
 	path := s.logPath(sess.ID)
+	ts := Timestamp(now)
+	if err := stamp(msgs, ts); err != nil {
+		return SaveResult{}, err
+	}
 	kept, err := copyAside(path, fmt.Sprintf(".replaced-%d", now.Unix()))
 	if err != nil {
 		return SaveResult{}, err
 	}
-	ts := Timestamp(now)
 	err = writeAtomic(path, func(w io.Writer) error {
 		for i := range msgs {
 			msgs[i].Seq = int64(i + 1)
-			if msgs[i].TS == "" {
-				msgs[i].TS = ts
-			}
 			b, err := msgs[i].MarshalJSON()
 			if err != nil {
 				return err
@@ -801,6 +842,64 @@ func (s *SessionStore) update(id string, change func(*Session) error) (Session, 
 		return Session{}, err
 	}
 	return sess, writeDoc(s.docPath(id), &sess)
+}
+
+// SetCwd records dir as the working directory of id's tools.
+func (s *SessionStore) SetCwd(id, dir string) (Session, error) {
+	return s.update(id, func(sess *Session) error {
+		sess.Cwd = dir
+		return nil
+	})
+}
+
+// Tail returns the last messages of id's transcript, oldest first: it
+// reads lines backwards from the end and stops after the first message for
+// which stop returns true (included), or at the start of the transcript.
+// Its cost is that of the messages it returns, whatever the length of the
+// transcript. A torn last line is skipped, as by every reader.
+func (s *SessionStore) Tail(id string, stop func(Message) bool) ([]Message, error) {
+	if err := CheckID("session id", id); err != nil {
+		return nil, err
+	}
+	f, size, err := openSized(s.logPath(id))
+	if err != nil {
+		return nil, err
+	}
+	if f == nil {
+		if _, err := os.Stat(s.docPath(id)); err != nil {
+			return nil, NotFoundf("session %s not found", id)
+		}
+		return nil, nil
+	}
+	defer f.Close()
+	var rev []Message
+	end, err := lastNewline(f, size)
+	for err == nil && end >= 0 {
+		var start int64
+		if start, err = lastNewline(f, end); err != nil {
+			break
+		}
+		line := make([]byte, end-start-1)
+		if _, err = f.ReadAt(line, start+1); err != nil {
+			return nil, fmt.Errorf("read %s: %w", f.Name(), err)
+		}
+		m, perr := ParseMessage(line)
+		if perr != nil {
+			return nil, &CorruptError{Path: f.Name(), Offset: start + 1, Err: perr}
+		}
+		rev = append(rev, m)
+		if stop(m) {
+			break
+		}
+		end = start
+	}
+	if err != nil {
+		return nil, err
+	}
+	for i, j := 0, len(rev)-1; i < j; i, j = i+1, j-1 {
+		rev[i], rev[j] = rev[j], rev[i]
+	}
+	return rev, nil
 }
 
 // Rename sets the title of id. Titles are unique in a profile: a title that

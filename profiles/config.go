@@ -36,7 +36,23 @@ type Config struct {
 		MaxStoredResponses  int    `yaml:"max_stored_responses" json:"max_stored_responses"`
 		ResumeFreshness     string `yaml:"resume_freshness" json:"resume_freshness"`
 		MaxRequestBodyBytes int64  `yaml:"max_request_body_bytes" json:"max_request_body_bytes"`
+		// Tools are the built-in tools the gateway's turns run; none by
+		// default (a client's own tool calls go back to the client).
+		Tools []string `yaml:"tools" json:"tools"`
 	} `yaml:"gateway" json:"gateway"`
+	// Agent bounds the turn engine's loop (cmd/agent); zero values mean
+	// its defaults.
+	Agent struct {
+		MaxSteps        int      `yaml:"max_steps" json:"max_steps"`
+		MaxToolOutput   int      `yaml:"max_tool_output" json:"max_tool_output"`   // bytes
+		TerminalTimeout string   `yaml:"terminal_timeout" json:"terminal_timeout"` // a duration, e.g. 2m
+		Tools           []string `yaml:"tools" json:"tools"`                       // the tools a chat offers
+	} `yaml:"agent" json:"agent"`
+	Tools struct {
+		// Approval is ask (the default), auto or deny: what happens to a
+		// call that needs approval (terminal, write_file, process kill).
+		Approval string `yaml:"approval" json:"approval"`
+	} `yaml:"tools" json:"tools"`
 }
 
 // LoadConfig reads <dir>/config.yaml. A file that does not parse is an
@@ -55,7 +71,7 @@ func LoadConfig(dir string) (Config, error) {
 	dec.KnownFields(true)
 	// An empty file decodes as io.EOF: it is an empty config.
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
-		return c, fsstore.Invalidf("%s: %v", path, err)
+		return c, fsstore.Invalidf("%s: %w", path, err)
 	}
 	return c, nil
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/hermes/hermes/fsstore"
 )
 
@@ -95,5 +97,19 @@ func TestLoadConfig(t *testing.T) {
 		if _, err := LoadConfig(dir); !errors.Is(err, fsstore.ErrInvalid) {
 			t.Errorf("config %q: %v, want ErrInvalid", bad, err)
 		}
+	}
+}
+
+// A config.yaml that does not decode is bad input whose error keeps
+// yaml.v3's, naming the line.
+func TestLoadConfigKeepsTheCause(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte("agent:\n  max_steps: many\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := LoadConfig(dir)
+	var typeErr *yaml.TypeError
+	if !errors.Is(err, fsstore.ErrInvalid) || !errors.As(err, &typeErr) {
+		t.Fatalf("err %v (%T): want ErrInvalid wrapping a *yaml.TypeError", err, err)
 	}
 }

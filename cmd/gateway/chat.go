@@ -64,60 +64,51 @@ func parseMessage(raw json.RawMessage) (fsstore.Message, error) {
 // stored history are appended, a contradicting history goes to a new
 // session whose parent is the named one, and without the header a new
 // session is made.
-func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
+func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 	var req chatRequest
 	if err := s.decodeBody(w, r, &req); err != nil {
-		s.fail(w, err)
-		return
+		return err
 	}
 	msgs, err := parseChatMessages(req.Messages)
 	if err != nil {
-		s.fail(w, err)
-		return
+		return err
 	}
 	ctx := r.Context()
 	var a admission
 	var add []fsstore.Message
 	if sid := r.Header.Get(SessionHeader); sid != "" {
 		if err := fsstore.CheckID("session id", sid); err != nil {
-			s.fail(w, badRequest(SessionHeader, "%s: %v", SessionHeader, err))
-			return
+			return badRequest(SessionHeader, "%s: %v", SessionHeader, err)
 		}
 		unlock, err := s.sessions.lock(ctx, sid)
 		if err != nil {
-			s.fail(w, err)
-			return
+			return err
 		}
 		defer unlock()
 		sess, err := s.opts.Sessions.Get(sid)
 		if errors.Is(err, fsstore.ErrNotFound) {
-			s.fail(w, notFound(SessionHeader, "session_not_found", "session %s not found", sid))
-			return
+			return notFound(SessionHeader, "session_not_found", "session %s not found", sid)
 		}
 		if err != nil {
-			s.fail(w, err)
-			return
+			return err
 		}
 		if a, err = s.admit(sess); err != nil {
-			s.fail(w, err)
-			return
+			return err
 		}
 		add = msgs
 		if !a.fresh {
 			stored, err := s.opts.Sessions.Messages(a.sess.ID)
 			if err != nil {
-				s.fail(w, err)
-				return
+				return err
 			}
 			if n, ok := reconcile(stored, msgs); ok {
-				add = withNote(a, stored, msgs[n:])
+				add = msgs[n:]
 			} else {
 				// The guard: the stored history is never rewritten; the
 				// client's version of it becomes a new session.
 				sess, err := s.newSession(a.sess.ID, a.sess.SessionKey)
 				if err != nil {
-					s.fail(w, err)
-					return
+					return err
 				}
 				a = admission{sess: sess, fresh: true}
 			}
@@ -125,8 +116,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	} else {
 		sess, err := s.newSession("", "")
 		if err != nil {
-			s.fail(w, err)
-			return
+			return err
 		}
 		a, add = admission{sess: sess, fresh: true}, msgs
 	}
@@ -138,11 +128,10 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	if !req.Stream {
 		out, err := s.runTurn(ctx, a, add, nil, nil)
 		if err != nil {
-			s.fail(w, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusOK, chatCompletion(id, created, model, out))
-		return
+		return nil
 	}
 
 	var sse *sseWriter
@@ -162,12 +151,12 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	})
 	if err != nil {
 		if sse == nil {
-			s.fail(w, err)
-			return
+			return err
 		}
+		// The stream has started: the failure is its last event.
 		ae := s.toAPIError(err)
 		sse.event("", map[string]any{"error": errorBody(ae.typ, ae.param, ae.code, ae.msg)})
-		return
+		return nil
 	}
 	finish := "stop"
 	delta := map[string]any{}
@@ -187,6 +176,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		})
 	}
 	sse.raw("", []byte("[DONE]"))
+	return nil
 }
 
 // apiChatCompletion is a chat.completion object.

@@ -280,3 +280,13 @@ func fileExists(path string) bool {
 	_, err := os.Lstat(path)
 	return err == nil
 }
+
+// historyOf reads a request's history into memory.
+func historyOf(h provider.History) []fsstore.Message {
+	var msgs []fsstore.Message
+	h.Each(func(m fsstore.Message) error {
+		msgs = append(msgs, m)
+		return nil
+	})
+	return msgs
+}

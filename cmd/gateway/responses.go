@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -203,177 +204,56 @@ func sameInstructions(msgs []fsstore.Message, text string) bool {
 // createResponse serves POST /v1/responses. The session is, in order: the
 // conversation's (made on its first request), the session of
 // previous_response_id, or a new one.
-func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) {
+func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 	var req responsesRequest
 	if err := s.decodeBody(w, r, &req); err != nil {
-		s.fail(w, err)
-		return
+		return err
 	}
 	input, err := parseInput(req.Input)
 	if err != nil {
-		s.fail(w, err)
-		return
+		return err
 	}
 	conv, err := parseConversation(req.Conversation)
 	if err != nil {
-		s.fail(w, err)
-		return
+		return err
 	}
 	prev := deref(req.PreviousResponseID)
 	if prev != "" && conv != "" {
-		s.fail(w, badRequest("previous_response_id", "previous_response_id and conversation cannot be used together"))
-		return
+		return badRequest("previous_response_id", "previous_response_id and conversation cannot be used together")
 	}
 	store := req.Store == nil || *req.Store
 	instructions := deref(req.Instructions)
 	ctx := r.Context()
 
-	var (
-		a       admission
-		stored  []fsstore.Message // the transcript the turn continues
-		pending []fsstore.Message // its messages after the point the request continues from
-		mapping *fsstore.Conversation
-	)
+	var rt route
 	switch {
 	case conv != "":
-		unlock, err := s.convs.lock(ctx, conv)
-		if err != nil {
-			s.fail(w, err)
-			return
-		}
-		defer unlock()
-		unlockFile, err := s.opts.Store.LockConversation(conv)
-		if err != nil {
-			s.fail(w, err)
-			return
-		}
-		defer unlockFile()
-		c, err := s.opts.Store.GetConversation(conv)
-		var sess fsstore.Session
-		switch {
-		case errors.Is(err, fsstore.ErrNotFound):
-			c = fsstore.Conversation{Conversation: conv}
-		case err != nil:
-			s.fail(w, err)
-			return
-		default:
-			unlockSess, err := s.sessions.lock(ctx, c.SessionID)
-			if err != nil {
-				s.fail(w, err)
-				return
-			}
-			defer unlockSess()
-			sess, err = s.opts.Sessions.Get(c.SessionID)
-			if err != nil && !errors.Is(err, fsstore.ErrNotFound) {
-				s.fail(w, err)
-				return
-			}
-		}
-		if sess.ID == "" {
-			// A new conversation, or one whose session a person deleted.
-			if sess, err = s.newSession(c.SessionID, "conversation:"+conv); err != nil {
-				s.fail(w, err)
-				return
-			}
-			a = admission{sess: sess, fresh: true}
-		} else if a, err = s.admit(sess); err != nil {
-			s.fail(w, err)
-			return
-		}
-		if a.sess.ID != c.SessionID {
-			// Mapped before the turn, so that a crash during it still finds
-			// the conversation's session.
-			c.SessionID, c.MessageCount = a.sess.ID, 0
-			if err := s.opts.Store.PutConversation(c); err != nil {
-				s.fail(w, err)
-				return
-			}
-		}
-		mapping = &c
-		if !a.fresh {
-			if stored, err = s.opts.Sessions.Messages(a.sess.ID); err != nil {
-				s.fail(w, err)
-				return
-			}
-			pending = stored[lastReplyEnd(stored):]
-		}
+		rt, err = s.routeConversation(ctx, conv)
 	case prev != "":
-		pr, err := s.opts.Store.GetResponse(prev)
-		if errors.Is(err, fsstore.ErrNotFound) || errors.Is(err, fsstore.ErrInvalid) {
-			s.fail(w, notFound("previous_response_id", "previous_response_not_found", "previous response with id '%s' not found", prev))
-			return
-		}
-		if err != nil {
-			s.fail(w, err)
-			return
-		}
-		unlockSess, err := s.sessions.lock(ctx, pr.SessionID)
-		if err != nil {
-			s.fail(w, err)
-			return
-		}
-		defer unlockSess()
-		sess, err := s.opts.Sessions.Get(pr.SessionID)
-		if errors.Is(err, fsstore.ErrNotFound) {
-			s.fail(w, notFound("previous_response_id", "previous_response_not_found", "the session %s of previous response '%s' no longer exists", pr.SessionID, prev))
-			return
-		}
-		if err != nil {
-			s.fail(w, err)
-			return
-		}
-		if a, err = s.admit(sess); err != nil {
-			s.fail(w, err)
-			return
-		}
-		if !a.fresh {
-			if stored, err = s.opts.Sessions.Messages(a.sess.ID); err != nil {
-				s.fail(w, err)
-				return
-			}
-			k := min(int(pr.MessageCount), len(stored))
-			if lastReplyEnd(stored) > k {
-				// Turns were answered after that response: the request
-				// branches from it. The branch is a new session that starts
-				// with the history up to that response.
-				fork, err := s.newSession(a.sess.ID, a.sess.SessionKey)
-				if err != nil {
-					s.fail(w, err)
-					return
-				}
-				if k > 0 {
-					if _, err := s.opts.Sessions.Append(fork.ID, fsstore.CopyMessages(stored[:k])); err != nil {
-						s.fail(w, err)
-						return
-					}
-				}
-				a = admission{sess: fork}
-				stored = stored[:k]
-			}
-			pending = stored[k:]
-		}
+		rt, err = s.routePrevious(ctx, prev)
 	default:
-		sess, err := s.newSession("", "")
-		if err != nil {
-			s.fail(w, err)
-			return
-		}
-		a = admission{sess: sess, fresh: true}
+		var sess fsstore.Session
+		sess, err = s.newSession("", "")
+		rt = route{a: admission{sess: sess, fresh: true}}
 	}
+	defer rt.release()
+	if err != nil {
+		return err
+	}
+	a := rt.a
 	w.Header().Set(SessionHeader, a.sess.ID)
 
 	var add []fsstore.Message
-	if instructions != "" && !sameInstructions(stored, instructions) {
+	if instructions != "" && !sameInstructions(rt.stored, instructions) {
 		add = append(add, fsstore.Message{
 			Role:    "system",
 			Content: fsstore.TextContent(instructions),
 			Extra:   map[string]json.RawMessage{instructionsMarker: jsonTrue},
 		})
 	}
-	if !isRetry(pending, input) {
+	if !isRetry(rt.pending, input) {
 		add = append(add, input...)
 	}
-	add = withNote(a, stored, add)
 
 	now := s.now()
 	doc := fsstore.StoredResponse{
@@ -404,26 +284,153 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) {
 	out, err := s.runTurn(ctx, a, add, stream, started)
 	if err == nil {
 		doc = finishDoc(doc, out, rs)
-		err = s.keep(doc, store, mapping, out)
+		err = s.keep(doc, store, rt.mapping, out)
 	}
 	if err != nil {
 		if rs == nil || rs.sse == nil {
-			s.fail(w, err)
-			return
+			return err
 		}
+		// The stream has started: the failure is its last event.
 		ae := s.toAPIError(err)
 		doc.Status = "failed"
 		obj := responseObject(doc, store)
 		obj.Error = map[string]any{"code": orDefault(ae.code, "server_error"), "message": ae.msg}
 		rs.send("response.failed", map[string]any{"response": obj})
-		return
+		return nil
 	}
 	if rs == nil {
 		writeJSON(w, http.StatusOK, responseObject(doc, store))
-		return
+		return nil
 	}
 	rs.finish(doc, out)
 	rs.send("response.completed", map[string]any{"response": responseObject(doc, store)})
+	return nil
+}
+
+// route is where a Responses request's turn runs, with the locks held for
+// it: release them (also after an error) when the turn is done.
+type route struct {
+	a       admission
+	stored  []fsstore.Message // the transcript the turn continues
+	pending []fsstore.Message // its messages after the point the request continues from
+	mapping *fsstore.Conversation
+	unlocks []func()
+}
+
+func (rt *route) hold(unlock func()) { rt.unlocks = append(rt.unlocks, unlock) }
+
+func (rt *route) release() {
+	for i := len(rt.unlocks) - 1; i >= 0; i-- {
+		rt.unlocks[i]()
+	}
+	rt.unlocks = nil
+}
+
+// routeConversation finds (or makes) the session of conversation conv,
+// under the conversation's locks (in the server, then on disk) and the
+// session's. The mapping is written before the turn when the session
+// changes, so that a crash during the turn still finds it.
+func (s *Server) routeConversation(ctx context.Context, conv string) (route, error) {
+	var rt route
+	unlock, err := s.convs.lock(ctx, conv)
+	if err != nil {
+		return rt, err
+	}
+	rt.hold(unlock)
+	unlockFile, err := s.opts.Store.LockConversation(conv)
+	if err != nil {
+		return rt, err
+	}
+	rt.hold(unlockFile)
+	c, err := s.opts.Store.GetConversation(conv)
+	var sess fsstore.Session
+	switch {
+	case errors.Is(err, fsstore.ErrNotFound):
+		c = fsstore.Conversation{Conversation: conv}
+	case err != nil:
+		return rt, err
+	default:
+		unlockSess, err := s.sessions.lock(ctx, c.SessionID)
+		if err != nil {
+			return rt, err
+		}
+		rt.hold(unlockSess)
+		if sess, err = s.opts.Sessions.Get(c.SessionID); err != nil && !errors.Is(err, fsstore.ErrNotFound) {
+			return rt, err
+		}
+	}
+	if sess.ID == "" {
+		// A new conversation, or one whose session a person deleted.
+		if sess, err = s.newSession(c.SessionID, "conversation:"+conv); err != nil {
+			return rt, err
+		}
+		rt.a = admission{sess: sess, fresh: true}
+	} else if rt.a, err = s.admit(sess); err != nil {
+		return rt, err
+	}
+	if rt.a.sess.ID != c.SessionID {
+		c.SessionID, c.MessageCount = rt.a.sess.ID, 0
+		if err := s.opts.Store.PutConversation(c); err != nil {
+			return rt, err
+		}
+	}
+	rt.mapping = &c
+	if !rt.a.fresh {
+		if rt.stored, err = s.opts.Sessions.Messages(rt.a.sess.ID); err != nil {
+			return rt, err
+		}
+		rt.pending = rt.stored[lastReplyEnd(rt.stored):]
+	}
+	return rt, nil
+}
+
+// routePrevious continues the session of response prev, under the
+// session's lock. A response that is not its session's latest answered
+// turn branches: a new session (parent the old) that starts with the
+// history up to that response.
+func (s *Server) routePrevious(ctx context.Context, prev string) (route, error) {
+	var rt route
+	pr, err := s.opts.Store.GetResponse(prev)
+	if errors.Is(err, fsstore.ErrNotFound) || errors.Is(err, fsstore.ErrInvalid) {
+		return rt, notFound("previous_response_id", "previous_response_not_found", "previous response with id '%s' not found", prev)
+	}
+	if err != nil {
+		return rt, err
+	}
+	unlockSess, err := s.sessions.lock(ctx, pr.SessionID)
+	if err != nil {
+		return rt, err
+	}
+	rt.hold(unlockSess)
+	sess, err := s.opts.Sessions.Get(pr.SessionID)
+	if errors.Is(err, fsstore.ErrNotFound) {
+		return rt, notFound("previous_response_id", "previous_response_not_found", "the session %s of previous response '%s' no longer exists", pr.SessionID, prev)
+	}
+	if err != nil {
+		return rt, err
+	}
+	if rt.a, err = s.admit(sess); err != nil || rt.a.fresh {
+		return rt, err
+	}
+	if rt.stored, err = s.opts.Sessions.Messages(rt.a.sess.ID); err != nil {
+		return rt, err
+	}
+	k := min(int(pr.MessageCount), len(rt.stored))
+	if lastReplyEnd(rt.stored) > k {
+		fork, err := s.newSession(rt.a.sess.ID, rt.a.sess.SessionKey)
+		if err != nil {
+			return rt, err
+		}
+		if k > 0 {
+			if _, err := s.opts.Sessions.Append(fork.ID, fsstore.CopyMessages(rt.stored[:k])); err != nil {
+				return rt, err
+			}
+		}
+		rt.a = admission{sess: fork}
+		rt.stored = rt.stored[:k]
+	}
+	rt.pending = rt.stored[k:]
+	return rt, nil
 }
 
 func orDefault(s, def string) string {
@@ -570,19 +577,18 @@ func responseObject(doc fsstore.StoredResponse, store bool) *apiResponse {
 }
 
 // getResponse serves GET /v1/responses/{id}.
-func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) {
+func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
 	doc, err := s.opts.Store.GetResponse(id)
 	if errors.Is(err, fsstore.ErrNotFound) || errors.Is(err, fsstore.ErrInvalid) {
-		s.fail(w, notFound("", "response_not_found", "response with id '%s' not found", id))
-		return
+		return notFound("", "response_not_found", "response with id '%s' not found", id)
 	}
 	if err != nil {
-		s.fail(w, err)
-		return
+		return err
 	}
 	w.Header().Set(SessionHeader, doc.SessionID)
 	writeJSON(w, http.StatusOK, responseObject(doc, true))
+	return nil
 }
 
 // responseStream writes the Responses API's events: the provider's text

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hermes/hermes/cmd/agent"
 	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/fsstore"
 )
@@ -49,6 +50,13 @@ type Options struct {
 	MaxBodyBytes       int64         // 0: DefaultMaxBodyBytes
 	MaxStoredResponses int           // 0: DefaultMaxStoredResponses
 	ResumeFreshness    time.Duration // 0: DefaultResumeFreshness
+	// Tools are the built-in tools a turn runs (gateway.tools; none by
+	// default), approved by Approver (never a prompt), with ToolEnv as
+	// their environment; MaxSteps bounds a turn's provider calls.
+	Tools    []agent.Tool
+	Approver agent.Approver
+	ToolEnv  agent.Env
+	MaxSteps int
 	// Logf reports what a person running the server should see (store
 	// damage, failed turns). Nil: nothing is reported.
 	Logf func(format string, args ...any)
@@ -59,6 +67,7 @@ type Options struct {
 // Server is the HTTP gateway: the handlers and the turns in flight.
 type Server struct {
 	opts     Options
+	engine   *agent.Engine
 	now      func() time.Time
 	sessions keyedMutex // one turn at a time per session
 	convs    keyedMutex // one request at a time per conversation
@@ -94,7 +103,15 @@ func New(opts Options) *Server {
 		now = time.Now
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Server{opts: opts, now: now, baseCtx: ctx, cancel: cancel, inflight: map[string]int{}}
+	engine := &agent.Engine{
+		Sessions:    opts.Sessions,
+		Provider:    opts.Provider,
+		Tools:       opts.Tools,
+		Approver:    opts.Approver,
+		MaxSteps:    opts.MaxSteps,
+		ClientTools: true,
+	}
+	return &Server{opts: opts, engine: engine, now: now, baseCtx: ctx, cancel: cancel, inflight: map[string]int{}}
 }
 
 // BaseContext is the context of every request: Abandon cancels it.
@@ -105,9 +122,9 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", s.health)
 	mux.HandleFunc("GET /v1/models", s.models)
-	mux.HandleFunc("POST /v1/chat/completions", s.chatCompletions)
-	mux.HandleFunc("POST /v1/responses", s.createResponse)
-	mux.HandleFunc("GET /v1/responses/{id}", s.getResponse)
+	mux.HandleFunc("POST /v1/chat/completions", s.handle(s.chatCompletions))
+	mux.HandleFunc("POST /v1/responses", s.handle(s.createResponse))
+	mux.HandleFunc("GET /v1/responses/{id}", s.handle(s.getResponse))
 	for _, p := range []string{"/health", "/v1/models", "/v1/chat/completions", "/v1/responses", "/v1/responses/{id}"} {
 		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "", "method_not_allowed",
@@ -201,9 +218,17 @@ func (s *Server) toAPIError(err error) *apiError {
 	return &apiError{status: http.StatusInternalServerError, typ: "server_error", msg: err.Error()}
 }
 
-func (s *Server) fail(w http.ResponseWriter, err error) {
-	ae := s.toAPIError(err)
-	writeError(w, ae.status, ae.typ, ae.param, ae.code, ae.msg)
+// handle adapts a handler that returns its failure: the one place a
+// failure is answered, with the status and error body toAPIError maps it
+// to. A handler that has begun a stream answers a failure inside it and
+// returns nil.
+func (s *Server) handle(h func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			ae := s.toAPIError(err)
+			writeError(w, ae.status, ae.typ, ae.param, ae.code, ae.msg)
+		}
+	}
 }
 
 // writeError writes the OpenAI error body: {"error":{"message","type",

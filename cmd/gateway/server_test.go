@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes/hermes/cmd/agent"
 	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/fsstore"
 )
@@ -173,7 +174,7 @@ func TestChatCompletionsRetryAfterProviderError(t *testing.T) {
 			if failing {
 				return provider.Reply{}, &provider.Error{Provider: "flaky", Message: "flaky: down"}
 			}
-			return assistant(fmt.Sprintf("ok after %d", len(req.History.(provider.Messages)))), nil
+			return assistant(fmt.Sprintf("ok after %d", len(historyOf(req.History)))), nil
 		}}
 	})
 	msgs := []any{userMsg("hello")}
@@ -433,20 +434,27 @@ func TestResponsesEvictionKeepsConversation(t *testing.T) {
 	}
 }
 
+// store:false keeps no response document, but the turn is in the session
+// like any other: hermes keeps transcripts.
 func TestResponsesStoreFalse(t *testing.T) {
 	e := newTestEnv(t, nil)
 	resp, body := e.do("POST", "/v1/responses", map[string]any{"input": "secret", "store": false}, nil)
 	mustStatus(t, resp, body, 200)
 	r := decode[respObj](t, body)
+	sid := resp.Header.Get(SessionHeader)
 	resp, body = e.do("GET", "/v1/responses/"+r.ID, nil, nil)
 	mustError(t, resp, body, 404, "invalid_request_error")
+	msgs := messages(t, e.sessions, sid)
+	if len(msgs) != 2 || msgs[0].Text() != "secret" || msgs[1].Text() != r.text() {
+		t.Fatalf("the turn is not in session %s: %s", sid, dump(msgs))
+	}
 }
 
 func TestResponsesInputItems(t *testing.T) {
 	var got []fsstore.Message
 	e := newTestEnv(t, func(o *Options) {
 		o.Provider = &funcProvider{name: "rec", fn: func(ctx context.Context, req provider.Request) (provider.Reply, error) {
-			got = req.History.(provider.Messages)
+			got = historyOf(req.History)
 			return assistant("ok"), nil
 		}}
 	})
@@ -558,37 +566,64 @@ func TestIsLoopback(t *testing.T) {
 	}
 }
 
-// A session marked resume_pending within the freshness window continues,
-// with the note in its transcript; older than that, or suspended, the
-// request gets a new session whose parent is the old one.
-func TestResumeStates(t *testing.T) {
-	now := time.Now()
-	var clock sync.Mutex
-	e := newTestEnv(t, func(o *Options) {
-		o.ResumeFreshness = time.Hour
-		o.Now = func() time.Time { clock.Lock(); defer clock.Unlock(); return now }
-	})
-	start := func(conv string) string {
-		resp, body := e.do("POST", "/v1/responses", map[string]any{"input": "hi", "conversation": conv}, nil)
-		mustStatus(t, resp, body, 200)
-		return resp.Header.Get(SessionHeader)
-	}
-	next := func(conv string) (string, string) {
-		resp, body := e.do("POST", "/v1/responses", map[string]any{"input": "again", "conversation": conv}, nil)
-		mustStatus(t, resp, body, 200)
-		return resp.Header.Get(SessionHeader), decode[respObj](t, body).text()
-	}
+// resumeEnv is a gateway whose clock a test moves, with helpers to start a
+// Responses conversation and send its next turn.
+type resumeEnv struct {
+	*testEnv
+	clock sync.Mutex
+	now   time.Time
+}
 
-	fresh := start("fresh")
-	if _, err := e.sessions.MarkInterrupted(fresh, "restart_timeout", SuspendAfter); err != nil {
-		t.Fatal(err)
+func newResumeEnv(t *testing.T) *resumeEnv {
+	r := &resumeEnv{now: time.Now()}
+	r.testEnv = newTestEnv(t, func(o *Options) {
+		o.ResumeFreshness = time.Hour
+		o.Now = func() time.Time { r.clock.Lock(); defer r.clock.Unlock(); return r.now }
+	})
+	return r
+}
+
+func (r *resumeEnv) advance(d time.Duration) {
+	r.clock.Lock()
+	r.now = r.now.Add(d)
+	r.clock.Unlock()
+}
+
+func (r *resumeEnv) start(conv string) string {
+	resp, body := r.do("POST", "/v1/responses", map[string]any{"input": "hi", "conversation": conv}, nil)
+	mustStatus(r.t, resp, body, 200)
+	return resp.Header.Get(SessionHeader)
+}
+
+func (r *resumeEnv) next(conv string) (string, string) {
+	resp, body := r.do("POST", "/v1/responses", map[string]any{"input": "again", "conversation": conv}, nil)
+	mustStatus(r.t, resp, body, 200)
+	return resp.Header.Get(SessionHeader), decode[respObj](r.t, body).text()
+}
+
+// interrupt marks id interrupted n times, as n restarts would.
+func (r *resumeEnv) interrupt(id, reason string, n int) {
+	r.t.Helper()
+	for range n {
+		if _, err := r.sessions.MarkInterrupted(id, reason, SuspendAfter); err != nil {
+			r.t.Fatal(err)
+		}
 	}
-	sid, text := next("fresh")
+}
+
+// A session marked resume_pending within the freshness window continues,
+// with the note in its transcript before the new message, and is active
+// again after the turn.
+func TestResumePendingContinues(t *testing.T) {
+	e := newResumeEnv(t)
+	fresh := e.start("fresh")
+	e.interrupt(fresh, "restart_timeout", 1)
+	sid, text := e.next("fresh")
 	if sid != fresh {
 		t.Fatal("a fresh resume_pending session was not continued")
 	}
 	msgs := messages(t, e.sessions, fresh)
-	if len(msgs) != 5 || msgs[2].Role != "system" || msgs[2].Text() != fsstore.ResumeNote("restart_timeout") || !isNote(msgs[2]) {
+	if len(msgs) != 5 || msgs[2].Role != "system" || msgs[2].Text() != fsstore.ResumeNote("restart_timeout") || !agent.IsNote(msgs[2]) {
 		t.Fatalf("no note before the new message: %s", dump(msgs))
 	}
 	if text != echoText(4, "again") {
@@ -597,14 +632,17 @@ func TestResumeStates(t *testing.T) {
 	if s := getSession(t, e.sessions, fresh); s.State != fsstore.StateActive || s.InterruptCount != 0 || s.ResumePendingAt != "" {
 		t.Fatalf("after a successful turn: %+v", s)
 	}
+}
 
-	// Chat completions: the client's history does not have the note, and is
-	// not taken for a contradiction.
+// Chat completions: the client's history does not have the resume note,
+// and is not taken for a contradiction.
+func TestResumeNoteIsNotAContradiction(t *testing.T) {
+	e := newResumeEnv(t)
 	resp, body := e.do("POST", "/v1/chat/completions", map[string]any{"messages": []any{userMsg("a")}}, nil)
 	mustStatus(t, resp, body, 200)
 	chatSID := resp.Header.Get(SessionHeader)
 	first := decode[chatResp](t, body).Choices[0].Message.Content
-	e.sessions.MarkInterrupted(chatSID, "restart_interrupted", SuspendAfter)
+	e.interrupt(chatSID, "restart_interrupted", 1)
 	history := []any{userMsg("a"), asstMsg(first), userMsg("b")}
 	resp, body = e.do("POST", "/v1/chat/completions", map[string]any{"messages": history}, map[string]string{SessionHeader: chatSID})
 	mustStatus(t, resp, body, 200)
@@ -618,13 +656,17 @@ func TestResumeStates(t *testing.T) {
 	if n := len(messages(t, e.sessions, chatSID)); n != 7 {
 		t.Fatalf("transcript: %s", dump(messages(t, e.sessions, chatSID)))
 	}
+}
 
-	stale := start("stale")
-	e.sessions.MarkInterrupted(stale, "restart_interrupted", SuspendAfter)
-	clock.Lock()
-	now = now.Add(2 * time.Hour)
-	clock.Unlock()
-	sid, text = next("stale")
+// A resume_pending session older than the freshness window ends
+// (resume_pending_expired); the conversation goes on in a new session
+// whose parent is the old one.
+func TestResumePendingExpiredStartsANewSession(t *testing.T) {
+	e := newResumeEnv(t)
+	stale := e.start("stale")
+	e.interrupt(stale, "restart_interrupted", 1)
+	e.advance(2 * time.Hour)
+	sid, text := e.next("stale")
 	if sid == stale {
 		t.Fatal("a resume_pending session older than the freshness window was continued")
 	}
@@ -637,18 +679,23 @@ func TestResumeStates(t *testing.T) {
 	if text != echoText(1, "again") {
 		t.Fatalf("the new session is not new: %q", text)
 	}
-	if m, _ := e.store.GetConversation("stale"); m.SessionID != sid {
-		t.Fatalf("the conversation still maps to %s", m.SessionID)
+	m, err := e.store.GetConversation("stale")
+	if err != nil || m.SessionID != sid {
+		t.Fatalf("the conversation maps to %s (%v), want %s", m.SessionID, err, sid)
 	}
+}
 
-	stuck := start("stuck")
-	for range SuspendAfter {
-		e.sessions.MarkInterrupted(stuck, "restart_interrupted", SuspendAfter)
-	}
+// A session interrupted SuspendAfter times in a row is suspended: the next
+// request, by conversation or by header, goes to a new session whose
+// parent is the old one, which ends (suspended).
+func TestSuspendedStartsANewSession(t *testing.T) {
+	e := newResumeEnv(t)
+	stuck := e.start("stuck")
+	e.interrupt(stuck, "restart_interrupted", SuspendAfter)
 	if s := getSession(t, e.sessions, stuck); s.State != fsstore.StateSuspended {
 		t.Fatalf("after %d interruptions: %+v", SuspendAfter, s)
 	}
-	sid, _ = next("stuck")
+	sid, _ := e.next("stuck")
 	if sid == stuck {
 		t.Fatal("a suspended session was continued")
 	}
@@ -658,9 +705,7 @@ func TestResumeStates(t *testing.T) {
 	if p := getSession(t, e.sessions, sid).ParentSessionID; p != stuck {
 		t.Fatalf("parent %q", p)
 	}
-	// By header too: the ended-because-suspended session sends the request
-	// to a new session.
-	resp, body = e.do("POST", "/v1/chat/completions", map[string]any{"messages": []any{userMsg("x")}}, map[string]string{SessionHeader: stuck})
+	resp, body := e.do("POST", "/v1/chat/completions", map[string]any{"messages": []any{userMsg("x")}}, map[string]string{SessionHeader: stuck})
 	mustStatus(t, resp, body, 200)
 	if got := resp.Header.Get(SessionHeader); got == stuck || getSession(t, e.sessions, got).ParentSessionID != stuck {
 		t.Fatalf("header request went to %s", got)

@@ -9,16 +9,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hermes/hermes/cmd/agent"
 	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/fsstore"
 )
 
-// Markers in a stored message's extra fields: messages hermes itself put in
-// the transcript, which a client's copy of the conversation does not have.
-const (
-	noteMarker         = "hermes_note"         // the system note of a resumed session
-	instructionsMarker = "hermes_instructions" // the Responses API's instructions
-)
+// instructionsMarker marks the Responses API's instructions stored as a
+// system message; agent.NoteMarker marks the messages hermes added itself.
+// A client's copy of the conversation has neither.
+const instructionsMarker = "hermes_instructions"
 
 var jsonTrue = json.RawMessage("true")
 
@@ -26,8 +25,6 @@ func marked(m fsstore.Message, marker string) bool {
 	v, ok := m.Extra[marker]
 	return ok && string(v) == "true"
 }
-
-func isNote(m fsstore.Message) bool { return marked(m, noteMarker) }
 
 // Session end reasons the gateway writes when it moves a conversation to a
 // new session; a request naming such a session gets a new one too.
@@ -42,12 +39,6 @@ type admission struct {
 	// fresh: a session made for this request (new, or the successor of a
 	// suspended or expired one): it has no history to compare with.
 	fresh bool
-	// note is the resume note to store before the new messages, if the
-	// session was resume_pending.
-	note *fsstore.Message
-	// resumed: the session was resume_pending; a successful turn makes it
-	// active and clears its interrupt count.
-	resumed bool
 }
 
 // newSession creates a gateway session, the successor of parent when set.
@@ -71,7 +62,8 @@ func (s *Server) newSession(parent, key string) (fsstore.Session, error) {
 
 // admit decides where a request for sess goes: suspended → a new session
 // (the old one ends, reason suspended); resume_pending marked within the
-// freshness window → the same session with a note; resume_pending older
+// freshness window → the same session, where the turn engine stores a
+// resume note first; resume_pending older
 // than that → a new session (the old one ends, resume_pending_expired); an
 // ended session → reopened, unless the gateway ended it for one of those
 // two reasons, which gives a new session again.
@@ -85,12 +77,7 @@ func (s *Server) admit(sess fsstore.Session) (admission, error) {
 		return s.successor(sess)
 	case fsstore.StateResumePending:
 		if s.pendingFresh(sess) {
-			note := fsstore.Message{
-				Role:    "system",
-				Content: fsstore.TextContent(fsstore.ResumeNote(sess.ResumeReason)),
-				Extra:   map[string]json.RawMessage{noteMarker: jsonTrue},
-			}
-			return admission{sess: sess, note: &note, resumed: true}, nil
+			return admission{sess: sess}, nil
 		}
 		if _, err := st.End(sess.ID, endPendingExpired); err != nil {
 			return admission{}, err
@@ -126,15 +113,6 @@ func (s *Server) pendingFresh(sess fsstore.Session) bool {
 	return s.now().Sub(t) <= s.opts.ResumeFreshness
 }
 
-// withNote returns the messages to append: the resume note first (unless the
-// transcript already ends with one, from a failed attempt), then add.
-func withNote(a admission, stored []fsstore.Message, add []fsstore.Message) []fsstore.Message {
-	if a.note == nil || (len(stored) > 0 && isNote(stored[len(stored)-1])) {
-		return add
-	}
-	return append([]fsstore.Message{*a.note}, add...)
-}
-
 // sameMessage compares a stored message with a client's copy of it: role,
 // content, tool calls, tool call id and name (fsstore.Message.SameAs). The
 // extra fields are not compared: clients echo back fields of the API's
@@ -157,7 +135,7 @@ func reconcile(stored, client []fsstore.Message) (n int, ok bool) {
 	j := 0
 	for i := 0; i < len(stored); {
 		m := stored[i]
-		if isNote(m) {
+		if agent.IsNote(m) {
 			i++
 			continue
 		}
@@ -170,7 +148,7 @@ func reconcile(stored, client []fsstore.Message) (n int, ok bool) {
 		}
 		if c := client[j]; c.Role == "assistant" && isReplyRole(m.Role) && !hasToolCalls(c) {
 			k := i
-			for k < len(stored) && (isReplyRole(stored[k].Role) || isNote(stored[k])) {
+			for k < len(stored) && (isReplyRole(stored[k].Role) || agent.IsNote(stored[k])) {
 				k++
 			}
 			if replyText(stored[i:k]) == c.Text() {
@@ -200,7 +178,7 @@ func lastReplyEnd(msgs []fsstore.Message) int {
 func isRetry(pending, input []fsstore.Message) bool {
 	var p, in []fsstore.Message
 	for _, m := range pending {
-		if !isNote(m) && !marked(m, instructionsMarker) {
+		if !agent.IsNote(m) && !marked(m, instructionsMarker) {
 			p = append(p, m)
 		}
 	}
@@ -283,54 +261,44 @@ func (s *Server) end(id string) {
 	s.turns.Done()
 }
 
-// runTurn appends add to the session, calls the provider with the whole
-// stored history and appends the reply. The messages are stored (and
-// synced) before the call, so a crash or a failed call loses at most the
-// reply. started runs once the history is read, right before the call
-// (a stream sends its headers then).
+// runTurn runs a turn of the turn engine (cmd/agent) on the admitted
+// session: add is stored (and synced) before the first provider call, the
+// reply and the results of the gateway's own tools (gateway.tools) after;
+// calls naming other tools end the turn and go back to the client. A crash
+// or a failed call loses at most the reply. started runs right before the
+// first provider call (a stream sends its headers then).
 func (s *Server) runTurn(ctx context.Context, a admission, add []fsstore.Message, stream io.Writer, started func()) (turnOutcome, error) {
 	id := a.sess.ID
 	if err := s.begin(id); err != nil {
 		return turnOutcome{}, err
 	}
 	defer s.end(id)
-	st := s.opts.Sessions
-	if len(add) > 0 {
-		if _, err := st.Append(id, add); err != nil {
-			return turnOutcome{}, err
-		}
+	env := s.opts.ToolEnv
+	if a.sess.Cwd != "" {
+		env.Cwd = a.sess.Cwd
 	}
-	history, err := st.Messages(id)
-	if err != nil {
-		return turnOutcome{}, err
-	}
-	if started != nil {
-		started()
-	}
-	reply, err := s.opts.Provider.Complete(ctx, provider.Request{SessionID: id, History: provider.Messages(history), Stream: stream})
+	res, err := s.engine.Run(ctx, agent.Turn{
+		SessionID: id,
+		Input:     add,
+		Stream:    stream,
+		Env:       &env,
+		Started:   started,
+		// Under s.mu, so that a drain that timed out meanwhile (and marked
+		// this session again) is not undone.
+		Reactivate: func(id string) error {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if s.abandoned {
+				return nil
+			}
+			_, err := s.opts.Sessions.SetState(id, fsstore.StateActive, "")
+			return err
+		},
+	})
 	if err != nil {
 		return turnOutcome{}, fmt.Errorf("%w (session %s keeps the request's messages; retrying continues it)", err, id)
 	}
-	if len(reply.Messages) == 0 {
-		return turnOutcome{}, &provider.Error{Provider: s.opts.Provider.Name(), Message: s.opts.Provider.Name() + ": empty reply"}
-	}
-	n, err := st.Append(id, reply.Messages)
-	if err != nil {
-		return turnOutcome{}, err
-	}
-	if a.resumed {
-		// Under s.mu, so that a drain that timed out meanwhile (and marked
-		// this session again) is not undone.
-		s.mu.Lock()
-		if !s.abandoned {
-			_, err = st.SetState(id, fsstore.StateActive, "")
-		}
-		s.mu.Unlock()
-		if err != nil {
-			return turnOutcome{}, err
-		}
-	}
-	return turnOutcome{reply: reply, count: n}, nil
+	return turnOutcome{reply: provider.Reply{Messages: res.Added, Usage: res.Usage}, count: res.Count}, nil
 }
 
 // Abandon is called when the drain timed out: the sessions with turns in

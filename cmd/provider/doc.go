@@ -1,7 +1,8 @@
 // Package provider turns a transcript into a model reply: given the whole
 // history of a session, the new user message last, it returns the assistant
-// and tool messages to append after it. It stores nothing; the chat command
-// appends the reply to the transcript.
+// and tool messages to append after it. It stores nothing and runs no
+// tool: the turn engine (cmd/agent) appends the reply to the transcript,
+// runs the tool calls it holds and calls the provider again.
 //
 // New(Config) returns one of three providers. A Config it cannot use (an
 // unknown name, openai without a model, exec without a command) is an error
@@ -32,8 +33,10 @@
 //
 // openai POSTs {BaseURL}/chat/completions (BaseURL defaults to
 // https://api.openai.com/v1, so any OpenAI-compatible server works: llama.cpp,
-// vLLM, Ollama) with {"model": …, "messages": […]}, each message as the store
-// keeps it without seq and ts, and the API key, when set, as a bearer token.
+// vLLM, Ollama) with {"model": …, "messages": […], "tools": […]}, each
+// message as the store keeps it without seq and ts, the tools (when
+// Request.Tools offers any) as function-calling entries, and the API key,
+// when set, as a bearer token.
 // The reply is one assistant message: its content (null when it only calls
 // tools) and its tool_calls as the server sent them. With a Request.Stream
 // it asks for a stream ("stream": true, usage included), writes content
@@ -57,11 +60,18 @@
 //
 //   - stdin: the transcript as JSONL, one message a line as the store keeps
 //     it (seq and ts included), then end of file.
-//   - environment: hermes's own, plus HERMES_SESSION_ID set to the session.
+//   - environment: hermes's own, plus HERMES_SESSION_ID set to the session,
+//     and, when the request offers tools, HERMES_TOOLS: the path of a file
+//     holding their function-calling schemas as one JSON array (removed
+//     after the call).
 //   - stdout: the reply as JSONL chat messages, one or more, blank lines
 //     ignored. Only roles assistant and tool are allowed; seq and ts, if
 //     given, are ignored. The text of each assistant message is written to
 //     Request.Stream as its line arrives, texts separated by a newline.
+//     A program that runs its own tools replies with its assistant and
+//     tool messages; one that wants hermes's built-in tools replies with an
+//     assistant message whose tool_calls name them, and is run again with
+//     the results appended.
 //   - stderr: passed through to hermes's stderr, for the program's logs.
 //   - exit status: 0 for a reply; anything else fails the call with
 //     "exec provider: command exited with status N" (or "killed by signal

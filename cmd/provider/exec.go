@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -64,6 +65,14 @@ func (p *execProvider) Complete(ctx context.Context, req Request) (Reply, error)
 	out := &execOutput{stream: &streamWriter{w: req.Stream}}
 	cmd := exec.CommandContext(ctx, "sh", "-c", p.command)
 	cmd.Env = append(os.Environ(), "HERMES_SESSION_ID="+req.SessionID)
+	if len(req.Tools) > 0 {
+		path, err := writeTools(req.Tools)
+		if err != nil {
+			return Reply{}, &Error{Provider: "exec", Message: "exec provider: " + oneLine(err.Error()), Err: err}
+		}
+		defer os.Remove(path)
+		cmd.Env = append(cmd.Env, "HERMES_TOOLS="+path)
+	}
 	cmd.Stdin = stdin
 	cmd.Stdout = out
 	cmd.Stderr = p.stderr
@@ -107,6 +116,27 @@ func (p *execProvider) Complete(ctx context.Context, req Request) (Reply, error)
 		return Reply{}, &Error{Provider: "exec", Message: "exec provider: command printed no messages (want JSONL chat messages on stdout)"}
 	}
 	return Reply{Messages: out.msgs}, nil
+}
+
+// writeTools writes the offered tools' schemas, a JSON array, to a
+// temporary file for the command ($HERMES_TOOLS); the caller removes it.
+func writeTools(tools []json.RawMessage) (string, error) {
+	f, err := os.CreateTemp("", "hermes-tools-*.json")
+	if err != nil {
+		return "", err
+	}
+	b, err := json.Marshal(tools)
+	if err == nil {
+		_, err = f.Write(append(b, '\n'))
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
 }
 
 // execOutput parses the command's stdout a line at a time as it arrives,

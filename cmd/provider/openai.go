@@ -80,7 +80,7 @@ func (p *openAI) Name() string { return "openai" }
 func (p *openAI) Complete(ctx context.Context, req Request) (Reply, error) {
 	ctx, cancel := withTimeout(ctx, p.timeout)
 	defer cancel()
-	body, err := requestBody(p.model, req.History, req.Stream != nil)
+	body, err := requestBody(p.model, req.History, req.Tools, req.Stream != nil)
 	if err != nil {
 		return Reply{}, &Error{Provider: "openai", Message: "openai: reading the transcript: " + oneLine(err.Error()), Err: err}
 	}
@@ -148,8 +148,8 @@ func parseRetryAfter(h string) time.Duration {
 // requestBody is the chat completions request. The messages' chat fields
 // are written as the store keeps them (ChatJSON), so content parts and tool
 // calls reach the server unchanged; fields the API does not define are not
-// sent.
-func requestBody(model string, history History, stream bool) ([]byte, error) {
+// sent. Tools, when there are any, go as they are.
+func requestBody(model string, history History, tools []json.RawMessage, stream bool) ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteString(`{"model":`)
 	m, _ := json.Marshal(model) // a string always encodes
@@ -168,6 +168,16 @@ func requestBody(model string, history History, stream bool) ([]byte, error) {
 		return nil, err
 	}
 	b.WriteByte(']')
+	if len(tools) > 0 {
+		b.WriteString(`,"tools":[`)
+		for i, t := range tools {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.Write(t)
+		}
+		b.WriteByte(']')
+	}
 	if stream {
 		b.WriteString(`,"stream":true,"stream_options":{"include_usage":true}`)
 	}

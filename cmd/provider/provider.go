@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -27,6 +28,10 @@ type Request struct {
 	SessionID string
 	History   History   // the full history, the new user message last
 	Stream    io.Writer // if non-nil, text of the reply is written here as it arrives (streaming)
+	// Tools are the functions the model may call, each an OpenAI
+	// function-calling entry ({"type":"function","function":{…}}); none
+	// means the request offers no tools.
+	Tools []json.RawMessage
 }
 
 // History is the transcript a provider answers, read as a stream: a

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // ProcStart returns the start time of process pid as the kernel counts it
@@ -51,36 +53,24 @@ func Alive(pid int, start string) bool {
 	return pid > 0 && start != "" && ProcStart(pid) == start
 }
 
-var signalNames = map[string]syscall.Signal{
-	"HUP": syscall.SIGHUP, "INT": syscall.SIGINT, "QUIT": syscall.SIGQUIT, "KILL": syscall.SIGKILL,
-	"TERM": syscall.SIGTERM, "USR1": syscall.SIGUSR1, "USR2": syscall.SIGUSR2, "STOP": syscall.SIGSTOP,
-	"CONT": syscall.SIGCONT, "ALRM": syscall.SIGALRM,
-	// The signals that end a command without anyone sending them, so that
-	// records name them as shells do.
-	"ABRT": syscall.SIGABRT, "BUS": syscall.SIGBUS, "FPE": syscall.SIGFPE, "ILL": syscall.SIGILL,
-	"PIPE": syscall.SIGPIPE, "SEGV": syscall.SIGSEGV, "TRAP": syscall.SIGTRAP, "SYS": syscall.SIGSYS,
-	"XCPU": syscall.SIGXCPU, "XFSZ": syscall.SIGXFSZ,
-}
-
 // ParseSignal reads a signal as a name (TERM, SIGTERM, term) or a number
 // (15, or SIG15 as SignalName writes a signal without a name).
 func ParseSignal(s string) (syscall.Signal, error) {
 	name := strings.TrimPrefix(strings.ToUpper(s), "SIG")
-	if sig, ok := signalNames[name]; ok {
+	if sig := unix.SignalNum("SIG" + name); sig != 0 && name != "" {
 		return sig, nil
 	}
-	if n, err := strconv.Atoi(name); err == nil && n > 0 && n < 65 {
+	if n, err := strconv.Atoi(name); err == nil && n > 0 && n < 65 && strconv.Itoa(n) == name {
 		return syscall.Signal(n), nil
 	}
 	return 0, fmt.Errorf("unknown signal %q (TERM, INT, HUP, KILL, … or a number)", s)
 }
 
-// SignalName is the conventional name of sig: SIGTERM.
+// SignalName is the conventional name of sig, as the system's tables have
+// it (SIGTERM), else SIG and its number (SIG40).
 func SignalName(sig syscall.Signal) string {
-	for name, s := range signalNames {
-		if s == sig {
-			return "SIG" + name
-		}
+	if name := unix.SignalName(sig); name != "" {
+		return name
 	}
 	return "SIG" + strconv.Itoa(int(sig))
 }

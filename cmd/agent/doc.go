@@ -1,0 +1,77 @@
+// Package agent is hermes's one turn engine: `hermes chat` (one-shot and
+// line mode), the gateway and kanban workers all run their turns through
+// Engine.Run, and differ only in what they pass it (the input, the tools,
+// who approves, where the text streams).
+//
+// # The loop
+//
+// A turn on an existing session:
+//
+//  1. An ended session is reopened.
+//  2. Prelude: if the transcript ends with an assistant message whose tool
+//     calls have no result (the process running them died: kill -9, a
+//     power cut), each such call gets a tool result saying it was
+//     interrupted and not run again; calls the input itself answers first
+//     (a gateway client's results) are left to it. A session a restart
+//     interrupted (resume_pending, suspended) gets a system note naming the
+//     reason and the interrupted calls, unless a failed attempt already
+//     stored one. Then the input (the user message). All of it is one
+//     append, synced.
+//  3. The provider is called with the stored history, streamed from the
+//     transcript in one pass, and the tools' schemas.
+//  4. The reply is appended, synced, before any call in it runs.
+//  5. If the reply has calls that it does not answer itself (an exec agent
+//     may return its own tool messages), they run one after the other, and
+//     each result is appended, synced, as its call ends. Then back to 3.
+//  6. The turn ends with a reply without calls, or at MaxSteps provider
+//     calls (config.yaml agent.max_steps, default 30): the calls of the
+//     last reply are then answered "not run" and a note says the turn
+//     stopped; the turn still succeeds and the session is consistent.
+//  7. A session that was resume_pending or suspended becomes active.
+//
+// # Durability
+//
+// Every message is stored before what depends on it: the user's before
+// the model is called, a call before it runs, a result before the next
+// model call. A crash loses at most the reply in flight or the result of
+// the call in flight; the call itself stays, and the next turn answers it
+// as interrupted (step 2), so every call is answered exactly once and
+// nothing is re-run by itself. The provider never receives a history the
+// API would refuse: on top of step 2, the history it reads answers any
+// call still unanswered before the next message (and leaves out a tool
+// message that answers no call), for transcripts that another writer or an
+// import left that way; that repair is the provider's view only, never
+// stored.
+//
+// A step re-reads the transcript once, to stream it to the provider; the
+// prelude reads only the transcript's tail (fsstore.SessionStore.Tail),
+// so a tool step costs the same at 100,000 messages as at 10.
+//
+// # Calls that do not run
+//
+// Each is answered to the model, and the turn goes on: an unknown tool
+// ("error: unknown tool …", or, with ClientTools, the turn ends and the
+// calls go back to the gateway's client), arguments that are not JSON, a
+// tool's error ("error: …"), a call refused by the Approver ("not
+// approved: …"). A cancelled context (Ctrl-C) stops the call in flight
+// (its tool kills what it started), answers it "cancelled by the user" and
+// the calls after it "not run", and ends the turn with the context's
+// error; the session stays resumable.
+//
+// # Approval
+//
+// Tools that change things (terminal, write_file, process kill) need
+// approval; the others never do. tools.approval in config.yaml: ask (the
+// default: a Prompter on a terminal, yes / no / always for this session;
+// with no terminal ask acts as deny), auto (Fixed(true); chat --yes) or
+// deny. The gateway never prompts.
+//
+// # Limits
+//
+// Turns on one session are not serialized by the engine: a chat resumed in
+// two terminals at once interleaves its messages (each append is whole).
+// The gateway serializes its own turns per session. A tool's output is cut
+// to agent.max_tool_output bytes (default 16 KiB), keeping head and tail;
+// the terminal tool's commands time out after agent.terminal_timeout
+// (default 2m), killing their process group.
+package agent

@@ -1,0 +1,471 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/hermes/hermes/cmd/provider"
+	"github.com/hermes/hermes/fsstore"
+)
+
+// NoteMarker is the extra field that marks a message hermes itself put in
+// a transcript (a resume note, an interrupted call's result, the step
+// limit's note): a client's copy of the conversation does not have them,
+// and the gateway skips them when it compares the two.
+const NoteMarker = "hermes_note"
+
+var jsonTrue = json.RawMessage("true")
+
+// IsNote reports whether m is a message hermes added (NoteMarker).
+func IsNote(m fsstore.Message) bool {
+	v, ok := m.Extra[NoteMarker]
+	return ok && string(v) == "true"
+}
+
+func note(m fsstore.Message) fsstore.Message {
+	m.Extra = map[string]json.RawMessage{NoteMarker: jsonTrue}
+	return m
+}
+
+// Results the engine gives calls it does not run.
+const (
+	// interruptedResult answers a call found without a result: the
+	// process running it died (kill -9, a power cut) after the call was
+	// stored. The call is not run again by itself.
+	interruptedResult = "interrupted: hermes stopped before this call returned a result, and did not run it again; check its effects before repeating it"
+	cancelledResult   = "cancelled by the user"
+	notRunCancelled   = "not run: the user cancelled the turn"
+	notApprovedResult = "not approved: run with --yes or set tools.approval: auto"
+)
+
+// Engine runs turns: the one loop behind `hermes chat`, the gateway and
+// kanban workers. Its fields are set once; Run may be called for several
+// sessions, one turn at a time per session.
+type Engine struct {
+	Sessions *fsstore.SessionStore
+	Provider provider.Provider
+	// Tools are the tools a turn offers; none means the model gets no
+	// tools (and a call it makes all the same is answered as unknown).
+	Tools    []Tool
+	Approver Approver
+	// MaxSteps bounds the provider calls of one turn (DefaultMaxSteps
+	// when 0).
+	MaxSteps int
+	// ClientTools: a reply whose calls name a tool not in Tools ends the
+	// turn with those calls unanswered, for the caller's client to run
+	// (the gateway); otherwise such a call is answered "unknown tool".
+	ClientTools bool
+	// Progress, when set, is told of each call as it starts and ends.
+	Progress func(Progress)
+}
+
+// Progress is a call starting (Result empty) or ending.
+type Progress struct {
+	Call   fsstore.ToolCall
+	Done   bool
+	Result string
+}
+
+// Turn is one request to the engine.
+type Turn struct {
+	SessionID string
+	// Input is appended (and synced) before the first provider call: the
+	// user message, a system message before it, or a client's messages.
+	Input []fsstore.Message
+	// Stream, when set, receives the reply text as it arrives.
+	Stream io.Writer
+	// Env is what the tools may use; its SessionID is set by Run.
+	Env *Env
+	// Started, when set, is called once the turn's input is stored,
+	// right before the first provider call (a server sends its response
+	// headers then).
+	Started func()
+	// Reactivate is called after a successful turn on a session that was
+	// resume_pending or suspended; nil sets it active.
+	Reactivate func(id string) error
+}
+
+// Result is what a turn appended after its input.
+type Result struct {
+	SessionID string
+	// Added are the messages stored after the input: replies, tool
+	// results and notes, in order.
+	Added []fsstore.Message
+	// Count is the transcript's length after the turn.
+	Count int64
+	Usage *provider.Usage
+	// Steps is the number of provider calls; StepLimit is set when the
+	// turn stopped at MaxSteps with calls left unrun.
+	Steps     int
+	StepLimit bool
+	// Pending are the calls the reply ends with for the client to run
+	// (ClientTools only).
+	Pending []fsstore.ToolCall
+}
+
+// Text is the reply's text: that of the last assistant message that has
+// any.
+func (r Result) Text() string {
+	for i := len(r.Added) - 1; i >= 0; i-- {
+		if m := r.Added[i]; m.Role == "assistant" && !IsNote(m) {
+			if t := m.Text(); t != "" {
+				return t
+			}
+		}
+	}
+	return ""
+}
+
+// Run runs one turn on an existing session; see the package doc for the
+// steps and what each stores. An error leaves the session consistent and
+// resumable: what was stored stays, every stored call has or gets a result.
+func (e *Engine) Run(ctx context.Context, t Turn) (Result, error) {
+	st := e.Sessions
+	res := Result{SessionID: t.SessionID}
+	sess, err := st.Get(t.SessionID)
+	if err != nil {
+		return res, err
+	}
+	if sess.State == fsstore.StateEnded {
+		if sess, err = st.Reopen(sess.ID); err != nil {
+			return res, err
+		}
+	}
+	head, err := e.prelude(sess, t.Input)
+	if err != nil {
+		return res, err
+	}
+	if len(head) > 0 {
+		if res.Count, err = st.Append(sess.ID, head); err != nil {
+			return res, err
+		}
+	}
+	env := t.Env
+	if env == nil {
+		env = &Env{}
+	}
+	env.SessionID = sess.ID
+	schemas := make([]json.RawMessage, len(e.Tools))
+	for i, tool := range e.Tools {
+		schemas[i] = tool.Schema()
+	}
+	maxSteps := e.MaxSteps
+	if maxSteps <= 0 {
+		maxSteps = DefaultMaxSteps
+	}
+	if t.Started != nil {
+		t.Started()
+	}
+	for {
+		res.Steps++
+		if res.Steps > 1 && t.Stream != nil {
+			io.WriteString(t.Stream, "\n")
+		}
+		reply, err := e.Provider.Complete(ctx, provider.Request{
+			SessionID: sess.ID,
+			History:   history{st, sess.ID},
+			Stream:    t.Stream,
+			Tools:     schemas,
+		})
+		if err != nil {
+			return res, err
+		}
+		if len(reply.Messages) == 0 {
+			return res, &provider.Error{Provider: e.Provider.Name(), Message: e.Provider.Name() + ": empty reply"}
+		}
+		res.Usage = addUsage(res.Usage, reply.Usage)
+		// The calls are stored, and synced, before any of them runs.
+		if err := e.store(&res, reply.Messages...); err != nil {
+			return res, err
+		}
+		calls := unanswered(reply.Messages)
+		if len(calls) == 0 {
+			break
+		}
+		if e.ClientTools && !e.allOurs(calls) {
+			res.Pending = calls
+			break
+		}
+		if res.Steps >= maxSteps {
+			res.StepLimit = true
+			if err := e.stopAtLimit(&res, calls, maxSteps); err != nil {
+				return res, err
+			}
+			break
+		}
+		if err := e.runCalls(ctx, env, &res, calls); err != nil {
+			return res, err
+		}
+	}
+	if sess.State == fsstore.StateResumePending || sess.State == fsstore.StateSuspended {
+		reactivate := t.Reactivate
+		if reactivate == nil {
+			reactivate = func(id string) error {
+				_, err := st.SetState(id, fsstore.StateActive, "")
+				return err
+			}
+		}
+		if err := reactivate(sess.ID); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// store appends msgs, synced, and records them in res.
+func (e *Engine) store(res *Result, msgs ...fsstore.Message) error {
+	n, err := e.Sessions.Append(res.SessionID, msgs)
+	if err != nil {
+		return err
+	}
+	res.Count = n
+	res.Added = append(res.Added, msgs...)
+	return nil
+}
+
+// prelude is what a turn stores before its input: a result for each call
+// the transcript ends with unanswered (a crash while it ran), not counting
+// the calls the input itself answers first; then the resume note of a
+// session a restart interrupted, unless one follows its last reply already;
+// then the input. Tool results must follow their call, so they go first.
+func (e *Engine) prelude(sess fsstore.Session, input []fsstore.Message) ([]fsstore.Message, error) {
+	tail, err := e.Sessions.Tail(sess.ID, func(m fsstore.Message) bool { return m.Role == "assistant" && !IsNote(m) })
+	if err != nil {
+		return nil, err
+	}
+	lead := 0
+	for lead < len(input) && input[lead].Role == "tool" {
+		lead++
+	}
+	var missing []fsstore.ToolCall
+	if len(tail) > 0 && onlyResults(tail[1:]) {
+		missing = unanswered(append(tail, input[:lead]...))
+	}
+	out := append([]fsstore.Message{}, input[:lead]...)
+	for _, c := range missing {
+		out = append(out, toolResult(c, interruptedResult, true))
+	}
+	if sess.State == fsstore.StateResumePending || sess.State == fsstore.StateSuspended {
+		// A turn that failed after storing the note left it there.
+		noted := false
+		for _, m := range tail {
+			if m.Role == "system" && IsNote(m) && strings.HasPrefix(m.Text(), fsstore.ResumeNote(sess.ResumeReason)) {
+				noted = true
+			}
+		}
+		if !noted {
+			out = append(out, note(fsstore.Message{Role: "system", Content: fsstore.TextContent(resumeNote(sess.ResumeReason, missing))}))
+		}
+	}
+	return append(out, input[lead:]...), nil
+}
+
+// resumeNote is fsstore.ResumeNote, naming the calls the interruption left
+// without a result.
+func resumeNote(reason string, missing []fsstore.ToolCall) string {
+	text := fsstore.ResumeNote(reason)
+	if len(missing) == 0 {
+		return text
+	}
+	names := make([]string, len(missing))
+	for i, c := range missing {
+		names[i] = c.Function.Name
+	}
+	return fmt.Sprintf("%s %d tool call(s) (%s) were interrupted before they returned and were not run again.",
+		text, len(missing), strings.Join(names, ", "))
+}
+
+func onlyResults(msgs []fsstore.Message) bool {
+	for _, m := range msgs {
+		if m.Role != "tool" {
+			return false
+		}
+	}
+	return true
+}
+
+// allOurs reports whether every call names one of the engine's tools.
+func (e *Engine) allOurs(calls []fsstore.ToolCall) bool {
+	for _, c := range calls {
+		if e.tool(c.Function.Name) == nil {
+			return false
+		}
+	}
+	return true
+}
+
+func (e *Engine) tool(name string) Tool {
+	for _, t := range e.Tools {
+		if t.Name() == name {
+			return t
+		}
+	}
+	return nil
+}
+
+// runCalls runs calls in order, storing (and syncing) each result as its
+// call ends. A cancelled ctx ends the call in flight (its tool kills what
+// it started); that call and the ones not yet run are answered as
+// cancelled, and the turn ends with ctx's error.
+func (e *Engine) runCalls(ctx context.Context, env *Env, res *Result, calls []fsstore.ToolCall) error {
+	for i, c := range calls {
+		if ctx.Err() != nil {
+			return e.cancelRest(ctx, res, calls[i:], notRunCancelled)
+		}
+		if e.Progress != nil {
+			e.Progress(Progress{Call: c})
+		}
+		text := e.runCall(ctx, env, c)
+		if ctx.Err() != nil {
+			if err := e.store(res, toolResult(c, cancelledResult, false)); err != nil {
+				return err
+			}
+			return e.cancelRest(ctx, res, calls[i+1:], notRunCancelled)
+		}
+		if e.Progress != nil {
+			e.Progress(Progress{Call: c, Done: true, Result: text})
+		}
+		if err := e.store(res, toolResult(c, text, false)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cancelRest answers calls with text and returns ctx's error.
+func (e *Engine) cancelRest(ctx context.Context, res *Result, calls []fsstore.ToolCall, text string) error {
+	if len(calls) > 0 {
+		msgs := make([]fsstore.Message, len(calls))
+		for i, c := range calls {
+			msgs[i] = toolResult(c, text, false)
+		}
+		if err := e.store(res, msgs...); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("turn cancelled (session %s keeps it): %w", res.SessionID, context.Cause(ctx))
+}
+
+// runCall runs one call and returns its result's text. Every failure is a
+// result the model reads, never an error of the turn.
+func (e *Engine) runCall(ctx context.Context, env *Env, c fsstore.ToolCall) string {
+	tool := e.tool(c.Function.Name)
+	if tool == nil {
+		names := make([]string, len(e.Tools))
+		for i, t := range e.Tools {
+			names[i] = t.Name()
+		}
+		offered := "none"
+		if len(names) > 0 {
+			offered = strings.Join(names, ", ")
+		}
+		return fmt.Sprintf("error: unknown tool %q (offered: %s)", c.Function.Name, offered)
+	}
+	args := json.RawMessage(c.Function.Arguments)
+	if strings.TrimSpace(c.Function.Arguments) == "" {
+		args = json.RawMessage("{}")
+	}
+	if !json.Valid(args) {
+		return fmt.Sprintf("error: the arguments of %s are not valid JSON: %s", c.Function.Name, c.Function.Arguments)
+	}
+	if tool.NeedsApproval(args) {
+		ok, err := e.approve(ctx, c)
+		if err != nil {
+			return "error: approval: " + err.Error()
+		}
+		if !ok {
+			return notApprovedResult
+		}
+	}
+	out, err := tool.Run(ctx, env, args)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	return out
+}
+
+func (e *Engine) approve(ctx context.Context, c fsstore.ToolCall) (bool, error) {
+	if e.Approver == nil {
+		return false, nil
+	}
+	return e.Approver.Approve(ctx, c)
+}
+
+// stopAtLimit answers the calls of the last step without running them and
+// stores a note saying the turn stopped.
+func (e *Engine) stopAtLimit(res *Result, calls []fsstore.ToolCall, limit int) error {
+	msgs := make([]fsstore.Message, 0, len(calls)+1)
+	text := fmt.Sprintf("not run: the turn reached its limit of %d steps (agent.max_steps)", limit)
+	for _, c := range calls {
+		msgs = append(msgs, toolResult(c, text, false))
+	}
+	msgs = append(msgs, note(fsstore.Message{Role: "system", Content: fsstore.TextContent(fmt.Sprintf(
+		"Note: the turn stopped after %d steps (agent.max_steps); the calls of its last step were not run. The next message may ask to go on.", limit))}))
+	return e.store(res, msgs...)
+}
+
+// toolResult is the tool message answering c.
+func toolResult(c fsstore.ToolCall, text string, marked bool) fsstore.Message {
+	m := fsstore.Message{Role: "tool", ToolCallID: c.ID, Content: fsstore.TextContent(text)}
+	if marked {
+		m = note(m)
+	}
+	return m
+}
+
+// ToolCalls decodes m's tool calls; a message without any, or whose
+// tool_calls do not decode, has none.
+func ToolCalls(m fsstore.Message) []fsstore.ToolCall {
+	if m.Role != "assistant" || len(m.ToolCalls) == 0 || m.ToolCalls[0] != '[' {
+		return nil
+	}
+	var calls []fsstore.ToolCall
+	if json.Unmarshal(m.ToolCalls, &calls) != nil {
+		return nil
+	}
+	return calls
+}
+
+// unanswered returns the calls of the last assistant message of msgs that
+// no later tool message of msgs answers, in order.
+func unanswered(msgs []fsstore.Message) []fsstore.ToolCall {
+	last := -1
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == "assistant" {
+			last = i
+			break
+		}
+	}
+	if last < 0 {
+		return nil
+	}
+	answered := map[string]bool{}
+	for _, m := range msgs[last+1:] {
+		if m.Role == "tool" {
+			answered[m.ToolCallID] = true
+		}
+	}
+	var out []fsstore.ToolCall
+	for _, c := range ToolCalls(msgs[last]) {
+		if !answered[c.ID] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func addUsage(sum, u *provider.Usage) *provider.Usage {
+	if u == nil {
+		return sum
+	}
+	if sum == nil {
+		sum = &provider.Usage{}
+	}
+	sum.PromptTokens += u.PromptTokens
+	sum.CompletionTokens += u.CompletionTokens
+	sum.TotalTokens += u.TotalTokens
+	return sum
+}

@@ -1,0 +1,59 @@
+package agent
+
+import (
+	"github.com/hermes/hermes/fsstore"
+)
+
+// history is a session's transcript as the provider reads it: streamed
+// from the file, one pass a provider call, and made valid for the API on
+// the way. A call that no tool message answers before the next message
+// gets a result saying it was interrupted, and a tool message that answers
+// no pending call is left out. The engine stores such results for a
+// transcript that ends with calls; this covers the rest (a message
+// appended after unanswered calls by another writer, an import), so that
+// no request is one the API would refuse.
+type history struct {
+	store *fsstore.SessionStore
+	id    string
+}
+
+func (h history) Each(fn func(fsstore.Message) error) error {
+	t, err := h.store.OpenTranscript(h.id)
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	var pending []fsstore.ToolCall
+	flush := func() error {
+		for _, c := range pending {
+			if err := fn(toolResult(c, interruptedResult, true)); err != nil {
+				return err
+			}
+		}
+		pending = nil
+		return nil
+	}
+	err = t.Each(func(m fsstore.Message) error {
+		if m.Role == "tool" {
+			for i, c := range pending {
+				if c.ID == m.ToolCallID {
+					pending = append(pending[:i], pending[i+1:]...)
+					return fn(m)
+				}
+			}
+			return nil
+		}
+		if err := flush(); err != nil {
+			return err
+		}
+		if err := fn(m); err != nil {
+			return err
+		}
+		pending = ToolCalls(m)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return flush()
+}

@@ -1,0 +1,65 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/hermes/hermes/fsstore"
+)
+
+// Tool is one function a model may call. Its Run returns the text the
+// model gets as the call's result; an error is a failed call, answered to
+// the model as "error: …" (the turn goes on).
+type Tool interface {
+	// Name is the function name the model calls.
+	Name() string
+	// Schema is the OpenAI function-calling entry offered in a request's
+	// tools: {"type":"function","function":{"name":…,"description":…,"parameters":{…}}}.
+	Schema() json.RawMessage
+	// NeedsApproval reports whether a call with these arguments must be
+	// approved before it runs (tools.approval). args are valid JSON.
+	NeedsApproval(args json.RawMessage) bool
+	// Run runs the call. args are the call's arguments, valid JSON. A
+	// cancelled ctx (Ctrl-C, the turn's caller gone) must stop the work,
+	// killing what it started, and return promptly.
+	Run(ctx context.Context, env *Env, args json.RawMessage) (string, error)
+}
+
+// Env is what a tool call may use: the session it runs for and the
+// profile's stores. One Env serves a whole turn.
+type Env struct {
+	SessionID string
+	// Cwd is the session's working directory: relative paths and
+	// commands start there.
+	Cwd      string
+	Sessions *fsstore.SessionStore
+	Tasks    *fsstore.TaskStore
+	// MaxOutput bounds a result's text, in bytes: longer output keeps its
+	// head and tail with a marker saying how much was cut.
+	MaxOutput int
+	// TerminalTimeout is the terminal tool's default timeout.
+	TerminalTimeout time.Duration
+	// StartTask starts argv as a background task of the tasks store, with
+	// its session_id set to sessionID, and returns its record at once.
+	StartTask func(name string, argv []string, cwd, sessionID string) (fsstore.Task, error)
+	// Kanban is the worker's own task, set only inside a kanban worker.
+	Kanban KanbanWorker
+}
+
+// KanbanWorker acts on the kanban task a worker was started for, with the
+// CLI verbs' rules: a run or claim that is no longer current is refused
+// (an error the model is told).
+type KanbanWorker interface {
+	Complete(result string) error
+	Block(reason string) error
+	Comment(text string) error
+	Heartbeat() error
+}
+
+// Default limits, each overridden by config.yaml's agent section.
+const (
+	DefaultMaxSteps        = 30
+	DefaultMaxOutput       = 16 << 10
+	DefaultTerminalTimeout = 120 * time.Second
+)

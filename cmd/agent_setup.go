@@ -1,0 +1,143 @@
+package cmd
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/hermes/hermes/cmd/agent"
+	"github.com/hermes/hermes/cmd/supervisor"
+	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/profiles"
+)
+
+// toolFlags choose what the agent's turns may run.
+func toolFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "tools", Usage: "the tools offered, comma-separated (default agent.tools in config.yaml, else all but the kanban ones outside a worker)"},
+		&cli.BoolFlag{Name: "no-tools", Usage: "offer the model no tools"},
+		&cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "approve every tool call for this run (tools.approval: auto)"},
+		&cli.StringFlag{Name: "cwd", Usage: "the working directory of the session's tools (recorded on the session)"},
+	}
+}
+
+// newToolEnv builds what the tools of a turn may use, all but the session
+// and its directory, which each turn sets.
+func newToolEnv(e *env, cfg profiles.Config) (*agent.Env, error) {
+	tasks, err := e.tasks()
+	if err != nil {
+		return nil, err
+	}
+	timeout := agent.DefaultTerminalTimeout
+	if s := cfg.Agent.TerminalTimeout; s != "" {
+		if timeout, err = profiles.ParseDuration(s); err != nil {
+			return nil, fsstore.Invalidf("agent.terminal_timeout: %w", err)
+		}
+	}
+	maxOutput := agent.DefaultMaxOutput
+	switch {
+	case cfg.Agent.MaxToolOutput < 0:
+		return nil, fsstore.Invalidf("agent.max_tool_output must be a positive number of bytes")
+	case cfg.Agent.MaxToolOutput > 0:
+		maxOutput = cfg.Agent.MaxToolOutput
+	}
+	env := &agent.Env{
+		Sessions:        e.sessions(),
+		Tasks:           tasks,
+		MaxOutput:       maxOutput,
+		TerminalTimeout: timeout,
+		StartTask: func(name string, argv []string, cwd, sessionID string) (fsstore.Task, error) {
+			return spawnTask(e, tasks, fsstore.Task{Name: name, Command: argv, Cwd: cwd, SessionID: sessionID}, os.Environ())
+		},
+	}
+	return env, nil
+}
+
+// maxSteps is agent.max_steps, checked.
+func maxSteps(cfg profiles.Config) (int, error) {
+	if cfg.Agent.MaxSteps < 0 {
+		return 0, fsstore.Invalidf("agent.max_steps must be a positive number")
+	}
+	return cfg.Agent.MaxSteps, nil
+}
+
+// chatTools are the tools a chat offers: --no-tools, else --tools, else
+// agent.tools, else the default set (agent.Select).
+func chatTools(e *env, cfg profiles.Config) ([]agent.Tool, error) {
+	_, inWorker := workerFromEnv()
+	if e.c.Bool("no-tools") {
+		if e.c.IsSet("tools") {
+			return nil, usagef("--tools and --no-tools do not go together")
+		}
+		return nil, nil
+	}
+	names := cfg.Agent.Tools
+	if e.c.IsSet("tools") {
+		names = splitList(e.c.String("tools"))
+		if len(names) == 0 {
+			return nil, usagef("--tools needs tool names (or use --no-tools)")
+		}
+	}
+	return agent.Select(names, inWorker)
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// newApprover resolves tools.approval: --yes means auto; ask prompts on a
+// terminal (reading answers from in) and acts as deny without one.
+func newApprover(e *env, cfg profiles.Config, in *bufio.Reader) (agent.Approver, error) {
+	policy := firstSet(cfg.Tools.Approval, agent.PolicyAsk)
+	if err := agent.CheckPolicy(policy); err != nil {
+		return nil, err
+	}
+	if e.c.Bool("yes") {
+		policy = agent.PolicyAuto
+	}
+	switch {
+	case policy == agent.PolicyAuto:
+		return agent.Fixed(true), nil
+	case policy == agent.PolicyAsk && e.stdinIsTerminal():
+		return &agent.Prompter{In: in, Out: e.stderr}, nil
+	}
+	return agent.Fixed(false), nil
+}
+
+// absDir resolves dir to an absolute directory that exists.
+func absDir(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+		return "", fsstore.Invalidf("--cwd %s is not a directory", dir)
+	}
+	return abs, nil
+}
+
+// spawnTask creates the record of a background task and starts its
+// supervisor, returning the record once the command runs.
+func spawnTask(e *env, store *fsstore.TaskStore, t fsstore.Task, env []string) (fsstore.Task, error) {
+	self := os.Getpid()
+	// Until the supervisor writes its own pid, the caller's stands in: it
+	// lives until the supervisor says the command runs.
+	t.SupervisorPID, t.SupervisorStart = self, supervisor.ProcStart(self)
+	t, err := store.Create(t)
+	if err != nil {
+		return t, err
+	}
+	if err := startSupervisor(e, t.ID, env); err != nil {
+		return t, err
+	}
+	return store.Get(t.ID)
+}
