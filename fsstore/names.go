@@ -52,7 +52,6 @@ func NewID(now time.Time) string {
 	return now.UTC().Format("20060102_150405") + "_" + hex.EncodeToString(b[:])
 }
 
-
 // docIDs returns the ids of the documents (<id>.json) in dir, newest first:
 // ids sort by creation. A missing dir holds none.
 func docIDs(dir string) ([]string, error) {
