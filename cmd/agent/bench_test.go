@@ -64,3 +64,15 @@ func BenchmarkToolStep(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTerminalTrue is the terminal tool alone running `true`: most
+// of a step is this process's creation (sh, then true), which the machine
+// sets, not hermes. BenchmarkToolStep less this is the store's part.
+func BenchmarkTerminalTrue(b *testing.B) {
+	env := &Env{Cwd: b.TempDir(), MaxOutput: DefaultMaxOutput, TerminalTimeout: time.Minute}
+	for b.Loop() {
+		if _, err := (terminalTool{}).Run(context.Background(), env, json.RawMessage(`{"command":"true"}`)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

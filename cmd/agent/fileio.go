@@ -1,0 +1,190 @@
+package agent
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/hermes/hermes/fsstore"
+)
+
+// readFileTool reads lines of a file.
+type readFileTool struct{}
+
+func (readFileTool) Name() string { return "read_file" }
+
+func (readFileTool) Schema() json.RawMessage {
+	return schema("read_file",
+		"Read a text file: relative paths start at the session's working directory. offset is the first line (1-based), limit the number of lines; long results keep their head and tail.",
+		map[string]any{
+			"path":   prop("string", "the file"),
+			"offset": prop("integer", "the first line to read, from 1 (default 1)"),
+			"limit":  prop("integer", "how many lines to read (default: to the end)"),
+		}, "path")
+}
+
+func (readFileTool) NeedsApproval(json.RawMessage) bool { return false }
+
+// binarySniff is how much of a file is looked at for a NUL byte.
+const binarySniff = 8 << 10
+
+func (readFileTool) Run(_ context.Context, env *Env, raw json.RawMessage) (string, error) {
+	var args struct {
+		Path   string `json:"path"`
+		Offset int    `json:"offset"`
+		Limit  int    `json:"limit"`
+	}
+	if err := decodeArgs("read_file", raw, &args); err != nil {
+		return "", err
+	}
+	if args.Path == "" {
+		return "", errors.New("read_file: path is required")
+	}
+	if args.Offset < 0 || args.Limit < 0 {
+		return "", errors.New("read_file: offset and limit must not be negative")
+	}
+	path := resolve(env, args.Path)
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("read_file: %w", err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || fi.IsDir() {
+		return "", fmt.Errorf("read_file: %s is a directory", args.Path)
+	}
+	r := bufio.NewReaderSize(f, 64<<10)
+	if head, _ := r.Peek(binarySniff); bytes.IndexByte(head, 0) >= 0 {
+		return "", fmt.Errorf("read_file: %s is a binary file", args.Path)
+	}
+	first := max(args.Offset, 1)
+	limit := max(env.MaxOutput, 256)
+	out := &headTail{limit: limit}
+	for n := 1; args.Limit == 0 || n < first+args.Limit; n++ {
+		line, err := r.ReadString('\n')
+		if n >= first {
+			io.WriteString(out, line)
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return "", fmt.Errorf("read_file: %w", err)
+		}
+	}
+	return out.text(limit), nil
+}
+
+// writeFileTool writes a whole file atomically.
+type writeFileTool struct{}
+
+func (writeFileTool) Name() string { return "write_file" }
+
+func (writeFileTool) Schema() json.RawMessage {
+	return schema("write_file",
+		"Write a whole text file, replacing it if it exists: relative paths start at the session's working directory; missing directories are made. "+
+			"The write is atomic: a reader sees the old file or the new one, never a part.",
+		map[string]any{
+			"path":    prop("string", "the file"),
+			"content": prop("string", "the file's whole new content"),
+		}, "path", "content")
+}
+
+func (writeFileTool) NeedsApproval(json.RawMessage) bool { return true }
+
+// Run writes a temp file beside the target, syncs it, renames it over the
+// target and syncs the directory. An existing file keeps its mode; a new
+// one gets 0666 less the umask, as an editor would make it. A symlink at
+// the path is refused rather than replaced by a file or written through.
+func (writeFileTool) Run(_ context.Context, env *Env, raw json.RawMessage) (string, error) {
+	var args struct {
+		Path    *string `json:"path"`
+		Content *string `json:"content"`
+	}
+	if err := decodeArgs("write_file", raw, &args); err != nil {
+		return "", err
+	}
+	if args.Path == nil || *args.Path == "" || args.Content == nil {
+		return "", errors.New("write_file: path and content are required")
+	}
+	path := resolve(env, *args.Path)
+	var mode fs.FileMode
+	existing := false
+	fi, err := os.Lstat(path)
+	switch {
+	case err == nil && fi.Mode()&fs.ModeSymlink != 0:
+		return "", fmt.Errorf("write_file: %s is a symbolic link; not replaced", *args.Path)
+	case err == nil && !fi.Mode().IsRegular():
+		return "", fmt.Errorf("write_file: %s is not a regular file", *args.Path)
+	case err == nil:
+		mode, existing = fi.Mode().Perm(), true
+	case !errors.Is(err, fs.ErrNotExist):
+		return "", fmt.Errorf("write_file: %w", err)
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return "", fmt.Errorf("write_file: %w", err)
+	}
+	if err := replace(path, []byte(*args.Content), mode, existing); err != nil {
+		return "", fmt.Errorf("write_file: %w", err)
+	}
+	return fmt.Sprintf("wrote %d bytes to %s", len(*args.Content), path), nil
+}
+
+// replace is the atomic write: temp file (created 0666, which the kernel
+// cuts by the umask), write, sync, chmod to an existing file's mode,
+// close, rename, sync of the directory.
+func replace(path string, data []byte, keep fs.FileMode, existing bool) (err error) {
+	dir := filepath.Dir(path)
+	var tmp *os.File
+	for range 10 {
+		name := filepath.Join(dir, "."+filepath.Base(path)+".tmp-"+strconv.FormatUint(rand.Uint64(), 36))
+		tmp, err = os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+		if !errors.Is(err, fs.ErrExist) {
+			break
+		}
+	}
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if _, err = tmp.Write(data); err != nil {
+		return err
+	}
+	if err = tmp.Sync(); err != nil {
+		return err
+	}
+	if existing {
+		if err = tmp.Chmod(keep); err != nil {
+			return err
+		}
+	}
+	if err = tmp.Close(); err != nil {
+		return err
+	}
+	if err = os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	return fsstore.SyncDir(dir)
+}
+
+// resolve makes path absolute from the session's working directory.
+func resolve(env *Env, path string) string {
+	if filepath.IsAbs(path) || env.Cwd == "" {
+		return filepath.Clean(path)
+	}
+	return filepath.Join(env.Cwd, path)
+}

@@ -1,0 +1,67 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// kanbanTool is one of the worker's tools on its own kanban task.
+type kanbanTool struct{ name string }
+
+func (k kanbanTool) Name() string { return k.name }
+
+func (k kanbanTool) Schema() json.RawMessage {
+	switch k.name {
+	case "kanban_complete":
+		return schema(k.name, "Mark your kanban task done, with what came of it. Call it once the work is finished; then end your turn.",
+			map[string]any{"result": prop("string", "what was done, in a sentence or a short paragraph")}, "result")
+	case "kanban_block":
+		return schema(k.name, "Block your kanban task when you cannot go on (missing information, an error you cannot fix), saying why; a person unblocks it and you resume. Then end your turn.",
+			map[string]any{"reason": prop("string", "why the task cannot go on")}, "reason")
+	case "kanban_comment":
+		return schema(k.name, "Add a comment to your kanban task: progress, a finding, a question.",
+			map[string]any{"text": prop("string", "the comment")}, "text")
+	}
+	return schema(k.name, "Extend your claim on your kanban task during long work, so that the dispatcher does not take it back.", map[string]any{})
+}
+
+func (kanbanTool) NeedsApproval(json.RawMessage) bool { return false }
+
+func (k kanbanTool) Run(_ context.Context, env *Env, raw json.RawMessage) (string, error) {
+	if env.Kanban == nil {
+		return "", fmt.Errorf("%s: this is not a kanban worker", k.name)
+	}
+	var args struct {
+		Result string `json:"result"`
+		Reason string `json:"reason"`
+		Text   string `json:"text"`
+	}
+	if err := decodeArgs(k.name, raw, &args); err != nil {
+		return "", err
+	}
+	var err error
+	var done string
+	switch k.name {
+	case "kanban_complete":
+		err, done = env.Kanban.Complete(args.Result), "the task is done; end your turn with a one-line summary"
+	case "kanban_block":
+		if strings.TrimSpace(args.Reason) == "" {
+			return "", errors.New("kanban_block: reason is required")
+		}
+		err, done = env.Kanban.Block(args.Reason), "the task is blocked; end your turn with a one-line summary"
+	case "kanban_comment":
+		if strings.TrimSpace(args.Text) == "" {
+			return "", errors.New("kanban_comment: text is required")
+		}
+		err, done = env.Kanban.Comment(args.Text), "comment added"
+	default:
+		err, done = env.Kanban.Heartbeat(), "claim extended"
+	}
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", k.name, err)
+	}
+	return done, nil
+}
