@@ -53,6 +53,13 @@ func newToolEnv(e *env, cfg profiles.Config) (*agent.Env, error) {
 			return spawnTask(e, tasks, fsstore.Task{Name: name, Command: argv, Cwd: cwd, SessionID: sessionID}, os.Environ())
 		},
 	}
+	if w, ok := workerFromEnv(); ok {
+		board, err := e.board()
+		if err != nil {
+			return nil, err
+		}
+		env.Kanban = &kanbanWorker{board: board, w: w, author: e.profile.Name}
+	}
 	return env, nil
 }
 

@@ -441,22 +441,7 @@ func kanbanBlock(e *env) error {
 	if err != nil {
 		return err
 	}
-	worker := ""
-	t, err := board.Update(id, func(t *fsstore.KanbanTask, now time.Time) ([]fsstore.Event, error) {
-		if err := checkClaim(t, w); err != nil {
-			return nil, err
-		}
-		if !t.Open() || t.Status == fsstore.KanbanBlocked {
-			return nil, fsstore.Refusedf("task %s is %s; only a todo, ready or running task can be blocked", t.ID, t.Status)
-		}
-		ev := fsstore.Event{Type: "blocked", Detail: reason}
-		if r := t.CurrentRun(); r != nil && r.Status == fsstore.RunRunning {
-			t.EndRun(r, fsstore.OutcomeBlocked, now)
-			ev.RunID, worker = r.ID, r.WorkerTaskID
-		}
-		t.Status, t.BlockReason = fsstore.KanbanBlocked, reason
-		return []fsstore.Event{ev}, nil
-	})
+	t, worker, err := blockTask(board, id, w, reason)
 	if err != nil {
 		return err
 	}
@@ -515,23 +500,7 @@ func kanbanComplete(e *env) error {
 	if err != nil {
 		return err
 	}
-	result := e.c.String("result")
-	t, err := board.Update(id, func(t *fsstore.KanbanTask, now time.Time) ([]fsstore.Event, error) {
-		if err := checkClaim(t, w); err != nil {
-			return nil, err
-		}
-		if !t.Open() {
-			return nil, fsstore.Refusedf("task %s is already %s", t.ID, t.Status)
-		}
-		ev := fsstore.Event{Type: "completed", Detail: result}
-		if r := t.CurrentRun(); r != nil && r.Status == fsstore.RunRunning {
-			t.EndRun(r, fsstore.OutcomeCompleted, now)
-			r.Summary = result
-			ev.RunID = r.ID
-		}
-		t.Status, t.Result, t.BlockReason = fsstore.KanbanDone, result, ""
-		return []fsstore.Event{ev}, nil
-	})
+	t, err := completeTask(board, id, w, e.c.String("result"))
 	if err != nil {
 		return err
 	}
@@ -550,13 +519,7 @@ func kanbanHeartbeat(e *env) error {
 	if err != nil {
 		return err
 	}
-	t, err := board.Update(id, func(t *fsstore.KanbanTask, now time.Time) ([]fsstore.Event, error) {
-		if err := checkClaim(t, w); err != nil {
-			return nil, err
-		}
-		t.ClaimExpires = fsstore.Timestamp(now.Add(claimTTL(t)))
-		return nil, nil
-	})
+	t, err := heartbeatTask(board, id, *w)
 	if err != nil {
 		return err
 	}
@@ -565,6 +528,88 @@ func kanbanHeartbeat(e *env) error {
 	}
 	fmt.Fprintln(e.stdout, t.ClaimExpires)
 	return nil
+}
+
+// blockTask blocks task id for a worker (w, its own task, ending its
+// run) or a person (w nil). It returns the worker task of the run it
+// ended, which a person's block must stop.
+func blockTask(board *fsstore.Board, id string, w *worker, reason string) (fsstore.KanbanTask, string, error) {
+	workerTask := ""
+	t, err := board.Update(id, func(t *fsstore.KanbanTask, now time.Time) ([]fsstore.Event, error) {
+		if err := checkClaim(t, w); err != nil {
+			return nil, err
+		}
+		if !t.Open() || t.Status == fsstore.KanbanBlocked {
+			return nil, fsstore.Refusedf("task %s is %s; only a todo, ready or running task can be blocked", t.ID, t.Status)
+		}
+		ev := fsstore.Event{Type: "blocked", Detail: reason}
+		if r := t.CurrentRun(); r != nil && r.Status == fsstore.RunRunning {
+			t.EndRun(r, fsstore.OutcomeBlocked, now)
+			ev.RunID, workerTask = r.ID, r.WorkerTaskID
+		}
+		t.Status, t.BlockReason = fsstore.KanbanBlocked, reason
+		return []fsstore.Event{ev}, nil
+	})
+	return t, workerTask, err
+}
+
+// completeTask marks task id done for a worker (its own) or a person.
+func completeTask(board *fsstore.Board, id string, w *worker, result string) (fsstore.KanbanTask, error) {
+	return board.Update(id, func(t *fsstore.KanbanTask, now time.Time) ([]fsstore.Event, error) {
+		if err := checkClaim(t, w); err != nil {
+			return nil, err
+		}
+		if !t.Open() {
+			return nil, fsstore.Refusedf("task %s is already %s", t.ID, t.Status)
+		}
+		ev := fsstore.Event{Type: "completed", Detail: result}
+		if r := t.CurrentRun(); r != nil && r.Status == fsstore.RunRunning {
+			t.EndRun(r, fsstore.OutcomeCompleted, now)
+			r.Summary = result
+			ev.RunID = r.ID
+		}
+		t.Status, t.Result, t.BlockReason = fsstore.KanbanDone, result, ""
+		return []fsstore.Event{ev}, nil
+	})
+}
+
+// heartbeatTask extends worker w's claim on task id.
+func heartbeatTask(board *fsstore.Board, id string, w worker) (fsstore.KanbanTask, error) {
+	return board.Update(id, func(t *fsstore.KanbanTask, now time.Time) ([]fsstore.Event, error) {
+		if err := checkClaim(t, &w); err != nil {
+			return nil, err
+		}
+		t.ClaimExpires = fsstore.Timestamp(now.Add(claimTTL(t)))
+		return nil, nil
+	})
+}
+
+// kanbanWorker is a worker's own task as the agent's kanban tools see it,
+// with the CLI verbs' rules: a run or claim no longer current is refused.
+type kanbanWorker struct {
+	board  *fsstore.Board
+	w      worker
+	author string
+}
+
+func (k *kanbanWorker) Complete(result string) error {
+	_, err := completeTask(k.board, k.w.task, &k.w, result)
+	return err
+}
+
+func (k *kanbanWorker) Block(reason string) error {
+	_, _, err := blockTask(k.board, k.w.task, &k.w, reason)
+	return err
+}
+
+func (k *kanbanWorker) Comment(text string) error {
+	_, err := k.board.AddComment(k.w.task, k.author, text)
+	return err
+}
+
+func (k *kanbanWorker) Heartbeat() error {
+	_, err := heartbeatTask(k.board, k.w.task, k.w)
+	return err
 }
 
 func claimTTL(t *fsstore.KanbanTask) time.Duration {

@@ -269,9 +269,9 @@ type plan struct {
 // since the last block, oldest first, or a note that the task resumes plus
 // the body.
 func (d *dispatcher) planRun(t fsstore.KanbanTask) (plan, error) {
-	fresh := plan{prompt: strings.TrimSpace(t.Title + "\n\n" + t.Body)}
+	task := strings.TrimSpace(t.Title + "\n\n" + t.Body)
 	if len(t.Runs) == 0 {
-		return fresh, nil
+		return plan{prompt: task + "\n\n" + protocol(t)}, nil
 	}
 	// A fresh worker after earlier runs still gets what people said since
 	// the last block, after the task itself.
@@ -280,8 +280,9 @@ func (d *dispatcher) planRun(t fsstore.KanbanTask) (plan, error) {
 		return plan{}, err
 	}
 	if comments != "" {
-		fresh.prompt += "\n\nComments since the task was last blocked:\n\n" + comments
+		task += "\n\nComments since the task was last blocked:\n\n" + comments
 	}
+	fresh := plan{prompt: task + "\n\n" + protocol(t)}
 	skip := func(reason string) (plan, error) {
 		fresh.event = fsstore.Event{Type: "resume_skipped", Detail: reason}
 		return fresh, nil
@@ -326,10 +327,21 @@ func (d *dispatcher) planRun(t fsstore.KanbanTask) (plan, error) {
 // its body.
 func (d *dispatcher) resumePrompt(t fsstore.KanbanTask) (string, error) {
 	comments, err := d.commentsSinceBlock(t)
-	if err != nil || comments != "" {
-		return comments, err
+	if err != nil {
+		return "", err
 	}
-	return strings.TrimSpace("The task resumes after an interruption. Continue where you left off.\n\n" + t.Title + "\n\n" + t.Body), nil
+	if comments == "" {
+		comments = strings.TrimSpace("The task resumes after an interruption. Continue where you left off.\n\n" + t.Title + "\n\n" + t.Body)
+	}
+	return comments + "\n\n" + protocol(t), nil
+}
+
+// protocol is what every worker prompt ends with: how a worker ends its
+// run, through the agent's kanban tools.
+func protocol(t fsstore.KanbanTask) string {
+	return "You are working kanban task " + t.ID + ". When the work is done, call the tool kanban_complete with its result; " +
+		"if you cannot go on, call kanban_block with the reason. End every run with one of the two. " +
+		"kanban_comment adds a note to the task, and kanban_heartbeat extends your claim during long work."
 }
 
 // commentsSinceBlock joins the comments posted since the task was last
