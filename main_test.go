@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -23,9 +24,11 @@ func TestMain(m *testing.M) {
 // script gets its own $HOME and $HERMES_HOME, so nothing leaks between
 // scripts or into the user's home.
 func TestScripts(t *testing.T) {
+	var servers sync.Map
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata",
 		RequireExplicitExec: true,
+		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"openai-server": openAIServerCmd(&servers)},
 		Condition: func(cond string) (bool, error) {
 			if cond == "race" {
 				return raceEnabled, nil
