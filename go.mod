@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/gofrs/flock v0.13.1
+	github.com/google/shlex v0.0.0-20191202100458-e7afc7fbc510
 	github.com/natefinch/atomic v1.0.1
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/urfave/cli/v2 v2.27.7

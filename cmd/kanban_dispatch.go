@@ -11,17 +11,38 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/google/shlex"
+
 	"github.com/hermes/hermes/cmd/supervisor"
 	"github.com/hermes/hermes/fsstore"
 	"github.com/hermes/hermes/profiles"
 )
 
 // defaultWorkerCommand is the worker of a task unless kanban.worker_command
-// says otherwise. Placeholders: {profile}, {prompt}, {session_id},
-// {task_id}, {run_id}; each is replaced inside one argument, so a prompt
-// with spaces stays one argument. When a worker resumes and the template
-// has no {session_id}, "--resume <session_id>" is added.
+// says otherwise. The setting is split like a shell line (quotes group
+// words), then the placeholders {profile}, {prompt}, {session_id},
+// {task_id} and {run_id} are replaced inside each argument, in one pass, so
+// a prompt with spaces stays one argument and a prompt that mentions a
+// placeholder arrives verbatim. When a worker resumes and the template has
+// no {session_id}, "--resume <session_id>" is added.
 const defaultWorkerCommand = "hermes -p {profile} chat -q {prompt}"
+
+// workerFields splits kanban.worker_command (the default when unset) like
+// a shell line: quotes group words, a backslash escapes. Blank or
+// unparsable is bad input, found before anything is claimed.
+func workerFields(setting string) ([]string, error) {
+	if setting == "" {
+		setting = defaultWorkerCommand
+	}
+	fields, err := shlex.Split(setting)
+	if err != nil {
+		return nil, fsstore.Invalidf("kanban.worker_command %q: %v", setting, err)
+	}
+	if len(fields) == 0 {
+		return nil, fsstore.Invalidf("kanban.worker_command %q names no command", setting)
+	}
+	return fields, nil
+}
 
 // dispatcher runs ticks over one board.
 type dispatcher struct {
@@ -29,6 +50,7 @@ type dispatcher struct {
 	board      *fsstore.Board
 	tasks      *fsstore.TaskStore
 	cfg        profiles.Config
+	worker     []string // the worker command's fields, placeholders unreplaced
 	maxWorkers int
 	ttl        time.Duration
 	dryRun     bool
@@ -56,6 +78,9 @@ func kanbanDispatch(e *env) error {
 		}
 	}
 	if d.cfg, err = e.config(); err != nil {
+		return err
+	}
+	if d.worker, err = workerFields(d.cfg.Kanban.WorkerCommand); err != nil {
 		return err
 	}
 	if d.board, err = e.board(); err != nil {
@@ -423,19 +448,19 @@ func (d *dispatcher) claimAndSpawn(t fsstore.KanbanTask) error {
 // spawn starts the worker of run as a background task and returns the
 // task's id.
 func (d *dispatcher) spawn(t fsstore.KanbanTask, run *fsstore.Run, p plan) (string, error) {
-	tmpl := firstSet(d.cfg.Kanban.WorkerCommand, defaultWorkerCommand)
-	vars := map[string]string{
-		"{profile}": run.Profile, "{prompt}": p.prompt, "{session_id}": p.sessionID,
-		"{task_id}": t.ID, "{run_id}": run.ID,
+	// One pass over each field: text a placeholder brings in (a prompt
+	// that mentions {task_id}) is never replaced again.
+	vars := strings.NewReplacer(
+		"{profile}", run.Profile, "{prompt}", p.prompt, "{session_id}", p.sessionID,
+		"{task_id}", t.ID, "{run_id}", run.ID,
+	)
+	argv := make([]string, len(d.worker))
+	resumes := false
+	for i, field := range d.worker {
+		argv[i] = vars.Replace(field)
+		resumes = resumes || strings.Contains(field, "{session_id}")
 	}
-	var argv []string
-	for _, field := range strings.Fields(tmpl) {
-		for k, v := range vars {
-			field = strings.ReplaceAll(field, k, v)
-		}
-		argv = append(argv, field)
-	}
-	if p.sessionID != "" && !strings.Contains(tmpl, "{session_id}") {
+	if p.sessionID != "" && !resumes {
 		argv = append(argv, "--resume", p.sessionID)
 	}
 	if argv[0] == "hermes" {
