@@ -110,6 +110,7 @@ func (h *harness) fsck() {
 func (h *harness) checkpoint() {
 	h.checkpoints++
 	h.fsck()
+	h.checkAgent()
 	dir := h.profileDir()
 	verified := 0
 

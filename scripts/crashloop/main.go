@@ -8,9 +8,11 @@
 // sessions new --id (idempotent create, retried after a kill), sessions
 // append --role --content TOKEN, sessions save with the stored history plus
 // one new message (the guard's extending path), sessions rename, tasks run
-// --wait -- sh -c 'echo TOKEN', and kanban create + claim + complete with
-// the claim's environment. An operation is acknowledged only when its child
-// exited 0; every acknowledged write is put in a ledger.
+// --wait -- sh -c 'echo TOKEN', kanban create + claim + complete with
+// the claim's environment, and tool-running agent turns (chat --resume
+// --yes with an exec model that calls terminal; see agent.go). An
+// operation is acknowledged only when its child exited 0; every
+// acknowledged write is put in a ledger.
 //
 // A killer sends SIGKILL to a random running child every 1–30 ms. Every
 // -check-every kills (and at the end) the workload stops and the profile is
@@ -19,7 +21,10 @@
 // transcript's seq must run 1, 2, 3 … with each token at most once, every
 // session document must exist with a message_count never ahead of its
 // transcript (invariants 4, 5), and every *.torn-* file must hold one partial line
-// (invariant 3). Unacknowledged writes may or may not have landed.
+// (invariant 3). In the agent sessions no call may have two results, and
+// after one more turn (not killed) every call must have exactly one, an
+// acknowledged turn's reply must be there, and no call may have run twice
+// (invariant 11). Unacknowledged writes may or may not have landed.
 //
 // It prints the counts and exits 1 when an acknowledged write was lost or
 // any check failed.
@@ -108,6 +113,7 @@ type harness struct {
 	lastVerified, tornFiles                              int
 	seenCorrupt, seen                                    map[string]bool
 	problems                                             []string
+	agent                                                agentState
 }
 
 func main() {
@@ -218,6 +224,10 @@ func (h *harness) run() int {
 	for i := 0; i < 3; i++ {
 		h.newSession(false)
 	}
+	if err := h.setUpAgent(); err != nil {
+		fmt.Fprintln(os.Stderr, "crashloop:", err)
+		return 2
+	}
 	next := h.o.checkEvery
 	for {
 		h.workload(int64(next))
@@ -262,6 +272,9 @@ func (h *harness) run() int {
 	fmt.Printf("checkpoints:        %d\n", h.checkpoints)
 	fmt.Printf("fsck repairs:       %d (runs of fsck --repair)\n", h.fsckRepairs)
 	fmt.Printf("torn tails aside:   %d (*.torn-* files, each one partial line)\n", h.tornFiles)
+	h.led.mu.Lock()
+	fmt.Printf("tool turns:         %d acknowledged; %d calls answered as interrupted\n", h.agent.turns, h.agent.interrupted)
+	h.led.mu.Unlock()
 	fmt.Printf("elapsed:            %s\n", time.Since(start).Round(time.Millisecond))
 	if len(h.problems) > 0 {
 		fmt.Println("problems (first 40):")
@@ -337,10 +350,12 @@ func (h *harness) randomOp(rng *rand.Rand) {
 		h.saveOp(rng)
 	case p < 64:
 		h.renameOp(rng)
-	case p < 80:
+	case p < 72:
 		h.taskOp()
-	default:
+	case p < 84:
 		h.kanbanOp()
+	default:
+		h.toolTurnOp(rng)
 	}
 }
 

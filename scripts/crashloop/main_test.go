@@ -67,3 +67,50 @@ func TestValidTitles(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckToolCalls(t *testing.T) {
+	call := func(ids ...string) string {
+		var cs []string
+		for _, id := range ids {
+			cs = append(cs, `{"id":"`+id+`","type":"function","function":{"name":"terminal","arguments":"{}"}}`)
+		}
+		return `{"role":"assistant","content":null,"tool_calls":[` + strings.Join(cs, ",") + `]}` + "\n"
+	}
+	result := func(id, text string) string {
+		return `{"role":"tool","content":"` + text + `","tool_call_id":"` + id + `"}` + "\n"
+	}
+	user := `{"role":"user","content":"go"}` + "\n"
+	done := `{"role":"assistant","content":"done go"}` + "\n"
+	for _, c := range []struct {
+		name                    string
+		in                      string
+		unanswered, interrupted int
+		bad                     string
+	}{
+		{"good", user + call("a", "b") + result("a", "ok") + result("b", "interrupted: x") + done, 0, 1, ""},
+		{"unanswered", user + call("a", "b") + result("a", "ok"), 1, 0, ""},
+		{"answered twice", user + call("a") + result("a", "ok") + result("a", "interrupted: x"), 0, 1, "answered twice"},
+		{"orphan", user + result("z", "ok"), 0, 0, "which no earlier message made"},
+		{"made twice", user + call("a") + result("a", "ok") + call("a"), 0, 0, "made twice"},
+	} {
+		got, probs := checkToolCalls([]byte(c.in))
+		if got.unanswered != c.unanswered || got.interrupted != c.interrupted {
+			t.Errorf("%s: %+v", c.name, got)
+		}
+		if (c.bad == "") != (len(probs) == 0) || (c.bad != "" && !strings.Contains(strings.Join(probs, "; "), c.bad)) {
+			t.Errorf("%s: problems %q, want %q", c.name, probs, c.bad)
+		}
+	}
+	if got, _ := checkToolCalls([]byte(user + call("a") + result("a", "ok") + done)); !got.texts["done go"] {
+		t.Error("the reply's text is not among the texts")
+	}
+}
+
+func TestCheckRanTwice(t *testing.T) {
+	if got := checkRanTwice([]byte("a\nb\na\nc\n")); len(got) != 1 || got[0] != "a" {
+		t.Errorf("ran twice: %q", got)
+	}
+	if got := checkRanTwice([]byte("a\nb\n")); len(got) != 0 {
+		t.Errorf("ran twice: %q", got)
+	}
+}
