@@ -2,8 +2,8 @@
 # crashloop.sh: the crash loop. Builds hermes and scripts/crashloop, then runs
 # a mixed workload of real hermes processes (sessions append/save/rename/new,
 # tasks run --wait, kanban create/claim/complete, agent turns that run tool
-# calls) on one profile of a temp
-# home, SIGKILLing a random running child every 1-30 ms. Every 10 kills the
+# calls) on one profile of a temp home, SIGKILLing a random running child
+# every 1-30 ms. Every 10 kills the
 # workload stops, hermes fsck (--repair when needed) must get the profile
 # clean, and every acknowledged write (a child that exited 0) must be on disk;
 # every tool call must get exactly one result, and none may run twice.
