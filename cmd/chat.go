@@ -381,7 +381,7 @@ func (ch *chatter) registerWithKanban(sessionID string) {
 		return
 	}
 	board := fsstore.NewBoard(profiles.Dir(ch.e.profile.Root, profile), ch.e.lockTimeout, ch.e.warn)
-	if err := registerSession(board, w, sessionID); err != nil {
+	if err := board.RegisterSession(w, sessionID); err != nil {
 		ch.e.warn("kanban: " + err.Error())
 	}
 }

@@ -1,8 +1,6 @@
 package cmd
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -48,7 +46,7 @@ func kanbanCommand() *cli.Command {
 					&cli.StringFlag{Name: "assignee", Usage: "the profile whose agent works it (default: this profile)"},
 					&cli.IntFlag{Name: "priority", Usage: "higher is dispatched first"},
 					&cli.StringFlag{Name: "resume-on-respawn", Usage: "true or false (default: kanban.resume_on_respawn in config.yaml, else true)"},
-					&cli.StringFlag{Name: "status", Value: fsstore.KanbanReady, Usage: "todo or ready"},
+					&cli.StringFlag{Name: "status", Value: string(fsstore.KanbanReady), Usage: "todo or ready"},
 				},
 				Action: withEnv(kanbanCreate),
 			},
@@ -138,7 +136,7 @@ func kanbanCreate(e *env) error {
 	if err != nil {
 		return err
 	}
-	t := fsstore.KanbanTask{Title: title, Priority: e.c.Int("priority"), Status: e.c.String("status")}
+	t := fsstore.KanbanTask{Title: title, Priority: e.c.Int("priority"), Status: fsstore.Status(e.c.String("status"))}
 	if t.Status != fsstore.KanbanTodo && t.Status != fsstore.KanbanReady {
 		return usagef("--status must be todo or ready")
 	}
@@ -204,20 +202,12 @@ func readAllStdin(e *env) ([]byte, error) {
 	}
 }
 
-func validKanbanStatus(s string) bool {
-	switch s {
-	case fsstore.KanbanTodo, fsstore.KanbanReady, fsstore.KanbanRunning, fsstore.KanbanBlocked, fsstore.KanbanDone, fsstore.KanbanArchived:
-		return true
-	}
-	return false
-}
-
 func kanbanList(e *env) error {
 	if e.c.NArg() > 0 {
 		return usagef("list takes no arguments")
 	}
-	status, assignee := e.c.String("status"), e.c.String("assignee")
-	if status != "" && !validKanbanStatus(status) {
+	status, assignee := fsstore.Status(e.c.String("status")), e.c.String("assignee")
+	if status != "" && !status.Valid() {
 		return usagef("unknown --status %q (todo, ready, running, blocked, done, archived)", status)
 	}
 	board, err := e.board()
@@ -383,41 +373,26 @@ func kanbanComment(e *env) error {
 	return nil
 }
 
-// worker is the identity a worker's environment gives it.
-type worker struct{ task, run, claim string }
-
-func workerFromEnv() (worker, bool) {
-	w := worker{task: os.Getenv(envKanbanTask), run: os.Getenv(envKanbanRun), claim: os.Getenv(envKanbanClaim)}
-	return w, w.run != ""
+func workerFromEnv() (fsstore.Worker, bool) {
+	w := fsstore.Worker{Task: os.Getenv(envKanbanTask), Run: os.Getenv(envKanbanRun), Claim: os.Getenv(envKanbanClaim)}
+	return w, w.Run != ""
 }
 
 // target decides whom a verb acts for: the worker of the environment
 // (checked against the task's current run and claim), or a person naming
 // the task.
-func target(e *env) (id string, w *worker, err error) {
+func target(e *env) (id string, w *fsstore.Worker, err error) {
 	if e.c.NArg() > 1 {
 		return "", nil, usagef("expected at most one task ID")
 	}
 	id = e.c.Args().First()
-	if env, ok := workerFromEnv(); ok && (id == "" || id == env.task) {
-		return env.task, &env, fsstore.CheckID("task id", env.task)
+	if env, ok := workerFromEnv(); ok && (id == "" || id == env.Task) {
+		return env.Task, &env, fsstore.CheckID("task id", env.Task)
 	}
 	if id == "" {
 		return "", nil, usagef("missing task ID (or run inside a worker, with %s set)", envKanbanRun)
 	}
 	return id, nil, fsstore.CheckID("task id", id)
-}
-
-// checkClaim refuses a worker whose run or claim is not the task's current
-// one: a stale worker cannot change a task it lost.
-func checkClaim(t *fsstore.KanbanTask, w *worker) error {
-	if w == nil {
-		return nil
-	}
-	if t.Status != fsstore.KanbanRunning || t.CurrentRunID != w.run || t.ClaimLock != w.claim {
-		return fsstore.Refusedf("run %s does not hold the claim on task %s (its current run is %s, status %s)", w.run, t.ID, dash(t.CurrentRunID), t.Status)
-	}
-	return nil
 }
 
 func printKanbanTask(e *env, t fsstore.KanbanTask) error {
@@ -441,7 +416,7 @@ func kanbanBlock(e *env) error {
 	if err != nil {
 		return err
 	}
-	t, worker, err := blockTask(board, id, w, reason)
+	t, worker, err := board.Block(id, w, reason)
 	if err != nil {
 		return err
 	}
@@ -460,35 +435,28 @@ func kanbanBlock(e *env) error {
 	return printKanbanTask(e, t)
 }
 
-// transition moves a task from one status to another, refusing (exit 4)
-// from any other.
-func transition(e *env, from, to, event string) error {
+func kanbanUnblock(e *env) error {
 	board, id, err := kanbanArgs(e)
 	if err != nil {
 		return err
 	}
-	t, err := board.Update(id, func(t *fsstore.KanbanTask, _ time.Time) ([]fsstore.Event, error) {
-		if t.Status != from {
-			return nil, fsstore.Refusedf("task %s is %s, not %s", t.ID, t.Status, from)
-		}
-		t.Status = to
-		if to == fsstore.KanbanReady {
-			t.BlockReason = ""
-		}
-		return []fsstore.Event{{Type: event}}, nil
-	})
+	t, err := board.Unblock(id)
 	if err != nil {
 		return err
 	}
 	return printKanbanTask(e, t)
 }
 
-func kanbanUnblock(e *env) error {
-	return transition(e, fsstore.KanbanBlocked, fsstore.KanbanReady, "unblocked")
-}
-
 func kanbanReady(e *env) error {
-	return transition(e, fsstore.KanbanTodo, fsstore.KanbanReady, "readied")
+	board, id, err := kanbanArgs(e)
+	if err != nil {
+		return err
+	}
+	t, err := board.Ready(id)
+	if err != nil {
+		return err
+	}
+	return printKanbanTask(e, t)
 }
 
 func kanbanComplete(e *env) error {
@@ -500,7 +468,7 @@ func kanbanComplete(e *env) error {
 	if err != nil {
 		return err
 	}
-	t, err := completeTask(board, id, w, e.c.String("result"))
+	t, err := board.Complete(id, w, e.c.String("result"))
 	if err != nil {
 		return err
 	}
@@ -508,7 +476,7 @@ func kanbanComplete(e *env) error {
 }
 
 func kanbanHeartbeat(e *env) error {
-	id, w, err := target(e)
+	_, w, err := target(e)
 	if err != nil {
 		return err
 	}
@@ -519,7 +487,7 @@ func kanbanHeartbeat(e *env) error {
 	if err != nil {
 		return err
 	}
-	t, err := heartbeatTask(board, id, *w)
+	t, err := board.Heartbeat(*w)
 	if err != nil {
 		return err
 	}
@@ -530,122 +498,32 @@ func kanbanHeartbeat(e *env) error {
 	return nil
 }
 
-// blockTask blocks task id for a worker (w, its own task, ending its
-// run) or a person (w nil). It returns the worker task of the run it
-// ended, which a person's block must stop.
-func blockTask(board *fsstore.Board, id string, w *worker, reason string) (fsstore.KanbanTask, string, error) {
-	workerTask := ""
-	t, err := board.Update(id, func(t *fsstore.KanbanTask, now time.Time) ([]fsstore.Event, error) {
-		if err := checkClaim(t, w); err != nil {
-			return nil, err
-		}
-		if !t.Open() || t.Status == fsstore.KanbanBlocked {
-			return nil, fsstore.Refusedf("task %s is %s; only a todo, ready or running task can be blocked", t.ID, t.Status)
-		}
-		ev := fsstore.Event{Type: "blocked", Detail: reason}
-		if r := t.CurrentRun(); r != nil && r.Status == fsstore.RunRunning {
-			t.EndRun(r, fsstore.OutcomeBlocked, now)
-			ev.RunID, workerTask = r.ID, r.WorkerTaskID
-		}
-		t.Status, t.BlockReason = fsstore.KanbanBlocked, reason
-		return []fsstore.Event{ev}, nil
-	})
-	return t, workerTask, err
-}
-
-// completeTask marks task id done for a worker (its own) or a person.
-func completeTask(board *fsstore.Board, id string, w *worker, result string) (fsstore.KanbanTask, error) {
-	return board.Update(id, func(t *fsstore.KanbanTask, now time.Time) ([]fsstore.Event, error) {
-		if err := checkClaim(t, w); err != nil {
-			return nil, err
-		}
-		if !t.Open() {
-			return nil, fsstore.Refusedf("task %s is already %s", t.ID, t.Status)
-		}
-		ev := fsstore.Event{Type: "completed", Detail: result}
-		if r := t.CurrentRun(); r != nil && r.Status == fsstore.RunRunning {
-			t.EndRun(r, fsstore.OutcomeCompleted, now)
-			r.Summary = result
-			ev.RunID = r.ID
-		}
-		t.Status, t.Result, t.BlockReason = fsstore.KanbanDone, result, ""
-		return []fsstore.Event{ev}, nil
-	})
-}
-
-// heartbeatTask extends worker w's claim on task id.
-func heartbeatTask(board *fsstore.Board, id string, w worker) (fsstore.KanbanTask, error) {
-	return board.Update(id, func(t *fsstore.KanbanTask, now time.Time) ([]fsstore.Event, error) {
-		if err := checkClaim(t, &w); err != nil {
-			return nil, err
-		}
-		t.ClaimExpires = fsstore.Timestamp(now.Add(claimTTL(t)))
-		return nil, nil
-	})
-}
-
 // kanbanWorker is a worker's own task as the agent's kanban tools see it,
 // with the CLI verbs' rules: a run or claim no longer current is refused.
 type kanbanWorker struct {
 	board  *fsstore.Board
-	w      worker
+	w      fsstore.Worker
 	author string
 }
 
 func (k *kanbanWorker) Complete(result string) error {
-	_, err := completeTask(k.board, k.w.task, &k.w, result)
+	_, err := k.board.Complete(k.w.Task, &k.w, result)
 	return err
 }
 
 func (k *kanbanWorker) Block(reason string) error {
-	_, _, err := blockTask(k.board, k.w.task, &k.w, reason)
+	_, _, err := k.board.Block(k.w.Task, &k.w, reason)
 	return err
 }
 
 func (k *kanbanWorker) Comment(text string) error {
-	_, err := k.board.AddComment(k.w.task, k.author, text)
+	_, err := k.board.AddComment(k.w.Task, k.author, text)
 	return err
 }
 
 func (k *kanbanWorker) Heartbeat() error {
-	_, err := heartbeatTask(k.board, k.w.task, k.w)
+	_, err := k.board.Heartbeat(k.w)
 	return err
-}
-
-func claimTTL(t *fsstore.KanbanTask) time.Duration {
-	if t.ClaimTTLMS > 0 {
-		return time.Duration(t.ClaimTTLMS) * time.Millisecond
-	}
-	return defaultClaimTTL
-}
-
-func newClaimLock() string {
-	var b [12]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
-// claimTask is the compare-and-swap of a claim: a ready, unclaimed task
-// becomes running with a new run, a claim lock and an expiry. Anything
-// else is refused, so two claimers never both win.
-func claimTask(board *fsstore.Board, id string, ttl time.Duration, profile string, extra func(t *fsstore.KanbanTask, r *fsstore.Run) []fsstore.Event) (fsstore.KanbanTask, error) {
-	return board.Update(id, func(t *fsstore.KanbanTask, now time.Time) ([]fsstore.Event, error) {
-		if t.Status != fsstore.KanbanReady || t.ClaimLock != "" {
-			return nil, fsstore.Refusedf("task %s is %s and cannot be claimed", t.ID, t.Status)
-		}
-		r := fsstore.Run{ID: fsstore.NewID(now), Profile: profile, Status: fsstore.RunRunning, StartedAt: fsstore.Timestamp(now)}
-		t.Status = fsstore.KanbanRunning
-		t.ClaimLock, t.ClaimTTLMS = newClaimLock(), ttl.Milliseconds()
-		t.ClaimExpires = fsstore.Timestamp(now.Add(ttl))
-		t.BlockReason = ""
-		events := []fsstore.Event{{Type: "claimed", RunID: r.ID}}
-		if extra != nil {
-			events = append(events, extra(t, &r)...)
-		}
-		t.Runs = append(t.Runs, r)
-		t.CurrentRunID = r.ID
-		return events, nil
-	})
 }
 
 func kanbanClaim(e *env) error {
@@ -665,7 +543,7 @@ func kanbanClaim(e *env) error {
 	if err != nil {
 		return err
 	}
-	t, err = claimTask(board, id, ttl, t.Assignee, nil)
+	t, err = board.Claim(id, ttl, t.Assignee, nil)
 	if err != nil {
 		return err
 	}
@@ -677,22 +555,6 @@ func kanbanClaim(e *env) error {
 	fmt.Fprintf(e.stdout, "%s=%s\n%s=%s\n%s=%s\n%s=%s\n", envKanbanTask, t.ID, envKanbanRun, t.CurrentRunID,
 		envKanbanClaim, t.ClaimLock, envKanbanProfile, e.profile.Name)
 	return nil
-}
-
-// registerSession records session sid on the worker's run.
-func registerSession(board *fsstore.Board, w worker, sid string) error {
-	_, err := board.Update(w.task, func(t *fsstore.KanbanTask, _ time.Time) ([]fsstore.Event, error) {
-		if err := checkClaim(t, &w); err != nil {
-			return nil, err
-		}
-		r := t.CurrentRun()
-		if r.SessionID == sid {
-			return nil, nil
-		}
-		r.SessionID = sid
-		return []fsstore.Event{{Type: "session_registered", RunID: r.ID, Detail: sid}}, nil
-	})
-	return err
 }
 
 func kanbanRegisterSession(e *env) error {
@@ -714,7 +576,7 @@ func kanbanRegisterSession(e *env) error {
 	if err != nil {
 		return err
 	}
-	return registerSession(board, w, sid)
+	return board.RegisterSession(w, sid)
 }
 
 func kanbanArchive(e *env) error {
@@ -722,16 +584,7 @@ func kanbanArchive(e *env) error {
 	if err != nil {
 		return err
 	}
-	t, err := board.Update(id, func(t *fsstore.KanbanTask, _ time.Time) ([]fsstore.Event, error) {
-		switch t.Status {
-		case fsstore.KanbanRunning:
-			return nil, fsstore.Refusedf("task %s is running; block or complete it first", t.ID)
-		case fsstore.KanbanArchived:
-			return nil, nil
-		}
-		t.Status = fsstore.KanbanArchived
-		return []fsstore.Event{{Type: "archived"}}, nil
-	})
+	t, err := board.Archive(id)
 	if err != nil {
 		return err
 	}

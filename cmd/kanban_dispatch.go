@@ -218,16 +218,7 @@ func (d *dispatcher) reconcile(t fsstore.KanbanTask) (bool, error) {
 			d.say("block %s: %s (%s)", t.ID, outcome, reason)
 			return false, nil
 		}
-		_, err := d.board.Update(t.ID, func(t *fsstore.KanbanTask, now time.Time) ([]fsstore.Event, error) {
-			cur := t.CurrentRun()
-			if t.Status != fsstore.KanbanRunning || cur == nil || cur.ID != r.ID {
-				return nil, nil // the task moved on meanwhile
-			}
-			t.EndRun(cur, outcome, now)
-			cur.ExitCode, cur.Signal = w.ExitCode, w.Signal
-			t.Status, t.BlockReason = fsstore.KanbanBlocked, outcome+": "+reason
-			return []fsstore.Event{{Type: outcome, RunID: cur.ID, Detail: reason}}, nil
-		})
+		err := d.board.FailRun(t.ID, r.ID, outcome, reason, w.ExitCode, w.Signal)
 		if err == nil {
 			d.say("blocked %s: %s (%s)", t.ID, outcome, reason)
 		}
@@ -253,17 +244,7 @@ func (d *dispatcher) reconcile(t fsstore.KanbanTask) (bool, error) {
 		}
 		w = killed
 	}
-	_, err = d.board.Update(t.ID, func(t *fsstore.KanbanTask, now time.Time) ([]fsstore.Event, error) {
-		cur := t.CurrentRun()
-		if t.Status != fsstore.KanbanRunning || cur == nil || cur.ID != r.ID {
-			return nil, nil
-		}
-		expired := t.ClaimExpires // EndRun clears it
-		t.EndRun(cur, fsstore.OutcomeReclaimed, now)
-		cur.ExitCode, cur.Signal = w.ExitCode, w.Signal
-		t.Status = fsstore.KanbanReady
-		return []fsstore.Event{{Type: "reclaimed", RunID: cur.ID, Detail: "claim expired at " + expired + " with no heartbeat"}}, nil
-	})
+	err = d.board.Reclaim(t.ID, r.ID, w.ExitCode, w.Signal)
 	if err == nil {
 		d.say("reclaimed %s: its claim expired", t.ID)
 	}
@@ -309,7 +290,7 @@ func (d *dispatcher) planRun(t fsstore.KanbanTask) (plan, error) {
 	}
 	fresh := plan{prompt: task + "\n\n" + protocol(t)}
 	skip := func(reason string) (plan, error) {
-		fresh.event = fsstore.Event{Type: "resume_skipped", Detail: reason}
+		fresh.event = fsstore.Event{Type: fsstore.EventResumeSkipped, Detail: reason}
 		return fresh, nil
 	}
 	if !d.resumeOn(t) {
@@ -339,7 +320,7 @@ func (d *dispatcher) planRun(t fsstore.KanbanTask) (plan, error) {
 		if err != nil {
 			return plan{}, err
 		}
-		return plan{sessionID: sess.ID, prompt: prompt, event: fsstore.Event{Type: "resumed", Detail: sess.ID}}, nil
+		return plan{sessionID: sess.ID, prompt: prompt, event: fsstore.Event{Type: fsstore.EventResumed, Detail: sess.ID}}, nil
 	}
 	if missing != "" {
 		return skip("session " + missing + " missing")
@@ -378,7 +359,7 @@ func (d *dispatcher) commentsSinceBlock(t fsstore.KanbanTask) (string, error) {
 	}
 	lastBlock := ""
 	for _, ev := range events {
-		if ev.Type == "blocked" || ev.Type == fsstore.OutcomeCrashed || ev.Type == fsstore.OutcomeProtocolViolation || ev.Type == "reclaimed" {
+		if ev.Type.Blocks() {
 			lastBlock = ev.TS
 		}
 	}
@@ -406,7 +387,7 @@ func (d *dispatcher) claimAndSpawn(t fsstore.KanbanTask) error {
 		return err
 	}
 	profile := firstSet(t.Assignee, d.e.profile.Name)
-	claimed, err := claimTask(d.board, t.ID, d.ttl, profile, func(_ *fsstore.KanbanTask, r *fsstore.Run) []fsstore.Event {
+	claimed, err := d.board.Claim(t.ID, d.ttl, profile, func(_ *fsstore.KanbanTask, r *fsstore.Run) []fsstore.Event {
 		r.ResumedFromSession = p.sessionID
 		if p.event.Type == "" {
 			return nil
@@ -421,22 +402,11 @@ func (d *dispatcher) claimAndSpawn(t fsstore.KanbanTask) error {
 	run := claimed.CurrentRun()
 	workerID, err := d.spawn(claimed, run, p)
 	if err != nil {
-		_, uerr := d.board.Update(t.ID, func(t *fsstore.KanbanTask, now time.Time) ([]fsstore.Event, error) {
-			if cur := t.CurrentRun(); cur != nil && cur.ID == run.ID {
-				t.EndRun(cur, fsstore.OutcomeSpawnFailed, now)
-				t.Status, t.BlockReason = fsstore.KanbanBlocked, "spawn_failed: "+err.Error()
-			}
-			return []fsstore.Event{{Type: fsstore.OutcomeSpawnFailed, RunID: run.ID, Detail: err.Error()}}, nil
-		})
+		uerr := d.board.FailRun(t.ID, run.ID, fsstore.OutcomeSpawnFailed, err.Error(), nil, "")
 		d.say("blocked %s: spawn_failed (%v)", t.ID, err)
 		return uerr
 	}
-	_, err = d.board.Update(t.ID, func(t *fsstore.KanbanTask, _ time.Time) ([]fsstore.Event, error) {
-		if cur := t.RunByID(run.ID); cur != nil {
-			cur.WorkerTaskID = workerID
-		}
-		return nil, nil
-	})
+	err = d.board.SetWorkerTask(t.ID, run.ID, workerID)
 	how := "fresh"
 	if p.sessionID != "" {
 		how = "resuming session " + p.sessionID

@@ -10,15 +10,27 @@ import (
 	"time"
 )
 
+// Status is a kanban task's status.
+type Status string
+
 // Kanban task statuses.
 const (
-	KanbanTodo     = "todo"
-	KanbanReady    = "ready"
-	KanbanRunning  = "running"
-	KanbanBlocked  = "blocked"
-	KanbanDone     = "done"
-	KanbanArchived = "archived"
+	KanbanTodo     Status = "todo"
+	KanbanReady    Status = "ready"
+	KanbanRunning  Status = "running"
+	KanbanBlocked  Status = "blocked"
+	KanbanDone     Status = "done"
+	KanbanArchived Status = "archived"
 )
+
+// Valid reports whether s is one of the statuses.
+func (s Status) Valid() bool {
+	switch s {
+	case KanbanTodo, KanbanReady, KanbanRunning, KanbanBlocked, KanbanDone, KanbanArchived:
+		return true
+	}
+	return false
+}
 
 // Run outcomes.
 const (
@@ -30,6 +42,42 @@ const (
 	OutcomeSpawnFailed       = "spawn_failed"
 )
 
+// EventType says what an event of a task's log records.
+type EventType string
+
+// The events a board writes. A run's end is recorded under its outcome's
+// name (blocked, completed, crashed, protocol_violation, reclaimed,
+// spawn_failed).
+const (
+	EventCreated           EventType = "created"
+	EventClaimed           EventType = "claimed"
+	EventBlocked           EventType = OutcomeBlocked
+	EventUnblocked         EventType = "unblocked"
+	EventReadied           EventType = "readied"
+	EventCompleted         EventType = OutcomeCompleted
+	EventCommented         EventType = "commented"
+	EventArchived          EventType = "archived"
+	EventReclaimed         EventType = OutcomeReclaimed
+	EventCrashed           EventType = OutcomeCrashed
+	EventProtocolViolation EventType = OutcomeProtocolViolation
+	EventSpawnFailed       EventType = OutcomeSpawnFailed
+	EventSessionRegistered EventType = "session_registered"
+	EventResumed           EventType = "resumed"
+	EventResumeSkipped     EventType = "resume_skipped"
+)
+
+// Blocks reports whether an event stopped the task's work (a block by a
+// worker or a person, a crash, a protocol violation, a reclaim, a failed
+// spawn): the comments after the last such event are news to the worker
+// that resumes it.
+func (t EventType) Blocks() bool {
+	switch t {
+	case EventBlocked, EventCrashed, EventProtocolViolation, EventReclaimed, EventSpawnFailed:
+		return true
+	}
+	return false
+}
+
 // KanbanTask is a task of the board: a document that holds its runs, so
 // that a claim (the task moves to running and gains a run) is one atomic
 // write. Its comments and events are JSONL logs beside it.
@@ -38,7 +86,7 @@ type KanbanTask struct {
 	Title           string `json:"title"`
 	Body            string `json:"body"`
 	Assignee        string `json:"assignee"`
-	Status          string `json:"status"`
+	Status          Status `json:"status"`
 	Priority        int    `json:"priority"`
 	CreatedAt       string `json:"created_at"`
 	UpdatedAt       string `json:"updated_at"`
@@ -116,10 +164,10 @@ type Comment struct {
 
 // Event is a line of a task's event log: what happened to it and why.
 type Event struct {
-	TS     string `json:"ts"`
-	Type   string `json:"type"`
-	RunID  string `json:"run_id,omitempty"`
-	Detail string `json:"detail,omitempty"`
+	TS     string    `json:"ts"`
+	Type   EventType `json:"type"`
+	RunID  string    `json:"run_id,omitempty"`
+	Detail string    `json:"detail,omitempty"`
 }
 
 // Board keeps the kanban tasks of one profile in Dir:
@@ -205,7 +253,7 @@ func (b *Board) Create(t KanbanTask) (KanbanTask, error) {
 		os.Remove(filepath.Join(b.openDir(), t.ID))
 		return KanbanTask{}, err
 	}
-	return t, b.appendEvent(t.ID, Event{TS: ts, Type: "created", Detail: t.Status})
+	return t, b.appendEvent(t.ID, Event{TS: ts, Type: EventCreated, Detail: string(t.Status)})
 }
 
 // ensureDirs makes the board's directories, refusing any that is a
@@ -352,7 +400,7 @@ func (b *Board) AddComment(id, author, text string) (Comment, error) {
 	if err := b.appendLine(id, b.commentsPath(id), line); err != nil {
 		return Comment{}, err
 	}
-	return c, b.appendEvent(id, Event{TS: c.TS, Type: "commented", Detail: author})
+	return c, b.appendEvent(id, Event{TS: c.TS, Type: EventCommented, Detail: author})
 }
 
 // Comments returns the comments of task id, oldest first.

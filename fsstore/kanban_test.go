@@ -47,24 +47,10 @@ func kbExists(path string) bool {
 	return err == nil
 }
 
-// claim is the compare-and-swap of a claim, as the dispatcher does it: a
-// ready, unclaimed task becomes running with a run of its own.
-func kbClaim(lock string) func(t *KanbanTask, now time.Time) ([]Event, error) {
-	return func(t *KanbanTask, now time.Time) ([]Event, error) {
-		if t.Status != KanbanReady || t.ClaimLock != "" {
-			return nil, Refusedf("task %s is %s", t.ID, t.Status)
-		}
-		r := Run{ID: "run-" + lock, Status: RunRunning, StartedAt: Timestamp(now)}
-		t.Status, t.ClaimLock, t.CurrentRunID = KanbanRunning, lock, r.ID
-		t.Runs = append(t.Runs, r)
-		return []Event{{Type: "claimed", RunID: r.ID}}, nil
-	}
-}
-
-func kbSetStatus(status string) func(t *KanbanTask, now time.Time) ([]Event, error) {
+func kbSetStatus(status Status) func(t *KanbanTask, now time.Time) ([]Event, error) {
 	return func(t *KanbanTask, now time.Time) ([]Event, error) {
 		t.Status = status
-		return []Event{{Type: status}}, nil
+		return []Event{{Type: EventType(status)}}, nil
 	}
 }
 
@@ -113,25 +99,29 @@ func TestKanbanCreateIdempotent(t *testing.T) {
 	}
 }
 
-// Update is a compare-and-swap: goroutines racing to claim one ready task
-// all read it under its lock, and exactly one sees it ready.
-func TestKanbanUpdateCASGoroutines(t *testing.T) {
+// Claim is a compare-and-swap: goroutines racing to claim one ready task
+// all read it under its lock, and exactly one sees it ready. Each
+// contender reports ready before the start signal, so all of them race.
+func TestKanbanClaimRaceGoroutines(t *testing.T) {
 	b, _, _ := kbBoard(t)
 	kbCreate(t, b, KanbanTask{ID: "t1", Title: "contested"})
 	const n = 16
-	var wg sync.WaitGroup
+	var ready, done sync.WaitGroup
 	errs := make([]error, n)
 	start := make(chan struct{})
 	for i := range n {
-		wg.Add(1)
+		ready.Add(1)
+		done.Add(1)
 		go func() {
-			defer wg.Done()
+			defer done.Done()
+			ready.Done()
 			<-start
-			_, errs[i] = b.Update("t1", kbClaim(fmt.Sprint(i)))
+			_, errs[i] = b.Claim("t1", time.Minute, fmt.Sprint(i), nil)
 		}()
 	}
+	ready.Wait()
 	close(start)
-	wg.Wait()
+	done.Wait()
 	won := -1
 	for i, err := range errs {
 		switch {
@@ -151,7 +141,7 @@ func TestKanbanUpdateCASGoroutines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got.Runs) != 1 || got.ClaimLock != fmt.Sprint(won) || got.Status != KanbanRunning {
+	if len(got.Runs) != 1 || got.Runs[0].Profile != fmt.Sprint(won) || got.ClaimLock == "" || got.Status != KanbanRunning {
 		t.Fatalf("after the race: %+v", got)
 	}
 	evs, err := b.Events("t1")
@@ -160,7 +150,7 @@ func TestKanbanUpdateCASGoroutines(t *testing.T) {
 	}
 	claimed := 0
 	for _, e := range evs {
-		if e.Type == "claimed" {
+		if e.Type == EventClaimed {
 			claimed++
 		}
 	}
@@ -170,20 +160,24 @@ func TestKanbanUpdateCASGoroutines(t *testing.T) {
 }
 
 // TestHelperKanbanClaimer is not a test: it is the helper process of
-// TestKanbanUpdateCASProcesses. It waits for the file $FSSTORE_TEST_LOCK
-// to exist, claims task $FSSTORE_TEST_SESSION and prints won or refused.
+// TestKanbanClaimRaceProcesses. It makes the file $FSSTORE_TEST_LOCK.ready-
+// $FSSTORE_TEST_TAG, waits for $FSSTORE_TEST_LOCK to exist, claims task
+// $FSSTORE_TEST_SESSION and prints won or refused.
 func TestHelperKanbanClaimer(t *testing.T) {
 	if os.Getenv(helperRoleEnv) != "kanban-claimer" {
-		t.Skip("helper process of TestKanbanUpdateCASProcesses")
+		t.Skip("helper process of TestKanbanClaimRaceProcesses")
 	}
 	b := NewBoard(os.Getenv(helperDirEnv), time.Minute, func(msg string) { fmt.Fprintln(os.Stderr, "warning:", msg) })
+	if err := os.WriteFile(os.Getenv(helperLockEnv)+".ready-"+os.Getenv(helperTagEnv), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for deadline := time.Now().Add(30 * time.Second); !kbExists(os.Getenv(helperLockEnv)); {
 		if time.Now().After(deadline) {
 			t.Fatal("no go")
 		}
 		time.Sleep(time.Millisecond)
 	}
-	_, err := b.Update(os.Getenv(helperIDEnv), kbClaim(os.Getenv(helperTagEnv)))
+	_, err := b.Claim(os.Getenv(helperIDEnv), time.Minute, os.Getenv(helperTagEnv), nil)
 	switch {
 	case err == nil:
 		fmt.Println("won")
@@ -195,8 +189,9 @@ func TestHelperKanbanClaimer(t *testing.T) {
 }
 
 // The same race between processes: the lock is a flock, so it holds
-// across them.
-func TestKanbanUpdateCASProcesses(t *testing.T) {
+// across them. The start signal is given once every contender has said it
+// is ready.
+func TestKanbanClaimRaceProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
@@ -216,7 +211,14 @@ func TestKanbanUpdateCASProcesses(t *testing.T) {
 		}
 		cmds = append(cmds, cmd)
 	}
-	time.Sleep(100 * time.Millisecond) // let them all reach the barrier
+	for i := range n {
+		for deadline := time.Now().Add(60 * time.Second); !kbExists(goFile + ".ready-" + fmt.Sprint(i)); {
+			if time.Now().After(deadline) {
+				t.Fatalf("claimer %d never said it was ready: %s", i, outs[i].String())
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
 	if err := os.WriteFile(goFile, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +294,7 @@ func TestKanbanOpenMarkers(t *testing.T) {
 	if err != nil || strings.Join(ids, ",") != "a,b,c,d" {
 		t.Fatalf("open ids %v, %v", ids, err)
 	}
-	for _, s := range []string{KanbanTodo, KanbanRunning, KanbanBlocked, KanbanReady} {
+	for _, s := range []Status{KanbanTodo, KanbanRunning, KanbanBlocked, KanbanReady} {
 		if _, err := b.Update("a", kbSetStatus(s)); err != nil {
 			t.Fatal(err)
 		}
@@ -324,7 +326,7 @@ func TestKanbanOpenMarkers(t *testing.T) {
 	}
 	var got []string
 	for _, task := range open {
-		got = append(got, task.ID+":"+task.Status)
+		got = append(got, task.ID+":"+string(task.Status))
 	}
 	if strings.Join(got, ",") != "a:ready,d:ready" {
 		t.Fatalf("open tasks %v", got)
@@ -472,7 +474,7 @@ func TestKanbanLogs(t *testing.T) {
 	}
 	var types []string
 	for _, e := range events {
-		types = append(types, e.Type)
+		types = append(types, string(e.Type))
 	}
 	if strings.Join(types, ",") != "created,commented,commented,commented,blocked" {
 		t.Fatalf("events %v", types)
@@ -515,7 +517,7 @@ func TestKanbanLogs(t *testing.T) {
 	}
 	w.reset()
 	final, err := b.Events("t1")
-	if err != nil || len(final) != len(events)+1 || final[len(final)-1].Type != KanbanReady {
+	if err != nil || len(final) != len(events)+1 || final[len(final)-1].Type != EventType(KanbanReady) {
 		t.Fatalf("events after repair: %+v, %v", final, err)
 	}
 	if len(w.list()) != 0 {

@@ -117,7 +117,7 @@ func (g gen) done(id string, i int, created time.Time) error {
 		}},
 	}
 	events := []fsstore.Event{
-		{TS: t.CreatedAt, Type: "created", Detail: fsstore.KanbanReady},
+		{TS: t.CreatedAt, Type: fsstore.EventCreated, Detail: string(fsstore.KanbanReady)},
 		{TS: fsstore.Timestamp(claimed), Type: "claimed", RunID: runID},
 		{TS: fsstore.Timestamp(registered), Type: "session_registered", RunID: runID, Detail: sessionID},
 		{TS: t.UpdatedAt, Type: "completed", RunID: runID, Detail: result},
@@ -154,7 +154,7 @@ func (g gen) ready(id string, i int, created time.Time) error {
 	if err := g.doc(id, &t); err != nil {
 		return err
 	}
-	return g.log(id+".events.jsonl", []any{fsstore.Event{TS: t.CreatedAt, Type: "created", Detail: fsstore.KanbanReady}})
+	return g.log(id+".events.jsonl", []any{fsstore.Event{TS: t.CreatedAt, Type: fsstore.EventCreated, Detail: string(fsstore.KanbanReady)}})
 }
 
 func (g gen) doc(id string, t *fsstore.KanbanTask) error {
