@@ -13,23 +13,22 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/hermes/hermes/cmd/dispatch"
 	"github.com/hermes/hermes/cmd/supervisor"
 	"github.com/hermes/hermes/fsstore"
 	"github.com/hermes/hermes/profiles"
 )
 
-// The environment a worker runs in. Worker-side verbs (block, complete,
-// heartbeat, register-session) given no ID act for the run it names, and
-// refuse when that run or claim is no longer the task's current one.
+// The environment a worker runs in (set by the dispatcher). Worker-side
+// verbs (block, complete, heartbeat, register-session) given no ID act for
+// the run it names, and refuse when that run or claim is no longer the
+// task's current one.
 const (
-	envKanbanTask    = "HERMES_KANBAN_TASK"
-	envKanbanRun     = "HERMES_KANBAN_RUN_ID"
-	envKanbanClaim   = "HERMES_KANBAN_CLAIM_LOCK"
-	envKanbanProfile = "HERMES_KANBAN_PROFILE" // the profile whose board the task is on
+	envKanbanTask    = dispatch.EnvTask
+	envKanbanRun     = dispatch.EnvRun
+	envKanbanClaim   = dispatch.EnvClaim
+	envKanbanProfile = dispatch.EnvProfile
 )
-
-// defaultClaimTTL is how long a claim lasts without a heartbeat.
-const defaultClaimTTL = 15 * time.Minute
 
 func kanbanCommand() *cli.Command {
 	return &cli.Command{

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -314,6 +315,13 @@ func tasksList(e *env) error {
 	if err != nil {
 		return err
 	}
+	// A task that finished between the two reads is in both: it is listed
+	// once, finished.
+	finished := map[string]bool{}
+	for _, t := range recent {
+		finished[t.ID] = true
+	}
+	list = slices.DeleteFunc(list, func(t fsstore.Task) bool { return finished[t.ID] })
 	list = append(list, recent...)
 	if ref := e.c.String("session"); ref != "" {
 		id, err := e.resolveSession(ref)

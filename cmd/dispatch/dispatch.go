@@ -1,0 +1,447 @@
+package dispatch
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/google/shlex"
+
+	"github.com/hermes/hermes/cmd/supervisor"
+	"github.com/hermes/hermes/fsstore"
+)
+
+// DefaultWorkerCommand is the worker of a task unless kanban.worker_command
+// says otherwise. The setting is split like a shell line (quotes group
+// words), then the placeholders {profile}, {prompt}, {session_id},
+// {task_id} and {run_id} are replaced inside each argument, in one pass, so
+// a prompt with spaces stays one argument and a prompt that mentions a
+// placeholder arrives verbatim. When a worker resumes and the template has
+// no {session_id}, "--resume <session_id>" is added.
+const DefaultWorkerCommand = "hermes -p {profile} chat -q {prompt}"
+
+// The environment a worker runs in: the verbs and tools it uses act for the
+// run it names.
+const (
+	EnvTask    = "HERMES_KANBAN_TASK"
+	EnvRun     = "HERMES_KANBAN_RUN_ID"
+	EnvClaim   = "HERMES_KANBAN_CLAIM_LOCK"
+	EnvProfile = "HERMES_KANBAN_PROFILE" // the profile whose board the task is on
+)
+
+// WorkerFields splits kanban.worker_command (the default when unset) like
+// a shell line: quotes group words, a backslash escapes. Blank or
+// unparsable is bad input, found before anything is claimed.
+func WorkerFields(setting string) ([]string, error) {
+	if setting == "" {
+		setting = DefaultWorkerCommand
+	}
+	fields, err := shlex.Split(setting)
+	if err != nil {
+		return nil, fsstore.Invalidf("kanban.worker_command %q: %v", setting, err)
+	}
+	if len(fields) == 0 {
+		return nil, fsstore.Invalidf("kanban.worker_command %q names no command", setting)
+	}
+	return fields, nil
+}
+
+// Dispatcher runs ticks over one board. Its fields are set once; the
+// function fields are the process's, replaced by tests.
+type Dispatcher struct {
+	Board *fsstore.Board
+	Tasks *fsstore.TaskStore
+	// Profile is the board's profile: a task without an assignee runs
+	// there, and workers are told it (EnvProfile).
+	Profile string
+	// Session reads session id of profile, to see whether a worker can
+	// resume it.
+	Session func(profile, id string) (fsstore.Session, error)
+	// Spawn starts a worker: argv as a background task named name, with
+	// env added to the environment; it returns the task's id.
+	Spawn func(name string, argv, env []string) (string, error)
+	// Out receives a line for each thing a tick does; Warn what it could
+	// not do.
+	Out  io.Writer
+	Warn func(string)
+	// Worker is the worker command's fields (WorkerFields), placeholders
+	// unreplaced; ResumeOnRespawn the profile's kanban.resume_on_respawn.
+	Worker          []string
+	ResumeOnRespawn *bool
+	MaxWorkers      int
+	ClaimTTL        time.Duration
+	DryRun          bool
+	// Now, Kill and ReconcileTasks default to time.Now, supervisor.Kill and
+	// supervisor.Reconcile.
+	Now            func() time.Time
+	Kill           func(store *fsstore.TaskStore, id string, sig syscall.Signal, grace time.Duration) (fsstore.Task, error)
+	ReconcileTasks func(store *fsstore.TaskStore) (int, error)
+}
+
+func (d *Dispatcher) now() time.Time {
+	if d.Now != nil {
+		return d.Now()
+	}
+	return time.Now()
+}
+
+func (d *Dispatcher) kill(store *fsstore.TaskStore, id string, sig syscall.Signal, grace time.Duration) (fsstore.Task, error) {
+	if d.Kill != nil {
+		return d.Kill(store, id, sig, grace)
+	}
+	return supervisor.Kill(store, id, sig, grace)
+}
+
+func (d *Dispatcher) reconcileTasks(store *fsstore.TaskStore) (int, error) {
+	if d.ReconcileTasks != nil {
+		return d.ReconcileTasks(store)
+	}
+	return supervisor.Reconcile(store)
+}
+
+// say prints one line of what a tick did.
+func (d *Dispatcher) say(format string, args ...any) {
+	if d.DryRun {
+		format = "would " + format
+	}
+	fmt.Fprintf(d.Out, format+"\n", args...)
+}
+
+// Tick reconciles the running tasks, then claims ready ones by priority,
+// oldest first, up to the worker limit. It holds the board's dispatch
+// lock, so concurrent dispatchers take turns; each claim is also a
+// compare-and-swap under the task's own lock.
+func (d *Dispatcher) Tick() error {
+	if _, err := os.Stat(d.Board.Dir); errors.Is(err, os.ErrNotExist) {
+		return nil // no task was ever created: nothing to do
+	}
+	// A dry run only reads: it takes no lock, so it creates no lock file.
+	if !d.DryRun {
+		unlock, err := fsstore.Lock(d.Board.DispatchLockPath(), d.Board.LockTimeout)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+	}
+	if _, err := d.reconcileTasks(d.Tasks); err != nil {
+		return err
+	}
+	open, err := d.Board.OpenTasks()
+	if err != nil {
+		return err
+	}
+	running := 0
+	var ready []fsstore.KanbanTask
+	for _, t := range open {
+		switch t.Status {
+		case fsstore.KanbanRunning:
+			still, err := d.reconcile(t)
+			if err != nil {
+				d.Warn(err.Error())
+			}
+			if still {
+				running++
+			}
+		case fsstore.KanbanReady:
+			ready = append(ready, t)
+		}
+	}
+	sort.SliceStable(ready, func(i, j int) bool {
+		if ready[i].Priority != ready[j].Priority {
+			return ready[i].Priority > ready[j].Priority
+		}
+		return ready[i].CreatedAt < ready[j].CreatedAt
+	})
+	for _, t := range ready {
+		if running >= d.MaxWorkers {
+			break
+		}
+		if d.DryRun {
+			d.say("claim %s (%s)", t.ID, t.Title)
+			running++
+			continue
+		}
+		if err := d.claimAndSpawn(t); err != nil {
+			if errors.Is(err, fsstore.ErrRefused) {
+				continue // claimed by someone else since we read it
+			}
+			d.Warn(err.Error())
+			continue
+		}
+		running++
+	}
+	return nil
+}
+
+// reconcile looks at a running task's worker. It reports whether the task
+// still runs afterwards.
+func (d *Dispatcher) reconcile(t fsstore.KanbanTask) (bool, error) {
+	r := t.CurrentRun()
+	if r == nil {
+		return true, nil
+	}
+	// A run with no worker task is a claim made by hand (kanban claim), or
+	// one whose dispatcher died before recording its worker: it has no
+	// exit to look at, but its claim expires like any other.
+	var w fsstore.Task
+	if r.WorkerTaskID != "" {
+		var err error
+		w, err = d.Tasks.Get(r.WorkerTaskID)
+		if errors.Is(err, fsstore.ErrNotFound) {
+			// Its record is gone (pruned by hand): nothing will ever
+			// report this worker's end.
+			w = fsstore.Task{ID: r.WorkerTaskID, Status: fsstore.TaskLost, Error: "the worker's task record " + r.WorkerTaskID + " is gone"}
+		} else if err != nil {
+			return true, err
+		}
+	}
+	if r.WorkerTaskID != "" && w.Finished() {
+		outcome, reason := fsstore.OutcomeCrashed, ""
+		switch {
+		case w.ExitCode != nil && *w.ExitCode == 0:
+			outcome, reason = fsstore.OutcomeProtocolViolation, "the worker exited without completing or blocking the task"
+		case w.ExitCode != nil:
+			reason = fmt.Sprintf("the worker exited with status %d", *w.ExitCode)
+		case w.Signal != "":
+			reason = "the worker was killed by " + w.Signal
+		default:
+			reason = "the worker was lost: " + w.Error
+		}
+		if d.DryRun {
+			d.say("block %s: %s (%s)", t.ID, outcome, reason)
+			return false, nil
+		}
+		err := d.Board.FailRun(t.ID, r.ID, outcome, reason, w.ExitCode, w.Signal)
+		if err == nil {
+			d.say("blocked %s: %s (%s)", t.ID, outcome, reason)
+		}
+		return false, err
+	}
+	expires, err := time.Parse(time.RFC3339Nano, t.ClaimExpires)
+	if err != nil || d.now().Before(expires) {
+		return true, nil
+	}
+	if d.DryRun {
+		d.say("reclaim %s: its claim expired at %s", t.ID, t.ClaimExpires)
+		return false, nil
+	}
+	// A heartbeat may have come since the tick read the task: look again
+	// before killing anything.
+	if now, err := d.Board.Get(t.ID); err != nil || now.CurrentRunID != r.ID || now.ClaimExpires != t.ClaimExpires {
+		return true, err
+	}
+	if r.WorkerTaskID != "" {
+		killed, killErr := d.kill(d.Tasks, w.ID, syscall.SIGTERM, 5*time.Second)
+		if killErr != nil && !errors.Is(killErr, fsstore.ErrRefused) {
+			d.Warn(killErr.Error())
+		}
+		w = killed
+	}
+	err = d.Board.Reclaim(t.ID, r.ID, w.ExitCode, w.Signal)
+	if err == nil {
+		d.say("reclaimed %s: its claim expired", t.ID)
+	}
+	return false, err
+}
+
+// resumeOn is the task's resume setting, else the profile's, else true.
+func (d *Dispatcher) resumeOn(t fsstore.KanbanTask) bool {
+	if t.ResumeOnRespawn != nil {
+		return *t.ResumeOnRespawn
+	}
+	if d.ResumeOnRespawn != nil {
+		return *d.ResumeOnRespawn
+	}
+	return true
+}
+
+// plan is how a claimed task's worker starts: fresh, or resuming a session.
+type plan struct {
+	sessionID string // resume this session ("" for a fresh one)
+	prompt    string
+	event     fsstore.Event
+}
+
+// planRun decides between resuming and a fresh spawn. Resuming takes the
+// most recent earlier run whose session still exists in the assignee's
+// profile and holds at least one message; its prompt is the comments posted
+// since the last block, oldest first, or a note that the task resumes plus
+// the body.
+func (d *Dispatcher) planRun(t fsstore.KanbanTask) (plan, error) {
+	task := strings.TrimSpace(t.Title + "\n\n" + t.Body)
+	if len(t.Runs) == 0 {
+		return plan{prompt: task + "\n\n" + protocol(t)}, nil
+	}
+	// A fresh worker after earlier runs still gets what people said since
+	// the last block, after the task itself.
+	comments, err := d.commentsSinceBlock(t)
+	if err != nil {
+		return plan{}, err
+	}
+	if comments != "" {
+		task += "\n\nComments since the task was last blocked:\n\n" + comments
+	}
+	fresh := plan{prompt: task + "\n\n" + protocol(t)}
+	skip := func(reason string) (plan, error) {
+		fresh.event = fsstore.Event{Type: fsstore.EventResumeSkipped, Detail: reason}
+		return fresh, nil
+	}
+	if !d.resumeOn(t) {
+		return skip("disabled")
+	}
+	missing := ""
+	for i := len(t.Runs) - 1; i >= 0; i-- {
+		r := t.Runs[i]
+		if r.SessionID == "" {
+			continue
+		}
+		sess, err := d.Session(r.Profile, r.SessionID)
+		if errors.Is(err, fsstore.ErrNotFound) {
+			if missing == "" {
+				missing = r.SessionID
+			}
+			continue
+		}
+		if err != nil {
+			return plan{}, err
+		}
+		if sess.MessageCount == 0 {
+			continue // the run died before its first message
+		}
+		prompt, err := d.resumePrompt(t)
+		if err != nil {
+			return plan{}, err
+		}
+		return plan{sessionID: sess.ID, prompt: prompt, event: fsstore.Event{Type: fsstore.EventResumed, Detail: sess.ID}}, nil
+	}
+	if missing != "" {
+		return skip("session " + missing + " missing")
+	}
+	return skip("no earlier session")
+}
+
+// resumePrompt is the prompt of a resumed worker: the comments posted
+// since the last block, oldest first, or a note that the task resumes and
+// its body.
+func (d *Dispatcher) resumePrompt(t fsstore.KanbanTask) (string, error) {
+	comments, err := d.commentsSinceBlock(t)
+	if err != nil {
+		return "", err
+	}
+	if comments == "" {
+		comments = strings.TrimSpace("The task resumes after an interruption. Continue where you left off.\n\n" + t.Title + "\n\n" + t.Body)
+	}
+	return comments + "\n\n" + protocol(t), nil
+}
+
+// protocol is what every worker prompt ends with: how a worker ends its
+// run, through the agent's kanban tools.
+func protocol(t fsstore.KanbanTask) string {
+	return "You are working kanban task " + t.ID + ". When the work is done, call the tool kanban_complete with its result; " +
+		"if you cannot go on, call kanban_block with the reason. End every run with one of the two. " +
+		"kanban_comment adds a note to the task, and kanban_heartbeat extends your claim during long work."
+}
+
+// commentsSinceBlock joins the comments posted since the task was last
+// blocked (by a worker, a person, a crash or a reclaim), oldest first.
+func (d *Dispatcher) commentsSinceBlock(t fsstore.KanbanTask) (string, error) {
+	events, err := d.Board.Events(t.ID)
+	if err != nil {
+		return "", err
+	}
+	lastBlock := ""
+	for _, ev := range events {
+		if ev.Type.Blocks() {
+			lastBlock = ev.TS
+		}
+	}
+	comments, err := d.Board.Comments(t.ID)
+	if err != nil {
+		return "", err
+	}
+	var parts []string
+	for _, c := range comments {
+		if c.TS > lastBlock {
+			if c.Author != "" {
+				parts = append(parts, c.Author+": "+c.Text)
+			} else {
+				parts = append(parts, c.Text)
+			}
+		}
+	}
+	return strings.Join(parts, "\n\n"), nil
+}
+
+// claimAndSpawn claims t and starts its worker under the tasks supervisor.
+func (d *Dispatcher) claimAndSpawn(t fsstore.KanbanTask) error {
+	p, err := d.planRun(t)
+	if err != nil {
+		return err
+	}
+	profile := t.Assignee
+	if profile == "" {
+		profile = d.Profile
+	}
+	claimed, err := d.Board.Claim(t.ID, d.ClaimTTL, profile, func(_ *fsstore.KanbanTask, r *fsstore.Run) []fsstore.Event {
+		r.ResumedFromSession = p.sessionID
+		if p.event.Type == "" {
+			return nil
+		}
+		ev := p.event
+		ev.RunID = r.ID
+		return []fsstore.Event{ev}
+	})
+	if err != nil {
+		return err
+	}
+	run := claimed.CurrentRun()
+	workerID, err := d.spawn(claimed, run, p)
+	if err != nil {
+		uerr := d.Board.FailRun(t.ID, run.ID, fsstore.OutcomeSpawnFailed, err.Error(), nil, "")
+		d.say("blocked %s: spawn_failed (%v)", t.ID, err)
+		return uerr
+	}
+	err = d.Board.SetWorkerTask(t.ID, run.ID, workerID)
+	how := "fresh"
+	if p.sessionID != "" {
+		how = "resuming session " + p.sessionID
+	}
+	d.say("claimed %s: run %s, worker task %s (%s)", t.ID, run.ID, workerID, how)
+	return err
+}
+
+// spawn starts the worker of run and returns its background task's id.
+func (d *Dispatcher) spawn(t fsstore.KanbanTask, run *fsstore.Run, p plan) (string, error) {
+	return d.Spawn("kanban:"+t.ID, d.argv(t, run, p), []string{
+		EnvTask + "=" + t.ID,
+		EnvRun + "=" + run.ID,
+		EnvClaim + "=" + t.ClaimLock,
+		EnvProfile + "=" + d.Profile,
+		"HERMES_PROFILE=" + run.Profile,
+	})
+}
+
+// argv is the worker command of run. One pass over each field: text a
+// placeholder brings in (a prompt that mentions {task_id}) is never
+// replaced again.
+func (d *Dispatcher) argv(t fsstore.KanbanTask, run *fsstore.Run, p plan) []string {
+	vars := strings.NewReplacer(
+		"{profile}", run.Profile, "{prompt}", p.prompt, "{session_id}", p.sessionID,
+		"{task_id}", t.ID, "{run_id}", run.ID,
+	)
+	argv := make([]string, len(d.Worker))
+	resumes := false
+	for i, field := range d.Worker {
+		argv[i] = vars.Replace(field)
+		resumes = resumes || strings.Contains(field, "{session_id}")
+	}
+	if p.sessionID != "" && !resumes {
+		argv = append(argv, "--resume", p.sessionID)
+	}
+	return argv
+}
