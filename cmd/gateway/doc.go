@@ -13,10 +13,15 @@
 //
 // # A turn
 //
-// A turn is the chat command's: the request's new messages are stored (and
-// synced) before the provider is called with the whole stored history, and
-// the reply is stored after; a provider failure (502) or a client that goes
-// away (which cancels the call) loses at most the reply. Turns on one
+// A turn is the chat command's, run by the same engine (cmd/agent): the
+// request's new messages are stored (and synced) before the provider is
+// called with the whole stored history, and the reply is stored after; a
+// provider failure (502) or a client that goes away (which cancels the
+// call) loses at most the reply. The gateway runs the built-in tools that
+// gateway.tools names (none by default), approved only when tools.approval
+// is auto (it never prompts); a reply that calls any other tool ends the
+// turn and goes back to the client, which sends the results in its next
+// request. Turns on one
 // session never interleave: a per-session mutex in the server (and a
 // per-conversation one, taken first), besides the store's file locks. The
 // request's model field is accepted and ignored: responses report the
