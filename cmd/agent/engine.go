@@ -62,7 +62,8 @@ type Engine struct {
 	Progress func(Progress)
 }
 
-// Progress is a call starting (Result empty) or ending.
+// Progress is a call starting (Result empty; after its approval) or
+// ending.
 type Progress struct {
 	Call   fsstore.ToolCall
 	Done   bool
@@ -159,17 +160,18 @@ func (e *Engine) Run(ctx context.Context, t Turn) (Result, error) {
 	if t.Started != nil {
 		t.Started()
 	}
+	var stream *separated
+	if t.Stream != nil {
+		stream = &separated{w: t.Stream}
+	}
 	for {
 		res.Steps++
-		if res.Steps > 1 && t.Stream != nil {
-			io.WriteString(t.Stream, "\n")
+		req := provider.Request{SessionID: sess.ID, History: history{st, sess.ID}, Tools: schemas}
+		if stream != nil {
+			stream.next()
+			req.Stream = stream
 		}
-		reply, err := e.Provider.Complete(ctx, provider.Request{
-			SessionID: sess.ID,
-			History:   history{st, sess.ID},
-			Stream:    t.Stream,
-			Tools:     schemas,
-		})
+		reply, err := e.Provider.Complete(ctx, req)
 		if err != nil {
 			return res, err
 		}
@@ -315,9 +317,6 @@ func (e *Engine) runCalls(ctx context.Context, env *Env, res *Result, calls []fs
 		if ctx.Err() != nil {
 			return e.cancelRest(ctx, res, calls[i:], notRunCancelled)
 		}
-		if e.Progress != nil {
-			e.Progress(Progress{Call: c})
-		}
 		text := e.runCall(ctx, env, c)
 		if ctx.Err() != nil {
 			if err := e.store(res, toolResult(c, cancelledResult, false)); err != nil {
@@ -379,6 +378,9 @@ func (e *Engine) runCall(ctx context.Context, env *Env, c fsstore.ToolCall) stri
 		if !ok {
 			return notApprovedResult
 		}
+	}
+	if e.Progress != nil {
+		e.Progress(Progress{Call: c})
 	}
 	out, err := tool.Run(ctx, env, args)
 	if err != nil {
@@ -455,6 +457,30 @@ func unanswered(msgs []fsstore.Message) []fsstore.ToolCall {
 		}
 	}
 	return out
+}
+
+// separated is the turn's stream: the text of each step after the first
+// that wrote any starts on a line of its own.
+type separated struct {
+	w       io.Writer
+	wrote   bool // some step wrote text
+	pending bool // a new step began: the next text needs a newline first
+}
+
+func (s *separated) next() { s.pending = s.wrote }
+
+func (s *separated) Write(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if s.pending {
+		s.pending = false
+		if _, err := io.WriteString(s.w, "\n"); err != nil {
+			return 0, err
+		}
+	}
+	s.wrote = true
+	return s.w.Write(p)
 }
 
 func addUsage(sum, u *provider.Usage) *provider.Usage {

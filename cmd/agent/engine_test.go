@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -537,5 +538,41 @@ func TestEndedSessionIsReopened(t *testing.T) {
 	}
 	if s, _ := st.Get(id); s.State != fsstore.StateActive {
 		t.Fatalf("state %q", s.State)
+	}
+}
+
+// streamer writes each reply's text to the stream, as a streaming
+// provider does.
+type streamer struct{ scripted }
+
+func (p *streamer) Complete(ctx context.Context, req provider.Request) (provider.Reply, error) {
+	reply, err := p.scripted.Complete(ctx, req)
+	if err == nil && req.Stream != nil {
+		io.WriteString(req.Stream, reply.Messages[0].Text())
+	}
+	return reply, err
+}
+
+// The text of a step that follows a step with text starts on a new line;
+// a step that only calls tools adds no blank line.
+func TestStreamSeparatesSteps(t *testing.T) {
+	for _, c := range []struct {
+		first fsstore.Message
+		want  string
+	}{
+		{calls("echo", `{}`), "done"},
+		{fsstore.Message{Role: "assistant", Content: fsstore.TextContent("looking"), ToolCalls: calls("echo", `{}`).ToolCalls}, "looking\ndone"},
+	} {
+		st := newStore(t)
+		id := newSession(t, st)
+		p := &streamer{scripted{t: t, replies: []fsstore.Message{c.first, text("done")}}}
+		var out strings.Builder
+		e := &Engine{Sessions: st, Provider: p, Tools: []Tool{&fakeTool{name: "echo"}}}
+		if _, err := e.Run(context.Background(), Turn{SessionID: id, Input: user("go"), Stream: &out}); err != nil {
+			t.Fatal(err)
+		}
+		if out.String() != c.want {
+			t.Errorf("streamed %q, want %q", out.String(), c.want)
+		}
 	}
 }
