@@ -1196,21 +1196,3 @@ func (s *SessionStore) Resolve(ref string) (string, error) {
 	}
 	return "", NotFoundf("no session with id, id prefix or title %q", ref)
 }
-
-// ResumeNote is the system message that tells a model why a session it
-// continues was interrupted, from the session's resume_reason. It is kept
-// in the transcript, so the history says what happened.
-func ResumeNote(reason string) string {
-	var why string
-	switch reason {
-	case "restart_interrupted":
-		why = "the previous turn was interrupted by a restart"
-	case "restart_timeout", "shutdown_timeout":
-		why = "the previous turn did not finish before a restart timed out"
-	case "":
-		why = "the previous turn was interrupted"
-	default:
-		why = "the previous turn was interrupted (" + reason + ")"
-	}
-	return "Note: " + why + ". Continue from the history above; the last turn may be incomplete."
-}

@@ -254,7 +254,7 @@ func (e *Engine) prelude(sess fsstore.Session, input []fsstore.Message) ([]fssto
 		// A turn that failed after storing the note left it there.
 		noted := false
 		for _, m := range tail {
-			if m.Role == "system" && IsNote(m) && strings.HasPrefix(m.Text(), fsstore.ResumeNote(sess.ResumeReason)) {
+			if m.Role == "system" && IsNote(m) && strings.HasPrefix(m.Text(), ResumeNote(sess.ResumeReason)) {
 				noted = true
 			}
 		}
@@ -265,10 +265,10 @@ func (e *Engine) prelude(sess fsstore.Session, input []fsstore.Message) ([]fssto
 	return append(out, input[lead:]...), nil
 }
 
-// resumeNote is fsstore.ResumeNote, naming the calls the interruption left
+// resumeNote is ResumeNote, naming the calls the interruption left
 // without a result.
 func resumeNote(reason string, missing []fsstore.ToolCall) string {
-	text := fsstore.ResumeNote(reason)
+	text := ResumeNote(reason)
 	if len(missing) == 0 {
 		return text
 	}
@@ -494,4 +494,22 @@ func addUsage(sum, u *provider.Usage) *provider.Usage {
 	sum.CompletionTokens += u.CompletionTokens
 	sum.TotalTokens += u.TotalTokens
 	return sum
+}
+
+// ResumeNote is the system message that tells a model why a session it
+// continues was interrupted, from the session's resume_reason. It is kept
+// in the transcript, so the history says what happened.
+func ResumeNote(reason string) string {
+	var why string
+	switch reason {
+	case "restart_interrupted":
+		why = "the previous turn was interrupted by a restart"
+	case "restart_timeout", "shutdown_timeout":
+		why = "the previous turn did not finish before a restart timed out"
+	case "":
+		why = "the previous turn was interrupted"
+	default:
+		why = "the previous turn was interrupted (" + reason + ")"
+	}
+	return "Note: " + why + ". Continue from the history above; the last turn may be incomplete."
 }

@@ -409,7 +409,7 @@ func TestResumePendingNoteCoversInterruptedCalls(t *testing.T) {
 	if roles != "user assistant tool system user assistant " {
 		t.Fatalf("roles %q:\n%s", roles, dumpMsgs(msgs))
 	}
-	if n := msgs[3].Text(); !strings.HasPrefix(n, fsstore.ResumeNote("restart_interrupted")) || !strings.Contains(n, "(deploy)") {
+	if n := msgs[3].Text(); !strings.HasPrefix(n, ResumeNote("restart_interrupted")) || !strings.Contains(n, "(deploy)") {
 		t.Fatalf("note %q", n)
 	}
 	sess, err := st.Get(id)

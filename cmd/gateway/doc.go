@@ -119,7 +119,7 @@
 // A request for a session that is:
 //   - resume_pending, marked (resume_pending_at) within
 //     gateway.resume_freshness (default 1h): continues it; a system note
-//     naming the reason (fsstore.ResumeNote) is stored before the new
+//     naming the reason (agent.ResumeNote) is stored before the new
 //     messages, marked hermes_note, and the provider sees it;
 //   - resume_pending for longer: a new session, parent the old, which ends
 //     with reason resume_pending_expired;

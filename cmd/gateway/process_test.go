@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes/hermes/cmd/agent"
 	"github.com/hermes/hermes/fsstore"
 )
 
@@ -310,7 +311,7 @@ func TestProcessDrainTimeoutResumes(t *testing.T) {
 		t.Fatalf("the interrupted conversation went to %s, not %s", got, sid)
 	}
 	msgs := messages(t, sessions, sid)
-	if len(msgs) != 4 || msgs[0].Text() != "long turn" || msgs[1].Text() != fsstore.ResumeNote("restart_timeout") ||
+	if len(msgs) != 4 || msgs[0].Text() != "long turn" || msgs[1].Text() != agent.ResumeNote("restart_timeout") ||
 		msgs[2].Text() != "are you there?" || msgs[3].Role != "assistant" {
 		t.Fatalf("transcript: %s", dump(msgs))
 	}

@@ -623,7 +623,7 @@ func TestResumePendingContinues(t *testing.T) {
 		t.Fatal("a fresh resume_pending session was not continued")
 	}
 	msgs := messages(t, e.sessions, fresh)
-	if len(msgs) != 5 || msgs[2].Role != "system" || msgs[2].Text() != fsstore.ResumeNote("restart_timeout") || !agent.IsNote(msgs[2]) {
+	if len(msgs) != 5 || msgs[2].Role != "system" || msgs[2].Text() != agent.ResumeNote("restart_timeout") || !agent.IsNote(msgs[2]) {
 		t.Fatalf("no note before the new message: %s", dump(msgs))
 	}
 	if text != echoText(4, "again") {
