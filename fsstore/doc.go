@@ -78,7 +78,19 @@
 // lacks from a directory listing. fsck --repair rebuilds the task indexes
 // from the records. A kanban task
 // holds its runs, so that a claim (the task becomes running and gains a
-// run) is one atomic write, a compare-and-swap under the task's lock.
+// run) is one atomic write, a compare-and-swap under the task's lock; the
+// board's rules (claim, block, complete, heartbeat, unblock, …) are each
+// one such compare-and-swap, listed with their refusals in
+// kanban_rules.go.
+//
+// # Times
+//
+// Every time the store writes is in TimeLayout: RFC 3339, UTC,
+// microseconds, 27 bytes. A message's own ts (an import's, a client's) is
+// rewritten in that form, whatever zone it came in. Readers compare
+// instants, not strings (Later), so a line written before that rule still
+// sorts by its instant; fsck reports a document whose times are in another
+// form, and --repair rewrites it without moving an instant.
 //
 // # Recovery procedure
 //
