@@ -213,8 +213,8 @@ func (s *SessionStore) Create(sess Session) (_ Session, created bool, err error)
 	sess.UpdatedAt = ts
 	if sess.CreatedAt == "" {
 		sess.CreatedAt = ts
-	} else if _, err := time.Parse(time.RFC3339Nano, sess.CreatedAt); err != nil {
-		return Session{}, false, Invalidf("created_at %q is not an RFC 3339 time", sess.CreatedAt)
+	} else if sess.CreatedAt, err = CanonicalTime(sess.CreatedAt); err != nil {
+		return Session{}, false, Invalidf("created_at: %w", err)
 	}
 	if sess.State == "" {
 		sess.State = StateActive

@@ -125,3 +125,15 @@ func hasFinding(fs []Finding, what string) bool {
 	}
 	return false
 }
+
+// An import's created_at, in any zone, is stored in the store's one form.
+func TestCreateNormalisesCreatedAt(t *testing.T) {
+	s, _, _ := newTestStore(t)
+	sess, _, err := s.Create(Session{ID: "imp", CreatedAt: "2025-03-01T10:15:00.5+01:00"})
+	if err != nil || sess.CreatedAt != "2025-03-01T09:15:00.500000Z" {
+		t.Fatalf("created_at %q, %v", sess.CreatedAt, err)
+	}
+	if _, _, err := s.Create(Session{ID: "bad", CreatedAt: "March"}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("a bad created_at: %v", err)
+	}
+}
