@@ -75,8 +75,8 @@ func kanbanCommand() *cli.Command {
 				Flags:     []cli.Flag{&cli.StringFlag{Name: "reason", Usage: "why (required)"}},
 				Action:    withEnv(kanbanBlock),
 			},
-			{Name: "unblock", Usage: "make a blocked task ready again", ArgsUsage: "ID", Action: withEnv(kanbanUnblock)},
-			{Name: "ready", Usage: "make a todo task ready for dispatch", ArgsUsage: "ID", Action: withEnv(kanbanReady)},
+			{Name: "unblock", Usage: "make a blocked task ready again", ArgsUsage: "ID", Action: withEnv(personVerb((*fsstore.Board).Unblock))},
+			{Name: "ready", Usage: "make a todo task ready for dispatch", ArgsUsage: "ID", Action: withEnv(personVerb((*fsstore.Board).Ready))},
 			{
 				Name:      "complete",
 				Usage:     "mark a task done (a worker: its own, ending its run)",
@@ -99,7 +99,7 @@ func kanbanCommand() *cli.Command {
 				Flags:     []cli.Flag{&cli.StringFlag{Name: "session", Usage: "the session id (default $HERMES_SESSION_ID)"}},
 				Action:    withEnv(kanbanRegisterSession),
 			},
-			{Name: "archive", Usage: "archive a task that is not running", ArgsUsage: "ID", Action: withEnv(kanbanArchive)},
+			{Name: "archive", Usage: "archive a task that is not running", ArgsUsage: "ID", Action: withEnv(personVerb((*fsstore.Board).Archive))},
 			{
 				Name:      "dispatch",
 				Usage:     "reconcile running tasks, then claim ready ones and start their workers",
@@ -434,28 +434,20 @@ func kanbanBlock(e *env) error {
 	return printKanbanTask(e, t)
 }
 
-func kanbanUnblock(e *env) error {
-	board, id, err := kanbanArgs(e)
-	if err != nil {
-		return err
+// personVerb is a verb a person runs on the task ID names: one board
+// method, then the task printed.
+func personVerb(move func(*fsstore.Board, string) (fsstore.KanbanTask, error)) func(*env) error {
+	return func(e *env) error {
+		board, id, err := kanbanArgs(e)
+		if err != nil {
+			return err
+		}
+		t, err := move(board, id)
+		if err != nil {
+			return err
+		}
+		return printKanbanTask(e, t)
 	}
-	t, err := board.Unblock(id)
-	if err != nil {
-		return err
-	}
-	return printKanbanTask(e, t)
-}
-
-func kanbanReady(e *env) error {
-	board, id, err := kanbanArgs(e)
-	if err != nil {
-		return err
-	}
-	t, err := board.Ready(id)
-	if err != nil {
-		return err
-	}
-	return printKanbanTask(e, t)
 }
 
 func kanbanComplete(e *env) error {
@@ -576,16 +568,4 @@ func kanbanRegisterSession(e *env) error {
 		return err
 	}
 	return board.RegisterSession(w, sid)
-}
-
-func kanbanArchive(e *env) error {
-	board, id, err := kanbanArgs(e)
-	if err != nil {
-		return err
-	}
-	t, err := board.Archive(id)
-	if err != nil {
-		return err
-	}
-	return printKanbanTask(e, t)
 }
