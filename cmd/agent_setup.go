@@ -11,6 +11,7 @@ import (
 	"github.com/hermes/hermes/cmd/agent"
 	"github.com/hermes/hermes/cmd/supervisor"
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/tasks"
 	"github.com/hermes/hermes/profiles"
 )
 
@@ -27,7 +28,7 @@ func toolFlags() []cli.Flag {
 // newToolEnv builds what the tools of a turn may use, all but the session
 // and its directory, which each turn sets.
 func newToolEnv(e *env, cfg profiles.Config) (*agent.Env, error) {
-	tasks, err := e.tasks()
+	taskStore, err := e.tasks()
 	if err != nil {
 		return nil, err
 	}
@@ -46,11 +47,11 @@ func newToolEnv(e *env, cfg profiles.Config) (*agent.Env, error) {
 	}
 	env := &agent.Env{
 		Sessions:        e.sessions(),
-		Tasks:           tasks,
+		Tasks:           taskStore,
 		MaxOutput:       maxOutput,
 		TerminalTimeout: timeout,
-		StartTask: func(name string, argv []string, cwd, sessionID string) (fsstore.Task, error) {
-			return spawnTask(e, tasks, fsstore.Task{Name: name, Command: argv, Cwd: cwd, SessionID: sessionID}, os.Environ())
+		StartTask: func(name string, argv []string, cwd, sessionID string) (tasks.Task, error) {
+			return spawnTask(e, taskStore, tasks.Task{Name: name, Command: argv, Cwd: cwd, SessionID: sessionID}, os.Environ())
 		},
 	}
 	if w, ok := workerFromEnv(); ok {
@@ -134,7 +135,7 @@ func absDir(dir string) (string, error) {
 
 // spawnTask creates the record of a background task and starts its
 // supervisor, returning the record once the command runs.
-func spawnTask(e *env, store *fsstore.TaskStore, t fsstore.Task, env []string) (fsstore.Task, error) {
+func spawnTask(e *env, store *tasks.Store, t tasks.Task, env []string) (tasks.Task, error) {
 	self := os.Getpid()
 	// Until the supervisor writes its own pid, the caller's stands in: it
 	// lives until the supervisor says the command runs.

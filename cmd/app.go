@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/sessions"
 	"github.com/hermes/hermes/profiles"
 )
 
@@ -221,8 +222,8 @@ func (e *env) config() (profiles.Config, error) {
 }
 
 // sessions opens the profile's session store.
-func (e *env) sessions() *fsstore.SessionStore {
-	return fsstore.NewSessionStore(e.profile.Dir(), e.profile.Name, e.lockTimeout, e.warn)
+func (e *env) sessions() *sessions.Store {
+	return sessions.NewStore(e.profile.Dir(), e.profile.Name, e.lockTimeout, e.warn)
 }
 
 // stdinIsTerminal reports whether stdin is an interactive terminal.

@@ -19,6 +19,9 @@ import (
 	"github.com/hermes/hermes/cmd/agent"
 	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/kanban"
+	"github.com/hermes/hermes/fsstore/sessions"
+	"github.com/hermes/hermes/fsstore/tasks"
 	"github.com/hermes/hermes/profiles"
 )
 
@@ -108,7 +111,7 @@ session. In line mode also: /background PROMPT, /tasks [history|log|prune …].`
 // session ("" until the first turn of a new session creates it).
 type chatter struct {
 	e         *env
-	store     *fsstore.SessionStore
+	store     *sessions.Store
 	engine    *agent.Engine
 	toolEnv   *agent.Env
 	model     string
@@ -260,7 +263,7 @@ func (ch *chatter) pickSession() error {
 		ch.sessionID = id
 	case cont && c.NArg() == 1:
 		title := c.Args().First()
-		list, err := ch.store.List(fsstore.ListOptions{})
+		list, err := ch.store.List(sessions.ListOptions{})
 		if err != nil {
 			return err
 		}
@@ -272,7 +275,7 @@ func (ch *chatter) pickSession() error {
 		}
 		return fmt.Errorf("%w: no session titled %q", fsstore.ErrNotFound, title)
 	case cont:
-		list, err := ch.store.List(fsstore.ListOptions{Limit: 1})
+		list, err := ch.store.List(sessions.ListOptions{Limit: 1})
 		if err != nil {
 			return err
 		}
@@ -296,15 +299,15 @@ type turnResult struct {
 
 // session returns the chat's session, creating it for the first turn of a
 // new one, with its tools' working directory recorded.
-func (ch *chatter) session() (fsstore.Session, error) {
+func (ch *chatter) session() (sessions.Session, error) {
 	if ch.sessionID == "" {
 		cwd, err := ch.workDir()
 		if err != nil {
-			return fsstore.Session{}, err
+			return sessions.Session{}, err
 		}
-		sess, _, err := ch.store.Create(fsstore.Session{Title: ch.title, Source: "chat", Model: ch.model, Cwd: cwd})
+		sess, _, err := ch.store.Create(sessions.Session{Title: ch.title, Source: "chat", Model: ch.model, Cwd: cwd})
 		if err != nil {
-			return fsstore.Session{}, err
+			return sessions.Session{}, err
 		}
 		ch.sessionID, ch.title = sess.ID, ""
 		return sess, nil
@@ -340,12 +343,12 @@ func (ch *chatter) turn(ctx context.Context, text string) (turnResult, error) {
 	if err != nil {
 		return turnResult{}, err
 	}
-	var input []fsstore.Message
+	var input []sessions.Message
 	if ch.system != "" {
-		input = append(input, fsstore.Message{Role: "system", Content: fsstore.TextContent(ch.system)})
+		input = append(input, sessions.Message{Role: "system", Content: sessions.TextContent(ch.system)})
 		ch.system = ""
 	}
-	input = append(input, fsstore.Message{Role: "user", Content: fsstore.TextContent(text)})
+	input = append(input, sessions.Message{Role: "user", Content: sessions.TextContent(text)})
 	ch.registerWithKanban(sess.ID)
 	env := *ch.toolEnv
 	env.Cwd = sess.Cwd
@@ -380,7 +383,7 @@ func (ch *chatter) registerWithKanban(sessionID string) {
 		ch.e.warn("kanban: " + err.Error())
 		return
 	}
-	board := fsstore.NewBoard(profiles.Dir(ch.e.profile.Root, profile), ch.e.lockTimeout, ch.e.warn)
+	board := kanban.NewBoard(profiles.Dir(ch.e.profile.Root, profile), ch.e.lockTimeout, ch.e.warn)
 	if err := board.RegisterSession(w, sessionID); err != nil {
 		ch.e.warn("kanban: " + err.Error())
 	}
@@ -494,7 +497,7 @@ func (ch *chatter) slash(line string, numbered *[]string) (done bool, err error)
 	case "/help":
 		fmt.Fprintln(e.stdout, lineModeHelp)
 	case "/sessions":
-		list, err := ch.store.List(fsstore.ListOptions{Limit: 10})
+		list, err := ch.store.List(sessions.ListOptions{Limit: 10})
 		if err != nil {
 			return false, err
 		}
@@ -589,7 +592,7 @@ func (ch *chatter) background(prompt string) error {
 	e := ch.e
 	cwd, err := ch.workDir()
 	if ch.sessionID != "" && ch.cwd == "" {
-		var parent fsstore.Session
+		var parent sessions.Session
 		if parent, err = ch.store.Get(ch.sessionID); err == nil && parent.Cwd != "" {
 			cwd = parent.Cwd
 		}
@@ -597,7 +600,7 @@ func (ch *chatter) background(prompt string) error {
 	if err != nil {
 		return err
 	}
-	sess, _, err := ch.store.Create(fsstore.Session{Source: "chat", Model: ch.model, ParentSessionID: ch.sessionID, Cwd: cwd})
+	sess, _, err := ch.store.Create(sessions.Session{Source: "chat", Model: ch.model, ParentSessionID: ch.sessionID, Cwd: cwd})
 	if err != nil {
 		return err
 	}
@@ -617,7 +620,7 @@ func (ch *chatter) background(prompt string) error {
 			argv = append(argv, "--"+name)
 		}
 	}
-	t, err := spawnTask(e, ch.toolEnv.Tasks, fsstore.Task{Name: "background chat", Command: argv, Cwd: cwd, SessionID: sess.ID}, os.Environ())
+	t, err := spawnTask(e, ch.toolEnv.Tasks, tasks.Task{Name: "background chat", Command: argv, Cwd: cwd, SessionID: sess.ID}, os.Environ())
 	if err != nil {
 		return err
 	}

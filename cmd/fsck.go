@@ -7,6 +7,9 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/gatewaystate"
+	"github.com/hermes/hermes/fsstore/kanban"
+	"github.com/hermes/hermes/fsstore/tasks"
 )
 
 func fsckCommand() *cli.Command {
@@ -33,9 +36,9 @@ func fsck(e *env) error {
 	}
 	dir := e.profile.Dir()
 	for _, check := range []func(bool, string) ([]fsstore.Finding, error){
-		fsstore.NewTaskStore(dir, e.lockTimeout, e.warn).Check,
-		fsstore.NewBoard(dir, e.lockTimeout, e.warn).Check,
-		fsstore.NewGatewayStore(dir, e.lockTimeout, e.warn).Check,
+		tasks.NewStore(dir, e.lockTimeout, e.warn).Check,
+		kanban.NewBoard(dir, e.lockTimeout, e.warn).Check,
+		gatewaystate.NewStore(dir, e.lockTimeout, e.warn).Check,
 	} {
 		more, err := check(repair, lostFound)
 		if err != nil {

@@ -12,6 +12,8 @@ import (
 	"github.com/hermes/hermes/cmd/agent"
 	"github.com/hermes/hermes/cmd/gateway"
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/gatewaystate"
+	"github.com/hermes/hermes/fsstore/sessions"
 	"github.com/hermes/hermes/profiles"
 )
 
@@ -48,8 +50,8 @@ at once. One gateway runs per profile: a second serve exits 4.`,
 	}
 }
 
-func (e *env) gatewayStore() *fsstore.GatewayStore {
-	return fsstore.NewGatewayStore(e.profile.Dir(), e.lockTimeout, e.warn)
+func (e *env) gatewayStore() *gatewaystate.Store {
+	return gatewaystate.NewStore(e.profile.Dir(), e.lockTimeout, e.warn)
 }
 
 func gatewayServe(e *env) error {
@@ -145,9 +147,9 @@ func gatewayServe(e *env) error {
 // gatewayStatusRecord is what status prints with --json: one object.
 type gatewayStatusRecord struct {
 	Running bool `json:"running"`
-	fsstore.GatewayState
-	CleanShutdown bool              `json:"clean_shutdown"`
-	Sessions      []fsstore.Session `json:"sessions"`
+	gatewaystate.State
+	CleanShutdown bool               `json:"clean_shutdown"`
+	Sessions      []sessions.Session `json:"sessions"`
 }
 
 func gatewayStatus(e *env) error {
@@ -167,13 +169,13 @@ func gatewayStatus(e *env) error {
 	if err != nil {
 		return err
 	}
-	rec := gatewayStatusRecord{Running: running, GatewayState: state, CleanShutdown: clean, Sessions: []fsstore.Session{}}
+	rec := gatewayStatusRecord{Running: running, State: state, CleanShutdown: clean, Sessions: []sessions.Session{}}
 	if rec.InterruptedSessions == nil {
 		rec.InterruptedSessions = []string{}
 	}
 	store := e.sessions()
-	for _, state := range []string{fsstore.StateResumePending, fsstore.StateSuspended} {
-		list, err := store.List(fsstore.ListOptions{State: state})
+	for _, state := range []string{sessions.StateResumePending, sessions.StateSuspended} {
+		list, err := store.List(sessions.ListOptions{State: state})
 		if err != nil {
 			return err
 		}

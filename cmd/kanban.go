@@ -16,6 +16,7 @@ import (
 	"github.com/hermes/hermes/cmd/dispatch"
 	"github.com/hermes/hermes/cmd/supervisor"
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/kanban"
 	"github.com/hermes/hermes/profiles"
 )
 
@@ -45,7 +46,7 @@ func kanbanCommand() *cli.Command {
 					&cli.StringFlag{Name: "assignee", Usage: "the profile whose agent works it (default: this profile)"},
 					&cli.IntFlag{Name: "priority", Usage: "higher is dispatched first"},
 					&cli.StringFlag{Name: "resume-on-respawn", Usage: "true or false (default: kanban.resume_on_respawn in config.yaml, else true)"},
-					&cli.StringFlag{Name: "status", Value: string(fsstore.KanbanReady), Usage: "todo or ready"},
+					&cli.StringFlag{Name: "status", Value: string(kanban.Ready), Usage: "todo or ready"},
 				},
 				Action: withEnv(kanbanCreate),
 			},
@@ -75,8 +76,8 @@ func kanbanCommand() *cli.Command {
 				Flags:     []cli.Flag{&cli.StringFlag{Name: "reason", Usage: "why (required)"}},
 				Action:    withEnv(kanbanBlock),
 			},
-			{Name: "unblock", Usage: "make a blocked task ready again", ArgsUsage: "ID", Action: withEnv(personVerb((*fsstore.Board).Unblock))},
-			{Name: "ready", Usage: "make a todo task ready for dispatch", ArgsUsage: "ID", Action: withEnv(personVerb((*fsstore.Board).Ready))},
+			{Name: "unblock", Usage: "make a blocked task ready again", ArgsUsage: "ID", Action: withEnv(personVerb((*kanban.Board).Unblock))},
+			{Name: "ready", Usage: "make a todo task ready for dispatch", ArgsUsage: "ID", Action: withEnv(personVerb((*kanban.Board).Ready))},
 			{
 				Name:      "complete",
 				Usage:     "mark a task done (a worker: its own, ending its run)",
@@ -99,7 +100,7 @@ func kanbanCommand() *cli.Command {
 				Flags:     []cli.Flag{&cli.StringFlag{Name: "session", Usage: "the session id (default $HERMES_SESSION_ID)"}},
 				Action:    withEnv(kanbanRegisterSession),
 			},
-			{Name: "archive", Usage: "archive a task that is not running", ArgsUsage: "ID", Action: withEnv(personVerb((*fsstore.Board).Archive))},
+			{Name: "archive", Usage: "archive a task that is not running", ArgsUsage: "ID", Action: withEnv(personVerb((*kanban.Board).Archive))},
 			{
 				Name:      "dispatch",
 				Usage:     "reconcile running tasks, then claim ready ones and start their workers",
@@ -119,7 +120,7 @@ func kanbanCommand() *cli.Command {
 
 // board opens the profile's board. A worker's verbs use the board named by
 // its environment, which may be another profile's than its own.
-func (e *env) board() (*fsstore.Board, error) {
+func (e *env) board() (*kanban.Board, error) {
 	dir := e.profile.Dir()
 	if p := os.Getenv(envKanbanProfile); p != "" && !e.c.IsSet("profile") {
 		if err := profiles.CheckName(p); err != nil {
@@ -127,7 +128,7 @@ func (e *env) board() (*fsstore.Board, error) {
 		}
 		dir = profiles.Dir(e.profile.Root, p)
 	}
-	return fsstore.NewBoard(dir, e.lockTimeout, e.warn), nil
+	return kanban.NewBoard(dir, e.lockTimeout, e.warn), nil
 }
 
 func kanbanCreate(e *env) error {
@@ -135,8 +136,8 @@ func kanbanCreate(e *env) error {
 	if err != nil {
 		return err
 	}
-	t := fsstore.KanbanTask{Title: title, Priority: e.c.Int("priority"), Status: fsstore.Status(e.c.String("status"))}
-	if t.Status != fsstore.KanbanTodo && t.Status != fsstore.KanbanReady {
+	t := kanban.Task{Title: title, Priority: e.c.Int("priority"), Status: kanban.Status(e.c.String("status"))}
+	if t.Status != kanban.Todo && t.Status != kanban.Ready {
 		return usagef("--status must be todo or ready")
 	}
 	t.Body = e.c.String("body")
@@ -205,7 +206,7 @@ func kanbanList(e *env) error {
 	if e.c.NArg() > 0 {
 		return usagef("list takes no arguments")
 	}
-	status, assignee := fsstore.Status(e.c.String("status")), e.c.String("assignee")
+	status, assignee := kanban.Status(e.c.String("status")), e.c.String("assignee")
 	if status != "" && !status.Valid() {
 		return usagef("unknown --status %q (todo, ready, running, blocked, done, archived)", status)
 	}
@@ -217,9 +218,9 @@ func kanbanList(e *env) error {
 	if err != nil {
 		return err
 	}
-	var list []fsstore.KanbanTask
+	var list []kanban.Task
 	for _, t := range all {
-		if (status == "" && t.Status == fsstore.KanbanArchived) || (status != "" && t.Status != status) || (assignee != "" && t.Assignee != assignee) {
+		if (status == "" && t.Status == kanban.Archived) || (status != "" && t.Status != status) || (assignee != "" && t.Assignee != assignee) {
 			continue
 		}
 		list = append(list, t)
@@ -238,7 +239,7 @@ func kanbanList(e *env) error {
 }
 
 // kanbanArgs reads the ID argument of a human verb and opens the board.
-func kanbanArgs(e *env) (*fsstore.Board, string, error) {
+func kanbanArgs(e *env) (*kanban.Board, string, error) {
 	id, err := kanbanTaskArg(e)
 	if err != nil {
 		return nil, "", err
@@ -274,16 +275,16 @@ func kanbanShow(e *env) error {
 		return err
 	}
 	if comments == nil {
-		comments = []fsstore.Comment{}
+		comments = []kanban.Comment{}
 	}
 	if events == nil {
-		events = []fsstore.Event{} // an events log lost or torn whole: still an array
+		events = []kanban.Event{} // an events log lost or torn whole: still an array
 	}
 	if e.json {
 		return printJSON(e.stdout, struct {
-			fsstore.KanbanTask
-			Comments []fsstore.Comment `json:"comments"`
-			Events   []fsstore.Event   `json:"events"`
+			kanban.Task
+			Comments []kanban.Comment `json:"comments"`
+			Events   []kanban.Event   `json:"events"`
 		}{t, comments, events})
 	}
 	tb := newTable(e.stdout)
@@ -316,7 +317,7 @@ func kanbanShow(e *env) error {
 	return nil
 }
 
-func printRuns(e *env, runs []fsstore.Run) {
+func printRuns(e *env, runs []kanban.Run) {
 	tb := newTable(e.stdout, "  RUN", "STATUS", "OUTCOME", "EXIT", "SESSION", "RESUMED FROM", "STARTED")
 	for _, r := range runs {
 		exit := "-"
@@ -372,15 +373,15 @@ func kanbanComment(e *env) error {
 	return nil
 }
 
-func workerFromEnv() (fsstore.Worker, bool) {
-	w := fsstore.Worker{Task: os.Getenv(envKanbanTask), Run: os.Getenv(envKanbanRun), Claim: os.Getenv(envKanbanClaim)}
+func workerFromEnv() (kanban.Worker, bool) {
+	w := kanban.Worker{Task: os.Getenv(envKanbanTask), Run: os.Getenv(envKanbanRun), Claim: os.Getenv(envKanbanClaim)}
 	return w, w.Run != ""
 }
 
 // target decides whom a verb acts for: the worker of the environment
 // (checked against the task's current run and claim), or a person naming
 // the task.
-func target(e *env) (id string, w *fsstore.Worker, err error) {
+func target(e *env) (id string, w *kanban.Worker, err error) {
 	if e.c.NArg() > 1 {
 		return "", nil, usagef("expected at most one task ID")
 	}
@@ -394,7 +395,7 @@ func target(e *env) (id string, w *fsstore.Worker, err error) {
 	return id, nil, fsstore.CheckID("task id", id)
 }
 
-func printKanbanTask(e *env, t fsstore.KanbanTask) error {
+func printKanbanTask(e *env, t kanban.Task) error {
 	if e.json {
 		return printJSON(e.stdout, t)
 	}
@@ -436,7 +437,7 @@ func kanbanBlock(e *env) error {
 
 // personVerb is a verb a person runs on the task ID names: one board
 // method, then the task printed.
-func personVerb(move func(*fsstore.Board, string) (fsstore.KanbanTask, error)) func(*env) error {
+func personVerb(move func(*kanban.Board, string) (kanban.Task, error)) func(*env) error {
 	return func(e *env) error {
 		board, id, err := kanbanArgs(e)
 		if err != nil {
@@ -492,8 +493,8 @@ func kanbanHeartbeat(e *env) error {
 // kanbanWorker is a worker's own task as the agent's kanban tools see it,
 // with the CLI verbs' rules: a run or claim no longer current is refused.
 type kanbanWorker struct {
-	board  *fsstore.Board
-	w      fsstore.Worker
+	board  *kanban.Board
+	w      kanban.Worker
 	author string
 }
 

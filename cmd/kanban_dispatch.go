@@ -8,7 +8,8 @@ import (
 	"time"
 
 	"github.com/hermes/hermes/cmd/dispatch"
-	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/sessions"
+	"github.com/hermes/hermes/fsstore/tasks"
 	"github.com/hermes/hermes/profiles"
 )
 
@@ -56,8 +57,8 @@ func kanbanDispatch(e *env) error {
 	if d.Tasks, err = e.tasks(); err != nil {
 		return err
 	}
-	d.Session = func(profile, id string) (fsstore.Session, error) {
-		return fsstore.NewSessionStore(profiles.Dir(e.profile.Root, profile), profile, e.lockTimeout, e.warn).Get(id)
+	d.Session = func(profile, id string) (sessions.Session, error) {
+		return sessions.NewStore(profiles.Dir(e.profile.Root, profile), profile, e.lockTimeout, e.warn).Get(id)
 	}
 	d.Spawn = func(name string, argv, env []string) (string, error) {
 		return spawnWorker(e, d.Tasks, name, argv, env)
@@ -81,7 +82,7 @@ func kanbanDispatch(e *env) error {
 
 // spawnWorker starts a kanban worker under the tasks supervisor, in this
 // directory, with this home; a command named hermes is this binary.
-func spawnWorker(e *env, tasks *fsstore.TaskStore, name string, argv, env []string) (string, error) {
+func spawnWorker(e *env, taskStore *tasks.Store, name string, argv, env []string) (string, error) {
 	if argv[0] == "hermes" {
 		exe, err := os.Executable()
 		if err != nil {
@@ -94,6 +95,6 @@ func spawnWorker(e *env, tasks *fsstore.TaskStore, name string, argv, env []stri
 		return "", err
 	}
 	env = append(append(os.Environ(), env...), "HERMES_HOME="+e.profile.Root)
-	t, err := spawnTask(e, tasks, fsstore.Task{Name: name, Command: argv, Cwd: cwd}, env)
+	t, err := spawnTask(e, taskStore, tasks.Task{Name: name, Command: argv, Cwd: cwd}, env)
 	return t.ID, err
 }

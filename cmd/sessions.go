@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/sessions"
 	"github.com/hermes/hermes/profiles"
 )
 
@@ -166,7 +167,7 @@ func sessionsNew(e *env) error {
 	if e.c.NArg() > 0 {
 		return usagef("new takes no arguments (use --title)")
 	}
-	sess, _, err := e.sessions().Create(fsstore.Session{
+	sess, _, err := e.sessions().Create(sessions.Session{
 		ID:     e.c.String("id"),
 		Title:  e.c.String("title"),
 		Source: e.c.String("source"),
@@ -184,9 +185,9 @@ func sessionsNew(e *env) error {
 
 // readMessages reads chat messages as JSONL from r: blank lines skipped,
 // every line checked before anything is written.
-func readMessages(r io.Reader) ([]fsstore.Message, error) {
+func readMessages(r io.Reader) ([]sessions.Message, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
-	var msgs []fsstore.Message
+	var msgs []sessions.Message
 	for n := 1; ; n++ {
 		line, err := br.ReadBytes('\n')
 		if len(strings.TrimSpace(string(line))) > 0 {
@@ -196,7 +197,7 @@ func readMessages(r io.Reader) ([]fsstore.Message, error) {
 			if !utf8.Valid(line) {
 				return nil, fsstore.Invalidf("stdin line %d is not valid UTF-8", n)
 			}
-			m, perr := fsstore.ParseMessage(line)
+			m, perr := sessions.ParseMessage(line)
 			if perr != nil {
 				return nil, fmt.Errorf("stdin line %d: %w", n, perr)
 			}
@@ -216,7 +217,7 @@ func sessionsAppend(e *env) error {
 	if err != nil {
 		return err
 	}
-	var msgs []fsstore.Message
+	var msgs []sessions.Message
 	if role := e.c.String("role"); role != "" || e.c.IsSet("content") {
 		if !e.c.IsSet("content") {
 			return usagef("--role needs --content")
@@ -227,9 +228,9 @@ func sessionsAppend(e *env) error {
 		if !utf8.ValidString(e.c.String("content")) {
 			return usagef("--content is not valid UTF-8")
 		}
-		m := fsstore.Message{Role: role, Content: fsstore.TextContent(e.c.String("content"))}
+		m := sessions.Message{Role: role, Content: sessions.TextContent(e.c.String("content"))}
 		line, _ := m.MarshalJSON()
-		if _, err := fsstore.ParseMessage(line); err != nil {
+		if _, err := sessions.ParseMessage(line); err != nil {
 			return err
 		}
 		msgs = append(msgs, m)
@@ -285,7 +286,7 @@ func sessionsSave(e *env) error {
 	if e.json {
 		return printJSON(e.stdout, struct {
 			SessionID string `json:"session_id"`
-			fsstore.SaveResult
+			sessions.SaveResult
 		}{id, res})
 	}
 	fmt.Fprintln(e.stdout, res.Count)
@@ -326,7 +327,7 @@ func sessionsShow(e *env) error {
 	tb.row("updated:", sess.UpdatedAt)
 	tb.row("messages:", sess.MessageCount)
 	tb.flush()
-	err = t.Each(func(m fsstore.Message) error {
+	err = t.Each(func(m sessions.Message) error {
 		fmt.Fprintf(w, "\n[%d] %s  %s\n", m.Seq, m.Role, m.TS)
 		writeMessageBody(w, m)
 		return nil
@@ -337,11 +338,11 @@ func sessionsShow(e *env) error {
 	return err
 }
 
-func stateWithReason(s fsstore.Session) string {
+func stateWithReason(s sessions.Session) string {
 	switch {
-	case s.State == fsstore.StateEnded && s.EndReason != "":
+	case s.State == sessions.StateEnded && s.EndReason != "":
 		return s.State + " (" + s.EndReason + ")"
-	case s.State == fsstore.StateResumePending && s.ResumeReason != "":
+	case s.State == sessions.StateResumePending && s.ResumeReason != "":
 		return s.State + " (" + s.ResumeReason + ")"
 	}
 	return s.State
@@ -349,7 +350,7 @@ func stateWithReason(s fsstore.Session) string {
 
 // writeMessageBody prints a message's text, tool calls and tool call id
 // for people.
-func writeMessageBody(w io.Writer, m fsstore.Message) {
+func writeMessageBody(w io.Writer, m sessions.Message) {
 	if text := m.Text(); text != "" {
 		fmt.Fprintln(w, text)
 	}
@@ -435,7 +436,7 @@ func exportArray(e *env, ids []string) error {
 	return w.Flush()
 }
 
-func exportJSON(w *bufio.Writer, store *fsstore.SessionStore, id string) error {
+func exportJSON(w *bufio.Writer, store *sessions.Store, id string) error {
 	sess, err := store.Get(id)
 	if err != nil {
 		return err
@@ -464,7 +465,7 @@ func exportJSON(w *bufio.Writer, store *fsstore.SessionStore, id string) error {
 	return err
 }
 
-func exportMarkdown(w *bufio.Writer, store *fsstore.SessionStore, id string) error {
+func exportMarkdown(w *bufio.Writer, store *sessions.Store, id string) error {
 	sess, err := store.Get(id)
 	if err != nil {
 		return err
@@ -480,7 +481,7 @@ func exportMarkdown(w *bufio.Writer, store *fsstore.SessionStore, id string) err
 	}
 	fmt.Fprintf(w, "# %s\n\n- id: `%s`\n- source: %s\n- state: %s\n- created: %s\n- updated: %s\n- messages: %d\n",
 		title, sess.ID, sess.Source, stateWithReason(sess), sess.CreatedAt, sess.UpdatedAt, sess.MessageCount)
-	err = t.Each(func(m fsstore.Message) error {
+	err = t.Each(func(m sessions.Message) error {
 		fmt.Fprintf(w, "\n## %d. %s\n\n", m.Seq, m.Role)
 		if m.ToolCallID != "" {
 			fmt.Fprintf(w, "_result of tool call `%s`_\n\n", m.ToolCallID)
@@ -507,7 +508,7 @@ func sessionsList(e *env) error {
 	if e.c.Int("limit") < 0 {
 		return usagef("--limit must be 0 or more")
 	}
-	list, err := e.sessions().List(fsstore.ListOptions{
+	list, err := e.sessions().List(sessions.ListOptions{
 		Limit:  e.c.Int("limit"),
 		Source: e.c.String("source"),
 		State:  e.c.String("state"),
@@ -531,7 +532,7 @@ func sessionsList(e *env) error {
 
 func validState(s string) bool {
 	switch s {
-	case fsstore.StateActive, fsstore.StateEnded, fsstore.StateSuspended, fsstore.StateResumePending:
+	case sessions.StateActive, sessions.StateEnded, sessions.StateSuspended, sessions.StateResumePending:
 		return true
 	}
 	return false
@@ -591,7 +592,7 @@ func sessionsRename(e *env) error {
 	return printSession(e, sess, err)
 }
 
-func printSession(e *env, sess fsstore.Session, err error) error {
+func printSession(e *env, sess sessions.Session, err error) error {
 	if err != nil {
 		return err
 	}
@@ -641,10 +642,10 @@ func sessionsDelete(e *env) error {
 	if err != nil {
 		return err
 	}
-	return printRemovals(e, []fsstore.Removal{r}, dry)
+	return printRemovals(e, []sessions.Removal{r}, dry)
 }
 
-func printRemovals(e *env, rs []fsstore.Removal, dry bool) error {
+func printRemovals(e *env, rs []sessions.Removal, dry bool) error {
 	if e.json {
 		for _, r := range rs {
 			if err := printJSON(e.stdout, r); err != nil {

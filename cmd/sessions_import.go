@@ -11,6 +11,7 @@ import (
 
 	"github.com/hermes/hermes/cmd/importer"
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/sessions"
 )
 
 func sessionsImportCommand() *cli.Command {
@@ -81,7 +82,7 @@ func sessionsImport(e *env) error {
 	return firstErr
 }
 
-func importOne(e *env, store *fsstore.SessionStore, in importer.Session) (importResult, error) {
+func importOne(e *env, store *sessions.Store, in importer.Session) (importResult, error) {
 	id := in.ID
 	if id != "" && fsstore.CheckID("session id", id) != nil {
 		e.warn(fmt.Sprintf("source id %q cannot be a session id; the session gets a new one", id))
@@ -108,7 +109,7 @@ func importOne(e *env, store *fsstore.SessionStore, in importer.Session) (import
 	}
 	// An imported conversation is history, not a chat in progress: it is
 	// ended (reason "imported"), and a chat --resume reopens it.
-	sess := fsstore.Session{ID: id, Title: in.Title, Source: in.Source, Model: in.Model, State: fsstore.StateEnded, EndReason: "imported"}
+	sess := sessions.Session{ID: id, Title: in.Title, Source: in.Source, Model: in.Model, State: sessions.StateEnded, EndReason: "imported"}
 	if !in.CreatedAt.IsZero() {
 		sess.CreatedAt = fsstore.Timestamp(in.CreatedAt)
 	}

@@ -19,6 +19,8 @@ import (
 
 	"github.com/hermes/hermes/cmd/supervisor"
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/sessions"
+	"github.com/hermes/hermes/fsstore/tasks"
 	"github.com/hermes/hermes/profiles"
 )
 
@@ -125,8 +127,8 @@ and hermes exits with the command's exit code (128 + N for signal N): a cron wra
 
 // tasks opens the profile's task store and recovers tasks whose supervisor
 // died, so that every command that reads tasks sees the truth.
-func (e *env) tasks() (*fsstore.TaskStore, error) {
-	store := fsstore.NewTaskStore(e.profile.Dir(), e.lockTimeout, e.warn)
+func (e *env) tasks() (*tasks.Store, error) {
+	store := tasks.NewStore(e.profile.Dir(), e.lockTimeout, e.warn)
 	_, err := supervisor.Reconcile(store)
 	return store, err
 }
@@ -172,11 +174,11 @@ func tasksRun(e *env) error {
 			return err
 		}
 	}
-	store := fsstore.NewTaskStore(e.profile.Dir(), e.lockTimeout, e.warn)
+	store := tasks.NewStore(e.profile.Dir(), e.lockTimeout, e.warn)
 	self := os.Getpid()
 	// Until the supervisor writes its own pid, the caller's stands in: it
 	// lives until the supervisor says the command runs.
-	t, err := store.Create(fsstore.Task{
+	t, err := store.Create(tasks.Task{
 		Name: name, Command: argv, Cwd: cwd, SessionID: sessionID,
 		SupervisorPID: self, SupervisorStart: supervisor.ProcStart(self),
 	})
@@ -215,7 +217,7 @@ func tasksRun(e *env) error {
 
 // taskExit is the exit of `run --wait` and `wait`: the command's own code,
 // 128 + N for a signal, 1 for a lost task.
-func taskExit(t fsstore.Task) error {
+func taskExit(t tasks.Task) error {
 	switch {
 	case t.ExitCode != nil && *t.ExitCode == 0:
 		return nil
@@ -273,7 +275,7 @@ func tasksSupervise(e *env) error {
 		return err
 	}
 	ready := os.NewFile(readyPipe, "ready")
-	store := fsstore.NewTaskStore(e.profile.Dir(), e.lockTimeout, e.warn)
+	store := tasks.NewStore(e.profile.Dir(), e.lockTimeout, e.warn)
 	signal.Ignore(syscall.SIGPIPE)
 	_, err = supervisor.Supervise(supervisor.Spec{
 		Store: store, ID: id, Env: os.Environ(),
@@ -300,7 +302,7 @@ func tasksList(e *env) error {
 	if err != nil {
 		return err
 	}
-	var list []fsstore.Task
+	var list []tasks.Task
 	running, err := store.Running()
 	if err != nil {
 		return err
@@ -311,7 +313,7 @@ func tasksList(e *env) error {
 			list = append(list, t)
 		}
 	}
-	recent, err := store.History(fsstore.HistoryOptions{Since: time.Now().Add(-24 * time.Hour)})
+	recent, err := store.History(tasks.HistoryOptions{Since: time.Now().Add(-24 * time.Hour)})
 	if err != nil {
 		return err
 	}
@@ -321,7 +323,7 @@ func tasksList(e *env) error {
 	for _, t := range recent {
 		finished[t.ID] = true
 	}
-	list = slices.DeleteFunc(list, func(t fsstore.Task) bool { return finished[t.ID] })
+	list = slices.DeleteFunc(list, func(t tasks.Task) bool { return finished[t.ID] })
 	list = append(list, recent...)
 	if ref := e.c.String("session"); ref != "" {
 		id, err := e.resolveSession(ref)
@@ -334,9 +336,9 @@ func tasksList(e *env) error {
 }
 
 // ofSession keeps the tasks of session id and of its child sessions.
-func ofSession(sessions *fsstore.SessionStore, list []fsstore.Task, id string) []fsstore.Task {
+func ofSession(sessions *sessions.Store, list []tasks.Task, id string) []tasks.Task {
 	parents := map[string]string{}
-	var out []fsstore.Task
+	var out []tasks.Task
 	for _, t := range list {
 		if t.SessionID == "" {
 			continue
@@ -355,7 +357,7 @@ func ofSession(sessions *fsstore.SessionStore, list []fsstore.Task, id string) [
 	return out
 }
 
-func printTasks(e *env, list []fsstore.Task) error {
+func printTasks(e *env, list []tasks.Task) error {
 	if e.json {
 		w := bufferedOut(e.stdout)
 		for _, t := range list {
@@ -370,7 +372,7 @@ func printTasks(e *env, list []fsstore.Task) error {
 	return tb.flush()
 }
 
-func exitText(t fsstore.Task) string {
+func exitText(t tasks.Task) string {
 	switch {
 	case t.ExitCode != nil:
 		return fmt.Sprint(*t.ExitCode)
@@ -380,7 +382,7 @@ func exitText(t fsstore.Task) string {
 	return "-"
 }
 
-func durationText(t fsstore.Task) string {
+func durationText(t tasks.Task) string {
 	if !t.Finished() {
 		if start, err := time.Parse(time.RFC3339Nano, t.StartedAt); err == nil {
 			return time.Since(start).Round(time.Second).String() + "…"
@@ -400,7 +402,7 @@ func commandText(argv []string) string {
 
 // taskArg opens the task store and resolves the ID argument: an exact
 // task id or a unique prefix.
-func taskArg(e *env) (*fsstore.TaskStore, string, error) {
+func taskArg(e *env) (*tasks.Store, string, error) {
 	store, err := e.tasks()
 	if err != nil {
 		return nil, "", err
@@ -450,7 +452,7 @@ func tasksHistory(e *env) error {
 	if e.c.NArg() > 0 {
 		return usagef("history takes no arguments")
 	}
-	opts := fsstore.HistoryOptions{Limit: e.c.Int("limit"), Name: e.c.String("name"), Status: e.c.String("status")}
+	opts := tasks.HistoryOptions{Limit: e.c.Int("limit"), Name: e.c.String("name"), Status: e.c.String("status")}
 	if opts.Limit < 0 {
 		return usagef("--limit must be 0 or more")
 	}
@@ -477,7 +479,7 @@ func tasksHistory(e *env) error {
 
 func finishedStatus(s string) bool {
 	switch s {
-	case fsstore.TaskSucceeded, fsstore.TaskFailed, fsstore.TaskKilled, fsstore.TaskLost:
+	case tasks.Succeeded, tasks.Failed, tasks.Killed, tasks.Lost:
 		return true
 	}
 	return false
@@ -670,7 +672,7 @@ func tasksPrune(e *env) error {
 	if err != nil {
 		return err
 	}
-	opts := fsstore.PruneOptions{Before: time.Now().Add(-d), KeepLast: e.c.Int("keep-last"), Status: e.c.String("status"), DryRun: true}
+	opts := tasks.PruneOptions{Before: time.Now().Add(-d), KeepLast: e.c.Int("keep-last"), Status: e.c.String("status"), DryRun: true}
 	if opts.KeepLast < 0 {
 		return usagef("--keep-last must be 0 or more")
 	}

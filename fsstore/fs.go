@@ -8,23 +8,14 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/natefinch/atomic"
+	"github.com/hermes/hermes/fsstore/internal/seam"
 )
 
 // File and directory modes, applied explicitly after creation so that the
 // umask cannot widen or narrow them.
 const (
-	fileMode = 0o600
-	dirMode  = 0o700
-)
-
-// Test seams: fault-injection tests replace these to fail a chosen step of
-// the write sequences.
-var (
-	createTemp = os.CreateTemp
-	rename     = atomic.ReplaceFile
-	syncFile   = func(f *os.File) error { return f.Sync() }
-	writeFile  = func(f *os.File, b []byte) (int, error) { return f.Write(b) }
+	FileMode = 0o600
+	DirMode  = 0o700
 )
 
 // EnsureDir creates dir and its missing parents with mode 0700 and refuses
@@ -50,10 +41,10 @@ func EnsureDir(dir string) error {
 			return err
 		}
 	}
-	if err := os.Mkdir(dir, dirMode); err != nil && !errors.Is(err, os.ErrExist) {
+	if err := os.Mkdir(dir, DirMode); err != nil && !errors.Is(err, os.ErrExist) {
 		return err
 	}
-	if err := os.Chmod(dir, dirMode); err != nil {
+	if err := os.Chmod(dir, DirMode); err != nil {
 		return err
 	}
 	return SyncDir(parent)
@@ -67,7 +58,7 @@ func SyncDir(dir string) error {
 		return err
 	}
 	defer d.Close()
-	if err := syncFile(d); err != nil {
+	if err := seam.Sync(d); err != nil {
 		return fmt.Errorf("sync directory %s: %w", dir, err)
 	}
 	return nil
@@ -80,28 +71,28 @@ func SyncDir(dir string) error {
 // the rename. On failure the temp file is removed and path is untouched. The
 // new file has mode 0600; a symlink at path is replaced, not followed.
 func WriteFileAtomic(path string, data []byte) (err error) {
-	return writeAtomic(path, func(w io.Writer) error {
+	return WriteAtomic(path, func(w io.Writer) error {
 		_, err := w.Write(data)
 		return err
 	})
 }
 
-// writeAtomic is WriteFileAtomic with the content produced by fill.
-func writeAtomic(path string, fill func(io.Writer) error) error {
-	if err := replaceFile(path, fill); err != nil {
+// WriteAtomic is WriteFileAtomic with the content produced by fill.
+func WriteAtomic(path string, fill func(io.Writer) error) error {
+	if err := ReplaceFile(path, fill); err != nil {
 		return err
 	}
 	return SyncDir(filepath.Dir(path))
 }
 
-// replaceFile is writeAtomic without the sync of the directory: the new
+// ReplaceFile is WriteAtomic without the sync of the directory: the new
 // content is on disk, but after a crash the name may still show the old
 // one, until something syncs the directory. It is for rewrites whose loss
 // a crash makes harmless (a task's pids), and for writers that sync the
 // directory once after several of them.
-func replaceFile(path string, fill func(io.Writer) error) (err error) {
+func ReplaceFile(path string, fill func(io.Writer) error) (err error) {
 	dir := filepath.Dir(path)
-	f, err := createTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	f, err := seam.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
@@ -112,38 +103,60 @@ func replaceFile(path string, fill func(io.Writer) error) (err error) {
 			os.Remove(tmp)
 		}
 	}()
-	if err := f.Chmod(fileMode); err != nil {
+	if err := f.Chmod(FileMode); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := fill(f); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := syncFile(f); err != nil {
+	if err := seam.Sync(f); err != nil {
 		return fmt.Errorf("write %s: sync: %w", path, err)
 	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("write %s: close: %w", path, err)
 	}
-	if err := rename(tmp, path); err != nil {
+	if err := seam.Rename(tmp, path); err != nil {
 		return fmt.Errorf("write %s: rename: %w", path, err)
 	}
 	return nil
 }
 
-// moveAside renames path to path+suffix (a quarantine or a kept copy) and
+// MoveAside renames path to path+suffix (a quarantine or a kept copy) and
 // commits the rename. It returns the new name.
-func moveAside(path, suffix string) (string, error) {
-	dst := path + suffix
-	for i := 1; ; i++ {
-		if _, err := os.Lstat(dst); errors.Is(err, os.ErrNotExist) {
-			break
-		}
-		dst = fmt.Sprintf("%s%s.%d", path, suffix, i)
-	}
+func MoveAside(path, suffix string) (string, error) {
+	dst := freeName(path, suffix)
 	if err := os.Rename(path, dst); err != nil {
 		return "", fmt.Errorf("move %s aside: %w", path, err)
 	}
 	return dst, SyncDir(filepath.Dir(path))
+}
+
+// CopyAside copies path to a new file path+suffix (synced), so the original
+// stays in place until its replacement is committed. A missing path copies
+// nothing and returns "".
+func CopyAside(path, suffix string) (string, error) {
+	src, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	defer src.Close()
+	dst := freeName(path, suffix)
+	return dst, WriteAtomic(dst, func(w io.Writer) error { _, err := io.Copy(w, src); return err })
+}
+
+// freeName is path+suffix, or path+suffix+".N" for the first N that names
+// no file: a copy kept aside never replaces an earlier one.
+func freeName(path, suffix string) string {
+	dst := path + suffix
+	for i := 1; ; i++ {
+		if _, err := os.Lstat(dst); errors.Is(err, os.ErrNotExist) {
+			return dst
+		}
+		dst = fmt.Sprintf("%s%s.%d", path, suffix, i)
+	}
 }
 
 // IsDiskFull reports whether err comes from a full disk or an exhausted

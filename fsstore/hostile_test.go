@@ -1,4 +1,4 @@
-package fsstore
+package fsstore_test
 
 import (
 	"errors"
@@ -9,6 +9,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/internal/storetest"
+	"github.com/hermes/hermes/fsstore/kanban"
+	"github.com/hermes/hermes/fsstore/sessions"
+	"github.com/hermes/hermes/fsstore/tasks"
 )
 
 // Hostile names (invariant 7): every id that could leave the store
@@ -130,31 +136,31 @@ func treeSnapshot(t *testing.T, root string) map[string]string {
 }
 
 // hostileStores returns the three record stores of a profile under root.
-func hostileStores(profileDir string) (*SessionStore, *TaskStore, *Board) {
+func hostileStores(profileDir string) (*sessions.Store, *tasks.Store, *kanban.Board) {
 	warn := func(string) {}
-	s := NewSessionStore(profileDir, "default", time.Second, warn)
-	s.Now = func() time.Time { return testEpoch }
-	ts := NewTaskStore(profileDir, time.Second, warn)
+	s := sessions.NewStore(profileDir, "default", time.Second, warn)
+	s.Now = func() time.Time { return storetest.Epoch }
+	ts := tasks.NewStore(profileDir, time.Second, warn)
 	ts.Now = s.Now
-	b := NewBoard(profileDir, time.Second, warn)
+	b := kanban.NewBoard(profileDir, time.Second, warn)
 	b.Now = s.Now
 	return s, ts, b
 }
 
 // tryAll runs every id-taking entry point of the stores with id and
 // returns the errors by operation.
-func tryAll(s *SessionStore, ts *TaskStore, b *Board, id string) map[string]error {
+func tryAll(s *sessions.Store, ts *tasks.Store, b *kanban.Board, id string) map[string]error {
 	errs := map[string]error{}
-	_, _, errs["SessionStore.Create"] = s.Create(Session{ID: id, Source: "test"})
-	_, errs["SessionStore.Append"] = s.Append(id, []Message{textMsg("user", "evil")})
+	_, _, errs["SessionStore.Create"] = s.Create(sessions.Session{ID: id, Source: "test"})
+	_, errs["SessionStore.Append"] = s.Append(id, []sessions.Message{textMsg("user", "evil")})
 	_, errs["SessionStore.Get"] = s.Get(id)
 	_, errs["SessionStore.Resolve"] = s.Resolve(id)
-	_, errs["SessionStore.Save"] = s.Save(id, []Message{textMsg("user", "evil")}, true)
+	_, errs["SessionStore.Save"] = s.Save(id, []sessions.Message{textMsg("user", "evil")}, true)
 	_, errs["SessionStore.Rename"] = s.Rename(id, "t")
 	_, errs["SessionStore.Delete"] = s.Delete(id, false)
-	_, errs["TaskStore.Create"] = ts.Create(Task{ID: id, Command: []string{"true"}})
+	_, errs["TaskStore.Create"] = ts.Create(tasks.Task{ID: id, Command: []string{"true"}})
 	_, errs["TaskStore.Get"] = ts.Get(id)
-	_, errs["Board.Create"] = b.Create(KanbanTask{ID: id, Title: "evil"})
+	_, errs["Board.Create"] = b.Create(kanban.Task{ID: id, Title: "evil"})
 	_, errs["Board.Get"] = b.Get(id)
 	_, errs["Board.AddComment"] = b.AddComment(id, "me", "evil")
 	return errs
@@ -167,8 +173,8 @@ func TestHostileIDsRefused(t *testing.T) {
 	}
 	for _, tc := range ids {
 		t.Run(tc.name, func(t *testing.T) {
-			if err := CheckID("session id", tc.id); !errors.Is(err, ErrInvalid) {
-				t.Fatalf("CheckID(%q) = %v, want ErrInvalid", tc.id, err)
+			if err := fsstore.CheckID("session id", tc.id); !errors.Is(err, fsstore.ErrInvalid) {
+				t.Fatalf("CheckID(%q) = %v, want fsstore.ErrInvalid", tc.id, err)
 			}
 
 			// A fresh root: nothing at all is created, not even the
@@ -183,8 +189,8 @@ func TestHostileIDsRefused(t *testing.T) {
 			s, ts, b := hostileStores(filepath.Join(root, "profiles", "default"))
 			before := treeSnapshot(t, base)
 			for op, err := range tryAll(s, ts, b, tc.id) {
-				if !errors.Is(err, ErrInvalid) {
-					t.Errorf("fresh store: %s(%q) = %v, want ErrInvalid", op, tc.id, err)
+				if !errors.Is(err, fsstore.ErrInvalid) {
+					t.Errorf("fresh store: %s(%q) = %v, want fsstore.ErrInvalid", op, tc.id, err)
 				}
 			}
 			if after := treeSnapshot(t, base); !reflect.DeepEqual(before, after) {
@@ -194,16 +200,16 @@ func TestHostileIDsRefused(t *testing.T) {
 			// A populated profile: its listing and contents are unchanged.
 			mustCreate(t, s, "good")
 			mustAppend(t, s, "good", textMsg("user", "hello"))
-			if _, err := ts.Create(Task{ID: "goodtask", Command: []string{"true"}}); err != nil {
+			if _, err := ts.Create(tasks.Task{ID: "goodtask", Command: []string{"true"}}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := b.Create(KanbanTask{ID: "goodcard", Title: "fine"}); err != nil {
+			if _, err := b.Create(kanban.Task{ID: "goodcard", Title: "fine"}); err != nil {
 				t.Fatal(err)
 			}
 			before = treeSnapshot(t, base)
 			for op, err := range tryAll(s, ts, b, tc.id) {
-				if !errors.Is(err, ErrInvalid) {
-					t.Errorf("populated store: %s(%q) = %v, want ErrInvalid", op, tc.id, err)
+				if !errors.Is(err, fsstore.ErrInvalid) {
+					t.Errorf("populated store: %s(%q) = %v, want fsstore.ErrInvalid", op, tc.id, err)
 				}
 			}
 			if after := treeSnapshot(t, base); !reflect.DeepEqual(before, after) {
@@ -216,7 +222,7 @@ func TestHostileIDsRefused(t *testing.T) {
 func TestHostileLookalikeIDsStayInside(t *testing.T) {
 	for _, tc := range lookalikeIDs {
 		t.Run(tc.name, func(t *testing.T) {
-			if err := CheckID("session id", tc.id); err != nil {
+			if err := fsstore.CheckID("session id", tc.id); err != nil {
 				t.Fatalf("CheckID(%q) = %v; look-alikes are plain file-name bytes and are accepted", tc.id, err)
 			}
 			base := t.TempDir()
@@ -224,11 +230,11 @@ func TestHostileLookalikeIDsStayInside(t *testing.T) {
 			profileDir := filepath.Join(root, "profiles", "default")
 			s, ts, b := hostileStores(profileDir)
 
-			sess, created, err := s.Create(Session{ID: tc.id, Source: "test"})
+			sess, created, err := s.Create(sessions.Session{ID: tc.id, Source: "test"})
 			if err != nil || !created || sess.ID != tc.id {
 				t.Fatalf("Create(%q) = %+v, %v, %v", tc.id, sess, created, err)
 			}
-			if n, err := s.Append(tc.id, []Message{textMsg("user", "one"), textMsg("assistant", "two")}); err != nil || n != 2 {
+			if n, err := s.Append(tc.id, []sessions.Message{textMsg("user", "one"), textMsg("assistant", "two")}); err != nil || n != 2 {
 				t.Fatalf("Append(%q) = %d, %v", tc.id, n, err)
 			}
 			got, err := s.Get(tc.id)
@@ -238,18 +244,19 @@ func TestHostileLookalikeIDsStayInside(t *testing.T) {
 			if r, err := s.Resolve(tc.id); err != nil || r != tc.id {
 				t.Fatalf("Resolve(%q) = %q, %v", tc.id, r, err)
 			}
-			if msgs := readMessages(t, s, tc.id); !reflect.DeepEqual(texts(msgs), []string{"one", "two"}) {
-				t.Fatalf("transcript of %q: %v", tc.id, texts(msgs))
+			msgs, err := s.Messages(tc.id)
+			if err != nil || len(msgs) != 2 || msgs[0].Text() != "one" || msgs[1].Text() != "two" {
+				t.Fatalf("transcript of %q: %v, %v", tc.id, msgs, err)
 			}
-			if _, err := ts.Create(Task{ID: tc.id, Command: []string{"true"}}); err != nil {
+			if _, err := ts.Create(tasks.Task{ID: tc.id, Command: []string{"true"}}); err != nil {
 				t.Fatalf("TaskStore.Create(%q): %v", tc.id, err)
 			}
-			if _, err := b.Create(KanbanTask{ID: tc.id, Title: "t"}); err != nil {
+			if _, err := b.Create(kanban.Task{ID: tc.id, Title: "t"}); err != nil {
 				t.Fatalf("Board.Create(%q): %v", tc.id, err)
 			}
 
 			// The files carry exactly the id's bytes, in the sessions dir.
-			names := dirNames(t, s.Dir)
+			names := storetest.DirNames(t, s.Dir)
 			for _, want := range []string{tc.id + ".json", tc.id + ".jsonl", tc.id + ".lock"} {
 				found := false
 				for _, n := range names {
@@ -268,8 +275,8 @@ func TestHostileLookalikeIDsStayInside(t *testing.T) {
 			// every file is directly inside one of them (or the stores'
 			// known subdirectories).
 			allowed := map[string]bool{
-				s.Dir: true, ts.Dir: true, ts.runningDir(): true,
-				b.tasksDir(): true, b.openDir(): true,
+				s.Dir: true, ts.Dir: true, filepath.Join(ts.Dir, ".running"): true,
+				filepath.Join(b.Dir, "tasks"): true, filepath.Join(b.Dir, "open"): true,
 			}
 			err = filepath.WalkDir(base, func(path string, d fs.DirEntry, err error) error {
 				if err != nil {
@@ -298,9 +305,9 @@ func TestHostileLookalikeIDsStayInside(t *testing.T) {
 func TestHostileSymlinks(t *testing.T) {
 	type env struct {
 		base, profileDir, outside string
-		s                         *SessionStore
-		ts                        *TaskStore
-		b                         *Board
+		s                         *sessions.Store
+		ts                        *tasks.Store
+		b                         *kanban.Board
 	}
 	setup := func(t *testing.T) *env {
 		base := t.TempDir()
@@ -333,13 +340,13 @@ func TestHostileSymlinks(t *testing.T) {
 	}
 	wantRefused := func(t *testing.T, what string, err error) {
 		t.Helper()
-		if !errors.Is(err, ErrRefused) {
-			t.Errorf("%s: %v, want ErrRefused", what, err)
+		if !errors.Is(err, fsstore.ErrRefused) {
+			t.Errorf("%s: %v, want fsstore.ErrRefused", what, err)
 		} else if !strings.Contains(err.Error(), "symlink") {
 			t.Errorf("%s: %v, want a message naming the symlink", what, err)
 		}
 	}
-	msg := []Message{textMsg("user", "evil")}
+	msg := []sessions.Message{textMsg("user", "evil")}
 
 	t.Run("sessions-dir", func(t *testing.T) {
 		e := setup(t)
@@ -347,7 +354,7 @@ func TestHostileSymlinks(t *testing.T) {
 		mustAppend(t, e.s, "s1", textMsg("user", "hi"))
 		moveOut(t, e, e.s.Dir)
 		before := treeSnapshot(t, e.outside)
-		_, _, err := e.s.Create(Session{ID: "s2"})
+		_, _, err := e.s.Create(sessions.Session{ID: "s2"})
 		wantRefused(t, "Create", err)
 		_, err = e.s.Append("s1", msg)
 		wantRefused(t, "Append", err)
@@ -369,25 +376,25 @@ func TestHostileSymlinks(t *testing.T) {
 		mustCreate(t, e.s, "s1")
 		mustAppend(t, e.s, "s1", textMsg("user", "hi"))
 		target := filepath.Join(e.outside, "victim.jsonl")
-		mustWrite(t, target, mustRead(t, e.s.logPath("s1")))
-		link(t, target, e.s.logPath("s1"))
+		storetest.MustWrite(t, target, storetest.MustRead(t, filepath.Join(e.s.Dir, "s1.jsonl")))
+		link(t, target, filepath.Join(e.s.Dir, "s1.jsonl"))
 		before := treeSnapshot(t, e.outside)
 		_, err := e.s.Append("s1", msg)
 		wantRefused(t, "Append", err)
 		// An extending save appends the tail: refused like Append.
-		_, err = e.s.Save("s1", []Message{textMsg("user", "hi"), textMsg("user", "evil")}, false)
+		_, err = e.s.Save("s1", []sessions.Message{textMsg("user", "hi"), textMsg("user", "evil")}, false)
 		wantRefused(t, "Save (extending)", err)
 		if after := treeSnapshot(t, e.outside); !reflect.DeepEqual(before, after) {
 			t.Errorf("outside changed:\nbefore %v\nafter  %v", before, after)
 		}
 		// Create of a session whose document is gone but whose transcript
 		// is a link: refused, nothing written.
-		if err := os.Remove(e.s.docPath("s1")); err != nil {
+		if err := os.Remove(filepath.Join(e.s.Dir, "s1.json")); err != nil {
 			t.Fatal(err)
 		}
-		_, _, err = e.s.Create(Session{ID: "s1"})
+		_, _, err = e.s.Create(sessions.Session{ID: "s1"})
 		wantRefused(t, "Create over a linked transcript", err)
-		if _, err := os.Lstat(e.s.docPath("s1")); !errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Lstat(filepath.Join(e.s.Dir, "s1.json")); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("Create over a linked transcript wrote a document: %v", err)
 		}
 		if after := treeSnapshot(t, e.outside); !reflect.DeepEqual(before, after) {
@@ -405,17 +412,17 @@ func TestHostileSymlinks(t *testing.T) {
 		mustCreate(t, e.s, "s1")
 		mustAppend(t, e.s, "s1", textMsg("user", "hi"), textMsg("user", "there"))
 		target := filepath.Join(e.outside, "victim.jsonl")
-		mustWrite(t, target, mustRead(t, e.s.logPath("s1")))
-		link(t, target, e.s.logPath("s1"))
+		storetest.MustWrite(t, target, storetest.MustRead(t, filepath.Join(e.s.Dir, "s1.jsonl")))
+		link(t, target, filepath.Join(e.s.Dir, "s1.jsonl"))
 		before := treeSnapshot(t, e.outside)
-		res, err := e.s.Save("s1", []Message{textMsg("user", "new")}, true)
+		res, err := e.s.Save("s1", []sessions.Message{textMsg("user", "new")}, true)
 		if err != nil {
 			t.Fatalf("Save --force: %v", err)
 		}
 		if after := treeSnapshot(t, e.outside); !reflect.DeepEqual(before, after) {
 			t.Errorf("outside changed:\nbefore %v\nafter  %v", before, after)
 		}
-		fi, err := os.Lstat(e.s.logPath("s1"))
+		fi, err := os.Lstat(filepath.Join(e.s.Dir, "s1.jsonl"))
 		if err != nil || !fi.Mode().IsRegular() {
 			t.Errorf("transcript after save --force: %v, %v; want a regular file", fi, err)
 		}
@@ -432,8 +439,8 @@ func TestHostileSymlinks(t *testing.T) {
 		e := setup(t)
 		mustCreate(t, e.s, "s1")
 		target := filepath.Join(e.outside, "victim.json")
-		mustWrite(t, target, mustRead(t, e.s.docPath("s1")))
-		link(t, target, e.s.docPath("s1"))
+		storetest.MustWrite(t, target, storetest.MustRead(t, filepath.Join(e.s.Dir, "s1.json")))
+		link(t, target, filepath.Join(e.s.Dir, "s1.json"))
 		before := treeSnapshot(t, e.outside)
 		if _, err := e.s.Append("s1", msg); err != nil {
 			t.Fatalf("Append: %v", err)
@@ -444,18 +451,18 @@ func TestHostileSymlinks(t *testing.T) {
 		if after := treeSnapshot(t, e.outside); !reflect.DeepEqual(before, after) {
 			t.Errorf("outside changed:\nbefore %v\nafter  %v", before, after)
 		}
-		if fi, err := os.Lstat(e.s.docPath("s1")); err != nil || !fi.Mode().IsRegular() {
+		if fi, err := os.Lstat(filepath.Join(e.s.Dir, "s1.json")); err != nil || !fi.Mode().IsRegular() {
 			t.Errorf("document after rewrite: %v, %v; want a regular file", fi, err)
 		}
 		// A linked document whose target does not parse is quarantined:
 		// the link is moved aside, the target is not touched.
 		bad := filepath.Join(e.outside, "garbage.json")
-		mustWrite(t, bad, []byte("not json"))
-		link(t, bad, e.s.docPath("s1"))
+		storetest.MustWrite(t, bad, []byte("not json"))
+		link(t, bad, filepath.Join(e.s.Dir, "s1.json"))
 		if _, err := e.s.Get("s1"); err == nil {
 			t.Errorf("Get of a linked garbage document succeeded")
 		}
-		if got := string(mustRead(t, bad)); got != "not json" {
+		if got := string(storetest.MustRead(t, bad)); got != "not json" {
 			t.Errorf("quarantine changed the target: %q", got)
 		}
 	})
@@ -464,11 +471,11 @@ func TestHostileSymlinks(t *testing.T) {
 		e := setup(t)
 		mustCreate(t, e.s, "s1")
 		target := filepath.Join(e.outside, "victim.lock")
-		mustWrite(t, target, []byte("precious"))
-		link(t, target, e.s.lockPath("s1"))
+		storetest.MustWrite(t, target, []byte("precious"))
+		link(t, target, filepath.Join(e.s.Dir, "s1.lock"))
 		_, err := e.s.Append("s1", msg)
 		wantRefused(t, "Append with a linked lock", err)
-		if got := string(mustRead(t, target)); got != "precious" {
+		if got := string(storetest.MustRead(t, target)); got != "precious" {
 			t.Errorf("target changed: %q", got)
 		}
 	})
@@ -477,10 +484,10 @@ func TestHostileSymlinks(t *testing.T) {
 		e := setup(t)
 		mustCreate(t, e.s, "s1")
 		target := filepath.Join(e.outside, "victim.catalog")
-		mustWrite(t, target, mustRead(t, e.s.catalogPath()))
-		link(t, target, e.s.catalogPath())
+		storetest.MustWrite(t, target, storetest.MustRead(t, filepath.Join(e.s.Dir, ".catalog.jsonl")))
+		link(t, target, filepath.Join(e.s.Dir, ".catalog.jsonl"))
 		before := treeSnapshot(t, e.outside)
-		_, _, err := e.s.Create(Session{ID: "s2"})
+		_, _, err := e.s.Create(sessions.Session{ID: "s2"})
 		wantRefused(t, "Create with a linked catalog", err)
 		_, err = e.s.Append("s1", msg)
 		wantRefused(t, "Append with a linked catalog", err)
@@ -491,22 +498,22 @@ func TestHostileSymlinks(t *testing.T) {
 
 	// The tasks directory, or its index of running tasks, moved out and
 	// replaced by a link.
-	for name, dir := range map[string]func(*TaskStore) string{
-		"tasks-dir":         func(ts *TaskStore) string { return ts.Dir },
-		"tasks-running-dir": (*TaskStore).runningDir,
+	for name, dir := range map[string]func(*tasks.Store) string{
+		"tasks-dir":         func(ts *tasks.Store) string { return ts.Dir },
+		"tasks-running-dir": func(ts *tasks.Store) string { return filepath.Join(ts.Dir, ".running") },
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := setup(t)
-			if _, err := e.ts.Create(Task{ID: "t1", Command: []string{"true"}}); err != nil {
+			if _, err := e.ts.Create(tasks.Task{ID: "t1", Command: []string{"true"}}); err != nil {
 				t.Fatal(err)
 			}
 			moveOut(t, e, dir(e.ts))
 			before := treeSnapshot(t, e.outside)
-			_, err := e.ts.Create(Task{ID: "t2", Command: []string{"true"}})
+			_, err := e.ts.Create(tasks.Task{ID: "t2", Command: []string{"true"}})
 			wantRefused(t, "TaskStore.Create", err)
-			_, err = e.ts.Update("t1", func(t *Task) { t.PID = 42 })
+			_, err = e.ts.Update("t1", func(t *tasks.Task) { t.PID = 42 })
 			wantRefused(t, "TaskStore.Update", err)
-			_, _, err = e.ts.Finish("t1", func(t *Task) { t.Status = TaskLost })
+			_, _, err = e.ts.Finish("t1", func(t *tasks.Task) { t.Status = tasks.Lost })
 			wantRefused(t, "TaskStore.Finish", err)
 			if after := treeSnapshot(t, e.outside); !reflect.DeepEqual(before, after) {
 				t.Errorf("outside changed:\nbefore %v\nafter  %v", before, after)
@@ -518,18 +525,18 @@ func TestHostileSymlinks(t *testing.T) {
 		// A log that exists as a link before the task is created: the
 		// create is exclusive and fails; the target is untouched.
 		e := setup(t)
-		if _, err := e.ts.Create(Task{ID: "t1", Command: []string{"true"}}); err != nil {
+		if _, err := e.ts.Create(tasks.Task{ID: "t1", Command: []string{"true"}}); err != nil {
 			t.Fatal(err)
 		}
 		target := filepath.Join(e.outside, "victim.log")
-		mustWrite(t, target, []byte("precious"))
+		storetest.MustWrite(t, target, []byte("precious"))
 		if err := os.Symlink(target, e.ts.LogPath("t2")); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.ts.Create(Task{ID: "t2", Command: []string{"true"}}); err == nil {
+		if _, err := e.ts.Create(tasks.Task{ID: "t2", Command: []string{"true"}}); err == nil {
 			t.Errorf("TaskStore.Create over a linked log succeeded")
 		}
-		if got := string(mustRead(t, target)); got != "precious" {
+		if got := string(storetest.MustRead(t, target)); got != "precious" {
 			t.Errorf("target changed: %q", got)
 		}
 	})
@@ -537,16 +544,16 @@ func TestHostileSymlinks(t *testing.T) {
 	for _, sub := range []string{"kanban", "kanban/tasks", "kanban/open"} {
 		t.Run("board-"+strings.ReplaceAll(sub, "/", "-")+"-dir", func(t *testing.T) {
 			e := setup(t)
-			if _, err := e.b.Create(KanbanTask{ID: "k1", Title: "one"}); err != nil {
+			if _, err := e.b.Create(kanban.Task{ID: "k1", Title: "one"}); err != nil {
 				t.Fatal(err)
 			}
 			moveOut(t, e, filepath.Join(e.profileDir, sub))
 			before := treeSnapshot(t, e.outside)
-			_, err := e.b.Create(KanbanTask{ID: "k2", Title: "two"})
+			_, err := e.b.Create(kanban.Task{ID: "k2", Title: "two"})
 			wantRefused(t, "Board.Create", err)
-			_, err = e.b.Update("k1", func(t *KanbanTask, _ time.Time) ([]Event, error) {
-				t.Status = KanbanDone
-				return []Event{{Type: "done"}}, nil
+			_, err = e.b.Update("k1", func(t *kanban.Task, _ time.Time) ([]kanban.Event, error) {
+				t.Status = kanban.Done
+				return []kanban.Event{{Type: "done"}}, nil
 			})
 			wantRefused(t, "Board.Update", err)
 			_, err = e.b.AddComment("k1", "me", "evil")
@@ -559,16 +566,39 @@ func TestHostileSymlinks(t *testing.T) {
 
 	t.Run("board-comments-log", func(t *testing.T) {
 		e := setup(t)
-		if _, err := e.b.Create(KanbanTask{ID: "k1", Title: "one"}); err != nil {
+		if _, err := e.b.Create(kanban.Task{ID: "k1", Title: "one"}); err != nil {
 			t.Fatal(err)
 		}
 		target := filepath.Join(e.outside, "victim.jsonl")
-		mustWrite(t, target, []byte("precious\n"))
-		link(t, target, e.b.commentsPath("k1"))
+		storetest.MustWrite(t, target, []byte("precious\n"))
+		link(t, target, filepath.Join(e.b.Dir, "tasks", "k1"+".comments.jsonl"))
 		_, err := e.b.AddComment("k1", "me", "evil")
 		wantRefused(t, "AddComment", err)
-		if got := string(mustRead(t, target)); got != "precious\n" {
+		if got := string(storetest.MustRead(t, target)); got != "precious\n" {
 			t.Errorf("target changed: %q", got)
 		}
 	})
+}
+
+// textMsg is a chat message with string content.
+func textMsg(role, text string) sessions.Message {
+	return sessions.Message{Role: role, Content: sessions.TextContent(text)}
+}
+
+// mustCreate creates session id (or fails the test).
+func mustCreate(t testing.TB, s *sessions.Store, id string) {
+	t.Helper()
+	if _, _, err := s.Create(sessions.Session{ID: id, Source: "test"}); err != nil {
+		t.Fatalf("Create(%q): %v", id, err)
+	}
+}
+
+// mustAppend appends msgs to id, one call per message.
+func mustAppend(t testing.TB, s *sessions.Store, id string, msgs ...sessions.Message) {
+	t.Helper()
+	for _, m := range msgs {
+		if _, err := s.Append(id, []sessions.Message{m}); err != nil {
+			t.Fatalf("Append(%s): %v", id, err)
+		}
+	}
 }

@@ -57,8 +57,8 @@ func lock(path string, timeout time.Duration, shared bool) (func(), error) {
 	}
 	// flock creates the sidecar 0600 less the umask, which may narrow it;
 	// the store's files are 0600 whatever the umask.
-	if fi, err := fl.Stat(); err == nil && fi.Mode().Perm() != fileMode {
-		os.Chmod(path, fileMode)
+	if fi, err := fl.Stat(); err == nil && fi.Mode().Perm() != FileMode {
+		os.Chmod(path, FileMode)
 	}
 	return func() { fl.Unlock() }, nil
 }

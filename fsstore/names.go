@@ -52,9 +52,9 @@ func NewID(now time.Time) string {
 	return now.UTC().Format("20060102_150405") + "_" + hex.EncodeToString(b[:])
 }
 
-// docIDs returns the ids of the documents (<id>.json) in dir, newest first:
+// DocIDs returns the ids of the documents (<id>.json) in dir, newest first:
 // ids sort by creation. A missing dir holds none.
-func docIDs(dir string) ([]string, error) {
+func DocIDs(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -73,8 +73,8 @@ func docIDs(dir string) ([]string, error) {
 	return ids, nil
 }
 
-// withPrefix returns the ids that start with ref.
-func withPrefix(ids []string, ref string) []string {
+// WithPrefix returns the ids that start with ref.
+func WithPrefix(ids []string, ref string) []string {
 	var out []string
 	for _, id := range ids {
 		if strings.HasPrefix(id, ref) {
@@ -84,11 +84,29 @@ func withPrefix(ids []string, ref string) []string {
 	return out
 }
 
-// ambiguous is the error for a prefix that names several records: exit 2,
+// Ambiguous is the error for a prefix that names several records: exit 2,
 // listing (at most ten of) the candidates.
-func ambiguous(ref string, matches []string) error {
+func Ambiguous(ref string, matches []string) error {
 	if len(matches) > 10 {
 		matches = append(matches[:10:10], "…")
 	}
 	return Invalidf("%q is ambiguous: it is a prefix of %s", ref, strings.Join(matches, ", "))
+}
+
+// CheckTitle reports whether title can be a record's title (a session's, a board task's): any text
+// without control characters (a newline would break listings), at most
+// 200 bytes.
+func CheckTitle(title string) error {
+	if len(title) > 200 {
+		return Invalidf("title is %d bytes; the limit is 200", len(title))
+	}
+	if !utf8.ValidString(title) {
+		return Invalidf("title %q is not valid UTF-8", title)
+	}
+	for _, r := range title {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return Invalidf("title %q contains a control character", title)
+		}
+	}
+	return nil
 }

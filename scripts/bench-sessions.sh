@@ -22,7 +22,7 @@
 # hyperfine cannot be had), builds hermes, and prints a Markdown table of
 # medians and ratios. It takes about 2 to 8 minutes, most of it writing
 # and checking 100,000 sessions (200,000 files) on a slow disk. The Go
-# benchmarks of the same targets: go test -bench . -run XXX ./fsstore/
+# benchmarks of the same targets: go test -bench . -run XXX ./fsstore/sessions/
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 targets=(
 	"FuzzScanLines ./fsstore/"
 	"FuzzTornTailRecovery ./fsstore/"
-	"FuzzParseStored ./fsstore/"
+	"FuzzParseStored ./fsstore/sessions/"
 	"FuzzCheckID ./fsstore/"
 	"FuzzCheckName ./profiles/"
 	"FuzzParseDuration ./profiles/"

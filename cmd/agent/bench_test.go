@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/hermes/hermes/cmd/provider"
-	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/sessions"
 	"github.com/hermes/hermes/scripts/fixture"
 )
 
@@ -23,13 +23,13 @@ type stepper struct {
 func (p *stepper) Name() string { return "stepper" }
 func (p *stepper) Complete(context.Context, provider.Request) (provider.Reply, error) {
 	if p.left == 0 {
-		return provider.Reply{Messages: []fsstore.Message{text("done")}}, nil
+		return provider.Reply{Messages: []sessions.Message{text("done")}}, nil
 	}
 	p.left--
 	p.n++
-	raw, _ := json.Marshal([]fsstore.ToolCall{{ID: fmt.Sprintf("call_%d", p.n), Type: "function",
-		Function: fsstore.ToolFunction{Name: "terminal", Arguments: `{"command":"true"}`}}})
-	return provider.Reply{Messages: []fsstore.Message{{Role: "assistant", Content: json.RawMessage("null"), ToolCalls: raw}}}, nil
+	raw, _ := json.Marshal([]sessions.ToolCall{{ID: fmt.Sprintf("call_%d", p.n), Type: "function",
+		Function: sessions.ToolFunction{Name: "terminal", Arguments: `{"command":"true"}`}}})
+	return provider.Reply{Messages: []sessions.Message{{Role: "assistant", Content: json.RawMessage("null"), ToolCalls: raw}}}, nil
 }
 
 // BenchmarkToolStep is hermes's own cost of one tool step, the model
@@ -47,7 +47,7 @@ func BenchmarkToolStep(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			st := fsstore.NewSessionStore(dir, "default", 10*time.Second, func(msg string) { b.Fatal(msg) })
+			st := sessions.NewStore(dir, "default", 10*time.Second, func(msg string) { b.Fatal(msg) })
 			tools, err := Select([]string{"terminal"}, false)
 			if err != nil {
 				b.Fatal(err)

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/sessions"
+	"github.com/hermes/hermes/fsstore/tasks"
 )
 
 func toolEnv(t *testing.T) *Env {
@@ -23,8 +25,8 @@ func toolEnv(t *testing.T) *Env {
 	return &Env{
 		SessionID:       "s1",
 		Cwd:             dir,
-		Sessions:        fsstore.NewSessionStore(filepath.Join(dir, "profile"), "default", time.Second, warn),
-		Tasks:           fsstore.NewTaskStore(filepath.Join(dir, "profile"), time.Second, warn),
+		Sessions:        sessions.NewStore(filepath.Join(dir, "profile"), "default", time.Second, warn),
+		Tasks:           tasks.NewStore(filepath.Join(dir, "profile"), time.Second, warn),
 		MaxOutput:       DefaultMaxOutput,
 		TerminalTimeout: 30 * time.Second,
 	}
@@ -233,9 +235,9 @@ func waitGone(t *testing.T, pid int) {
 func TestTerminalBackground(t *testing.T) {
 	env := toolEnv(t)
 	var got []string
-	env.StartTask = func(name string, argv []string, cwd, sessionID string) (fsstore.Task, error) {
+	env.StartTask = func(name string, argv []string, cwd, sessionID string) (tasks.Task, error) {
 		got = append(got, name, strings.Join(argv, " "), cwd, sessionID)
-		return fsstore.Task{ID: "t1", PID: 42}, nil
+		return tasks.Task{ID: "t1", PID: 42}, nil
 	}
 	out, err := run(t, terminalTool{}, env, `{"command":"make all","background":true}`)
 	if err != nil || !strings.Contains(out, "started background task t1") {
@@ -249,7 +251,7 @@ func TestTerminalBackground(t *testing.T) {
 // finishedTask makes a finished task record of session sid with a log.
 func finishedTask(t *testing.T, env *Env, sid, log string) string {
 	t.Helper()
-	task, err := env.Tasks.Create(fsstore.Task{Name: "agent", Command: []string{"sh", "-c", "build"}, SessionID: sid})
+	task, err := env.Tasks.Create(tasks.Task{Name: "agent", Command: []string{"sh", "-c", "build"}, SessionID: sid})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +259,7 @@ func finishedTask(t *testing.T, env *Env, sid, log string) string {
 		t.Fatal(err)
 	}
 	code := 0
-	if _, _, err := env.Tasks.Finish(task.ID, func(r *fsstore.Task) { r.Status, r.ExitCode = fsstore.TaskSucceeded, &code }); err != nil {
+	if _, _, err := env.Tasks.Finish(task.ID, func(r *tasks.Task) { r.Status, r.ExitCode = tasks.Succeeded, &code }); err != nil {
 		t.Fatal(err)
 	}
 	return task.ID
@@ -350,11 +352,11 @@ func TestWriteFile(t *testing.T) {
 
 func TestSessionSearch(t *testing.T) {
 	env := toolEnv(t)
-	s, _, err := env.Sessions.Create(fsstore.Session{Title: "plans"})
+	s, _, err := env.Sessions.Create(sessions.Session{Title: "plans"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	env.Sessions.Append(s.ID, []fsstore.Message{{Role: "user", Content: fsstore.TextContent("the rollback needs a flag")}})
+	env.Sessions.Append(s.ID, []sessions.Message{{Role: "user", Content: sessions.TextContent("the rollback needs a flag")}})
 	out, err := run(t, searchTool{}, env, `{"query":"ROLLBACK"}`)
 	if err != nil || !strings.Contains(out, s.ID+"  plans  #1 user:") || !strings.Contains(out, "rollback needs") {
 		t.Fatalf("%q, %v", out, err)

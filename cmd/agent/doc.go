@@ -44,7 +44,7 @@
 // stored.
 //
 // A step re-reads the transcript once, to stream it to the provider; the
-// prelude reads only the transcript's tail (fsstore.SessionStore.Tail),
+// prelude reads only the transcript's tail (sessions.Store.Tail),
 // so a tool step costs the same at 100,000 messages as at 10.
 //
 // # Calls that do not run

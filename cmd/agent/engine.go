@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/hermes/hermes/cmd/provider"
-	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/sessions"
 )
 
 // NoteMarker is the extra field that marks a message hermes itself put in
@@ -20,12 +20,12 @@ const NoteMarker = "hermes_note"
 var jsonTrue = json.RawMessage("true")
 
 // IsNote reports whether m is a message hermes added (NoteMarker).
-func IsNote(m fsstore.Message) bool {
+func IsNote(m sessions.Message) bool {
 	v, ok := m.Extra[NoteMarker]
 	return ok && string(v) == "true"
 }
 
-func note(m fsstore.Message) fsstore.Message {
+func note(m sessions.Message) sessions.Message {
 	m.Extra = map[string]json.RawMessage{NoteMarker: jsonTrue}
 	return m
 }
@@ -45,7 +45,7 @@ const (
 // kanban workers. Its fields are set once; Run may be called for several
 // sessions, one turn at a time per session.
 type Engine struct {
-	Sessions *fsstore.SessionStore
+	Sessions *sessions.Store
 	Provider provider.Provider
 	// Tools are the tools a turn offers; none means the model gets no
 	// tools (and a call it makes all the same is answered as unknown).
@@ -65,7 +65,7 @@ type Engine struct {
 // Progress is a call starting (Result empty; after its approval) or
 // ending.
 type Progress struct {
-	Call   fsstore.ToolCall
+	Call   sessions.ToolCall
 	Done   bool
 	Result string
 }
@@ -75,7 +75,7 @@ type Turn struct {
 	SessionID string
 	// Input is appended (and synced) before the first provider call: the
 	// user message, a system message before it, or a client's messages.
-	Input []fsstore.Message
+	Input []sessions.Message
 	// Stream, when set, receives the reply text as it arrives.
 	Stream io.Writer
 	// Env is what the tools may use; its SessionID is set by Run.
@@ -94,7 +94,7 @@ type Result struct {
 	SessionID string
 	// Added are the messages stored after the input: replies, tool
 	// results and notes, in order.
-	Added []fsstore.Message
+	Added []sessions.Message
 	// Count is the transcript's length after the turn.
 	Count int64
 	Usage *provider.Usage
@@ -104,7 +104,7 @@ type Result struct {
 	StepLimit bool
 	// Pending are the calls the reply ends with for the client to run
 	// (ClientTools only).
-	Pending []fsstore.ToolCall
+	Pending []sessions.ToolCall
 }
 
 // Text is the reply's text: that of the last assistant message that has
@@ -130,7 +130,7 @@ func (e *Engine) Run(ctx context.Context, t Turn) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	if sess.State == fsstore.StateEnded {
+	if sess.State == sessions.StateEnded {
 		if sess, err = st.Reopen(sess.ID); err != nil {
 			return res, err
 		}
@@ -202,11 +202,11 @@ func (e *Engine) Run(ctx context.Context, t Turn) (Result, error) {
 			return res, err
 		}
 	}
-	if sess.State == fsstore.StateResumePending || sess.State == fsstore.StateSuspended {
+	if sess.State == sessions.StateResumePending || sess.State == sessions.StateSuspended {
 		reactivate := t.Reactivate
 		if reactivate == nil {
 			reactivate = func(id string) error {
-				_, err := st.SetState(id, fsstore.StateActive, "")
+				_, err := st.SetState(id, sessions.StateActive, "")
 				return err
 			}
 		}
@@ -218,7 +218,7 @@ func (e *Engine) Run(ctx context.Context, t Turn) (Result, error) {
 }
 
 // store appends msgs, synced, and records them in res.
-func (e *Engine) store(res *Result, msgs ...fsstore.Message) error {
+func (e *Engine) store(res *Result, msgs ...sessions.Message) error {
 	n, err := e.Sessions.Append(res.SessionID, msgs)
 	if err != nil {
 		return err
@@ -233,8 +233,8 @@ func (e *Engine) store(res *Result, msgs ...fsstore.Message) error {
 // the calls the input itself answers first; then the resume note of a
 // session a restart interrupted, unless one follows its last reply already;
 // then the input. Tool results must follow their call, so they go first.
-func (e *Engine) prelude(sess fsstore.Session, input []fsstore.Message) ([]fsstore.Message, error) {
-	tail, err := e.Sessions.Tail(sess.ID, func(m fsstore.Message) bool { return m.Role == "assistant" && !IsNote(m) })
+func (e *Engine) prelude(sess sessions.Session, input []sessions.Message) ([]sessions.Message, error) {
+	tail, err := e.Sessions.Tail(sess.ID, func(m sessions.Message) bool { return m.Role == "assistant" && !IsNote(m) })
 	if err != nil {
 		return nil, err
 	}
@@ -242,15 +242,15 @@ func (e *Engine) prelude(sess fsstore.Session, input []fsstore.Message) ([]fssto
 	for lead < len(input) && input[lead].Role == "tool" {
 		lead++
 	}
-	var missing []fsstore.ToolCall
+	var missing []sessions.ToolCall
 	if len(tail) > 0 && onlyResults(tail[1:]) {
 		missing = unanswered(append(tail, input[:lead]...))
 	}
-	out := append([]fsstore.Message{}, input[:lead]...)
+	out := append([]sessions.Message{}, input[:lead]...)
 	for _, c := range missing {
 		out = append(out, toolResult(c, interruptedResult, true))
 	}
-	if sess.State == fsstore.StateResumePending || sess.State == fsstore.StateSuspended {
+	if sess.State == sessions.StateResumePending || sess.State == sessions.StateSuspended {
 		// A turn that failed after storing the note left it there.
 		noted := false
 		for _, m := range tail {
@@ -259,7 +259,7 @@ func (e *Engine) prelude(sess fsstore.Session, input []fsstore.Message) ([]fssto
 			}
 		}
 		if !noted {
-			out = append(out, note(fsstore.Message{Role: "system", Content: fsstore.TextContent(resumeNote(sess.ResumeReason, missing))}))
+			out = append(out, note(sessions.Message{Role: "system", Content: sessions.TextContent(resumeNote(sess.ResumeReason, missing))}))
 		}
 	}
 	return append(out, input[lead:]...), nil
@@ -267,7 +267,7 @@ func (e *Engine) prelude(sess fsstore.Session, input []fsstore.Message) ([]fssto
 
 // resumeNote is ResumeNote, naming the calls the interruption left
 // without a result.
-func resumeNote(reason string, missing []fsstore.ToolCall) string {
+func resumeNote(reason string, missing []sessions.ToolCall) string {
 	text := ResumeNote(reason)
 	if len(missing) == 0 {
 		return text
@@ -280,7 +280,7 @@ func resumeNote(reason string, missing []fsstore.ToolCall) string {
 		text, len(missing), strings.Join(names, ", "))
 }
 
-func onlyResults(msgs []fsstore.Message) bool {
+func onlyResults(msgs []sessions.Message) bool {
 	for _, m := range msgs {
 		if m.Role != "tool" {
 			return false
@@ -290,7 +290,7 @@ func onlyResults(msgs []fsstore.Message) bool {
 }
 
 // allOurs reports whether every call names one of the engine's tools.
-func (e *Engine) allOurs(calls []fsstore.ToolCall) bool {
+func (e *Engine) allOurs(calls []sessions.ToolCall) bool {
 	for _, c := range calls {
 		if e.tool(c.Function.Name) == nil {
 			return false
@@ -312,7 +312,7 @@ func (e *Engine) tool(name string) Tool {
 // call ends. A cancelled ctx ends the call in flight (its tool kills what
 // it started); that call and the ones not yet run are answered as
 // cancelled, and the turn ends with ctx's error.
-func (e *Engine) runCalls(ctx context.Context, env *Env, res *Result, calls []fsstore.ToolCall) error {
+func (e *Engine) runCalls(ctx context.Context, env *Env, res *Result, calls []sessions.ToolCall) error {
 	for i, c := range calls {
 		if ctx.Err() != nil {
 			return e.cancelRest(ctx, res, calls[i:], notRunCancelled)
@@ -335,9 +335,9 @@ func (e *Engine) runCalls(ctx context.Context, env *Env, res *Result, calls []fs
 }
 
 // cancelRest answers calls with text and returns ctx's error.
-func (e *Engine) cancelRest(ctx context.Context, res *Result, calls []fsstore.ToolCall, text string) error {
+func (e *Engine) cancelRest(ctx context.Context, res *Result, calls []sessions.ToolCall, text string) error {
 	if len(calls) > 0 {
-		msgs := make([]fsstore.Message, len(calls))
+		msgs := make([]sessions.Message, len(calls))
 		for i, c := range calls {
 			msgs[i] = toolResult(c, text, false)
 		}
@@ -350,7 +350,7 @@ func (e *Engine) cancelRest(ctx context.Context, res *Result, calls []fsstore.To
 
 // runCall runs one call and returns its result's text. Every failure is a
 // result the model reads, never an error of the turn.
-func (e *Engine) runCall(ctx context.Context, env *Env, c fsstore.ToolCall) string {
+func (e *Engine) runCall(ctx context.Context, env *Env, c sessions.ToolCall) string {
 	tool := e.tool(c.Function.Name)
 	if tool == nil {
 		names := make([]string, len(e.Tools))
@@ -389,7 +389,7 @@ func (e *Engine) runCall(ctx context.Context, env *Env, c fsstore.ToolCall) stri
 	return out
 }
 
-func (e *Engine) approve(ctx context.Context, c fsstore.ToolCall) (bool, error) {
+func (e *Engine) approve(ctx context.Context, c sessions.ToolCall) (bool, error) {
 	if e.Approver == nil {
 		return false, nil
 	}
@@ -398,20 +398,20 @@ func (e *Engine) approve(ctx context.Context, c fsstore.ToolCall) (bool, error) 
 
 // stopAtLimit answers the calls of the last step without running them and
 // stores a note saying the turn stopped.
-func (e *Engine) stopAtLimit(res *Result, calls []fsstore.ToolCall, limit int) error {
-	msgs := make([]fsstore.Message, 0, len(calls)+1)
+func (e *Engine) stopAtLimit(res *Result, calls []sessions.ToolCall, limit int) error {
+	msgs := make([]sessions.Message, 0, len(calls)+1)
 	text := fmt.Sprintf("not run: the turn reached its limit of %d steps (agent.max_steps)", limit)
 	for _, c := range calls {
 		msgs = append(msgs, toolResult(c, text, false))
 	}
-	msgs = append(msgs, note(fsstore.Message{Role: "system", Content: fsstore.TextContent(fmt.Sprintf(
+	msgs = append(msgs, note(sessions.Message{Role: "system", Content: sessions.TextContent(fmt.Sprintf(
 		"Note: the turn stopped after %d steps (agent.max_steps); the calls of its last step were not run. The next message may ask to go on.", limit))}))
 	return e.store(res, msgs...)
 }
 
 // toolResult is the tool message answering c.
-func toolResult(c fsstore.ToolCall, text string, marked bool) fsstore.Message {
-	m := fsstore.Message{Role: "tool", ToolCallID: c.ID, Content: fsstore.TextContent(text)}
+func toolResult(c sessions.ToolCall, text string, marked bool) sessions.Message {
+	m := sessions.Message{Role: "tool", ToolCallID: c.ID, Content: sessions.TextContent(text)}
 	if marked {
 		m = note(m)
 	}
@@ -420,11 +420,11 @@ func toolResult(c fsstore.ToolCall, text string, marked bool) fsstore.Message {
 
 // ToolCalls decodes m's tool calls; a message without any, or whose
 // tool_calls do not decode, has none.
-func ToolCalls(m fsstore.Message) []fsstore.ToolCall {
+func ToolCalls(m sessions.Message) []sessions.ToolCall {
 	if m.Role != "assistant" || len(m.ToolCalls) == 0 || m.ToolCalls[0] != '[' {
 		return nil
 	}
-	var calls []fsstore.ToolCall
+	var calls []sessions.ToolCall
 	if json.Unmarshal(m.ToolCalls, &calls) != nil {
 		return nil
 	}
@@ -433,7 +433,7 @@ func ToolCalls(m fsstore.Message) []fsstore.ToolCall {
 
 // unanswered returns the calls of the last assistant message of msgs that
 // no later tool message of msgs answers, in order.
-func unanswered(msgs []fsstore.Message) []fsstore.ToolCall {
+func unanswered(msgs []sessions.Message) []sessions.ToolCall {
 	last := -1
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if msgs[i].Role == "assistant" {
@@ -450,7 +450,7 @@ func unanswered(msgs []fsstore.Message) []fsstore.ToolCall {
 			answered[m.ToolCallID] = true
 		}
 	}
-	var out []fsstore.ToolCall
+	var out []sessions.ToolCall
 	for _, c := range ToolCalls(msgs[last]) {
 		if !answered[c.ID] {
 			out = append(out, c)

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/hermes/hermes/cmd/provider"
-	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/sessions"
 )
 
 // scripted is a provider that answers from a list of replies, one a call,
@@ -20,8 +20,8 @@ import (
 // would: every call answered by a tool message before the next message.
 type scripted struct {
 	t       *testing.T
-	replies []fsstore.Message
-	seen    [][]fsstore.Message
+	replies []sessions.Message
+	seen    [][]sessions.Message
 	tools   [][]json.RawMessage
 	block   chan struct{} // when set, a call waits for it (or ctx)
 }
@@ -29,8 +29,8 @@ type scripted struct {
 func (p *scripted) Name() string { return "scripted" }
 
 func (p *scripted) Complete(ctx context.Context, req provider.Request) (provider.Reply, error) {
-	var hist []fsstore.Message
-	if err := req.History.Each(func(m fsstore.Message) error { hist = append(hist, m); return nil }); err != nil {
+	var hist []sessions.Message
+	if err := req.History.Each(func(m sessions.Message) error { hist = append(hist, m); return nil }); err != nil {
 		return provider.Reply{}, err
 	}
 	if err := validForAPI(hist); err != nil {
@@ -51,11 +51,11 @@ func (p *scripted) Complete(ctx context.Context, req provider.Request) (provider
 	}
 	m := p.replies[0]
 	p.replies = p.replies[1:]
-	return provider.Reply{Messages: []fsstore.Message{m}, Usage: &provider.Usage{TotalTokens: 10}}, nil
+	return provider.Reply{Messages: []sessions.Message{m}, Usage: &provider.Usage{TotalTokens: 10}}, nil
 }
 
 // validForAPI checks the rule the chat completions API enforces.
-func validForAPI(msgs []fsstore.Message) error {
+func validForAPI(msgs []sessions.Message) error {
 	var pending []string
 	for _, m := range msgs {
 		if m.Role == "tool" {
@@ -88,7 +88,7 @@ func indexOf(list []string, s string) int {
 	return -1
 }
 
-func dumpMsgs(msgs []fsstore.Message) string {
+func dumpMsgs(msgs []sessions.Message) string {
 	var b strings.Builder
 	for _, m := range msgs {
 		line, _ := m.MarshalJSON()
@@ -100,22 +100,22 @@ func dumpMsgs(msgs []fsstore.Message) string {
 
 // calls is an assistant message calling tools, each given as name and
 // arguments text.
-func calls(pairs ...string) fsstore.Message {
-	var cs []fsstore.ToolCall
+func calls(pairs ...string) sessions.Message {
+	var cs []sessions.ToolCall
 	for i := 0; i < len(pairs); i += 2 {
-		cs = append(cs, fsstore.ToolCall{ID: fmt.Sprintf("call_%s_%d", pairs[i], i/2), Type: "function",
-			Function: fsstore.ToolFunction{Name: pairs[i], Arguments: pairs[i+1]}})
+		cs = append(cs, sessions.ToolCall{ID: fmt.Sprintf("call_%s_%d", pairs[i], i/2), Type: "function",
+			Function: sessions.ToolFunction{Name: pairs[i], Arguments: pairs[i+1]}})
 	}
 	raw, _ := json.Marshal(cs)
-	return fsstore.Message{Role: "assistant", Content: json.RawMessage("null"), ToolCalls: raw}
+	return sessions.Message{Role: "assistant", Content: json.RawMessage("null"), ToolCalls: raw}
 }
 
-func text(s string) fsstore.Message {
-	return fsstore.Message{Role: "assistant", Content: fsstore.TextContent(s)}
+func text(s string) sessions.Message {
+	return sessions.Message{Role: "assistant", Content: sessions.TextContent(s)}
 }
 
-func user(s string) []fsstore.Message {
-	return []fsstore.Message{{Role: "user", Content: fsstore.TextContent(s)}}
+func user(s string) []sessions.Message {
+	return []sessions.Message{{Role: "user", Content: sessions.TextContent(s)}}
 }
 
 // fakeTool records its calls and answers with its function's result.
@@ -139,22 +139,22 @@ func (f *fakeTool) Run(ctx context.Context, _ *Env, args json.RawMessage) (strin
 	return f.run(ctx, args)
 }
 
-func newStore(t *testing.T) *fsstore.SessionStore {
+func newStore(t *testing.T) *sessions.Store {
 	t.Helper()
-	st := fsstore.NewSessionStore(t.TempDir(), "default", time.Second, func(msg string) { t.Log(msg) })
+	st := sessions.NewStore(t.TempDir(), "default", time.Second, func(msg string) { t.Log(msg) })
 	return st
 }
 
-func newSession(t *testing.T, st *fsstore.SessionStore) string {
+func newSession(t *testing.T, st *sessions.Store) string {
 	t.Helper()
-	s, _, err := st.Create(fsstore.Session{})
+	s, _, err := st.Create(sessions.Session{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s.ID
 }
 
-func stored(t *testing.T, st *fsstore.SessionStore, id string) []fsstore.Message {
+func stored(t *testing.T, st *sessions.Store, id string) []sessions.Message {
 	t.Helper()
 	msgs, err := st.Messages(id)
 	if err != nil {
@@ -164,7 +164,7 @@ func stored(t *testing.T, st *fsstore.SessionStore, id string) []fsstore.Message
 }
 
 // resultOf is the content of the tool message answering call id.
-func resultOf(t *testing.T, msgs []fsstore.Message, id string) string {
+func resultOf(t *testing.T, msgs []sessions.Message, id string) string {
 	t.Helper()
 	var found []string
 	for _, m := range msgs {
@@ -182,7 +182,7 @@ func TestSeveralCallsInOneMessage(t *testing.T) {
 	st := newStore(t)
 	id := newSession(t, st)
 	echo := &fakeTool{name: "echo"}
-	p := &scripted{t: t, replies: []fsstore.Message{calls("echo", `{"a":1}`, "echo", `{"b":2}`), text("done")}}
+	p := &scripted{t: t, replies: []sessions.Message{calls("echo", `{"a":1}`, "echo", `{"b":2}`), text("done")}}
 	e := &Engine{Sessions: st, Provider: p, Tools: []Tool{echo}}
 	res, err := e.Run(context.Background(), Turn{SessionID: id, Input: user("go")})
 	if err != nil {
@@ -213,12 +213,12 @@ func TestSeveralCallsInOneMessage(t *testing.T) {
 func TestCallsAreStoredBeforeTheyRun(t *testing.T) {
 	st := newStore(t)
 	id := newSession(t, st)
-	var during []fsstore.Message
+	var during []sessions.Message
 	probe := &fakeTool{name: "probe", run: func(context.Context, json.RawMessage) (string, error) {
 		during = stored(t, st, id)
 		return "ok", nil
 	}}
-	p := &scripted{t: t, replies: []fsstore.Message{calls("probe", `{}`, "probe", `{}`), text("done")}}
+	p := &scripted{t: t, replies: []sessions.Message{calls("probe", `{}`, "probe", `{}`), text("done")}}
 	e := &Engine{Sessions: st, Provider: p, Tools: []Tool{probe}}
 	if _, err := e.Run(context.Background(), Turn{SessionID: id, Input: user("go")}); err != nil {
 		t.Fatal(err)
@@ -233,7 +233,7 @@ func TestStepLimit(t *testing.T) {
 	st := newStore(t)
 	id := newSession(t, st)
 	loop := &fakeTool{name: "loop"}
-	var replies []fsstore.Message
+	var replies []sessions.Message
 	for range 5 {
 		replies = append(replies, calls("loop", `{}`))
 	}
@@ -267,7 +267,7 @@ func TestFailingUnknownAndMalformedCalls(t *testing.T) {
 	fail := &fakeTool{name: "fail", run: func(context.Context, json.RawMessage) (string, error) {
 		return "", errors.New("disk on fire")
 	}}
-	p := &scripted{t: t, replies: []fsstore.Message{
+	p := &scripted{t: t, replies: []sessions.Message{
 		calls("fail", `{}`, "nosuch", `{}`, "fail", `{"unterminated`, "fail", ``),
 		text("recovered"),
 	}}
@@ -313,7 +313,7 @@ func TestApproval(t *testing.T) {
 			id := newSession(t, st)
 			risky := &fakeTool{name: "risky", approval: true}
 			safe := &fakeTool{name: "safe"}
-			p := &scripted{t: t, replies: []fsstore.Message{calls("risky", `{}`, "safe", `{}`), text("ok")}}
+			p := &scripted{t: t, replies: []sessions.Message{calls("risky", `{}`, "safe", `{}`), text("ok")}}
 			e := &Engine{Sessions: st, Provider: p, Tools: []Tool{risky, safe}, Approver: tc.approver}
 			if _, err := e.Run(context.Background(), Turn{SessionID: id, Input: user("go")}); err != nil {
 				t.Fatal(err)
@@ -332,7 +332,7 @@ func TestApproval(t *testing.T) {
 func TestPrompterAlways(t *testing.T) {
 	out := &strings.Builder{}
 	p := &Prompter{In: bufio.NewReader(strings.NewReader("always\n")), Out: out}
-	c := fsstore.ToolCall{Function: fsstore.ToolFunction{Name: "terminal", Arguments: `{"command": "rm -rf build"}`}}
+	c := sessions.ToolCall{Function: sessions.ToolFunction{Name: "terminal", Arguments: `{"command": "rm -rf build"}`}}
 	for i := range 3 {
 		ok, err := p.Approve(context.Background(), c)
 		if err != nil || !ok {
@@ -357,11 +357,11 @@ func TestInterruptedCallIsAnsweredOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The first call's result made it to disk before the crash.
-	if _, err := st.Append(id, []fsstore.Message{{Role: "tool", ToolCallID: "call_build_0", Content: fsstore.TextContent("built")}}); err != nil {
+	if _, err := st.Append(id, []sessions.Message{{Role: "tool", ToolCallID: "call_build_0", Content: sessions.TextContent("built")}}); err != nil {
 		t.Fatal(err)
 	}
 	build := &fakeTool{name: "build"}
-	p := &scripted{t: t, replies: []fsstore.Message{text("resumed")}}
+	p := &scripted{t: t, replies: []sessions.Message{text("resumed")}}
 	e := &Engine{Sessions: st, Provider: p, Tools: []Tool{build}}
 	if _, err := e.Run(context.Background(), Turn{SessionID: id, Input: user("go on")}); err != nil {
 		t.Fatal(err)
@@ -378,7 +378,7 @@ func TestInterruptedCallIsAnsweredOnce(t *testing.T) {
 		t.Fatalf("%v\n%s", err, dumpMsgs(msgs))
 	}
 	// A second turn adds nothing more for it.
-	p.replies = []fsstore.Message{text("again")}
+	p.replies = []sessions.Message{text("again")}
 	if _, err := e.Run(context.Background(), Turn{SessionID: id, Input: user("and?")}); err != nil {
 		t.Fatal(err)
 	}
@@ -396,7 +396,7 @@ func TestResumePendingNoteCoversInterruptedCalls(t *testing.T) {
 	if _, err := st.MarkInterrupted(id, "restart_interrupted", 3); err != nil {
 		t.Fatal(err)
 	}
-	p := &scripted{t: t, replies: []fsstore.Message{text("ok")}}
+	p := &scripted{t: t, replies: []sessions.Message{text("ok")}}
 	e := &Engine{Sessions: st, Provider: p, Tools: []Tool{&fakeTool{name: "deploy"}}}
 	if _, err := e.Run(context.Background(), Turn{SessionID: id, Input: user("status?")}); err != nil {
 		t.Fatal(err)
@@ -413,7 +413,7 @@ func TestResumePendingNoteCoversInterruptedCalls(t *testing.T) {
 		t.Fatalf("note %q", n)
 	}
 	sess, err := st.Get(id)
-	if err != nil || sess.State != fsstore.StateActive {
+	if err != nil || sess.State != sessions.StateActive {
 		t.Fatalf("state %q, %v", sess.State, err)
 	}
 }
@@ -432,7 +432,7 @@ func TestResumeNoteOnceAcrossAFailedTurn(t *testing.T) {
 	if _, err := e.Run(context.Background(), Turn{SessionID: id, Input: user("c")}); err == nil {
 		t.Fatal("a provider with no reply left must fail the turn")
 	}
-	p.replies = []fsstore.Message{text("d")}
+	p.replies = []sessions.Message{text("d")}
 	if _, err := e.Run(context.Background(), Turn{SessionID: id}); err != nil {
 		t.Fatal(err)
 	}
@@ -454,8 +454,8 @@ func TestHistoryIsMadeValid(t *testing.T) {
 	id := newSession(t, st)
 	st.Append(id, append(user("a"), calls("x", `{}`)))
 	st.Append(id, user("b"))
-	st.Append(id, []fsstore.Message{{Role: "tool", ToolCallID: "stray", Content: fsstore.TextContent("?")}})
-	p := &scripted{t: t, replies: []fsstore.Message{text("ok")}}
+	st.Append(id, []sessions.Message{{Role: "tool", ToolCallID: "stray", Content: sessions.TextContent("?")}})
+	p := &scripted{t: t, replies: []sessions.Message{text("ok")}}
 	e := &Engine{Sessions: st, Provider: p}
 	if _, err := e.Run(context.Background(), Turn{SessionID: id, Input: user("c")}); err != nil {
 		t.Fatal(err)
@@ -481,7 +481,7 @@ func TestCancelDuringACall(t *testing.T) {
 		<-ctx.Done()
 		return "", ctx.Err()
 	}}
-	p := &scripted{t: t, replies: []fsstore.Message{calls("slow", `{}`, "slow", `{}`)}}
+	p := &scripted{t: t, replies: []sessions.Message{calls("slow", `{}`, "slow", `{}`)}}
 	e := &Engine{Sessions: st, Provider: p, Tools: []Tool{slow}}
 	_, err := e.Run(ctx, Turn{SessionID: id, Input: user("go")})
 	if !errors.Is(err, context.Canceled) {
@@ -507,7 +507,7 @@ func TestCancelDuringACall(t *testing.T) {
 func TestClientTools(t *testing.T) {
 	st := newStore(t)
 	id := newSession(t, st)
-	p := &scripted{t: t, replies: []fsstore.Message{calls("client_fn", `{}`), text("thanks")}}
+	p := &scripted{t: t, replies: []sessions.Message{calls("client_fn", `{}`), text("thanks")}}
 	e := &Engine{Sessions: st, Provider: p, ClientTools: true}
 	res, err := e.Run(context.Background(), Turn{SessionID: id, Input: user("go")})
 	if err != nil {
@@ -517,8 +517,8 @@ func TestClientTools(t *testing.T) {
 		t.Fatalf("pending %+v, steps %d", res.Pending, res.Steps)
 	}
 	// The client answers the call in its next request.
-	answer := fsstore.Message{Role: "tool", ToolCallID: "call_client_fn_0", Content: fsstore.TextContent("42")}
-	if _, err := e.Run(context.Background(), Turn{SessionID: id, Input: []fsstore.Message{answer}}); err != nil {
+	answer := sessions.Message{Role: "tool", ToolCallID: "call_client_fn_0", Content: sessions.TextContent("42")}
+	if _, err := e.Run(context.Background(), Turn{SessionID: id, Input: []sessions.Message{answer}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := resultOf(t, stored(t, st, id), "call_client_fn_0"); got != "42" {
@@ -532,11 +532,11 @@ func TestEndedSessionIsReopened(t *testing.T) {
 	if _, err := st.End(id, "done"); err != nil {
 		t.Fatal(err)
 	}
-	e := &Engine{Sessions: st, Provider: &scripted{t: t, replies: []fsstore.Message{text("hi")}}}
+	e := &Engine{Sessions: st, Provider: &scripted{t: t, replies: []sessions.Message{text("hi")}}}
 	if _, err := e.Run(context.Background(), Turn{SessionID: id, Input: user("again")}); err != nil {
 		t.Fatal(err)
 	}
-	if s, _ := st.Get(id); s.State != fsstore.StateActive {
+	if s, _ := st.Get(id); s.State != sessions.StateActive {
 		t.Fatalf("state %q", s.State)
 	}
 }
@@ -557,15 +557,15 @@ func (p *streamer) Complete(ctx context.Context, req provider.Request) (provider
 // a step that only calls tools adds no blank line.
 func TestStreamSeparatesSteps(t *testing.T) {
 	for _, c := range []struct {
-		first fsstore.Message
+		first sessions.Message
 		want  string
 	}{
 		{calls("echo", `{}`), "done"},
-		{fsstore.Message{Role: "assistant", Content: fsstore.TextContent("looking"), ToolCalls: calls("echo", `{}`).ToolCalls}, "looking\ndone"},
+		{sessions.Message{Role: "assistant", Content: sessions.TextContent("looking"), ToolCalls: calls("echo", `{}`).ToolCalls}, "looking\ndone"},
 	} {
 		st := newStore(t)
 		id := newSession(t, st)
-		p := &streamer{scripted{t: t, replies: []fsstore.Message{c.first, text("done")}}}
+		p := &streamer{scripted{t: t, replies: []sessions.Message{c.first, text("done")}}}
 		var out strings.Builder
 		e := &Engine{Sessions: st, Provider: p, Tools: []Tool{&fakeTool{name: "echo"}}}
 		if _, err := e.Run(context.Background(), Turn{SessionID: id, Input: user("go"), Stream: &out}); err != nil {

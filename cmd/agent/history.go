@@ -1,8 +1,6 @@
 package agent
 
-import (
-	"github.com/hermes/hermes/fsstore"
-)
+import "github.com/hermes/hermes/fsstore/sessions"
 
 // history is a session's transcript as the provider reads it: streamed
 // from the file, one pass a provider call, and made valid for the API on
@@ -13,17 +11,17 @@ import (
 // appended after unanswered calls by another writer, an import), so that
 // no request is one the API would refuse.
 type history struct {
-	store *fsstore.SessionStore
+	store *sessions.Store
 	id    string
 }
 
-func (h history) Each(fn func(fsstore.Message) error) error {
+func (h history) Each(fn func(sessions.Message) error) error {
 	t, err := h.store.OpenTranscript(h.id)
 	if err != nil {
 		return err
 	}
 	defer t.Close()
-	var pending []fsstore.ToolCall
+	var pending []sessions.ToolCall
 	flush := func() error {
 		for _, c := range pending {
 			if err := fn(toolResult(c, interruptedResult, true)); err != nil {
@@ -33,7 +31,7 @@ func (h history) Each(fn func(fsstore.Message) error) error {
 		pending = nil
 		return nil
 	}
-	err = t.Each(func(m fsstore.Message) error {
+	err = t.Each(func(m sessions.Message) error {
 		if m.Role == "tool" {
 			for i, c := range pending {
 				if c.ID == m.ToolCallID {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hermes/hermes/cmd/supervisor"
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/tasks"
 )
 
 // processTool looks after the session's own background tasks.
@@ -107,12 +108,12 @@ func (processTool) Run(ctx context.Context, env *Env, raw json.RawMessage) (stri
 
 // ownTask reads task id after reconciling, so that a task whose supervisor
 // died shows as lost, and refuses one of another session.
-func ownTask(env *Env, id string) (fsstore.Task, error) {
+func ownTask(env *Env, id string) (tasks.Task, error) {
 	if err := fsstore.CheckID("task id", id); err != nil {
-		return fsstore.Task{}, fmt.Errorf("process: %w", err)
+		return tasks.Task{}, fmt.Errorf("process: %w", err)
 	}
 	if _, err := supervisor.Reconcile(env.Tasks); err != nil {
-		return fsstore.Task{}, fmt.Errorf("process: %w", err)
+		return tasks.Task{}, fmt.Errorf("process: %w", err)
 	}
 	t, err := env.Tasks.Get(id)
 	if err != nil {
@@ -124,7 +125,7 @@ func ownTask(env *Env, id string) (fsstore.Task, error) {
 	return t, nil
 }
 
-func taskStatus(t fsstore.Task) string {
+func taskStatus(t tasks.Task) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "task %s: %s", t.ID, t.Status)
 	switch {

@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/sessions"
+	"github.com/hermes/hermes/fsstore/tasks"
 )
 
 // Tool is one function a model may call. Its Run returns the text the
@@ -33,8 +34,8 @@ type Env struct {
 	// Cwd is the session's working directory: relative paths and
 	// commands start there.
 	Cwd      string
-	Sessions *fsstore.SessionStore
-	Tasks    *fsstore.TaskStore
+	Sessions *sessions.Store
+	Tasks    *tasks.Store
 	// MaxOutput bounds a result's text, in bytes: longer output keeps its
 	// head and tail with a marker saying how much was cut.
 	MaxOutput int
@@ -42,7 +43,7 @@ type Env struct {
 	TerminalTimeout time.Duration
 	// StartTask starts argv as a background task of the tasks store, with
 	// its session_id set to sessionID, and returns its record at once.
-	StartTask func(name string, argv []string, cwd, sessionID string) (fsstore.Task, error)
+	StartTask func(name string, argv []string, cwd, sessionID string) (tasks.Task, error)
 	// Kanban is the worker's own task, set only inside a kanban worker.
 	Kanban KanbanWorker
 }

@@ -14,6 +14,9 @@ import (
 
 	"github.com/hermes/hermes/cmd/supervisor"
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/kanban"
+	"github.com/hermes/hermes/fsstore/sessions"
+	"github.com/hermes/hermes/fsstore/tasks"
 )
 
 // DefaultWorkerCommand is the worker of a task unless kanban.worker_command
@@ -54,14 +57,14 @@ func WorkerFields(setting string) ([]string, error) {
 // Dispatcher runs ticks over one board. Its fields are set once; the
 // function fields are the process's, replaced by tests.
 type Dispatcher struct {
-	Board *fsstore.Board
-	Tasks *fsstore.TaskStore
+	Board *kanban.Board
+	Tasks *tasks.Store
 	// Profile is the board's profile: a task without an assignee runs
 	// there, and workers are told it (EnvProfile).
 	Profile string
 	// Session reads session id of profile, to see whether a worker can
 	// resume it.
-	Session func(profile, id string) (fsstore.Session, error)
+	Session func(profile, id string) (sessions.Session, error)
 	// Spawn starts a worker: argv as a background task named name, with
 	// env added to the environment; it returns the task's id.
 	Spawn func(name string, argv, env []string) (string, error)
@@ -79,8 +82,8 @@ type Dispatcher struct {
 	// Now, Kill and ReconcileTasks default to time.Now, supervisor.Kill and
 	// supervisor.Reconcile.
 	Now            func() time.Time
-	Kill           func(store *fsstore.TaskStore, id string, sig syscall.Signal, grace time.Duration) (fsstore.Task, error)
-	ReconcileTasks func(store *fsstore.TaskStore) (int, error)
+	Kill           func(store *tasks.Store, id string, sig syscall.Signal, grace time.Duration) (tasks.Task, error)
+	ReconcileTasks func(store *tasks.Store) (int, error)
 }
 
 func (d *Dispatcher) now() time.Time {
@@ -90,14 +93,14 @@ func (d *Dispatcher) now() time.Time {
 	return time.Now()
 }
 
-func (d *Dispatcher) kill(store *fsstore.TaskStore, id string, sig syscall.Signal, grace time.Duration) (fsstore.Task, error) {
+func (d *Dispatcher) kill(store *tasks.Store, id string, sig syscall.Signal, grace time.Duration) (tasks.Task, error) {
 	if d.Kill != nil {
 		return d.Kill(store, id, sig, grace)
 	}
 	return supervisor.Kill(store, id, sig, grace)
 }
 
-func (d *Dispatcher) reconcileTasks(store *fsstore.TaskStore) (int, error) {
+func (d *Dispatcher) reconcileTasks(store *tasks.Store) (int, error) {
 	if d.ReconcileTasks != nil {
 		return d.ReconcileTasks(store)
 	}
@@ -136,10 +139,10 @@ func (d *Dispatcher) Tick() error {
 		return err
 	}
 	running := 0
-	var ready []fsstore.KanbanTask
+	var ready []kanban.Task
 	for _, t := range open {
 		switch t.Status {
-		case fsstore.KanbanRunning:
+		case kanban.Running:
 			still, err := d.reconcile(t)
 			if err != nil {
 				d.Warn(err.Error())
@@ -147,7 +150,7 @@ func (d *Dispatcher) Tick() error {
 			if still {
 				running++
 			}
-		case fsstore.KanbanReady:
+		case kanban.Ready:
 			ready = append(ready, t)
 		}
 	}
@@ -180,7 +183,7 @@ func (d *Dispatcher) Tick() error {
 
 // reconcile looks at a running task's worker. It reports whether the task
 // still runs afterwards.
-func (d *Dispatcher) reconcile(t fsstore.KanbanTask) (bool, error) {
+func (d *Dispatcher) reconcile(t kanban.Task) (bool, error) {
 	r := t.CurrentRun()
 	if r == nil {
 		return true, nil
@@ -188,23 +191,23 @@ func (d *Dispatcher) reconcile(t fsstore.KanbanTask) (bool, error) {
 	// A run with no worker task is a claim made by hand (kanban claim), or
 	// one whose dispatcher died before recording its worker: it has no
 	// exit to look at, but its claim expires like any other.
-	var w fsstore.Task
+	var w tasks.Task
 	if r.WorkerTaskID != "" {
 		var err error
 		w, err = d.Tasks.Get(r.WorkerTaskID)
 		if errors.Is(err, fsstore.ErrNotFound) {
 			// Its record is gone (pruned by hand): nothing will ever
 			// report this worker's end.
-			w = fsstore.Task{ID: r.WorkerTaskID, Status: fsstore.TaskLost, Error: "the worker's task record " + r.WorkerTaskID + " is gone"}
+			w = tasks.Task{ID: r.WorkerTaskID, Status: tasks.Lost, Error: "the worker's task record " + r.WorkerTaskID + " is gone"}
 		} else if err != nil {
 			return true, err
 		}
 	}
 	if r.WorkerTaskID != "" && w.Finished() {
-		outcome, reason := fsstore.OutcomeCrashed, ""
+		outcome, reason := kanban.OutcomeCrashed, ""
 		switch {
 		case w.ExitCode != nil && *w.ExitCode == 0:
-			outcome, reason = fsstore.OutcomeProtocolViolation, "the worker exited without completing or blocking the task"
+			outcome, reason = kanban.OutcomeProtocolViolation, "the worker exited without completing or blocking the task"
 		case w.ExitCode != nil:
 			reason = fmt.Sprintf("the worker exited with status %d", *w.ExitCode)
 		case w.Signal != "":
@@ -250,7 +253,7 @@ func (d *Dispatcher) reconcile(t fsstore.KanbanTask) (bool, error) {
 }
 
 // resumeOn is the task's resume setting, else the profile's, else true.
-func (d *Dispatcher) resumeOn(t fsstore.KanbanTask) bool {
+func (d *Dispatcher) resumeOn(t kanban.Task) bool {
 	if t.ResumeOnRespawn != nil {
 		return *t.ResumeOnRespawn
 	}
@@ -264,7 +267,7 @@ func (d *Dispatcher) resumeOn(t fsstore.KanbanTask) bool {
 type plan struct {
 	sessionID string // resume this session ("" for a fresh one)
 	prompt    string
-	event     fsstore.Event
+	event     kanban.Event
 }
 
 // planRun decides between resuming and a fresh spawn. Resuming takes the
@@ -272,7 +275,7 @@ type plan struct {
 // profile and holds at least one message; its prompt is the comments posted
 // since the last block, oldest first, or a note that the task resumes plus
 // the body.
-func (d *Dispatcher) planRun(t fsstore.KanbanTask) (plan, error) {
+func (d *Dispatcher) planRun(t kanban.Task) (plan, error) {
 	task := strings.TrimSpace(t.Title + "\n\n" + t.Body)
 	if len(t.Runs) == 0 {
 		return plan{prompt: task + "\n\n" + protocol(t)}, nil
@@ -288,7 +291,7 @@ func (d *Dispatcher) planRun(t fsstore.KanbanTask) (plan, error) {
 	}
 	fresh := plan{prompt: task + "\n\n" + protocol(t)}
 	skip := func(reason string) (plan, error) {
-		fresh.event = fsstore.Event{Type: fsstore.EventResumeSkipped, Detail: reason}
+		fresh.event = kanban.Event{Type: kanban.EventResumeSkipped, Detail: reason}
 		return fresh, nil
 	}
 	if !d.resumeOn(t) {
@@ -317,7 +320,7 @@ func (d *Dispatcher) planRun(t fsstore.KanbanTask) (plan, error) {
 		if err != nil {
 			return plan{}, err
 		}
-		return plan{sessionID: sess.ID, prompt: prompt, event: fsstore.Event{Type: fsstore.EventResumed, Detail: sess.ID}}, nil
+		return plan{sessionID: sess.ID, prompt: prompt, event: kanban.Event{Type: kanban.EventResumed, Detail: sess.ID}}, nil
 	}
 	if missing != "" {
 		return skip("session " + missing + " missing")
@@ -328,7 +331,7 @@ func (d *Dispatcher) planRun(t fsstore.KanbanTask) (plan, error) {
 // resumePrompt is the prompt of a resumed worker: the comments posted
 // since the last block, oldest first, or a note that the task resumes and
 // its body.
-func (d *Dispatcher) resumePrompt(t fsstore.KanbanTask) (string, error) {
+func (d *Dispatcher) resumePrompt(t kanban.Task) (string, error) {
 	comments, err := d.commentsSinceBlock(t)
 	if err != nil {
 		return "", err
@@ -341,7 +344,7 @@ func (d *Dispatcher) resumePrompt(t fsstore.KanbanTask) (string, error) {
 
 // protocol is what every worker prompt ends with: how a worker ends its
 // run, through the agent's kanban tools.
-func protocol(t fsstore.KanbanTask) string {
+func protocol(t kanban.Task) string {
 	return "You are working kanban task " + t.ID + ". When the work is done, call the tool kanban_complete with its result; " +
 		"if you cannot go on, call kanban_block with the reason. End every run with one of the two. " +
 		"kanban_comment adds a note to the task, and kanban_heartbeat extends your claim during long work."
@@ -349,7 +352,7 @@ func protocol(t fsstore.KanbanTask) string {
 
 // commentsSinceBlock joins the comments posted since the task was last
 // blocked (by a worker, a person, a crash or a reclaim), oldest first.
-func (d *Dispatcher) commentsSinceBlock(t fsstore.KanbanTask) (string, error) {
+func (d *Dispatcher) commentsSinceBlock(t kanban.Task) (string, error) {
 	events, err := d.Board.Events(t.ID)
 	if err != nil {
 		return "", err
@@ -378,7 +381,7 @@ func (d *Dispatcher) commentsSinceBlock(t fsstore.KanbanTask) (string, error) {
 }
 
 // claimAndSpawn claims t and starts its worker under the tasks supervisor.
-func (d *Dispatcher) claimAndSpawn(t fsstore.KanbanTask) error {
+func (d *Dispatcher) claimAndSpawn(t kanban.Task) error {
 	p, err := d.planRun(t)
 	if err != nil {
 		return err
@@ -387,14 +390,14 @@ func (d *Dispatcher) claimAndSpawn(t fsstore.KanbanTask) error {
 	if profile == "" {
 		profile = d.Profile
 	}
-	claimed, err := d.Board.Claim(t.ID, d.ClaimTTL, profile, func(_ *fsstore.KanbanTask, r *fsstore.Run) []fsstore.Event {
+	claimed, err := d.Board.Claim(t.ID, d.ClaimTTL, profile, func(_ *kanban.Task, r *kanban.Run) []kanban.Event {
 		r.ResumedFromSession = p.sessionID
 		if p.event.Type == "" {
 			return nil
 		}
 		ev := p.event
 		ev.RunID = r.ID
-		return []fsstore.Event{ev}
+		return []kanban.Event{ev}
 	})
 	if err != nil {
 		return err
@@ -402,7 +405,7 @@ func (d *Dispatcher) claimAndSpawn(t fsstore.KanbanTask) error {
 	run := claimed.CurrentRun()
 	workerID, err := d.spawn(claimed, run, p)
 	if err != nil {
-		uerr := d.Board.FailRun(t.ID, run.ID, fsstore.OutcomeSpawnFailed, err.Error(), nil, "")
+		uerr := d.Board.FailRun(t.ID, run.ID, kanban.OutcomeSpawnFailed, err.Error(), nil, "")
 		d.say("blocked %s: spawn_failed (%v)", t.ID, err)
 		return uerr
 	}
@@ -416,7 +419,7 @@ func (d *Dispatcher) claimAndSpawn(t fsstore.KanbanTask) error {
 }
 
 // spawn starts the worker of run and returns its background task's id.
-func (d *Dispatcher) spawn(t fsstore.KanbanTask, run *fsstore.Run, p plan) (string, error) {
+func (d *Dispatcher) spawn(t kanban.Task, run *kanban.Run, p plan) (string, error) {
 	return d.Spawn("kanban:"+t.ID, d.argv(t, run, p), []string{
 		EnvTask + "=" + t.ID,
 		EnvRun + "=" + run.ID,
@@ -429,7 +432,7 @@ func (d *Dispatcher) spawn(t fsstore.KanbanTask, run *fsstore.Run, p plan) (stri
 // argv is the worker command of run. One pass over each field: text a
 // placeholder brings in (a prompt that mentions {task_id}) is never
 // replaced again.
-func (d *Dispatcher) argv(t fsstore.KanbanTask, run *fsstore.Run, p plan) []string {
+func (d *Dispatcher) argv(t kanban.Task, run *kanban.Run, p plan) []string {
 	vars := strings.NewReplacer(
 		"{profile}", run.Profile, "{prompt}", p.prompt, "{session_id}", p.sessionID,
 		"{task_id}", t.ID, "{run_id}", run.ID,

@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/kanban"
+	"github.com/hermes/hermes/fsstore/sessions"
+	"github.com/hermes/hermes/fsstore/tasks"
 )
 
 var epoch = time.Date(2026, 11, 24, 1, 0, 0, 0, time.UTC)
@@ -21,7 +24,7 @@ type rig struct {
 	out      *strings.Builder
 	spawned  [][]string // argv of each spawn
 	env      [][]string
-	sessions map[string]fsstore.Session // profile/id -> session
+	sessions map[string]sessions.Session // profile/id -> session
 	killed   []string
 }
 
@@ -29,21 +32,21 @@ func newRig(t *testing.T) *rig {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "profiles", "default")
 	warn := func(msg string) { t.Log("warning:", msg) }
-	board := fsstore.NewBoard(dir, 10*time.Second, warn)
+	board := kanban.NewBoard(dir, 10*time.Second, warn)
 	// Each write a second after the last, so events and comments order.
 	tick := epoch
 	board.Now = func() time.Time { tick = tick.Add(time.Second); return tick }
-	tasks := fsstore.NewTaskStore(dir, 10*time.Second, warn)
+	taskStore := tasks.NewStore(dir, 10*time.Second, warn)
 	worker, err := WorkerFields("")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &rig{t: t, out: &strings.Builder{}, sessions: map[string]fsstore.Session{}}
+	r := &rig{t: t, out: &strings.Builder{}, sessions: map[string]sessions.Session{}}
 	r.d = &Dispatcher{
-		Board: board, Tasks: tasks, Profile: "default", Out: r.out, Warn: warn,
+		Board: board, Tasks: taskStore, Profile: "default", Out: r.out, Warn: warn,
 		Worker: worker, MaxWorkers: 4, ClaimTTL: 15 * time.Minute,
 		Now: func() time.Time { return epoch.Add(10 * time.Minute) },
-		Session: func(profile, id string) (fsstore.Session, error) {
+		Session: func(profile, id string) (sessions.Session, error) {
 			s, ok := r.sessions[profile+"/"+id]
 			if !ok {
 				return s, fsstore.NotFoundf("session %s not found", id)
@@ -52,22 +55,22 @@ func newRig(t *testing.T) *rig {
 		},
 		Spawn: func(name string, argv, env []string) (string, error) {
 			r.spawned, r.env = append(r.spawned, argv), append(r.env, env)
-			w, err := tasks.Create(fsstore.Task{Name: name, Command: argv})
+			w, err := taskStore.Create(tasks.Task{Name: name, Command: argv})
 			return w.ID, err
 		},
-		Kill: func(store *fsstore.TaskStore, id string, sig syscall.Signal, _ time.Duration) (fsstore.Task, error) {
+		Kill: func(store *tasks.Store, id string, sig syscall.Signal, _ time.Duration) (tasks.Task, error) {
 			r.killed = append(r.killed, id)
-			t, _, err := store.Finish(id, func(t *fsstore.Task) { t.Status, t.Signal = fsstore.TaskKilled, "SIGTERM" })
+			t, _, err := store.Finish(id, func(t *tasks.Task) { t.Status, t.Signal = tasks.Killed, "SIGTERM" })
 			return t, err
 		},
-		ReconcileTasks: func(*fsstore.TaskStore) (int, error) { return 0, nil },
+		ReconcileTasks: func(*tasks.Store) (int, error) { return 0, nil },
 	}
 	return r
 }
 
 func (r *rig) task(title string) string {
 	r.t.Helper()
-	task, err := r.d.Board.Create(fsstore.KanbanTask{Title: title, Body: "the body", Assignee: "default"})
+	task, err := r.d.Board.Create(kanban.Task{Title: title, Body: "the body", Assignee: "default"})
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -81,7 +84,7 @@ func (r *rig) tick() {
 	}
 }
 
-func (r *rig) get(id string) fsstore.KanbanTask {
+func (r *rig) get(id string) kanban.Task {
 	r.t.Helper()
 	task, err := r.d.Board.Get(id)
 	if err != nil {
@@ -91,7 +94,7 @@ func (r *rig) get(id string) fsstore.KanbanTask {
 }
 
 // worker finishes the background task of id's current run with change.
-func (r *rig) worker(id string, change func(*fsstore.Task)) {
+func (r *rig) worker(id string, change func(*tasks.Task)) {
 	r.t.Helper()
 	task := r.get(id)
 	if _, _, err := r.d.Tasks.Finish(task.CurrentRun().WorkerTaskID, change); err != nil {
@@ -99,29 +102,29 @@ func (r *rig) worker(id string, change func(*fsstore.Task)) {
 	}
 }
 
-func exit(code int) func(*fsstore.Task) {
-	return func(t *fsstore.Task) { t.Status, t.ExitCode = fsstore.TaskSucceeded, &code }
+func exit(code int) func(*tasks.Task) {
+	return func(t *tasks.Task) { t.Status, t.ExitCode = tasks.Succeeded, &code }
 }
 
 // Reconcile: how a running task's worker ended decides the task's fate.
 func TestReconcile(t *testing.T) {
 	for _, c := range []struct {
 		name    string
-		ended   func(*fsstore.Task) // nil: the worker still runs
-		gone    bool                // its task record was removed
-		expired bool                // the claim has passed its expiry
-		status  fsstore.Status
+		ended   func(*tasks.Task) // nil: the worker still runs
+		gone    bool              // its task record was removed
+		expired bool              // the claim has passed its expiry
+		status  kanban.Status
 		outcome string
 		reason  string
 		killed  bool
 	}{
-		{name: "exit 0 without completing", ended: exit(0), status: fsstore.KanbanBlocked, outcome: fsstore.OutcomeProtocolViolation, reason: "without completing or blocking"},
-		{name: "exit 3", ended: func(t *fsstore.Task) { c := 3; t.Status, t.ExitCode = fsstore.TaskFailed, &c }, status: fsstore.KanbanBlocked, outcome: fsstore.OutcomeCrashed, reason: "exited with status 3"},
-		{name: "killed", ended: func(t *fsstore.Task) { t.Status, t.Signal = fsstore.TaskKilled, "SIGKILL" }, status: fsstore.KanbanBlocked, outcome: fsstore.OutcomeCrashed, reason: "killed by SIGKILL"},
-		{name: "lost", ended: func(t *fsstore.Task) { t.Status, t.Error = fsstore.TaskLost, "its supervisor died" }, status: fsstore.KanbanBlocked, outcome: fsstore.OutcomeCrashed, reason: "lost: its supervisor died"},
-		{name: "record gone", gone: true, status: fsstore.KanbanBlocked, outcome: fsstore.OutcomeCrashed, reason: "is gone"},
-		{name: "claim expired", expired: true, status: fsstore.KanbanReady, outcome: fsstore.OutcomeReclaimed, killed: true},
-		{name: "still working", status: fsstore.KanbanRunning},
+		{name: "exit 0 without completing", ended: exit(0), status: kanban.Blocked, outcome: kanban.OutcomeProtocolViolation, reason: "without completing or blocking"},
+		{name: "exit 3", ended: func(t *tasks.Task) { c := 3; t.Status, t.ExitCode = tasks.Failed, &c }, status: kanban.Blocked, outcome: kanban.OutcomeCrashed, reason: "exited with status 3"},
+		{name: "killed", ended: func(t *tasks.Task) { t.Status, t.Signal = tasks.Killed, "SIGKILL" }, status: kanban.Blocked, outcome: kanban.OutcomeCrashed, reason: "killed by SIGKILL"},
+		{name: "lost", ended: func(t *tasks.Task) { t.Status, t.Error = tasks.Lost, "its supervisor died" }, status: kanban.Blocked, outcome: kanban.OutcomeCrashed, reason: "lost: its supervisor died"},
+		{name: "record gone", gone: true, status: kanban.Blocked, outcome: kanban.OutcomeCrashed, reason: "is gone"},
+		{name: "claim expired", expired: true, status: kanban.Ready, outcome: kanban.OutcomeReclaimed, killed: true},
+		{name: "still working", status: kanban.Running},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := newRig(t)
@@ -137,7 +140,7 @@ func TestReconcile(t *testing.T) {
 				task := r.get(id)
 				run := task.CurrentRun()
 				r.worker(id, exit(0))
-				if _, err := r.d.Tasks.Prune(fsstore.PruneOptions{Before: time.Now().Add(time.Hour)}); err != nil {
+				if _, err := r.d.Tasks.Prune(tasks.PruneOptions{Before: time.Now().Add(time.Hour)}); err != nil {
 					t.Fatal(err)
 				}
 				if _, err := r.d.Tasks.Get(run.WorkerTaskID); !errors.Is(err, fsstore.ErrNotFound) {
@@ -157,7 +160,7 @@ func TestReconcile(t *testing.T) {
 				t.Fatalf("killed %v", r.killed)
 			}
 			// A task still running keeps its worker slot: the next task waits.
-			if wantSpawns := map[bool]int{true: 1, false: 2}[c.status == fsstore.KanbanRunning]; len(r.spawned) != wantSpawns {
+			if wantSpawns := map[bool]int{true: 1, false: 2}[c.status == kanban.Running]; len(r.spawned) != wantSpawns {
 				t.Fatalf("spawned %d, want %d\n%s", len(r.spawned), wantSpawns, r.out)
 			}
 		})
@@ -172,7 +175,7 @@ func TestReconcileDryRun(t *testing.T) {
 	r.worker(id, exit(0))
 	r.d.DryRun = true
 	r.tick()
-	if got := r.get(id); got.Status != fsstore.KanbanRunning {
+	if got := r.get(id); got.Status != kanban.Running {
 		t.Fatalf("a dry run changed the task: %s", got.Status)
 	}
 	if !strings.Contains(r.out.String(), "would block "+id+": protocol_violation") {
@@ -202,22 +205,22 @@ func TestPlanRun(t *testing.T) {
 	off := false
 	for _, c := range []struct {
 		name       string
-		session    *fsstore.Session // the first run's session as the lookup finds it; nil: missing
+		session    *sessions.Session // the first run's session as the lookup finds it; nil: missing
 		taskResume *bool
 		cfgResume  *bool
 		resumes    bool
 		event      string // the event of the claim: resumed, or resume_skipped with its detail
 	}{
-		{name: "resumes", session: &fsstore.Session{ID: "s1", MessageCount: 4}, resumes: true, event: "resumed s1"},
-		{name: "off for the task", session: &fsstore.Session{ID: "s1", MessageCount: 4}, taskResume: &off, event: "resume_skipped disabled"},
-		{name: "off in config", session: &fsstore.Session{ID: "s1", MessageCount: 4}, cfgResume: &off, event: "resume_skipped disabled"},
+		{name: "resumes", session: &sessions.Session{ID: "s1", MessageCount: 4}, resumes: true, event: "resumed s1"},
+		{name: "off for the task", session: &sessions.Session{ID: "s1", MessageCount: 4}, taskResume: &off, event: "resume_skipped disabled"},
+		{name: "off in config", session: &sessions.Session{ID: "s1", MessageCount: 4}, cfgResume: &off, event: "resume_skipped disabled"},
 		{name: "session missing", event: "resume_skipped session s1 missing"},
-		{name: "session empty", session: &fsstore.Session{ID: "s1"}, event: "resume_skipped no earlier session"},
+		{name: "session empty", session: &sessions.Session{ID: "s1"}, event: "resume_skipped no earlier session"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := newRig(t)
 			r.d.ResumeOnRespawn = c.cfgResume
-			task, err := r.d.Board.Create(fsstore.KanbanTask{Title: "work", Body: "the body", Assignee: "default", ResumeOnRespawn: c.taskResume})
+			task, err := r.d.Board.Create(kanban.Task{Title: "work", Body: "the body", Assignee: "default", ResumeOnRespawn: c.taskResume})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -228,7 +231,7 @@ func TestPlanRun(t *testing.T) {
 				t.Fatalf("first prompt %q", last(first))
 			}
 			claimed := r.get(id)
-			if err := r.d.Board.RegisterSession(fsstore.Worker{Task: id, Run: claimed.CurrentRunID, Claim: claimed.ClaimLock}, "s1"); err != nil {
+			if err := r.d.Board.RegisterSession(kanban.Worker{Task: id, Run: claimed.CurrentRunID, Claim: claimed.ClaimLock}, "s1"); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := r.d.Board.AddComment(id, "ann", "said before the block"); err != nil {
@@ -268,7 +271,7 @@ func TestPlanRun(t *testing.T) {
 			events, _ := r.d.Board.Events(id)
 			var seen []string
 			for _, e := range events {
-				if e.Type == fsstore.EventResumed || e.Type == fsstore.EventResumeSkipped {
+				if e.Type == kanban.EventResumed || e.Type == kanban.EventResumeSkipped {
 					seen = append(seen, string(e.Type)+" "+e.Detail)
 				}
 			}
@@ -306,7 +309,7 @@ func TestSpawnFailedAndMaxWorkers(t *testing.T) {
 	r.d.Spawn = func(string, []string, []string) (string, error) { return "", errors.New("no such program") }
 	r.tick()
 	got := r.get(id)
-	if got.Status != fsstore.KanbanBlocked || got.Runs[0].Outcome != fsstore.OutcomeSpawnFailed || !strings.Contains(got.BlockReason, "no such program") {
+	if got.Status != kanban.Blocked || got.Runs[0].Outcome != kanban.OutcomeSpawnFailed || !strings.Contains(got.BlockReason, "no such program") {
 		t.Fatalf("after a failed spawn: %+v", got)
 	}
 	r2 := newRig(t)
@@ -343,7 +346,7 @@ func TestWorkerFields(t *testing.T) {
 // arrives as written.
 func TestArgvOnePass(t *testing.T) {
 	r := newRig(t)
-	task, err := r.d.Board.Create(fsstore.KanbanTask{Title: "explain", Body: "the {task_id}, {run_id}, {profile} and {prompt} placeholders", Assignee: "default"})
+	task, err := r.d.Board.Create(kanban.Task{Title: "explain", Body: "the {task_id}, {run_id}, {profile} and {prompt} placeholders", Assignee: "default"})
 	if err != nil {
 		t.Fatal(err)
 	}

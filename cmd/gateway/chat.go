@@ -9,6 +9,7 @@ import (
 	"net/http"
 
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/sessions"
 )
 
 // chatRequest is the part of a chat completion request the gateway reads;
@@ -24,11 +25,11 @@ type chatRequest struct {
 
 // parseChatMessages checks the client's messages as the store would; the
 // role "developer" of newer clients is stored as "system".
-func parseChatMessages(raw []json.RawMessage) ([]fsstore.Message, error) {
+func parseChatMessages(raw []json.RawMessage) ([]sessions.Message, error) {
 	if len(raw) == 0 {
 		return nil, badRequest("messages", "messages must be a non-empty list")
 	}
-	msgs := make([]fsstore.Message, 0, len(raw))
+	msgs := make([]sessions.Message, 0, len(raw))
 	for i, r := range raw {
 		m, err := parseMessage(r)
 		if err != nil {
@@ -39,21 +40,21 @@ func parseChatMessages(raw []json.RawMessage) ([]fsstore.Message, error) {
 	return msgs, nil
 }
 
-func parseMessage(raw json.RawMessage) (fsstore.Message, error) {
+func parseMessage(raw json.RawMessage) (sessions.Message, error) {
 	var probe struct {
 		Role string `json:"role"`
 	}
 	if json.Unmarshal(raw, &probe) == nil && probe.Role == "developer" {
 		var fields map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &fields); err != nil {
-			return fsstore.Message{}, err
+			return sessions.Message{}, err
 		}
 		fields["role"] = json.RawMessage(`"system"`)
 		raw, _ = json.Marshal(fields)
 	}
-	m, err := fsstore.ParseMessage(raw)
+	m, err := sessions.ParseMessage(raw)
 	if err != nil {
-		return fsstore.Message{}, err
+		return sessions.Message{}, err
 	}
 	m.Seq, m.TS = 0, ""
 	return m, nil
@@ -75,7 +76,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx := r.Context()
 	var a admission
-	var add []fsstore.Message
+	var add []sessions.Message
 	if sid := r.Header.Get(SessionHeader); sid != "" {
 		if err := fsstore.CheckID("session id", sid); err != nil {
 			return badRequest(SessionHeader, "%s: %v", SessionHeader, err)
@@ -197,10 +198,10 @@ type apiChatChoice struct {
 }
 
 type apiChatMessage struct {
-	Role      string             `json:"role"`
-	Content   *string            `json:"content"`
-	Refusal   any                `json:"refusal"`
-	ToolCalls []fsstore.ToolCall `json:"tool_calls,omitempty"`
+	Role      string              `json:"role"`
+	Content   *string             `json:"content"`
+	Refusal   any                 `json:"refusal"`
+	ToolCalls []sessions.ToolCall `json:"tool_calls,omitempty"`
 }
 
 // chatCompletion is the chat.completion object of a turn.

@@ -9,7 +9,7 @@
 // that concerns a session carries its id in the X-Hermes-Session-Id header,
 // errors included (a failed turn names the session that keeps the request's
 // messages). The state of the gateway itself is kept by
-// fsstore.GatewayStore under <profile>/gateway.
+// gatewaystate.Store under <profile>/gateway.
 //
 // # A turn
 //
@@ -38,7 +38,7 @@
 // starts a stranger's conversation; an id that cannot be one is a 400.
 // Without it, a new session (source gateway). The client sends its whole
 // conversation; it is compared with the stored transcript message by
-// message (fsstore.Message.SameAs on role, content, tool calls, tool call id
+// message (sessions.Message.SameAs on role, content, tool calls, tool call id
 // and name; extra fields that client libraries echo back, such as refusal or
 // annotations, are not compared). Messages hermes added itself carry the
 // extra field "hermes_note": true (the resume note) and are skipped, so they

@@ -15,15 +15,16 @@ import (
 	"time"
 
 	"github.com/hermes/hermes/cmd/provider"
-	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/gatewaystate"
+	"github.com/hermes/hermes/fsstore/sessions"
 )
 
 // testEnv is a gateway on httptest over a fresh profile directory.
 type testEnv struct {
 	t        *testing.T
 	dir      string
-	sessions *fsstore.SessionStore
-	store    *fsstore.GatewayStore
+	sessions *sessions.Store
+	store    *gatewaystate.Store
 	srv      *Server
 	ts       *httptest.Server
 }
@@ -32,8 +33,8 @@ func newTestEnv(t *testing.T, mod func(*Options)) *testEnv {
 	t.Helper()
 	dir := t.TempDir()
 	warn := func(msg string) { t.Logf("warning: %s", msg) }
-	sessions := fsstore.NewSessionStore(dir, "default", 10*time.Second, warn)
-	store := fsstore.NewGatewayStore(dir, 10*time.Second, warn)
+	sessions := sessions.NewStore(dir, "default", 10*time.Second, warn)
+	store := gatewaystate.NewStore(dir, 10*time.Second, warn)
 	echo, err := provider.New(provider.Config{Name: "echo"})
 	if err != nil {
 		t.Fatal(err)
@@ -182,7 +183,7 @@ func mustError(t *testing.T, resp *http.Response, body []byte, status int, typ s
 }
 
 // sessionsByKey returns the ids of the sessions whose session_key is key.
-func sessionsByKey(t *testing.T, sessions *fsstore.SessionStore, key string) []string {
+func sessionsByKey(t *testing.T, sessions *sessions.Store, key string) []string {
 	t.Helper()
 	all, err := sessions.All()
 	if err != nil {
@@ -198,7 +199,7 @@ func sessionsByKey(t *testing.T, sessions *fsstore.SessionStore, key string) []s
 }
 
 // messages returns the transcript of id.
-func messages(t *testing.T, sessions *fsstore.SessionStore, id string) []fsstore.Message {
+func messages(t *testing.T, sessions *sessions.Store, id string) []sessions.Message {
 	t.Helper()
 	msgs, err := sessions.Messages(id)
 	if err != nil {
@@ -207,7 +208,7 @@ func messages(t *testing.T, sessions *fsstore.SessionStore, id string) []fsstore
 	return msgs
 }
 
-func getSession(t *testing.T, sessions *fsstore.SessionStore, id string) fsstore.Session {
+func getSession(t *testing.T, sessions *sessions.Store, id string) sessions.Session {
 	t.Helper()
 	s, err := sessions.Get(id)
 	if err != nil {
@@ -220,7 +221,7 @@ func getSession(t *testing.T, sessions *fsstore.SessionStore, id string) fsstore
 // the echo provider: seq 1, 2, 3 … without gaps, and each user message
 // followed directly by its own reply (the echo of its text, counting the
 // history it was sent with), so turns were never interleaved.
-func checkTranscript(t *testing.T, msgs []fsstore.Message) {
+func checkTranscript(t *testing.T, msgs []sessions.Message) {
 	t.Helper()
 	for i, m := range msgs {
 		if m.Seq != int64(i+1) {
@@ -251,7 +252,7 @@ func itoa(n int) string {
 	return string(b)
 }
 
-func dump(msgs []fsstore.Message) string {
+func dump(msgs []sessions.Message) string {
 	var b strings.Builder
 	for _, m := range msgs {
 		line, _ := m.MarshalJSON()
@@ -273,7 +274,7 @@ func (p *funcProvider) Complete(ctx context.Context, req provider.Request) (prov
 }
 
 func assistant(text string) provider.Reply {
-	return provider.Reply{Messages: []fsstore.Message{{Role: "assistant", Content: fsstore.TextContent(text)}}}
+	return provider.Reply{Messages: []sessions.Message{{Role: "assistant", Content: sessions.TextContent(text)}}}
 }
 
 func fileExists(path string) bool {
@@ -282,9 +283,9 @@ func fileExists(path string) bool {
 }
 
 // historyOf reads a request's history into memory.
-func historyOf(h provider.History) []fsstore.Message {
-	var msgs []fsstore.Message
-	h.Each(func(m fsstore.Message) error {
+func historyOf(h provider.History) []sessions.Message {
+	var msgs []sessions.Message
+	h.Each(func(m sessions.Message) error {
 		msgs = append(msgs, m)
 		return nil
 	})

@@ -16,7 +16,8 @@ import (
 	"time"
 
 	"github.com/hermes/hermes/cmd/agent"
-	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/gatewaystate"
+	"github.com/hermes/hermes/fsstore/sessions"
 )
 
 // These tests run the real binary, built once per test run, as a user or a
@@ -165,10 +166,10 @@ func (p *gatewayProc) post(path string, body any, header map[string]string) (*ht
 	return doRequest(p.t, p.url, "POST", path, body, header)
 }
 
-func profileStores(home string) (*fsstore.SessionStore, *fsstore.GatewayStore) {
+func profileStores(home string) (*sessions.Store, *gatewaystate.Store) {
 	dir := filepath.Join(home, "profiles", "default")
 	warn := func(string) {}
-	return fsstore.NewSessionStore(dir, "default", 10*time.Second, warn), fsstore.NewGatewayStore(dir, 10*time.Second, warn)
+	return sessions.NewStore(dir, "default", 10*time.Second, warn), gatewaystate.NewStore(dir, 10*time.Second, warn)
 }
 
 func writeConfig(t *testing.T, home, yaml string) {
@@ -187,7 +188,7 @@ func writeConfig(t *testing.T, home, yaml string) {
 func TestProcessConversationSurvivesRestartAndEviction(t *testing.T) {
 	home := t.TempDir()
 	writeConfig(t, home, "gateway:\n  max_stored_responses: 2\n")
-	sessions, store := profileStores(home)
+	sessionStore, store := profileStores(home)
 
 	g := startGateway(t, home)
 	resp, body := g.post("/v1/responses", map[string]any{"model": "m", "input": "turn 1", "conversation": "c1"}, nil)
@@ -244,12 +245,12 @@ func TestProcessConversationSurvivesRestartAndEviction(t *testing.T) {
 	if got := decode[respObj](t, body).text(); got != echoText(3, "turn 2") {
 		t.Fatalf("turn 2 reply %q: the history was not continued", got)
 	}
-	msgs := messages(t, sessions, sid)
+	msgs := messages(t, sessionStore, sid)
 	if len(msgs) != 4 || msgs[0].Text() != "turn 1" || msgs[2].Text() != "turn 2" {
 		t.Fatalf("transcript of %s: %s", sid, dump(msgs))
 	}
 	checkTranscript(t, msgs)
-	if ids := sessionsByKey(t, sessions, "conversation:c1"); len(ids) != 1 || ids[0] != sid {
+	if ids := sessionsByKey(t, sessionStore, "conversation:c1"); len(ids) != 1 || ids[0] != sid {
 		t.Fatalf("sessions of c1: %v", ids)
 	}
 	if code := g.stop(syscall.SIGINT); code != 0 {
@@ -262,7 +263,7 @@ func TestProcessConversationSurvivesRestartAndEviction(t *testing.T) {
 // turn continues it with the note.
 func TestProcessDrainTimeoutResumes(t *testing.T) {
 	home := t.TempDir()
-	sessions, store := profileStores(home)
+	sessionStore, store := profileStores(home)
 	slow := `sleep 3; printf '%s\n' '{"role":"assistant","content":"slow reply"}'`
 	g := startGateway(t, home, "--provider", "exec", "--exec-command", slow, "--drain-timeout", "1s")
 
@@ -277,7 +278,7 @@ func TestProcessDrainTimeoutResumes(t *testing.T) {
 	deadline := time.Now().Add(20 * time.Second) // hang guard
 	for sid == "" {
 		if c, err := store.GetConversation("slow"); err == nil {
-			if msgs, err := sessions.Messages(c.SessionID); err == nil && len(msgs) == 1 {
+			if msgs, err := sessionStore.Messages(c.SessionID); err == nil && len(msgs) == 1 {
 				sid = c.SessionID
 			}
 		}
@@ -289,8 +290,8 @@ func TestProcessDrainTimeoutResumes(t *testing.T) {
 	if code := g.stop(syscall.SIGTERM); code != 0 {
 		t.Fatalf("exit %d:\n%s", code, g.log())
 	}
-	s := getSession(t, sessions, sid)
-	if s.State != fsstore.StateResumePending || s.ResumeReason != "restart_timeout" || s.InterruptCount != 1 {
+	s := getSession(t, sessionStore, sid)
+	if s.State != sessions.StateResumePending || s.ResumeReason != "restart_timeout" || s.InterruptCount != 1 {
 		t.Fatalf("after the drain timed out: %+v\n%s", s, g.log())
 	}
 	if fileExists(store.CleanShutdownPath()) {
@@ -301,8 +302,8 @@ func TestProcessDrainTimeoutResumes(t *testing.T) {
 	}
 
 	g = startGateway(t, home)
-	s = getSession(t, sessions, sid)
-	if s.State != fsstore.StateResumePending || s.ResumeReason != "restart_timeout" || s.InterruptCount != 1 {
+	s = getSession(t, sessionStore, sid)
+	if s.State != sessions.StateResumePending || s.ResumeReason != "restart_timeout" || s.InterruptCount != 1 {
 		t.Fatalf("after the restart: %+v (one interruption, counted once)", s)
 	}
 	resp, body := g.post("/v1/responses", map[string]any{"input": "are you there?", "conversation": "slow"}, nil)
@@ -310,12 +311,12 @@ func TestProcessDrainTimeoutResumes(t *testing.T) {
 	if got := resp.Header.Get(SessionHeader); got != sid {
 		t.Fatalf("the interrupted conversation went to %s, not %s", got, sid)
 	}
-	msgs := messages(t, sessions, sid)
+	msgs := messages(t, sessionStore, sid)
 	if len(msgs) != 4 || msgs[0].Text() != "long turn" || msgs[1].Text() != agent.ResumeNote("restart_timeout") ||
 		msgs[2].Text() != "are you there?" || msgs[3].Role != "assistant" {
 		t.Fatalf("transcript: %s", dump(msgs))
 	}
-	if s := getSession(t, sessions, sid); s.State != fsstore.StateActive || s.InterruptCount != 0 {
+	if s := getSession(t, sessionStore, sid); s.State != sessions.StateActive || s.InterruptCount != 0 {
 		t.Fatalf("after a successful turn: %+v", s)
 	}
 	g.stop(syscall.SIGTERM)
@@ -325,7 +326,7 @@ func TestProcessDrainTimeoutResumes(t *testing.T) {
 // suspended; the next request gets a new session whose parent is the old.
 func TestProcessThreeInterruptedRestartsSuspend(t *testing.T) {
 	home := t.TempDir()
-	sessions, _ := profileStores(home)
+	sessionStore, _ := profileStores(home)
 	g := startGateway(t, home)
 	resp, body := g.post("/v1/chat/completions", map[string]any{"messages": []any{userMsg("loop")}}, nil)
 	mustStatus(t, resp, body, 200)
@@ -335,10 +336,10 @@ func TestProcessThreeInterruptedRestartsSuspend(t *testing.T) {
 	for i := 1; i <= SuspendAfter; i++ {
 		g.stop(syscall.SIGKILL)
 		g = startGateway(t, home)
-		s := getSession(t, sessions, sid)
-		want := fsstore.StateResumePending
+		s := getSession(t, sessionStore, sid)
+		want := sessions.StateResumePending
 		if i == SuspendAfter {
-			want = fsstore.StateSuspended
+			want = sessions.StateSuspended
 		}
 		if s.State != want || s.InterruptCount != i || s.ResumeReason != "restart_interrupted" {
 			t.Fatalf("after unclean restart %d: %+v", i, s)
@@ -358,10 +359,10 @@ func TestProcessThreeInterruptedRestartsSuspend(t *testing.T) {
 	if next == sid {
 		t.Fatal("a suspended session was continued")
 	}
-	if p := getSession(t, sessions, next).ParentSessionID; p != sid {
+	if p := getSession(t, sessionStore, next).ParentSessionID; p != sid {
 		t.Fatalf("new session's parent %q, want %s", p, sid)
 	}
-	if s := getSession(t, sessions, sid); s.State != fsstore.StateEnded || s.EndReason != "suspended" {
+	if s := getSession(t, sessionStore, sid); s.State != sessions.StateEnded || s.EndReason != "suspended" {
 		t.Fatalf("old session: %+v", s)
 	}
 	g.stop(syscall.SIGTERM)

@@ -3,15 +3,20 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/gatewaystate"
+	"github.com/hermes/hermes/fsstore/sessions"
 )
 
 // responsesRequest is the part of a Responses API request the gateway
@@ -41,7 +46,7 @@ type inputItem struct {
 // messages: message items keep their role (developer becomes system) and
 // their text and image parts; function_call items become an assistant
 // message with tool_calls and function_call_output items tool messages.
-func parseInput(raw json.RawMessage) ([]fsstore.Message, error) {
+func parseInput(raw json.RawMessage) ([]sessions.Message, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, badRequest("input", "input is required")
@@ -51,7 +56,7 @@ func parseInput(raw json.RawMessage) ([]fsstore.Message, error) {
 		if err := json.Unmarshal(raw, &text); err != nil {
 			return nil, badRequest("input", "input: %v", err)
 		}
-		return []fsstore.Message{{Role: "user", Content: fsstore.TextContent(text)}}, nil
+		return []sessions.Message{{Role: "user", Content: sessions.TextContent(text)}}, nil
 	}
 	var items []json.RawMessage
 	if err := json.Unmarshal(raw, &items); err != nil {
@@ -60,7 +65,7 @@ func parseInput(raw json.RawMessage) ([]fsstore.Message, error) {
 	if len(items) == 0 {
 		return nil, badRequest("input", "input is an empty list")
 	}
-	var msgs []fsstore.Message
+	var msgs []sessions.Message
 	for i, rawItem := range items {
 		param := fmt.Sprintf("input[%d]", i)
 		var it inputItem
@@ -81,18 +86,18 @@ func parseInput(raw json.RawMessage) ([]fsstore.Message, error) {
 			if err != nil {
 				return nil, badRequest(param, "%s: %v", param, err)
 			}
-			msgs = append(msgs, fsstore.Message{Role: role, Content: content})
+			msgs = append(msgs, sessions.Message{Role: role, Content: content})
 		case "function_call":
-			call := fsstore.ToolCall{ID: it.CallID, Type: "function"}
+			call := sessions.ToolCall{ID: it.CallID, Type: "function"}
 			call.Function.Name, call.Function.Arguments = it.Name, it.Arguments
 			if n := len(msgs); n > 0 && msgs[n-1].Role == "assistant" && hasToolCalls(msgs[n-1]) && len(msgs[n-1].Content) == 0 {
-				var calls []fsstore.ToolCall
+				var calls []sessions.ToolCall
 				json.Unmarshal(msgs[n-1].ToolCalls, &calls)
 				msgs[n-1].ToolCalls, _ = json.Marshal(append(calls, call))
 				continue
 			}
-			tc, _ := json.Marshal([]fsstore.ToolCall{call})
-			msgs = append(msgs, fsstore.Message{Role: "assistant", ToolCalls: tc})
+			tc, _ := json.Marshal([]sessions.ToolCall{call})
+			msgs = append(msgs, sessions.Message{Role: "assistant", ToolCalls: tc})
 		case "function_call_output":
 			out := it.Output
 			if len(out) > 0 && out[0] == '[' {
@@ -104,7 +109,7 @@ func parseInput(raw json.RawMessage) ([]fsstore.Message, error) {
 			if len(out) == 0 || (out[0] != '"' && out[0] != '[') {
 				return nil, badRequest(param, "%s: output must be a string or a list of parts", param)
 			}
-			msgs = append(msgs, fsstore.Message{Role: "tool", ToolCallID: it.CallID, Content: out})
+			msgs = append(msgs, sessions.Message{Role: "tool", ToolCallID: it.CallID, Content: out})
 		default:
 			return nil, badRequest(param, "%s: item type %q is not supported", param, it.Type)
 		}
@@ -153,7 +158,7 @@ func convertContent(raw json.RawMessage) (json.RawMessage, error) {
 		}
 	}
 	if onlyText && len(texts) == 1 {
-		return fsstore.TextContent(texts[0]), nil
+		return sessions.TextContent(texts[0]), nil
 	}
 	return marshal(chat)
 }
@@ -192,7 +197,7 @@ func deref(p *string) string {
 
 // sameInstructions reports whether the last instructions stored in msgs
 // are text: instructions sent again unchanged are not stored again.
-func sameInstructions(msgs []fsstore.Message, text string) bool {
+func sameInstructions(msgs []sessions.Message, text string) bool {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if marked(msgs[i], instructionsMarker) {
 			return msgs[i].Text() == text
@@ -232,7 +237,7 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 	case prev != "":
 		rt, err = s.routePrevious(ctx, prev)
 	default:
-		var sess fsstore.Session
+		var sess sessions.Session
 		sess, err = s.newSession("", "")
 		rt = route{a: admission{sess: sess, fresh: true}}
 	}
@@ -243,11 +248,11 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 	a := rt.a
 	w.Header().Set(SessionHeader, a.sess.ID)
 
-	var add []fsstore.Message
+	var add []sessions.Message
 	if instructions != "" && !sameInstructions(rt.stored, instructions) {
-		add = append(add, fsstore.Message{
+		add = append(add, sessions.Message{
 			Role:    "system",
-			Content: fsstore.TextContent(instructions),
+			Content: sessions.TextContent(instructions),
 			Extra:   map[string]json.RawMessage{instructionsMarker: jsonTrue},
 		})
 	}
@@ -256,8 +261,8 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 	}
 
 	now := s.now()
-	doc := fsstore.StoredResponse{
-		ID:                 fsstore.NewResponseID(now),
+	doc := gatewaystate.Response{
+		ID:                 newResponseID(now),
 		SessionID:          a.sess.ID,
 		CreatedAt:          fsstore.Timestamp(now),
 		Model:              s.opts.Model,
@@ -311,9 +316,9 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 // it: release them (also after an error) when the turn is done.
 type route struct {
 	a       admission
-	stored  []fsstore.Message // the transcript the turn continues
-	pending []fsstore.Message // its messages after the point the request continues from
-	mapping *fsstore.Conversation
+	stored  []sessions.Message // the transcript the turn continues
+	pending []sessions.Message // its messages after the point the request continues from
+	mapping *gatewaystate.Conversation
 	unlocks []func()
 }
 
@@ -343,10 +348,10 @@ func (s *Server) routeConversation(ctx context.Context, conv string) (route, err
 	}
 	rt.hold(unlockFile)
 	c, err := s.opts.Store.GetConversation(conv)
-	var sess fsstore.Session
+	var sess sessions.Session
 	switch {
 	case errors.Is(err, fsstore.ErrNotFound):
-		c = fsstore.Conversation{Conversation: conv}
+		c = gatewaystate.Conversation{Conversation: conv}
 	case err != nil:
 		return rt, err
 	default:
@@ -422,7 +427,7 @@ func (s *Server) routePrevious(ctx context.Context, prev string) (route, error) 
 			return rt, err
 		}
 		if k > 0 {
-			if _, err := s.opts.Sessions.Append(fork.ID, fsstore.CopyMessages(rt.stored[:k])); err != nil {
+			if _, err := s.opts.Sessions.Append(fork.ID, sessions.CopyMessages(rt.stored[:k])); err != nil {
 				return rt, err
 			}
 		}
@@ -442,7 +447,7 @@ func orDefault(s, def string) string {
 
 // keep stores the response document (unless store is false) and moves the
 // conversation's mapping to it.
-func (s *Server) keep(doc fsstore.StoredResponse, store bool, mapping *fsstore.Conversation, out turnOutcome) error {
+func (s *Server) keep(doc gatewaystate.Response, store bool, mapping *gatewaystate.Conversation, out turnOutcome) error {
 	if store {
 		if _, err := s.opts.Store.PutResponse(doc, s.opts.MaxStoredResponses); err != nil {
 			return err
@@ -458,7 +463,7 @@ func (s *Server) keep(doc fsstore.StoredResponse, store bool, mapping *fsstore.C
 // finishDoc fills the response document from the turn: status, output
 // items, text and usage. A stream's message item keeps the id its events
 // used.
-func finishDoc(doc fsstore.StoredResponse, out turnOutcome, rs *responseStream) fsstore.StoredResponse {
+func finishDoc(doc gatewaystate.Response, out turnOutcome, rs *responseStream) gatewaystate.Response {
 	itemID := "msg_" + randomID()
 	if rs != nil {
 		itemID = rs.itemID
@@ -477,7 +482,7 @@ func finishDoc(doc fsstore.StoredResponse, out turnOutcome, rs *responseStream) 
 	doc.Output, _ = marshal(items)
 	doc.MessageCount = out.count
 	if u := out.reply.Usage; u != nil {
-		doc.Usage = &fsstore.GatewayUsage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
+		doc.Usage = &gatewaystate.Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
 	}
 	return doc
 }
@@ -493,7 +498,7 @@ func outputText(text string) map[string]any {
 	return map[string]any{"type": "output_text", "text": text, "annotations": []any{}, "logprobs": []any{}}
 }
 
-func functionCallItem(c fsstore.ToolCall, status string) map[string]any {
+func functionCallItem(c sessions.ToolCall, status string) map[string]any {
 	return map[string]any{
 		"type": "function_call", "id": "fc_" + c.ID, "call_id": c.ID, "name": c.Function.Name,
 		"arguments": c.Function.Arguments, "status": status,
@@ -531,7 +536,7 @@ type apiResponse struct {
 
 // responseObject is a stored (or in-progress) response as the API returns
 // it.
-func responseObject(doc fsstore.StoredResponse, store bool) *apiResponse {
+func responseObject(doc gatewaystate.Response, store bool) *apiResponse {
 	r := &apiResponse{
 		ID:                doc.ID,
 		Object:            "response",
@@ -639,7 +644,7 @@ func (rs *responseStream) Write(p []byte) (int, error) {
 
 // finish closes the message item with the whole text and sends the
 // function calls the reply ends with.
-func (rs *responseStream) finish(doc fsstore.StoredResponse, out turnOutcome) {
+func (rs *responseStream) finish(doc gatewaystate.Response, out turnOutcome) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	text := doc.OutputText
@@ -665,4 +670,22 @@ func (rs *responseStream) finish(doc fsstore.StoredResponse, out turnOutcome) {
 		rs.sendLocked("response.output_item.done", map[string]any{"output_index": index, "item": functionCallItem(c, "completed")})
 		index++
 	}
+}
+
+// newResponseID returns a new response id: "resp_", the time to the
+// microsecond and 8 random bytes, e.g.
+// resp_20261121_020734_123456_a1b2c3d4e5f60718. A listing sorts by
+// creation (the index can be rebuilt from one), and a gateway storing many
+// responses a second needs more than fsstore.NewID's 3 random bytes.
+func newResponseID(now time.Time) string {
+	ts := strings.Replace(now.UTC().Format("20060102_150405.000000"), ".", "_", 1)
+	return "resp_" + ts + "_" + randomHex(8)
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand does not fail on supported platforms
+	}
+	return hex.EncodeToString(b)
 }

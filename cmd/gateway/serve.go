@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/gatewaystate"
 )
 
 // ServeOptions set up one run of the gateway.
@@ -102,7 +103,7 @@ func Serve(o ServeOptions) error {
 	if err := st.SetCleanShutdown(false, time.Time{}); err != nil {
 		return err
 	}
-	state := fsstore.GatewayState{
+	state := gatewaystate.State{
 		PID:       os.Getpid(),
 		Addr:      ln.Addr().String(),
 		StartedAt: fsstore.Timestamp(srv.now()),

@@ -15,6 +15,8 @@ import (
 	"github.com/hermes/hermes/cmd/agent"
 	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/gatewaystate"
+	"github.com/hermes/hermes/fsstore/sessions"
 )
 
 // Defaults of the settings under gateway: in config.yaml.
@@ -38,8 +40,8 @@ const (
 
 // Options set up a Server.
 type Options struct {
-	Sessions *fsstore.SessionStore
-	Store    *fsstore.GatewayStore
+	Sessions *sessions.Store
+	Store    *gatewaystate.Store
 	Provider provider.Provider
 	// Model is the model name responses report and new sessions record;
 	// empty: the provider's name.

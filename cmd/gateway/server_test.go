@@ -16,6 +16,8 @@ import (
 	"github.com/hermes/hermes/cmd/agent"
 	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/gatewaystate"
+	"github.com/hermes/hermes/fsstore/sessions"
 )
 
 type chatResp struct {
@@ -157,7 +159,7 @@ func TestChatCompletionsContradictionForks(t *testing.T) {
 			if len(after) != len(before) {
 				t.Fatalf("the old session changed: %s", dump(after))
 			}
-			if s := getSession(t, e.sessions, sid); s.State != fsstore.StateActive {
+			if s := getSession(t, e.sessions, sid); s.State != sessions.StateActive {
 				t.Fatalf("old session state %s", s.State)
 			}
 		})
@@ -451,7 +453,7 @@ func TestResponsesStoreFalse(t *testing.T) {
 }
 
 func TestResponsesInputItems(t *testing.T) {
-	var got []fsstore.Message
+	var got []sessions.Message
 	e := newTestEnv(t, func(o *Options) {
 		o.Provider = &funcProvider{name: "rec", fn: func(ctx context.Context, req provider.Request) (provider.Reply, error) {
 			got = historyOf(req.History)
@@ -629,7 +631,7 @@ func TestResumePendingContinues(t *testing.T) {
 	if text != echoText(4, "again") {
 		t.Fatalf("the provider did not get the note: %q", text)
 	}
-	if s := getSession(t, e.sessions, fresh); s.State != fsstore.StateActive || s.InterruptCount != 0 || s.ResumePendingAt != "" {
+	if s := getSession(t, e.sessions, fresh); s.State != sessions.StateActive || s.InterruptCount != 0 || s.ResumePendingAt != "" {
 		t.Fatalf("after a successful turn: %+v", s)
 	}
 }
@@ -670,7 +672,7 @@ func TestResumePendingExpiredStartsANewSession(t *testing.T) {
 	if sid == stale {
 		t.Fatal("a resume_pending session older than the freshness window was continued")
 	}
-	if s := getSession(t, e.sessions, stale); s.State != fsstore.StateEnded || s.EndReason != "resume_pending_expired" {
+	if s := getSession(t, e.sessions, stale); s.State != sessions.StateEnded || s.EndReason != "resume_pending_expired" {
 		t.Fatalf("old session: %+v", s)
 	}
 	if p := getSession(t, e.sessions, sid).ParentSessionID; p != stale {
@@ -692,14 +694,14 @@ func TestSuspendedStartsANewSession(t *testing.T) {
 	e := newResumeEnv(t)
 	stuck := e.start("stuck")
 	e.interrupt(stuck, "restart_interrupted", SuspendAfter)
-	if s := getSession(t, e.sessions, stuck); s.State != fsstore.StateSuspended {
+	if s := getSession(t, e.sessions, stuck); s.State != sessions.StateSuspended {
 		t.Fatalf("after %d interruptions: %+v", SuspendAfter, s)
 	}
 	sid, _ := e.next("stuck")
 	if sid == stuck {
 		t.Fatal("a suspended session was continued")
 	}
-	if s := getSession(t, e.sessions, stuck); s.State != fsstore.StateEnded || s.EndReason != "suspended" {
+	if s := getSession(t, e.sessions, stuck); s.State != sessions.StateEnded || s.EndReason != "suspended" {
 		t.Fatalf("old session: %+v", s)
 	}
 	if p := getSession(t, e.sessions, sid).ParentSessionID; p != stuck {
@@ -746,7 +748,7 @@ func TestAbandonMarksTurnsInFlight(t *testing.T) {
 	}
 	<-done
 	s := getSession(t, e.sessions, sid)
-	if s.State != fsstore.StateResumePending || s.ResumeReason != "restart_timeout" || s.InterruptCount != 1 || s.ResumePendingAt == "" {
+	if s.State != sessions.StateResumePending || s.ResumeReason != "restart_timeout" || s.InterruptCount != 1 || s.ResumePendingAt == "" {
 		t.Fatalf("session after abandon: %+v", s)
 	}
 	if msgs := messages(t, e.sessions, sid); len(msgs) != 1 || msgs[0].Text() != "long job" {
@@ -763,7 +765,7 @@ func TestAbandonMarksTurnsInFlight(t *testing.T) {
 func TestRecover(t *testing.T) {
 	e := newTestEnv(t, nil)
 	mk := func(source string) string {
-		s, _, err := e.sessions.Create(fsstore.Session{Source: source})
+		s, _, err := e.sessions.Create(sessions.Session{Source: source})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -772,7 +774,7 @@ func TestRecover(t *testing.T) {
 	active, chat, drained := mk("gateway"), mk("chat"), mk("gateway")
 	prevStart := time.Now().Add(-time.Minute)
 	e.sessions.MarkInterrupted(drained, "restart_timeout", SuspendAfter)
-	prev := fsstore.GatewayState{StartedAt: fsstore.Timestamp(prevStart)}
+	prev := gatewaystate.State{StartedAt: fsstore.Timestamp(prevStart)}
 	marked, err := e.srv.Recover(prev)
 	if err != nil {
 		t.Fatal(err)
@@ -780,7 +782,7 @@ func TestRecover(t *testing.T) {
 	if len(marked) != 1 || marked[0].ID != active {
 		t.Fatalf("marked %+v", marked)
 	}
-	if s := getSession(t, e.sessions, chat); s.State != fsstore.StateActive {
+	if s := getSession(t, e.sessions, chat); s.State != sessions.StateActive {
 		t.Fatalf("a chat session was marked: %+v", s)
 	}
 	if s := getSession(t, e.sessions, drained); s.InterruptCount != 1 || s.ResumeReason != "restart_timeout" {
@@ -793,7 +795,7 @@ func TestRecover(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if s := getSession(t, e.sessions, active); s.State != fsstore.StateSuspended || s.InterruptCount != SuspendAfter {
+	if s := getSession(t, e.sessions, active); s.State != sessions.StateSuspended || s.InterruptCount != SuspendAfter {
 		t.Fatalf("after 3 unclean starts: %+v", s)
 	}
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/hermes/hermes/cmd/agent"
 	"github.com/hermes/hermes/cmd/provider"
-	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/sessions"
 )
 
 // lookupTool is a tool of the gateway's own (gateway.tools).
@@ -32,12 +32,12 @@ func callsOrAnswers(fn string) *funcProvider {
 		if last := h[len(h)-1]; last.Role == "tool" {
 			return assistant("the answer is " + last.Text()), nil
 		}
-		calls, _ := json.Marshal([]fsstore.ToolCall{{ID: "call_1", Type: "function", Function: fsstore.ToolFunction{Name: fn, Arguments: "{}"}}})
-		return provider.Reply{Messages: []fsstore.Message{{Role: "assistant", Content: json.RawMessage("null"), ToolCalls: calls}}}, nil
+		calls, _ := json.Marshal([]sessions.ToolCall{{ID: "call_1", Type: "function", Function: sessions.ToolFunction{Name: fn, Arguments: "{}"}}})
+		return provider.Reply{Messages: []sessions.Message{{Role: "assistant", Content: json.RawMessage("null"), ToolCalls: calls}}}, nil
 	}}
 }
 
-func roles(msgs []fsstore.Message) string {
+func roles(msgs []sessions.Message) string {
 	var rs []string
 	for _, m := range msgs {
 		rs = append(rs, m.Role)

@@ -12,6 +12,8 @@ import (
 	"github.com/hermes/hermes/cmd/agent"
 	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/gatewaystate"
+	"github.com/hermes/hermes/fsstore/sessions"
 )
 
 // instructionsMarker marks the Responses API's instructions stored as a
@@ -21,7 +23,7 @@ const instructionsMarker = "hermes_instructions"
 
 var jsonTrue = json.RawMessage("true")
 
-func marked(m fsstore.Message, marker string) bool {
+func marked(m sessions.Message, marker string) bool {
 	v, ok := m.Extra[marker]
 	return ok && string(v) == "true"
 }
@@ -35,7 +37,7 @@ const (
 
 // admission is where a request's turn runs.
 type admission struct {
-	sess fsstore.Session
+	sess sessions.Session
 	// fresh: a session made for this request (new, or the successor of a
 	// suspended or expired one): it has no history to compare with.
 	fresh bool
@@ -44,9 +46,9 @@ type admission struct {
 // newSession creates a gateway session, the successor of parent when set.
 // Ids are retried on the (unlikely) collision with an existing session,
 // since Create of an existing id is a no-op that returns that session.
-func (s *Server) newSession(parent, key string) (fsstore.Session, error) {
+func (s *Server) newSession(parent, key string) (sessions.Session, error) {
 	for range 8 {
-		sess, created, err := s.opts.Sessions.Create(fsstore.Session{
+		sess, created, err := s.opts.Sessions.Create(sessions.Session{
 			ID:              fsstore.NewID(s.now()),
 			Source:          "gateway",
 			Model:           s.opts.Model,
@@ -57,7 +59,7 @@ func (s *Server) newSession(parent, key string) (fsstore.Session, error) {
 			return sess, err
 		}
 	}
-	return fsstore.Session{}, errors.New("could not find a free session id")
+	return sessions.Session{}, errors.New("could not find a free session id")
 }
 
 // admit decides where a request for sess goes: suspended → a new session
@@ -67,15 +69,15 @@ func (s *Server) newSession(parent, key string) (fsstore.Session, error) {
 // than that → a new session (the old one ends, resume_pending_expired); an
 // ended session → reopened, unless the gateway ended it for one of those
 // two reasons, which gives a new session again.
-func (s *Server) admit(sess fsstore.Session) (admission, error) {
+func (s *Server) admit(sess sessions.Session) (admission, error) {
 	st := s.opts.Sessions
 	switch sess.State {
-	case fsstore.StateSuspended:
+	case sessions.StateSuspended:
 		if _, err := st.End(sess.ID, endSuspended); err != nil {
 			return admission{}, err
 		}
 		return s.successor(sess)
-	case fsstore.StateResumePending:
+	case sessions.StateResumePending:
 		if s.pendingFresh(sess) {
 			return admission{sess: sess}, nil
 		}
@@ -83,7 +85,7 @@ func (s *Server) admit(sess fsstore.Session) (admission, error) {
 			return admission{}, err
 		}
 		return s.successor(sess)
-	case fsstore.StateEnded:
+	case sessions.StateEnded:
 		if sess.EndReason == endSuspended || sess.EndReason == endPendingExpired {
 			return s.successor(sess)
 		}
@@ -93,7 +95,7 @@ func (s *Server) admit(sess fsstore.Session) (admission, error) {
 	return admission{sess: sess}, nil
 }
 
-func (s *Server) successor(old fsstore.Session) (admission, error) {
+func (s *Server) successor(old sessions.Session) (admission, error) {
 	sess, err := s.newSession(old.ID, old.SessionKey)
 	return admission{sess: sess, fresh: true}, err
 }
@@ -101,7 +103,7 @@ func (s *Server) successor(old fsstore.Session) (admission, error) {
 // pendingFresh reports whether a resume_pending session was marked within
 // the freshness window. A session marked before resume_pending_at existed
 // counts from its updated_at.
-func (s *Server) pendingFresh(sess fsstore.Session) bool {
+func (s *Server) pendingFresh(sess sessions.Session) bool {
 	at := sess.ResumePendingAt
 	if at == "" {
 		at = sess.UpdatedAt
@@ -114,10 +116,10 @@ func (s *Server) pendingFresh(sess fsstore.Session) bool {
 }
 
 // sameMessage compares a stored message with a client's copy of it: role,
-// content, tool calls, tool call id and name (fsstore.Message.SameAs). The
+// content, tool calls, tool call id and name (sessions.Message.SameAs). The
 // extra fields are not compared: clients echo back fields of the API's
 // reply (refusal, annotations, audio) that the transcript does not keep.
-func sameMessage(a, b fsstore.Message) bool {
+func sameMessage(a, b sessions.Message) bool {
 	a.Extra, b.Extra = nil, nil
 	return a.SameAs(b)
 }
@@ -131,7 +133,7 @@ func isReplyRole(role string) bool { return role == "assistant" || role == "tool
 // shorter. Notes hermes added are skipped. A client's assistant message
 // also matches a run of stored assistant and tool messages (an agent's tool
 // loop) whose text is what the gateway replied with.
-func reconcile(stored, client []fsstore.Message) (n int, ok bool) {
+func reconcile(stored, client []sessions.Message) (n int, ok bool) {
 	j := 0
 	for i := 0; i < len(stored); {
 		m := stored[i]
@@ -163,7 +165,7 @@ func reconcile(stored, client []fsstore.Message) (n int, ok bool) {
 
 // lastReplyEnd is the index after the last assistant or tool message of
 // msgs: the messages after it are a turn that got no reply.
-func lastReplyEnd(msgs []fsstore.Message) int {
+func lastReplyEnd(msgs []sessions.Message) int {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if isReplyRole(msgs[i].Role) {
 			return i + 1
@@ -175,8 +177,8 @@ func lastReplyEnd(msgs []fsstore.Message) int {
 // isRetry reports whether input repeats the messages of a turn that got no
 // reply (pending): a client retrying after a failure or a restart. Notes and
 // instructions are not compared.
-func isRetry(pending, input []fsstore.Message) bool {
-	var p, in []fsstore.Message
+func isRetry(pending, input []sessions.Message) bool {
+	var p, in []sessions.Message
 	for _, m := range pending {
 		if !agent.IsNote(m) && !marked(m, instructionsMarker) {
 			p = append(p, m)
@@ -200,7 +202,7 @@ func isRetry(pending, input []fsstore.Message) bool {
 
 // replyText is the text of a reply as the API returns it: the texts of its
 // assistant messages joined by newlines, as the providers stream them.
-func replyText(msgs []fsstore.Message) string {
+func replyText(msgs []sessions.Message) string {
 	var texts []string
 	for _, m := range msgs {
 		if m.Role == "assistant" {
@@ -212,13 +214,13 @@ func replyText(msgs []fsstore.Message) string {
 	return strings.Join(texts, "\n")
 }
 
-func hasToolCalls(m fsstore.Message) bool {
+func hasToolCalls(m sessions.Message) bool {
 	return len(m.ToolCalls) > 0 && string(m.ToolCalls) != "null" && string(m.ToolCalls) != "[]"
 }
 
 // pendingToolCalls are the tool calls the reply ends with: the model asks
 // the client to run them.
-func pendingToolCalls(msgs []fsstore.Message) []fsstore.ToolCall {
+func pendingToolCalls(msgs []sessions.Message) []sessions.ToolCall {
 	if len(msgs) == 0 {
 		return nil
 	}
@@ -226,7 +228,7 @@ func pendingToolCalls(msgs []fsstore.Message) []fsstore.ToolCall {
 	if last.Role != "assistant" || !hasToolCalls(last) {
 		return nil
 	}
-	var calls []fsstore.ToolCall
+	var calls []sessions.ToolCall
 	json.Unmarshal(last.ToolCalls, &calls)
 	return calls
 }
@@ -267,7 +269,7 @@ func (s *Server) end(id string) {
 // calls naming other tools end the turn and go back to the client. A crash
 // or a failed call loses at most the reply. started runs right before the
 // first provider call (a stream sends its headers then).
-func (s *Server) runTurn(ctx context.Context, a admission, add []fsstore.Message, stream io.Writer, started func()) (turnOutcome, error) {
+func (s *Server) runTurn(ctx context.Context, a admission, add []sessions.Message, stream io.Writer, started func()) (turnOutcome, error) {
 	id := a.sess.ID
 	if err := s.begin(id); err != nil {
 		return turnOutcome{}, err
@@ -291,7 +293,7 @@ func (s *Server) runTurn(ctx context.Context, a admission, add []fsstore.Message
 			if s.abandoned {
 				return nil
 			}
-			_, err := s.opts.Sessions.SetState(id, fsstore.StateActive, "")
+			_, err := s.opts.Sessions.SetState(id, sessions.StateActive, "")
 			return err
 		},
 	})
@@ -336,21 +338,21 @@ func (s *Server) Abandon(reason string, wait time.Duration) ([]string, error) {
 // interruption in a row. Sessions that the last run's own drain already
 // marked (restart_timeout or shutdown_timeout, after it started) are left
 // as they are: that run interrupted them once, not twice.
-func (s *Server) Recover(prev fsstore.GatewayState) ([]fsstore.Session, error) {
+func (s *Server) Recover(prev gatewaystate.State) ([]sessions.Session, error) {
 	now := s.now()
 	list, err := s.opts.Sessions.ActiveSince(now.Add(-RecentActivity))
 	if err != nil {
 		return nil, err
 	}
 	prevStart, _ := time.Parse(time.RFC3339Nano, prev.StartedAt)
-	var marked []fsstore.Session
+	var marked []sessions.Session
 	for _, sess := range list {
 		if sess.Source != "gateway" {
 			continue
 		}
 		switch sess.State {
-		case fsstore.StateActive:
-		case fsstore.StateResumePending:
+		case sessions.StateActive:
+		case sessions.StateResumePending:
 			if sess.ResumeReason == "restart_timeout" || sess.ResumeReason == "shutdown_timeout" {
 				if at, err := time.Parse(time.RFC3339Nano, sess.ResumePendingAt); err == nil && !at.Before(prevStart) {
 					continue

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 
-	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/sessions"
 )
 
 // claudeEntry is one line of a Claude Code transcript. Only the fields the
@@ -156,12 +156,12 @@ func parseClaudeCode(data []byte) (Session, error) {
 // message.id; consecutive ones are merged back into one assistant message.
 type claudeBuilder struct {
 	format string
-	msgs   []fsstore.Message
+	msgs   []sessions.Message
 
 	pendingID string // message.id of the assistant message being built
-	pending   *fsstore.Message
+	pending   *sessions.Message
 	parts     []json.RawMessage
-	calls     []fsstore.ToolCall
+	calls     []sessions.ToolCall
 }
 
 func (b *claudeBuilder) add(e *claudeEntry, s *Session) error {
@@ -183,7 +183,7 @@ func (b *claudeBuilder) add(e *claudeEntry, s *Session) error {
 		}
 		if b.pending == nil || m.ID == "" || m.ID != b.pendingID {
 			b.flush()
-			b.pending = &fsstore.Message{Role: "assistant", TS: stamp}
+			b.pending = &sessions.Message{Role: "assistant", TS: stamp}
 			b.pendingID = m.ID
 		}
 		for _, bl := range blocks {
@@ -211,7 +211,7 @@ func (b *claudeBuilder) add(e *claudeEntry, s *Session) error {
 			if err != nil {
 				return invalidf(b.format, e.line, "tool_result %q: %v", bl.ToolUseID, err)
 			}
-			b.msgs = append(b.msgs, fsstore.Message{TS: stamp, Role: "tool", Content: fsstore.TextContent(text), ToolCallID: bl.ToolUseID})
+			b.msgs = append(b.msgs, sessions.Message{TS: stamp, Role: "tool", Content: sessions.TextContent(text), ToolCallID: bl.ToolUseID})
 		case "text":
 			parts = append(parts, textPart(bl.Text))
 		case "image":
@@ -221,7 +221,7 @@ func (b *claudeBuilder) add(e *claudeEntry, s *Session) error {
 		}
 	}
 	if len(parts) > 0 {
-		b.msgs = append(b.msgs, fsstore.Message{TS: stamp, Role: "user", Content: partsContent(parts)})
+		b.msgs = append(b.msgs, sessions.Message{TS: stamp, Role: "user", Content: partsContent(parts)})
 	}
 	return nil
 }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/sessions"
 )
 
 // codexLine is one line of a Codex rollout. Current rollouts wrap every
@@ -46,7 +46,7 @@ func parseCodex(data []byte) (Session, error) {
 	var instructions string
 	var sawMeta bool
 	first := true
-	var msgs []fsstore.Message
+	var msgs []sessions.Message
 	for n, raw := range lines(data) {
 		var l codexLine
 		if err := decodeLine(format, n, raw, &l); err != nil {
@@ -125,8 +125,8 @@ func parseCodex(data []byte) (Session, error) {
 	// Codex records the instructions as a message too; add them only when
 	// no message carries them.
 	if instructions = strings.TrimSpace(instructions); instructions != "" && !anyContains(msgs, instructions) {
-		sys := fsstore.Message{Role: "system", Content: fsstore.TextContent(instructions)}
-		msgs = append([]fsstore.Message{sys}, msgs...)
+		sys := sessions.Message{Role: "system", Content: sessions.TextContent(instructions)}
+		msgs = append([]sessions.Message{sys}, msgs...)
 	}
 	s.Messages = msgs
 	return s, nil
@@ -135,8 +135,8 @@ func parseCodex(data []byte) (Session, error) {
 var codexRoles = map[string]string{"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
 
 // codexAppend adds the chat form of one response item to msgs.
-func codexAppend(msgs []fsstore.Message, it codexItem, stamp string) ([]fsstore.Message, error) {
-	var call fsstore.ToolCall
+func codexAppend(msgs []sessions.Message, it codexItem, stamp string) ([]sessions.Message, error) {
+	var call sessions.ToolCall
 	switch it.Type {
 	case "message":
 		role, ok := codexRoles[it.Role]
@@ -147,7 +147,7 @@ func codexAppend(msgs []fsstore.Message, it codexItem, stamp string) ([]fsstore.
 		if err != nil {
 			return nil, err
 		}
-		return append(msgs, fsstore.Message{TS: stamp, Role: role, Content: content}), nil
+		return append(msgs, sessions.Message{TS: stamp, Role: role, Content: content}), nil
 	case "function_call":
 		call = newToolCall(it.CallID, it.Name, jsonString(it.Arguments))
 	case "custom_tool_call":
@@ -159,7 +159,7 @@ func codexAppend(msgs []fsstore.Message, it codexItem, stamp string) ([]fsstore.
 		}
 		call = newToolCall(id, "local_shell", jsonString(it.Action))
 	case "function_call_output", "custom_tool_call_output":
-		return append(msgs, fsstore.Message{TS: stamp, Role: "tool", Content: fsstore.TextContent(codexOutputText(it.Output)), ToolCallID: it.CallID}), nil
+		return append(msgs, sessions.Message{TS: stamp, Role: "tool", Content: sessions.TextContent(codexOutputText(it.Output)), ToolCallID: it.CallID}), nil
 	default:
 		return msgs, nil // reasoning, web_search_call, ghost_snapshot, …
 	}
@@ -170,7 +170,7 @@ func codexAppend(msgs []fsstore.Message, it codexItem, stamp string) ([]fsstore.
 	// said with it, or the calls it made alongside.
 	if n := len(msgs); n > 0 && msgs[n-1].Role == "assistant" {
 		last := &msgs[n-1]
-		var calls []fsstore.ToolCall
+		var calls []sessions.ToolCall
 		if len(last.ToolCalls) > 0 {
 			if err := json.Unmarshal(last.ToolCalls, &calls); err != nil {
 				return nil, err
@@ -179,7 +179,7 @@ func codexAppend(msgs []fsstore.Message, it codexItem, stamp string) ([]fsstore.
 		last.ToolCalls = toolCallsJSON(append(calls, call))
 		return msgs, nil
 	}
-	return append(msgs, fsstore.Message{TS: stamp, Role: "assistant", Content: json.RawMessage("null"), ToolCalls: toolCallsJSON([]fsstore.ToolCall{call})}), nil
+	return append(msgs, sessions.Message{TS: stamp, Role: "assistant", Content: json.RawMessage("null"), ToolCalls: toolCallsJSON([]sessions.ToolCall{call})}), nil
 }
 
 // codexContent maps Responses API content items to chat content: text
@@ -250,7 +250,7 @@ func codexOutputText(out json.RawMessage) string {
 	return jsonString(out)
 }
 
-func anyContains(msgs []fsstore.Message, text string) bool {
+func anyContains(msgs []sessions.Message, text string) bool {
 	for _, m := range msgs {
 		if strings.Contains(m.Text(), text) {
 			return true

@@ -1,6 +1,6 @@
 // Package importer reads conversations written by other agent tools and
 // returns them as hermes sessions: metadata plus a transcript of
-// fsstore.Message values with Seq left 0 (the store numbers them) and TS
+// sessions.Message values with Seq left 0 (the store numbers them) and TS
 // set, in RFC 3339 UTC, wherever the source gives a time. It writes
 // nothing; storing the result, and the truncation guard, are the caller's.
 //
@@ -12,7 +12,7 @@
 // the rest would silently drop a turn. Blank lines, CRLF line ends and a
 // UTF-8 BOM are accepted. Detect needs only the start of a file.
 //
-// Every message built satisfies fsstore.ParseMessage. Content is a string
+// Every message built satisfies sessions.ParseMessage. Content is a string
 // when the source had one text, a list of {"type":"text"} and
 // {"type":"image_url"} parts otherwise, and null for an assistant message
 // that only calls tools. Tool calls are OpenAI function calls,
@@ -30,7 +30,7 @@
 //     (an ISO time without a zone is UTC; Unix seconds are accepted).
 //   - system_prompt becomes a leading system message unless the first
 //     message is already a system message with the same text.
-//   - Each message is checked by fsstore.ParseMessage; keys it does not know
+//   - Each message is checked by sessions.ParseMessage; keys it does not know
 //     (reasoning, finish_reason, …) are kept in Extra. seq is zeroed; ts, or
 //     failing that a "timestamp" key (ISO or Unix seconds, then removed from
 //     Extra), becomes TS. A ts that is not a time is an error.

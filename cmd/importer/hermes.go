@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/sessions"
 )
 
 // parseHermesJSON reads the Python agent's one-object session snapshot.
@@ -100,17 +101,17 @@ func parseHermesJSONL(data []byte) ([]Session, error) {
 	return out, nil
 }
 
-// hermesMessages checks each message with fsstore.ParseMessage, zeroes seq
+// hermesMessages checks each message with sessions.ParseMessage, zeroes seq
 // and normalizes ts, and puts systemPrompt first unless the transcript
 // already starts with it.
-func hermesMessages(raws []json.RawMessage, systemPrompt string, fail func(i int, err error) error) ([]fsstore.Message, error) {
-	msgs := make([]fsstore.Message, 0, len(raws)+1)
+func hermesMessages(raws []json.RawMessage, systemPrompt string, fail func(i int, err error) error) ([]sessions.Message, error) {
+	msgs := make([]sessions.Message, 0, len(raws)+1)
 	for i, raw := range raws {
 		raw, err := normalizeTS(raw)
 		if err != nil {
 			return nil, fail(i, fmt.Errorf("ts: %v", err))
 		}
-		m, err := fsstore.ParseMessage(raw)
+		m, err := sessions.ParseMessage(raw)
 		if err != nil {
 			return nil, fail(i, err)
 		}
@@ -133,8 +134,8 @@ func hermesMessages(raws []json.RawMessage, systemPrompt string, fail func(i int
 		msgs = append(msgs, m)
 	}
 	if systemPrompt != "" && (len(msgs) == 0 || msgs[0].Role != "system" || msgs[0].Text() != systemPrompt) {
-		sys := fsstore.Message{Role: "system", Content: fsstore.TextContent(systemPrompt)}
-		msgs = append([]fsstore.Message{sys}, msgs...)
+		sys := sessions.Message{Role: "system", Content: sessions.TextContent(systemPrompt)}
+		msgs = append([]sessions.Message{sys}, msgs...)
 	}
 	return msgs, nil
 }

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/sessions"
 )
 
 // The formats Parse reads. Each name is what the user passes to
@@ -32,8 +33,8 @@ type Session struct {
 	Title     string
 	Source    string // "import:<format>" unless the data names a platform/source (hermes-json: platform; hermes-jsonl: source field)
 	Model     string
-	CreatedAt time.Time         // zero if unknown
-	Messages  []fsstore.Message // Seq left 0; TS set when the source gives a timestamp (RFC 3339 UTC via fsstore.Timestamp), else ""
+	CreatedAt time.Time          // zero if unknown
+	Messages  []sessions.Message // Seq left 0; TS set when the source gives a timestamp (RFC 3339 UTC via fsstore.Timestamp), else ""
 }
 
 // parseError is the one error type the package returns for bad input. It
@@ -314,7 +315,7 @@ func partsContent(parts []json.RawMessage) json.RawMessage {
 	}
 	if len(parts) == 1 {
 		if t, ok := partText(parts[0]); ok {
-			return fsstore.TextContent(t)
+			return sessions.TextContent(t)
 		}
 	}
 	return mustMarshal(parts)
@@ -342,11 +343,11 @@ func imagePart(url string) json.RawMessage {
 	}{"image_url", imageURL{url}})
 }
 
-func newToolCall(id, name, arguments string) fsstore.ToolCall {
-	return fsstore.ToolCall{ID: id, Type: "function", Function: fsstore.ToolFunction{Name: name, Arguments: arguments}}
+func newToolCall(id, name, arguments string) sessions.ToolCall {
+	return sessions.ToolCall{ID: id, Type: "function", Function: sessions.ToolFunction{Name: name, Arguments: arguments}}
 }
 
-func toolCallsJSON(calls []fsstore.ToolCall) json.RawMessage {
+func toolCallsJSON(calls []sessions.ToolCall) json.RawMessage {
 	if len(calls) == 0 {
 		return nil
 	}

@@ -8,11 +8,12 @@ import (
 	"testing"
 
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/sessions"
 )
 
 // FuzzImport: Parse, in every format and with detection, never panics;
 // every error is ErrInvalid; every message of an accepted session is one
-// the store accepts once written (MarshalJSON, then fsstore.ParseMessage).
+// the store accepts once written (MarshalJSON, then sessions.ParseMessage).
 func FuzzImport(f *testing.F) {
 	fixtures, err := filepath.Glob(filepath.Join("..", "..", "testdata", "import", "*"))
 	if err != nil {
@@ -38,24 +39,24 @@ func FuzzImport(f *testing.F) {
 	formats := append([]string{""}, Formats...)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, format := range formats {
-			sessions, err := Parse(bytes.NewReader(data), format)
+			parsed, err := Parse(bytes.NewReader(data), format)
 			if err != nil {
 				if !errors.Is(err, fsstore.ErrInvalid) {
 					t.Fatalf("Parse(format %q) = %v, not ErrInvalid", format, err)
 				}
 				continue
 			}
-			if len(sessions) == 0 {
+			if len(parsed) == 0 {
 				t.Fatalf("Parse(format %q) accepted the input with no session", format)
 			}
-			for i, s := range sessions {
+			for i, s := range parsed {
 				for j, m := range s.Messages {
 					m.Seq = int64(j + 1)
 					line, err := m.MarshalJSON()
 					if err != nil {
 						t.Fatalf("format %q session %d message %d: MarshalJSON: %v", format, i, j, err)
 					}
-					if _, err := fsstore.ParseMessage(line); err != nil {
+					if _, err := sessions.ParseMessage(line); err != nil {
 						t.Fatalf("format %q session %d message %d: the store rejects %q: %v", format, i, j, line, err)
 					}
 				}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/sessions"
 )
 
 const fixtures = "../../testdata/import"
@@ -35,7 +36,7 @@ func parseFixture(t *testing.T, name string) []Session {
 	return sessions
 }
 
-func roles(msgs []fsstore.Message) string {
+func roles(msgs []sessions.Message) string {
 	var r []string
 	for _, m := range msgs {
 		r = append(r, m.Role)
@@ -43,30 +44,30 @@ func roles(msgs []fsstore.Message) string {
 	return strings.Join(r, ",")
 }
 
-func wantRoles(t *testing.T, msgs []fsstore.Message, want string) {
+func wantRoles(t *testing.T, msgs []sessions.Message, want string) {
 	t.Helper()
 	if got := roles(msgs); got != want {
 		t.Fatalf("roles = %s\nwant    %s", got, want)
 	}
 }
 
-func wantContent(t *testing.T, m fsstore.Message, want string) {
+func wantContent(t *testing.T, m sessions.Message, want string) {
 	t.Helper()
 	if string(m.Content) != want {
 		t.Errorf("%s content = %s, want %s", m.Role, m.Content, want)
 	}
 }
 
-func calls(t *testing.T, m fsstore.Message) []fsstore.ToolCall {
+func calls(t *testing.T, m sessions.Message) []sessions.ToolCall {
 	t.Helper()
-	var c []fsstore.ToolCall
+	var c []sessions.ToolCall
 	if err := json.Unmarshal(m.ToolCalls, &c); err != nil {
 		t.Fatalf("tool_calls %s: %v", m.ToolCalls, err)
 	}
 	return c
 }
 
-func wantCalls(t *testing.T, m fsstore.Message, want ...fsstore.ToolCall) {
+func wantCalls(t *testing.T, m sessions.Message, want ...sessions.ToolCall) {
 	t.Helper()
 	got := calls(t, m)
 	if len(got) != len(want) {
@@ -465,7 +466,7 @@ func TestMessagesRoundTrip(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				back, err := fsstore.ParseMessage(line)
+				back, err := sessions.ParseMessage(line)
 				if err != nil {
 					t.Errorf("%s message %d: %s: %v", name, i, line, err)
 					continue

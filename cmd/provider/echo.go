@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/sessions"
 )
 
 // echoProvider answers without a model, the same way every time, so that
@@ -17,8 +17,8 @@ func (echoProvider) Complete(ctx context.Context, req Request) (Reply, error) {
 	if err := ctx.Err(); err != nil {
 		return Reply{}, err
 	}
-	n, last := 0, fsstore.Message{}
-	err := req.History.Each(func(m fsstore.Message) error {
+	n, last := 0, sessions.Message{}
+	err := req.History.Each(func(m sessions.Message) error {
 		n++
 		if m.Role == "user" {
 			last = m // its text is decoded once, at the end
@@ -30,5 +30,5 @@ func (echoProvider) Complete(ctx context.Context, req Request) (Reply, error) {
 	}
 	text := fmt.Sprintf("echo: %d messages received; you said: %s", n, last.Text())
 	(&streamWriter{w: req.Stream}).WriteString(text)
-	return Reply{Messages: []fsstore.Message{{Role: "assistant", Content: fsstore.TextContent(text)}}}, nil
+	return Reply{Messages: []sessions.Message{{Role: "assistant", Content: sessions.TextContent(text)}}}, nil
 }

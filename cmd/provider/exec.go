@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/sessions"
 )
 
 // defaultStderr is where an exec command's stderr goes: the caller's own,
@@ -47,7 +47,7 @@ func (p *execProvider) Complete(ctx context.Context, req Request) (Reply, error)
 	fed := make(chan error, 1)
 	go func() {
 		w := bufio.NewWriterSize(feed, 64<<10)
-		err := req.History.Each(func(m fsstore.Message) error {
+		err := req.History.Each(func(m sessions.Message) error {
 			line, err := m.MarshalJSON()
 			if err != nil {
 				return err
@@ -145,7 +145,7 @@ type execOutput struct {
 	stream *streamWriter
 	buf    []byte // an unfinished line
 	line   int    // lines seen
-	msgs   []fsstore.Message
+	msgs   []sessions.Message
 	err    string // the first bad line; later lines are ignored
 	texts  int    // assistant texts written to stream
 }
@@ -178,7 +178,7 @@ func (o *execOutput) parse(line []byte) {
 	if o.err != "" || len(bytes.TrimSpace(line)) == 0 {
 		return
 	}
-	m, err := fsstore.ParseMessage(line)
+	m, err := sessions.ParseMessage(line)
 	if err != nil {
 		// Not wrapped: a bad reply is the provider's failure, not the
 		// caller's bad input that fsstore.ErrInvalid would mean.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/sessions"
 )
 
 // newExecTest returns an exec provider running script, and where its
@@ -204,8 +204,8 @@ func alive(pid int) bool {
 func TestExecStreamsLongHistory(t *testing.T) {
 	var history Messages
 	for i := range 5000 {
-		history = append(history, fsstore.Message{Seq: int64(i + 1), TS: "2026-11-21T00:00:00Z", Role: "user",
-			Content: fsstore.TextContent(strings.Repeat("x", 100))})
+		history = append(history, sessions.Message{Seq: int64(i + 1), TS: "2026-11-21T00:00:00Z", Role: "user",
+			Content: sessions.TextContent(strings.Repeat("x", 100))})
 	}
 	p, _ := newExecTest(t, `echo '{"role":"assistant","content":"no need to read"}'`, 10*time.Second)
 	reply, err := p.Complete(context.Background(), Request{History: history})

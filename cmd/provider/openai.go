@@ -16,7 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/sessions"
 )
 
 const (
@@ -156,7 +156,7 @@ func requestBody(model string, history History, tools []json.RawMessage, stream 
 	b.Write(m)
 	b.WriteString(`,"messages":[`)
 	first := true
-	err := history.Each(func(msg fsstore.Message) error {
+	err := history.Each(func(msg sessions.Message) error {
 		if !first {
 			b.WriteByte(',')
 		}
@@ -312,14 +312,14 @@ func readResponse(body io.Reader) (Reply, *Error) {
 	if perr != nil {
 		return Reply{}, perr
 	}
-	return Reply{Messages: []fsstore.Message{m}, Usage: r.Usage}, nil
+	return Reply{Messages: []sessions.Message{m}, Usage: r.Usage}, nil
 }
 
 // assistantMessage builds the reply message from the fields a request may
 // carry back. Fields only responses have (annotations, audio, reasoning)
 // are dropped: the API can refuse a later request that sends them.
-func assistantMessage(content, toolCalls json.RawMessage, refusal *string) (fsstore.Message, *Error) {
-	m := fsstore.Message{Role: "assistant"}
+func assistantMessage(content, toolCalls json.RawMessage, refusal *string) (sessions.Message, *Error) {
+	m := sessions.Message{Role: "assistant"}
 	if !isNull(toolCalls) && string(toolCalls) != "[]" {
 		if toolCalls[0] != '[' {
 			return m, badResponse("malformed response: tool_calls is not a list")
@@ -336,10 +336,10 @@ func assistantMessage(content, toolCalls json.RawMessage, refusal *string) (fsst
 		m.Content = json.RawMessage("null")
 	default:
 		// The API refuses an assistant message with neither content nor tool calls.
-		m.Content = fsstore.TextContent("")
+		m.Content = sessions.TextContent("")
 	}
 	if refusal != nil && *refusal != "" {
-		m.Extra = map[string]json.RawMessage{"refusal": fsstore.TextContent(*refusal)}
+		m.Extra = map[string]json.RawMessage{"refusal": sessions.TextContent(*refusal)}
 	}
 	return m, nil
 }
@@ -383,7 +383,7 @@ type streamChunk struct {
 type streamState struct {
 	content  strings.Builder
 	refusal  strings.Builder
-	calls    map[int]*fsstore.ToolCall
+	calls    map[int]*sessions.ToolCall
 	usage    *Usage
 	finished bool // a finish_reason was seen
 	done     bool // data: [DONE] was seen
@@ -392,7 +392,7 @@ type streamState struct {
 // readStream reads server-sent events until data: [DONE], writing content
 // deltas to stream as they come.
 func readStream(body io.Reader, stream *streamWriter) (Reply, *Error) {
-	st := &streamState{calls: map[int]*fsstore.ToolCall{}}
+	st := &streamState{calls: map[int]*sessions.ToolCall{}}
 	r := bufio.NewReader(body)
 	var event []byte // data lines of the event being read
 	pending := false
@@ -488,7 +488,7 @@ func (st *streamState) event(data []byte, stream *streamWriter) *Error {
 			}
 			call := st.calls[index]
 			if call == nil {
-				call = &fsstore.ToolCall{}
+				call = &sessions.ToolCall{}
 				st.calls[index] = call
 			}
 			// An id and a type come whole (some servers repeat them in
@@ -514,7 +514,7 @@ func (st *streamState) reply() (Reply, *Error) {
 			indexes = append(indexes, i)
 		}
 		sort.Ints(indexes)
-		calls := make([]*fsstore.ToolCall, 0, len(indexes))
+		calls := make([]*sessions.ToolCall, 0, len(indexes))
 		for _, i := range indexes {
 			c := st.calls[i]
 			if c.Type == "" {
@@ -532,7 +532,7 @@ func (st *streamState) reply() (Reply, *Error) {
 	}
 	var content json.RawMessage
 	if st.content.Len() > 0 {
-		content = fsstore.TextContent(st.content.String())
+		content = sessions.TextContent(st.content.String())
 	}
 	var refusal *string
 	if st.refusal.Len() > 0 {
@@ -543,5 +543,5 @@ func (st *streamState) reply() (Reply, *Error) {
 	if err != nil {
 		return Reply{}, err
 	}
-	return Reply{Messages: []fsstore.Message{m}, Usage: st.usage}, nil
+	return Reply{Messages: []sessions.Message{m}, Usage: st.usage}, nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/sessions"
 )
 
 // Config chooses a provider and sets it up.
@@ -40,14 +41,14 @@ type Request struct {
 type History interface {
 	// Each calls fn with each message in order; an error from fn stops
 	// the walk and is returned.
-	Each(fn func(fsstore.Message) error) error
+	Each(fn func(sessions.Message) error) error
 }
 
 // Messages is a History held in memory.
-type Messages []fsstore.Message
+type Messages []sessions.Message
 
 // Each calls fn with each message.
-func (ms Messages) Each(fn func(fsstore.Message) error) error {
+func (ms Messages) Each(fn func(sessions.Message) error) error {
 	for _, m := range ms {
 		if err := fn(m); err != nil {
 			return err
@@ -65,8 +66,8 @@ type Usage struct {
 
 // Reply is what a call adds to the transcript.
 type Reply struct {
-	Messages []fsstore.Message // assistant and tool messages to append, in order; Seq/TS left zero
-	Usage    *Usage            // nil when the provider gives none
+	Messages []sessions.Message // assistant and tool messages to append, in order; Seq/TS left zero
+	Usage    *Usage             // nil when the provider gives none
 }
 
 // Provider turns a transcript into a reply.

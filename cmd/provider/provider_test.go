@@ -7,14 +7,15 @@ import (
 	"testing"
 
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/sessions"
 )
 
 // transcript parses JSONL lines into messages, numbering them as the store would.
 func transcript(t *testing.T, lines ...string) Messages {
 	t.Helper()
-	var msgs []fsstore.Message
+	var msgs []sessions.Message
 	for i, line := range lines {
-		m, err := fsstore.ParseMessage([]byte(line))
+		m, err := sessions.ParseMessage([]byte(line))
 		if err != nil {
 			t.Fatalf("line %d: %v", i+1, err)
 		}
@@ -26,7 +27,7 @@ func transcript(t *testing.T, lines ...string) Messages {
 }
 
 // chatLines is each message's ChatJSON, one a line, for comparing replies.
-func chatLines(msgs []fsstore.Message) string {
+func chatLines(msgs []sessions.Message) string {
 	var b strings.Builder
 	for _, m := range msgs {
 		b.Write(m.ChatJSON())

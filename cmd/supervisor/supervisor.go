@@ -12,12 +12,13 @@ import (
 	"time"
 
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/tasks"
 )
 
-// Spec is a task to supervise: its record exists (fsstore.TaskStore.Create)
+// Spec is a task to supervise: its record exists (tasks.Store.Create)
 // and says what to run.
 type Spec struct {
-	Store *fsstore.TaskStore
+	Store *tasks.Store
 	ID    string
 	// Env is the command's environment; HERMES_TASK_ID is added.
 	Env []string
@@ -32,14 +33,14 @@ type Spec struct {
 // records how it ended. It returns the task's final record. Signals that
 // would end the supervisor (INT, TERM, HUP) are passed to the command's
 // process group instead, so the command decides and the end is recorded.
-func Supervise(spec Spec) (fsstore.Task, error) {
+func Supervise(spec Spec) (tasks.Task, error) {
 	store := spec.Store
 	started := spec.Started
 	if started == nil {
 		started = func(error) {}
 	}
 	self := os.Getpid()
-	t, err := store.Update(spec.ID, func(t *fsstore.Task) {
+	t, err := store.Update(spec.ID, func(t *tasks.Task) {
 		t.SupervisorPID, t.SupervisorStart = self, ProcStart(self)
 	})
 	if err != nil {
@@ -48,7 +49,7 @@ func Supervise(spec Spec) (fsstore.Task, error) {
 	}
 	// When the command cannot start, the caller hears of it only once the
 	// record says so: whoever it tells reads a finished task.
-	cannotStart := func(err error) (fsstore.Task, error) {
+	cannotStart := func(err error) (tasks.Task, error) {
 		final, ferr := fail(store, t.ID, err)
 		started(err)
 		return final, ferr
@@ -75,7 +76,7 @@ func Supervise(spec Spec) (fsstore.Task, error) {
 		return cannotStart(err)
 	}
 	pid := cmd.Process.Pid
-	if _, err := store.Update(t.ID, func(t *fsstore.Task) { t.PID, t.PIDStart = pid, ProcStart(pid) }); err != nil {
+	if _, err := store.Update(t.ID, func(t *tasks.Task) { t.PID, t.PIDStart = pid, ProcStart(pid) }); err != nil {
 		// The command runs; its end is still recorded below.
 		fmt.Fprintf(os.Stderr, "hermes: task %s: %v\n", t.ID, err)
 	}
@@ -102,35 +103,35 @@ func Supervise(spec Spec) (fsstore.Task, error) {
 	if tailed != nil {
 		<-tailed
 	}
-	final, _, err := store.Finish(t.ID, func(t *fsstore.Task) { setOutcome(t, cmd.ProcessState, waitErr) })
+	final, _, err := store.Finish(t.ID, func(t *tasks.Task) { setOutcome(t, cmd.ProcessState, waitErr) })
 	return final, err
 }
 
 // setOutcome fills in status, exit code and signal from how the process
 // ended.
-func setOutcome(t *fsstore.Task, ps *os.ProcessState, waitErr error) {
+func setOutcome(t *tasks.Task, ps *os.ProcessState, waitErr error) {
 	if ps == nil {
-		t.Status, t.Error = fsstore.TaskLost, fmt.Sprint(waitErr)
+		t.Status, t.Error = tasks.Lost, fmt.Sprint(waitErr)
 		return
 	}
 	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		t.Status, t.Signal = fsstore.TaskKilled, SignalName(ws.Signal())
+		t.Status, t.Signal = tasks.Killed, SignalName(ws.Signal())
 		return
 	}
 	code := ps.ExitCode()
 	t.ExitCode = &code
-	t.Status = fsstore.TaskSucceeded
+	t.Status = tasks.Succeeded
 	if code != 0 {
-		t.Status = fsstore.TaskFailed
+		t.Status = tasks.Failed
 	}
 }
 
 // fail records a task whose command could not be started: failed, exit
 // code 127 (as a shell reports a command it cannot run), the reason kept.
-func fail(store *fsstore.TaskStore, id string, cause error) (fsstore.Task, error) {
+func fail(store *tasks.Store, id string, cause error) (tasks.Task, error) {
 	code := 127
-	t, _, err := store.Finish(id, func(t *fsstore.Task) {
-		t.Status, t.ExitCode, t.Error = fsstore.TaskFailed, &code, cause.Error()
+	t, _, err := store.Finish(id, func(t *tasks.Task) {
+		t.Status, t.ExitCode, t.Error = tasks.Failed, &code, cause.Error()
 	})
 	if err != nil {
 		return t, errors.Join(cause, err)
@@ -163,7 +164,7 @@ func follow(path string, w io.Writer, done <-chan struct{}) error {
 
 // Follow is follow for `tasks log -f`: it copies the log of task id to w
 // until the task has finished, then what is left.
-func Follow(ctx context.Context, store *fsstore.TaskStore, id string, w io.Writer) error {
+func Follow(ctx context.Context, store *tasks.Store, id string, w io.Writer) error {
 	done := make(chan struct{})
 	errc := make(chan error, 1)
 	go func() { errc <- follow(store.LogPath(id), w, done) }()
@@ -188,7 +189,7 @@ func Follow(ctx context.Context, store *fsstore.TaskStore, id string, w io.Write
 	}
 }
 
-func supervisorOrCommandAlive(t fsstore.Task) bool {
+func supervisorOrCommandAlive(t tasks.Task) bool {
 	return Alive(t.SupervisorPID, t.SupervisorStart) || Alive(t.PID, t.PIDStart)
 }
 
@@ -196,7 +197,7 @@ func supervisorOrCommandAlive(t fsstore.Task) bool {
 // supervisor has died (kill -9, a reboot) while its command still lives
 // stays running; one whose command is gone too is marked lost, with what is
 // known: its log, and no exit code. It returns how many it marked lost.
-func Reconcile(store *fsstore.TaskStore) (int, error) {
+func Reconcile(store *tasks.Store) (int, error) {
 	ids, err := store.Running()
 	if err != nil {
 		return 0, err
@@ -212,7 +213,7 @@ func Reconcile(store *fsstore.TaskStore) (int, error) {
 		}
 		if t.Finished() {
 			// A crash between the record and its marker: Finish tidies up.
-			store.Finish(id, func(*fsstore.Task) {})
+			store.Finish(id, func(*tasks.Task) {})
 			continue
 		}
 		// From its creation the record names a live supervisor: the caller
@@ -220,11 +221,11 @@ func Reconcile(store *fsstore.TaskStore) (int, error) {
 		if supervisorOrCommandAlive(t) {
 			continue
 		}
-		_, marked, err := store.Finish(id, func(t *fsstore.Task) {
+		_, marked, err := store.Finish(id, func(t *tasks.Task) {
 			if supervisorOrCommandAlive(*t) {
 				return
 			}
-			t.Status = fsstore.TaskLost
+			t.Status = tasks.Lost
 			t.Error = fmt.Sprintf("the supervisor (pid %d) and the command (pid %d) are gone; the exit code is unknown", t.SupervisorPID, t.PID)
 		})
 		if err != nil {
@@ -240,7 +241,7 @@ func Reconcile(store *fsstore.TaskStore) (int, error) {
 // Kill sends sig to the process group of task id's command and, if it still
 // runs after grace, SIGKILL. It waits for the command to end and for its end
 // to be recorded; if the supervisor is gone, it records the kill itself.
-func Kill(store *fsstore.TaskStore, id string, sig syscall.Signal, grace time.Duration) (fsstore.Task, error) {
+func Kill(store *tasks.Store, id string, sig syscall.Signal, grace time.Duration) (tasks.Task, error) {
 	t, err := store.Get(id)
 	if err != nil {
 		return t, err
@@ -272,8 +273,8 @@ func Kill(store *fsstore.TaskStore, id string, sig syscall.Signal, grace time.Du
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t, _, err = store.Finish(id, func(t *fsstore.Task) {
-		t.Status, t.Signal = fsstore.TaskKilled, SignalName(sig)
+	t, _, err = store.Finish(id, func(t *tasks.Task) {
+		t.Status, t.Signal = tasks.Killed, SignalName(sig)
 	})
 	return t, err
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/tasks"
 )
 
 // deadPID returns the pid of a process that has ended and been reaped.
@@ -42,17 +43,17 @@ func startSleep(t *testing.T) *exec.Cmd {
 	return cmd
 }
 
-func newStore(t *testing.T) *fsstore.TaskStore {
+func newStore(t *testing.T) *tasks.Store {
 	t.Helper()
-	return fsstore.NewTaskStore(filepath.Join(t.TempDir(), "profiles", "default"), 10*time.Second, func(msg string) { t.Log("warning:", msg) })
+	return tasks.NewStore(filepath.Join(t.TempDir(), "profiles", "default"), 10*time.Second, func(msg string) { t.Log("warning:", msg) })
 }
 
 // create writes the record of a task to run argv, as `tasks run` does:
 // this process stands in as its supervisor.
-func create(t *testing.T, store *fsstore.TaskStore, argv ...string) fsstore.Task {
+func create(t *testing.T, store *tasks.Store, argv ...string) tasks.Task {
 	t.Helper()
 	self := os.Getpid()
-	task, err := store.Create(fsstore.Task{Command: argv, Cwd: t.TempDir(), SupervisorPID: self, SupervisorStart: ProcStart(self)})
+	task, err := store.Create(tasks.Task{Command: argv, Cwd: t.TempDir(), SupervisorPID: self, SupervisorStart: ProcStart(self)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,13 +193,13 @@ func TestSuperviseOutcomes(t *testing.T) {
 		signal string
 		out    string
 	}{
-		{[]string{"true"}, fsstore.TaskSucceeded, 0, "", ""},
-		{[]string{"false"}, fsstore.TaskFailed, 1, "", ""},
-		{[]string{"sh", "-c", "echo out; echo err >&2; exit 42"}, fsstore.TaskFailed, 42, "", "out\nerr\n"},
-		{[]string{"sh", "-c", "echo bye; kill -TERM $$"}, fsstore.TaskKilled, -1, "SIGTERM", "bye\n"},
-		{[]string{"sh", "-c", "kill -KILL $$"}, fsstore.TaskKilled, -1, "SIGKILL", ""},
-		{[]string{"sh", "-c", "kill -PIPE $$"}, fsstore.TaskKilled, -1, "SIGPIPE", ""},
-		{[]string{"sh", "-c", "kill -40 $$"}, fsstore.TaskKilled, -1, "SIG40", ""},
+		{[]string{"true"}, tasks.Succeeded, 0, "", ""},
+		{[]string{"false"}, tasks.Failed, 1, "", ""},
+		{[]string{"sh", "-c", "echo out; echo err >&2; exit 42"}, tasks.Failed, 42, "", "out\nerr\n"},
+		{[]string{"sh", "-c", "echo bye; kill -TERM $$"}, tasks.Killed, -1, "SIGTERM", "bye\n"},
+		{[]string{"sh", "-c", "kill -KILL $$"}, tasks.Killed, -1, "SIGKILL", ""},
+		{[]string{"sh", "-c", "kill -PIPE $$"}, tasks.Killed, -1, "SIGPIPE", ""},
+		{[]string{"sh", "-c", "kill -40 $$"}, tasks.Killed, -1, "SIG40", ""},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.argv, " "), func(t *testing.T) {
@@ -233,7 +234,7 @@ func TestSuperviseOutcomes(t *testing.T) {
 			if ids, _ := store.Running(); len(ids) != 0 {
 				t.Fatalf("markers left: %v", ids)
 			}
-			h, err := store.History(fsstore.HistoryOptions{})
+			h, err := store.History(tasks.HistoryOptions{})
 			if err != nil || len(h) != 1 || h[0].ID != task.ID {
 				t.Fatalf("history %v %v", h, err)
 			}
@@ -245,7 +246,7 @@ func TestSuperviseEnvAndCwd(t *testing.T) {
 	store := newStore(t)
 	task := create(t, store, "sh", "-c", `echo "$GREETING $HERMES_TASK_ID"; pwd`)
 	final, err := Supervise(Spec{Store: store, ID: task.ID, Env: []string{"GREETING=hello", "PATH=" + os.Getenv("PATH")}})
-	if err != nil || final.Status != fsstore.TaskSucceeded {
+	if err != nil || final.Status != tasks.Succeeded {
 		t.Fatalf("%+v %v", final, err)
 	}
 	log, _ := os.ReadFile(store.LogPath(task.ID))
@@ -260,7 +261,7 @@ func TestSuperviseCannotStart(t *testing.T) {
 	store := newStore(t)
 	task := create(t, store, "no-such-command-for-hermes")
 	var startedErr error
-	var seen fsstore.Task
+	var seen tasks.Task
 	final, err := Supervise(Spec{Store: store, ID: task.ID, Env: os.Environ(), Started: func(err error) {
 		startedErr = err
 		// The caller hears of the failure once the record says so.
@@ -269,24 +270,24 @@ func TestSuperviseCannotStart(t *testing.T) {
 	if err == nil || startedErr == nil || !strings.Contains(err.Error(), "no-such-command-for-hermes") {
 		t.Fatalf("err %v, started %v", err, startedErr)
 	}
-	if seen.Status != fsstore.TaskFailed {
+	if seen.Status != tasks.Failed {
 		t.Fatalf("when Started was called the record said %q, want failed", seen.Status)
 	}
-	if final.Status != fsstore.TaskFailed || final.ExitCode == nil || *final.ExitCode != 127 || !strings.Contains(final.Error, "no-such-command-for-hermes") {
+	if final.Status != tasks.Failed || final.ExitCode == nil || *final.ExitCode != 127 || !strings.Contains(final.Error, "no-such-command-for-hermes") {
 		t.Fatalf("final %+v", final)
 	}
 	// A directory that went away before the start.
 	task = create(t, store, "true")
-	if _, err := store.Update(task.ID, func(t *fsstore.Task) { t.Cwd = filepath.Join(t.Cwd, "gone") }); err != nil {
+	if _, err := store.Update(task.ID, func(t *tasks.Task) { t.Cwd = filepath.Join(t.Cwd, "gone") }); err != nil {
 		t.Fatal(err)
 	}
 	final, err = Supervise(Spec{Store: store, ID: task.ID})
-	if err == nil || final.Status != fsstore.TaskFailed || *final.ExitCode != 127 {
+	if err == nil || final.Status != tasks.Failed || *final.ExitCode != 127 {
 		t.Fatalf("missing cwd: %+v %v", final, err)
 	}
 	// A task already finished is not run again.
 	final, err = Supervise(Spec{Store: store, ID: task.ID})
-	if err == nil && final.Status != fsstore.TaskFailed {
+	if err == nil && final.Status != tasks.Failed {
 		t.Fatalf("second supervise: %+v %v", final, err)
 	}
 }
@@ -299,7 +300,7 @@ func TestReconcile(t *testing.T) {
 	self := os.Getpid()
 	set := func(id string, spid int, sstart string, pid int, pstart string) {
 		t.Helper()
-		if _, err := store.Update(id, func(t *fsstore.Task) {
+		if _, err := store.Update(id, func(t *tasks.Task) {
 			t.SupervisorPID, t.SupervisorStart, t.PID, t.PIDStart = spid, sstart, pid, pstart
 		}); err != nil {
 			t.Fatal(err)
@@ -323,7 +324,7 @@ func TestReconcile(t *testing.T) {
 	if err != nil || n != 2 {
 		t.Fatalf("Reconcile = %d, %v; want 2 marked lost", n, err)
 	}
-	for id, want := range map[string]string{gone.ID: fsstore.TaskLost, orphan.ID: fsstore.TaskRunning, supervised.ID: fsstore.TaskRunning, reused.ID: fsstore.TaskLost} {
+	for id, want := range map[string]string{gone.ID: tasks.Lost, orphan.ID: tasks.Running, supervised.ID: tasks.Running, reused.ID: tasks.Lost} {
 		got, err := store.Get(id)
 		if err != nil || got.Status != want {
 			t.Errorf("%s: %s %v, want %s", id, got.Status, err, want)
@@ -336,7 +337,7 @@ func TestReconcile(t *testing.T) {
 	if b, _ := os.ReadFile(store.LogPath(gone.ID)); string(b) != "partial output\n" {
 		t.Fatalf("log %q", b)
 	}
-	h, err := store.History(fsstore.HistoryOptions{Status: fsstore.TaskLost})
+	h, err := store.History(tasks.HistoryOptions{Status: tasks.Lost})
 	if err != nil || len(h) != 2 {
 		t.Fatalf("history of lost tasks: %v %v", h, err)
 	}
@@ -358,7 +359,7 @@ func TestReconcile(t *testing.T) {
 	if n, err := Reconcile(store); err != nil || n != 1 {
 		t.Fatalf("Reconcile after the command died = %d, %v", n, err)
 	}
-	if got, _ := store.Get(orphan.ID); got.Status != fsstore.TaskLost {
+	if got, _ := store.Get(orphan.ID); got.Status != tasks.Lost {
 		t.Fatalf("orphan: %+v", got)
 	}
 	// A record that says finished but still has its marker: tidied, not
@@ -374,7 +375,7 @@ func TestReconcile(t *testing.T) {
 	}
 }
 
-func mustWriteLog(t *testing.T, store *fsstore.TaskStore, id, text string) {
+func mustWriteLog(t *testing.T, store *tasks.Store, id, text string) {
 	t.Helper()
 	if err := os.WriteFile(store.LogPath(id), []byte(text), 0o600); err != nil {
 		t.Fatal(err)
@@ -383,11 +384,11 @@ func mustWriteLog(t *testing.T, store *fsstore.TaskStore, id, text string) {
 
 // superviseInBackground runs Supervise for a new task of argv in a
 // goroutine and returns the task once its command runs.
-func superviseInBackground(t *testing.T, store *fsstore.TaskStore, argv ...string) (fsstore.Task, <-chan fsstore.Task) {
+func superviseInBackground(t *testing.T, store *tasks.Store, argv ...string) (tasks.Task, <-chan tasks.Task) {
 	t.Helper()
 	task := create(t, store, argv...)
 	started := make(chan error, 1)
-	done := make(chan fsstore.Task, 1)
+	done := make(chan tasks.Task, 1)
 	go func() {
 		final, err := Supervise(Spec{Store: store, ID: task.ID, Started: func(err error) { started <- err }})
 		if err != nil {
@@ -421,10 +422,10 @@ func TestKill(t *testing.T) {
 	}
 	childStart := ProcStart(child)
 	final, err := Kill(store, task.ID, syscall.SIGTERM, 5*time.Second)
-	if err != nil || final.Status != fsstore.TaskKilled || final.Signal != "SIGTERM" || final.ExitCode != nil {
+	if err != nil || final.Status != tasks.Killed || final.Signal != "SIGTERM" || final.ExitCode != nil {
 		t.Fatalf("kill: %+v %v", final, err)
 	}
-	if got := <-done; got.Status != fsstore.TaskKilled {
+	if got := <-done; got.Status != tasks.Killed {
 		t.Fatalf("supervisor's record %+v", got)
 	}
 	if !waitGone(child, childStart, 5*time.Second) {
@@ -451,7 +452,7 @@ func TestKill(t *testing.T) {
 	}
 	t0 := time.Now()
 	final, err = Kill(store, task.ID, syscall.SIGTERM, 300*time.Millisecond)
-	if err != nil || final.Status != fsstore.TaskKilled || final.Signal != "SIGKILL" {
+	if err != nil || final.Status != tasks.Killed || final.Signal != "SIGKILL" {
 		t.Fatalf("kill with grace: %+v %v", final, err)
 	}
 	if d := time.Since(t0); d < 300*time.Millisecond {
@@ -469,7 +470,7 @@ func TestSuperviseForwardsSignals(t *testing.T) {
 	syscall.Kill(os.Getpid(), syscall.SIGTERM)
 	select {
 	case final := <-done:
-		if final.Status != fsstore.TaskKilled || final.Signal != "SIGTERM" {
+		if final.Status != tasks.Killed || final.Signal != "SIGTERM" {
 			t.Fatalf("final %+v", final)
 		}
 	case <-time.After(10 * time.Second):

@@ -40,6 +40,8 @@ import (
 	"time"
 
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/sessions"
+	"github.com/hermes/hermes/fsstore/tasks"
 )
 
 func main() {
@@ -138,7 +140,7 @@ func writeSQL(out *os.File, profileDir string) error {
 		if err != nil {
 			return err
 		}
-		err = t.Each(func(m fsstore.Message) error {
+		err = t.Each(func(m sessions.Message) error {
 			toolCalls := "NULL"
 			if len(m.ToolCalls) > 0 {
 				toolCalls = quote(string(m.ToolCalls))
@@ -172,7 +174,7 @@ func writeTasksSQL(w *bufio.Writer, dir string) error {
 		if err != nil {
 			return err
 		}
-		var t fsstore.Task
+		var t tasks.Task
 		if err := json.Unmarshal(data, &t); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
@@ -187,8 +189,8 @@ func writeTasksSQL(w *bufio.Writer, dir string) error {
 	return nil
 }
 
-func openStore(profileDir string) *fsstore.SessionStore {
-	return fsstore.NewSessionStore(profileDir, filepath.Base(profileDir), time.Second, func(w string) { fmt.Fprintln(os.Stderr, "baseline:", w) })
+func openStore(profileDir string) *sessions.Store {
+	return sessions.NewStore(profileDir, filepath.Base(profileDir), time.Second, func(w string) { fmt.Fprintln(os.Stderr, "baseline:", w) })
 }
 
 func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
@@ -242,7 +244,7 @@ func snapshotAppend(file, role, content string) error {
 	if err := json.Unmarshal(data, &snap); err != nil {
 		return fmt.Errorf("%s: %w", file, err)
 	}
-	m := fsstore.Message{Seq: int64(len(snap.Messages) + 1), TS: fsstore.Timestamp(time.Now()), Role: role, Content: fsstore.TextContent(content)}
+	m := sessions.Message{Seq: int64(len(snap.Messages) + 1), TS: fsstore.Timestamp(time.Now()), Role: role, Content: sessions.TextContent(content)}
 	line, err := m.MarshalJSON()
 	if err != nil {
 		return err

@@ -1,5 +1,5 @@
 // Command genkanban writes a kanban board for benchmarks, in the exact
-// formats of fsstore.Board (see fsstore/kanban.go), without its fsyncs:
+// formats of kanban.Board (see fsstore/kanban.go), without its fsyncs:
 //
 //	go run ./scripts/genkanban -home DIR -tasks N -open M
 //
@@ -12,7 +12,7 @@
 // going back from now.
 //
 // Before it exits it reads a done and a ready task back through
-// fsstore.Board and checks that re-encoding them gives the bytes written,
+// kanban.Board and checks that re-encoding them gives the bytes written,
 // so a drift from the store's formats fails here, not in a benchmark.
 package main
 
@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/kanban"
 )
 
 func main() {
@@ -78,7 +79,7 @@ func main() {
 			fail(err)
 		}
 	}
-	b := fsstore.NewBoard(profileDir, 10*time.Second, func(msg string) { fail(errors.New(msg)) })
+	b := kanban.NewBoard(profileDir, 10*time.Second, func(msg string) { fail(errors.New(msg)) })
 	for _, id := range []string{doneID, readyID} {
 		if id != "" {
 			if err := g.check(b, id); err != nil {
@@ -103,32 +104,32 @@ func (g gen) done(id string, i int, created time.Time) error {
 	runID := claimed.Format("20060102_150405") + hexTail(i, 1)
 	sessionID := claimed.Format("20060102_150405") + hexTail(i, 2)
 	result := fmt.Sprintf("finished item %d: 3 files changed, tests pass", i)
-	t := fsstore.KanbanTask{
+	t := kanban.Task{
 		ID: id, Title: fmt.Sprintf("task %d: update the handler and its tests", i),
 		Body:     fmt.Sprintf("Item %d of the backlog. Change the handler, run the tests, report.", i),
-		Assignee: g.profile, Status: fsstore.KanbanDone, Priority: i % 5,
+		Assignee: g.profile, Status: kanban.Done, Priority: i % 5,
 		CreatedAt: fsstore.Timestamp(created), UpdatedAt: fsstore.Timestamp(ended),
 		CurrentRunID: runID, ClaimTTLMS: (15 * time.Minute).Milliseconds(), Result: result,
-		Runs: []fsstore.Run{{
-			ID: runID, Profile: g.profile, SessionID: sessionID, Status: fsstore.RunEnded,
-			Outcome:      fsstore.OutcomeCompleted,
+		Runs: []kanban.Run{{
+			ID: runID, Profile: g.profile, SessionID: sessionID, Status: kanban.RunEnded,
+			Outcome:      kanban.OutcomeCompleted,
 			WorkerTaskID: claimed.Format("20060102_150405") + hexTail(i, 3),
 			StartedAt:    fsstore.Timestamp(claimed), EndedAt: fsstore.Timestamp(ended), Summary: result,
 		}},
 	}
-	events := []fsstore.Event{
-		{TS: t.CreatedAt, Type: fsstore.EventCreated, Detail: string(fsstore.KanbanReady)},
+	events := []kanban.Event{
+		{TS: t.CreatedAt, Type: kanban.EventCreated, Detail: string(kanban.Ready)},
 		{TS: fsstore.Timestamp(claimed), Type: "claimed", RunID: runID},
 		{TS: fsstore.Timestamp(registered), Type: "session_registered", RunID: runID, Detail: sessionID},
 		{TS: t.UpdatedAt, Type: "completed", RunID: runID, Detail: result},
 	}
 	if i%10 == 0 {
-		c := fsstore.Comment{ID: created.Format("20060102_150405") + hexTail(i, 0),
+		c := kanban.Comment{ID: created.Format("20060102_150405") + hexTail(i, 0),
 			TS: fsstore.Timestamp(created.Add(time.Second)), Author: "ann", Text: "please keep the old behaviour behind a flag"}
 		if err := g.log(id+".comments.jsonl", []any{c}); err != nil {
 			return err
 		}
-		events = append(events[:1], append([]fsstore.Event{{TS: c.TS, Type: "commented", Detail: c.Author}}, events[1:]...)...)
+		events = append(events[:1], append([]kanban.Event{{TS: c.TS, Type: "commented", Detail: c.Author}}, events[1:]...)...)
 	}
 	if err := g.doc(id, &t); err != nil {
 		return err
@@ -141,11 +142,11 @@ func (g gen) done(id string, i int, created time.Time) error {
 }
 
 func (g gen) ready(id string, i int, created time.Time) error {
-	t := fsstore.KanbanTask{
+	t := kanban.Task{
 		ID: id, Title: fmt.Sprintf("task %d: waiting for a worker", i),
 		Body:     fmt.Sprintf("Item %d of the backlog, not started.", i),
-		Assignee: g.profile, Status: fsstore.KanbanReady, Priority: i % 5,
-		CreatedAt: fsstore.Timestamp(created), UpdatedAt: fsstore.Timestamp(created), Runs: []fsstore.Run{},
+		Assignee: g.profile, Status: kanban.Ready, Priority: i % 5,
+		CreatedAt: fsstore.Timestamp(created), UpdatedAt: fsstore.Timestamp(created), Runs: []kanban.Run{},
 	}
 	// The marker first, as Board.Create writes it.
 	if err := os.WriteFile(filepath.Join(g.dir, "open", id), nil, 0o600); err != nil {
@@ -154,10 +155,10 @@ func (g gen) ready(id string, i int, created time.Time) error {
 	if err := g.doc(id, &t); err != nil {
 		return err
 	}
-	return g.log(id+".events.jsonl", []any{fsstore.Event{TS: t.CreatedAt, Type: fsstore.EventCreated, Detail: string(fsstore.KanbanReady)}})
+	return g.log(id+".events.jsonl", []any{kanban.Event{TS: t.CreatedAt, Type: kanban.EventCreated, Detail: string(kanban.Ready)}})
 }
 
-func (g gen) doc(id string, t *fsstore.KanbanTask) error {
+func (g gen) doc(id string, t *kanban.Task) error {
 	b, err := fsstore.EncodeDocument(t)
 	if err != nil {
 		return err
@@ -181,7 +182,7 @@ func (g gen) log(name string, records []any) error {
 }
 
 // check reads task id back through the store and compares.
-func (g gen) check(b *fsstore.Board, id string) error {
+func (g gen) check(b *kanban.Board, id string) error {
 	t, err := b.Get(id)
 	if err != nil {
 		return err
@@ -195,7 +196,7 @@ func (g gen) check(b *fsstore.Board, id string) error {
 		return err
 	}
 	if !bytes.Equal(again, written) {
-		return fmt.Errorf("task %s does not round-trip through fsstore.Board", id)
+		return fmt.Errorf("task %s does not round-trip through kanban.Board", id)
 	}
 	events, err := b.Events(id)
 	if err != nil {

@@ -5,7 +5,7 @@
 //	go run ./scripts/gentasks -home DIR -tasks N [-age 48h]
 //
 // Each task is a record DIR/profiles/<profile>/tasks/<id>.json as
-// fsstore.TaskStore.Finish leaves it, an empty log <id>.log, and a line
+// tasks.Store.Finish leaves it, an empty log <id>.log, and a line
 // in .finished.jsonl, in the order the tasks finished; the .running
 // directory exists and is empty. Tasks start a minute apart, each runs for
 // a second, and the last one finished -age ago; one in ten failed.
@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/tasks"
 	"github.com/hermes/hermes/scripts/fixture"
 )
 
@@ -91,23 +92,23 @@ func Tasks(start time.Time, n int) []Spec {
 			Cwd:      "/srv/work",
 			Started:  s,
 			Finished: s.Add(Duration),
-			Status:   fsstore.TaskSucceeded,
+			Status:   tasks.Succeeded,
 			PID:      10000 + 2*(i%20000) + 1, SupervisorPID: 10000 + 2*(i%20000),
 			PIDStart: fmt.Sprint(1000000 + i), SupervisorStart: fmt.Sprint(1000000 + i),
 		}
 		if i%10 == 9 {
-			sp.Status, sp.Exit = fsstore.TaskFailed, 1
+			sp.Status, sp.Exit = tasks.Failed, 1
 		}
 		specs[i] = sp
 	}
 	return specs
 }
 
-// Record is the record fsstore.TaskStore leaves for a task that ran as
+// Record is the record tasks.Store leaves for a task that ran as
 // spec says and whose log is empty.
-func Record(sp Spec) fsstore.Task {
+func Record(sp Spec) tasks.Task {
 	code := sp.Exit
-	return fsstore.Task{
+	return tasks.Task{
 		ID: sp.ID, Name: sp.Name, Command: sp.Command, Cwd: sp.Cwd,
 		PID: sp.PID, PIDStart: sp.PIDStart, SupervisorPID: sp.SupervisorPID, SupervisorStart: sp.SupervisorStart,
 		StartedAt:  fsstore.Timestamp(sp.Started),
@@ -120,7 +121,7 @@ func Record(sp Spec) fsstore.Task {
 
 // FinishedLine is the line of .finished.jsonl for a finished record,
 // with its newline.
-func FinishedLine(t fsstore.Task) ([]byte, error) {
+func FinishedLine(t tasks.Task) ([]byte, error) {
 	line, err := json.Marshal(struct {
 		TaskID     string `json:"task_id"`
 		Name       string `json:"name"`

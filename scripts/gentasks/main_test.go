@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/tasks"
 )
 
 type clock struct {
@@ -20,7 +20,7 @@ type clock struct {
 func (c *clock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
 func (c *clock) set(t time.Time) { c.mu.Lock(); defer c.mu.Unlock(); c.now = t }
 
-// The generated files are byte for byte what fsstore.TaskStore writes for
+// The generated files are byte for byte what tasks.Store writes for
 // the same tasks, and the store reads them back.
 func TestWriteMatchesTheStore(t *testing.T) {
 	specs := Tasks(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), 12)
@@ -28,19 +28,19 @@ func TestWriteMatchesTheStore(t *testing.T) {
 
 	// The store, driven as the supervisor drives it.
 	c := &clock{}
-	store := fsstore.NewTaskStore(filepath.Join(root, "store"), 10*time.Second, func(msg string) { t.Error(msg) })
+	store := tasks.NewStore(filepath.Join(root, "store"), 10*time.Second, func(msg string) { t.Error(msg) })
 	store.Now = c.Now
 	for _, sp := range specs {
 		c.set(sp.Started)
-		if _, err := store.Create(fsstore.Task{ID: sp.ID, Name: sp.Name, Command: sp.Command, Cwd: sp.Cwd, SupervisorPID: sp.SupervisorPID, SupervisorStart: sp.SupervisorStart}); err != nil {
+		if _, err := store.Create(tasks.Task{ID: sp.ID, Name: sp.Name, Command: sp.Command, Cwd: sp.Cwd, SupervisorPID: sp.SupervisorPID, SupervisorStart: sp.SupervisorStart}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := store.Update(sp.ID, func(t *fsstore.Task) { t.PID, t.PIDStart = sp.PID, sp.PIDStart }); err != nil {
+		if _, err := store.Update(sp.ID, func(t *tasks.Task) { t.PID, t.PIDStart = sp.PID, sp.PIDStart }); err != nil {
 			t.Fatal(err)
 		}
 		c.set(sp.Finished)
 		code := sp.Exit
-		if _, _, err := store.Finish(sp.ID, func(t *fsstore.Task) { t.Status, t.ExitCode = sp.Status, &code }); err != nil {
+		if _, _, err := store.Finish(sp.ID, func(t *tasks.Task) { t.Status, t.ExitCode = sp.Status, &code }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -72,8 +72,8 @@ func TestWriteMatchesTheStore(t *testing.T) {
 
 	// The store reads the generated tasks: history, newest first; Check
 	// finds nothing.
-	gen := fsstore.NewTaskStore(filepath.Join(root, "gen"), 10*time.Second, func(msg string) { t.Error(msg) })
-	h, err := gen.History(fsstore.HistoryOptions{Limit: 3})
+	gen := tasks.NewStore(filepath.Join(root, "gen"), 10*time.Second, func(msg string) { t.Error(msg) })
+	h, err := gen.History(tasks.HistoryOptions{Limit: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestWriteMatchesTheStore(t *testing.T) {
 	if want := []string{specs[11].ID, specs[10].ID, specs[9].ID}; !slices.Equal(ids, want) {
 		t.Fatalf("history %v, want %v", ids, want)
 	}
-	if h[2].Status != fsstore.TaskFailed || *h[2].ExitCode != 1 {
+	if h[2].Status != tasks.Failed || *h[2].ExitCode != 1 {
 		t.Fatalf("task 9: %+v", h[2])
 	}
 	findings, err := gen.Check(false, "")

@@ -1,0 +1,491 @@
+package gatewaystate
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hermes/hermes/fsstore"
+)
+
+// Store keeps the state of the HTTP gateway of one profile in Dir
+// (<profile>/gateway):
+//
+//	responses/<resp_id>.json      a stored response, written once
+//	responses/.index.jsonl        the stored responses in the order they were
+//	                              stored, one {"response_id","created_at"} a
+//	                              line: eviction reads it, not the documents
+//	responses/.index.lock         serializes writers of the index
+//	conversations/<slug>.json     a conversation: {conversation, session_id,
+//	                              response_id, message_count, …}
+//	conversations/<slug>.lock     serializes writers of that conversation
+//	state.json                    the current or last run: pid, addr,
+//	                              started_at, stopped_at, …
+//	clean_shutdown                written when a run stopped with every turn
+//	                              finished; removed when the next run starts
+//	serve.lock                    held by the running gateway, for its life
+//
+// The response documents are the truth for GET; the index is a cache of
+// their order. It is appended to after the document is written, so a crash
+// between the two leaves a document the index lacks: such documents are
+// found when the index is first loaded (a directory listing, no document is
+// read) and evicted first.
+type Store struct {
+	Dir         string
+	LockTimeout time.Duration
+	Now         func() time.Time
+	Warn        func(string)
+
+	mu  sync.Mutex
+	idx *responseIndex // nil until loaded; reloaded when the file changed under us
+}
+
+// NewStore returns the gateway store of the profile whose directory
+// is profileDir. Nothing is created until the first write.
+func NewStore(profileDir string, lockTimeout time.Duration, warn func(string)) *Store {
+	return &Store{Dir: filepath.Join(profileDir, "gateway"), LockTimeout: lockTimeout, Now: time.Now, Warn: warn}
+}
+
+func (g *Store) responsesDir() string     { return filepath.Join(g.Dir, "responses") }
+func (g *Store) conversationsDir() string { return filepath.Join(g.Dir, "conversations") }
+func (g *Store) responsePath(id string) string {
+	return filepath.Join(g.responsesDir(), id+".json")
+}
+func (g *Store) indexPath() string     { return filepath.Join(g.responsesDir(), ".index.jsonl") }
+func (g *Store) indexLockPath() string { return filepath.Join(g.responsesDir(), ".index.lock") }
+func (g *Store) statePath() string     { return filepath.Join(g.Dir, "state.json") }
+
+// CleanShutdownPath is the marker a run writes when it stopped with every
+// turn finished.
+func (g *Store) CleanShutdownPath() string { return filepath.Join(g.Dir, "clean_shutdown") }
+
+// ServeLockPath is the lock the running gateway holds for its lifetime.
+func (g *Store) ServeLockPath() string { return filepath.Join(g.Dir, "serve.lock") }
+
+// Usage is the token count of a stored response, as the Responses
+// API names it.
+type Usage struct {
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
+	TotalTokens  int `json:"total_tokens"`
+}
+
+// Response is the document of one response of the Responses API.
+// Every field is always present in JSON.
+type Response struct {
+	ID                 string          `json:"id"`
+	SessionID          string          `json:"session_id"`
+	CreatedAt          string          `json:"created_at"`
+	Model              string          `json:"model"`
+	Status             string          `json:"status"`
+	OutputText         string          `json:"output_text"`
+	Output             json.RawMessage `json:"output"` // the API's output items, as returned
+	Usage              *Usage          `json:"usage"`
+	PreviousResponseID string          `json:"previous_response_id"`
+	Conversation       string          `json:"conversation"`
+	Instructions       string          `json:"instructions"`
+	// MessageCount is the length of the session's transcript once this
+	// response's reply was stored: a request that continues from this
+	// response continues from there.
+	MessageCount int64 `json:"message_count"`
+}
+
+// Conversation maps a client's conversation slug to the session that holds
+// it and the last response in it. It outlives the responses it names.
+type Conversation struct {
+	Conversation string `json:"conversation"`
+	SessionID    string `json:"session_id"`
+	ResponseID   string `json:"response_id"`
+	MessageCount int64  `json:"message_count"`
+	CreatedAt    string `json:"created_at"`
+	UpdatedAt    string `json:"updated_at"`
+}
+
+// State describes the current run of the gateway, or the last one.
+type State struct {
+	PID       int    `json:"pid"`
+	Addr      string `json:"addr"`
+	StartedAt string `json:"started_at"`
+	StoppedAt string `json:"stopped_at"`
+	// DrainTimedOut says the last run stopped before its turns in flight
+	// finished; InterruptedSessions are the sessions it left resume_pending.
+	DrainTimedOut       bool     `json:"drain_timed_out"`
+	InterruptedSessions []string `json:"interrupted_sessions"`
+	Version             string   `json:"version"`
+}
+
+// PutResponse stores r (its ID set by the caller) and then evicts the oldest
+// stored responses beyond max (max <= 0 keeps them all). It returns the ids
+// it evicted.
+func (g *Store) PutResponse(r Response, max int) ([]string, error) {
+	if err := fsstore.CheckID("response id", r.ID); err != nil {
+		return nil, err
+	}
+	if err := fsstore.EnsureDir(g.responsesDir()); err != nil {
+		return nil, err
+	}
+	if r.Output == nil {
+		r.Output = json.RawMessage("[]")
+	}
+	if err := fsstore.WriteDoc(g.responsePath(r.ID), &r); err != nil {
+		return nil, err
+	}
+	// g.mu first: writers in this process queue on it instead of polling
+	// the flock, which is then only contended by other processes.
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	unlock, err := fsstore.Lock(g.indexLockPath(), g.LockTimeout)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	idx, err := g.loadIndexLocked(r.ID)
+	if err != nil {
+		return nil, err
+	}
+	line, _ := json.Marshal(indexEntry{ResponseID: r.ID, CreatedAt: r.CreatedAt})
+	if err := idx.append(g.indexPath(), append(line, '\n'), g.Now()); err != nil {
+		g.idx = nil
+		return nil, err
+	}
+	idx.ids = append(idx.ids, r.ID)
+	if max <= 0 || len(idx.ids) <= max {
+		return nil, nil
+	}
+	var evicted []string
+	for _, id := range idx.ids[idx.evicted : len(idx.ids)-max] {
+		err := os.Remove(g.responsePath(id))
+		if err == nil {
+			evicted = append(evicted, id)
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return evicted, fmt.Errorf("evict response %s: %w", id, err)
+		}
+	}
+	// The removes are not synced here: the next document written to this
+	// directory syncs it. A crash before that brings back at most the
+	// documents this call evicted; the index still lists them first, and
+	// the next store evicts them again.
+	idx.evicted = len(idx.ids) - max
+	// The index keeps the names of evicted responses until it is twice
+	// the limit, then is rewritten with the live ones only.
+	if len(idx.ids) >= 2*max+64 {
+		if err := g.rewriteIndexLocked(idx.ids[idx.evicted:]); err != nil {
+			return evicted, err
+		}
+	}
+	return evicted, nil
+}
+
+type indexEntry struct {
+	ResponseID string `json:"response_id"`
+	CreatedAt  string `json:"created_at"`
+}
+
+// responseIndex is the index in memory: the ids in the order they were
+// stored, how many of the first are known to be evicted, and the size of
+// the file it was read from (a different size means another writer: read
+// it again).
+type responseIndex struct {
+	ids     []string
+	evicted int
+	size    int64
+}
+
+func (x *responseIndex) append(path string, line []byte, now time.Time) error {
+	f, _, err := fsstore.OpenAppend(path, now)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := fsstore.AppendLines(f, [][]byte{line}); err != nil {
+		return err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	x.size = fi.Size()
+	return nil
+}
+
+// loadIndexLocked returns the index, reading it when it is not in memory or
+// the file changed. A missing index is rebuilt from the directory; one with
+// a corrupt line is quarantined and rebuilt. Documents the index lacks (a
+// crash between the document and its index line) are put first, so they go
+// first; adding is the document being stored, not yet indexed. The caller
+// holds the index lock and g.mu.
+func (g *Store) loadIndexLocked(adding string) (*responseIndex, error) {
+	fi, err := os.Stat(g.indexPath())
+	if err == nil && g.idx != nil && fi.Size() == g.idx.size {
+		return g.idx, nil
+	}
+	g.idx = nil
+	var ids []string
+	if err == nil {
+		ids, err = g.readIndex()
+		var corrupt *fsstore.CorruptError
+		if errors.As(err, &corrupt) {
+			qerr := fsstore.Quarantine(g.indexPath(), g.Now().Unix(), err)
+			g.Warn(qerr.Error() + "; rebuilding the response index from the documents")
+			ids, err = nil, nil
+		}
+	} else if errors.Is(err, os.ErrNotExist) {
+		err = nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	docs, err := g.responseIDsOnDisk()
+	if err != nil {
+		return nil, err
+	}
+	indexed := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		indexed[id] = true
+	}
+	var missing []string
+	for _, id := range docs {
+		if !indexed[id] && id != adding {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) > 0 || fi == nil {
+		ids = append(missing, ids...)
+		if err := g.rewriteIndexLocked(ids); err != nil {
+			return nil, err
+		}
+		return g.idx, nil
+	}
+	g.idx = &responseIndex{ids: ids, size: fi.Size()}
+	return g.idx, nil
+}
+
+func (g *Store) readIndex() ([]string, error) {
+	f, err := os.Open(g.indexPath())
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	torn, err := fsstore.ScanLines(f, fi.Size(), func(line []byte, off int64) error {
+		var e indexEntry
+		if err := json.Unmarshal(line, &e); err != nil || fsstore.CheckID("response id", e.ResponseID) != nil {
+			return &fsstore.CorruptError{Path: f.Name(), Offset: off, Err: fmt.Errorf("not an index entry: %q", line)}
+		}
+		ids = append(ids, e.ResponseID)
+		return nil
+	})
+	if torn != nil {
+		g.Warn(torn.String())
+	}
+	return ids, err
+}
+
+// responseIDsOnDisk lists the stored response documents by name, oldest
+// first (ids are time-ordered to the second).
+func (g *Store) responseIDsOnDisk() ([]string, error) {
+	ids, err := fsstore.DocIDs(g.responsesDir())
+	slices.Reverse(ids)
+	return ids, err
+}
+
+func (g *Store) rewriteIndexLocked(ids []string) error {
+	var b bytes.Buffer
+	for _, id := range ids {
+		line, _ := json.Marshal(indexEntry{ResponseID: id})
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	if err := fsstore.EnsureDir(g.responsesDir()); err != nil {
+		return err
+	}
+	if err := fsstore.WriteFileAtomic(g.indexPath(), b.Bytes()); err != nil {
+		g.idx = nil
+		return err
+	}
+	g.idx = &responseIndex{ids: append([]string(nil), ids...), size: int64(b.Len())}
+	return nil
+}
+
+// StoredResponseCount is how many response documents are stored (a
+// directory listing; no document is read).
+func (g *Store) StoredResponseCount() (int, error) {
+	ids, err := g.responseIDsOnDisk()
+	return len(ids), err
+}
+
+// GetResponse reads the stored response id. An unknown or evicted id is
+// ErrNotFound; a document that does not parse is quarantined and reported.
+func (g *Store) GetResponse(id string) (Response, error) {
+	if err := fsstore.CheckID("response id", id); err != nil {
+		return Response{}, err
+	}
+	var r Response
+	err := fsstore.ReadDoc(g.responsePath(id), &r)
+	if errors.Is(err, os.ErrNotExist) {
+		return Response{}, fsstore.NotFoundf("response %s not found", id)
+	}
+	if err == nil && r.ID != id {
+		err = &fsstore.CorruptError{Path: g.responsePath(id), Err: fmt.Errorf("document has id %q, not %q", r.ID, id)}
+	}
+	var corrupt *fsstore.CorruptError
+	if errors.As(err, &corrupt) {
+		return Response{}, fsstore.Quarantine(g.responsePath(id), g.Now().Unix(), err)
+	}
+	return r, err
+}
+
+// LockConversation takes the writer lock of conversation slug. The caller
+// holds it across reading the mapping, the turn and writing it back, so one
+// conversation never gets two sessions.
+func (g *Store) LockConversation(slug string) (func(), error) {
+	if err := fsstore.CheckID("conversation", slug); err != nil {
+		return nil, err
+	}
+	if err := fsstore.EnsureDir(g.conversationsDir()); err != nil {
+		return nil, err
+	}
+	return fsstore.Lock(filepath.Join(g.conversationsDir(), slug+".lock"), g.LockTimeout)
+}
+
+// GetConversation reads the mapping of slug: ErrNotFound when the
+// conversation is new. A document that does not parse is quarantined and
+// reported; it is never replaced by an empty mapping.
+func (g *Store) GetConversation(slug string) (Conversation, error) {
+	if err := fsstore.CheckID("conversation", slug); err != nil {
+		return Conversation{}, err
+	}
+	path := filepath.Join(g.conversationsDir(), slug+".json")
+	var c Conversation
+	err := fsstore.ReadDoc(path, &c)
+	if errors.Is(err, os.ErrNotExist) {
+		return Conversation{}, fsstore.NotFoundf("conversation %s not found", slug)
+	}
+	if err == nil && (c.Conversation != slug || c.SessionID == "") {
+		err = &fsstore.CorruptError{Path: path, Err: fmt.Errorf("document is not the mapping of conversation %q", slug)}
+	}
+	var corrupt *fsstore.CorruptError
+	if errors.As(err, &corrupt) {
+		return Conversation{}, fsstore.Quarantine(path, g.Now().Unix(), err)
+	}
+	return c, err
+}
+
+// PutConversation writes the mapping of c.Conversation, atomically. The
+// caller holds LockConversation.
+func (g *Store) PutConversation(c Conversation) error {
+	if err := fsstore.CheckID("conversation", c.Conversation); err != nil {
+		return err
+	}
+	if err := fsstore.CheckID("session id", c.SessionID); err != nil {
+		return err
+	}
+	if err := fsstore.EnsureDir(g.conversationsDir()); err != nil {
+		return err
+	}
+	now := fsstore.Timestamp(g.Now())
+	if c.CreatedAt == "" {
+		c.CreatedAt = now
+	}
+	c.UpdatedAt = now
+	return fsstore.WriteDoc(filepath.Join(g.conversationsDir(), c.Conversation+".json"), &c)
+}
+
+// ReadState reads state.json; ok is false when no run was ever recorded. A
+// state.json that does not parse is quarantined and reported as an error.
+func (g *Store) ReadState() (st State, ok bool, err error) {
+	err = fsstore.ReadDoc(g.statePath(), &st)
+	if errors.Is(err, os.ErrNotExist) {
+		return State{}, false, nil
+	}
+	var corrupt *fsstore.CorruptError
+	if errors.As(err, &corrupt) {
+		return State{}, false, fsstore.Quarantine(g.statePath(), g.Now().Unix(), err)
+	}
+	return st, err == nil, err
+}
+
+// WriteState writes state.json atomically. Only the holder of the serve
+// lock writes it.
+func (g *Store) WriteState(st State) error {
+	if err := fsstore.EnsureDir(g.Dir); err != nil {
+		return err
+	}
+	if st.InterruptedSessions == nil {
+		st.InterruptedSessions = []string{}
+	}
+	return fsstore.WriteDoc(g.statePath(), &st)
+}
+
+// CleanShutdown reports whether the last run left the clean-shutdown marker.
+func (g *Store) CleanShutdown() (bool, error) {
+	_, err := os.Lstat(g.CleanShutdownPath())
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// SetCleanShutdown writes the marker (clean) or removes it, and commits
+// the change to the directory.
+func (g *Store) SetCleanShutdown(clean bool, at time.Time) error {
+	if clean {
+		if err := fsstore.EnsureDir(g.Dir); err != nil {
+			return err
+		}
+		return fsstore.WriteFileAtomic(g.CleanShutdownPath(), []byte(fsstore.Timestamp(at)+"\n"))
+	}
+	err := os.Remove(g.CleanShutdownPath())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return fsstore.SyncDir(g.Dir)
+}
+
+// LockServe takes the serve lock, waiting at most timeout: the gateway of a
+// profile runs once. The caller holds it until it exits.
+func (g *Store) LockServe(timeout time.Duration) (func(), error) {
+	if err := fsstore.EnsureDir(g.Dir); err != nil {
+		return nil, err
+	}
+	return fsstore.Lock(g.ServeLockPath(), timeout)
+}
+
+// Serving reports whether a process holds the serve lock. It tries the lock
+// without waiting and drops it at once; a gateway starting at that moment
+// waits for it (LockServe's timeout).
+func (g *Store) Serving() (bool, error) {
+	if _, err := os.Stat(g.ServeLockPath()); errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	unlock, err := fsstore.Lock(g.ServeLockPath(), 0)
+	var timeout *fsstore.LockTimeoutError
+	if errors.As(err, &timeout) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	unlock()
+	return false, nil
+}
+
+// Check checks the gateway's stored responses, conversations and state
+// (see CheckTree). Run it with --repair while no gateway serves the
+// profile: a document the server is rewriting could look torn.
+func (g *Store) Check(repair bool, lostFound string) ([]fsstore.Finding, error) {
+	return fsstore.CheckTree(g.Dir, func(string) string { return g.indexLockPath() }, g.LockTimeout, repair, lostFound)
+}

@@ -1,0 +1,24 @@
+// Package seam holds the file operations of the storage engine's write
+// recipes that fault-injection tests replace, so that a test can fail one
+// chosen step (create, write, sync, rename) of an atomic write or an
+// append, like raft-wal's test filesystem. Production code never changes
+// them. They are package variables, so a test that replaces them does not
+// run in parallel; storetest.SetSeams replaces them for one test.
+package seam
+
+import (
+	"os"
+
+	"github.com/natefinch/atomic"
+)
+
+var (
+	// CreateTemp makes the temp file of an atomic write.
+	CreateTemp = os.CreateTemp
+	// Rename moves a temp file over the document it replaces.
+	Rename = atomic.ReplaceFile
+	// Sync makes a file's (or a directory's) writes durable.
+	Sync = func(f *os.File) error { return f.Sync() }
+	// Write appends one record to a log.
+	Write = func(f *os.File, b []byte) (int, error) { return f.Write(b) }
+)

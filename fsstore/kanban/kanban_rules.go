@@ -1,0 +1,250 @@
+package kanban
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"github.com/hermes/hermes/fsstore"
+)
+
+// The board's rules: each transition is one compare-and-swap (Update)
+// under the task's lock, refused with ErrRefused when the task is not in a
+// state that allows it.
+//
+//	claim             ready, unclaimed   → running, a new run, a claim lock and an expiry
+//	block             todo/ready/running → blocked (a running run ends: blocked)
+//	complete          any open           → done (a running run ends: completed)
+//	heartbeat         running            → running, the claim extended
+//	unblock           blocked            → ready
+//	ready             todo               → ready
+//	archive           not running        → archived
+//	register session  running            → the run records its session
+//	fail run          running            → blocked (crashed, protocol_violation, spawn_failed)
+//	reclaim           running            → ready (the run ends: reclaimed)
+//
+// A worker acts for its own run: Block, Complete, Heartbeat and
+// RegisterSession given a Worker refuse when its run or claim is no longer
+// the task's current one, so a stale worker cannot change a task it lost.
+
+// Worker is the identity a worker's environment gives it: the task, its
+// run and the claim lock the claim made.
+type Worker struct {
+	Task, Run, Claim string
+}
+
+// DefaultClaimTTL is how long a claim lasts without a heartbeat when the
+// task records none.
+const DefaultClaimTTL = 15 * time.Minute
+
+// ClaimTTL is how long the task's claim lasts without a heartbeat.
+func (t *Task) ClaimTTL() time.Duration {
+	if t.ClaimTTLMS > 0 {
+		return time.Duration(t.ClaimTTLMS) * time.Millisecond
+	}
+	return DefaultClaimTTL
+}
+
+// holds refuses a worker whose run or claim is not the task's current one;
+// a nil worker is a person, who may act on any task.
+func (t *Task) holds(w *Worker) error {
+	if w == nil {
+		return nil
+	}
+	if t.Status != Running || t.CurrentRunID != w.Run || t.ClaimLock != w.Claim {
+		cur := t.CurrentRunID
+		if cur == "" {
+			cur = "-"
+		}
+		return fsstore.Refusedf("run %s does not hold the claim on task %s (its current run is %s, status %s)", w.Run, t.ID, cur, t.Status)
+	}
+	return nil
+}
+
+func newClaimLock() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Claim makes a ready, unclaimed task running with a new run of profile, a
+// claim lock and an expiry ttl away. Anything else is refused, so two
+// claimers never both win. extra, when set, may fill the new run and
+// returns events to record with the claim.
+func (b *Board) Claim(id string, ttl time.Duration, profile string, extra func(*Task, *Run) []Event) (Task, error) {
+	return b.Update(id, func(t *Task, now time.Time) ([]Event, error) {
+		if t.Status != Ready || t.ClaimLock != "" {
+			return nil, fsstore.Refusedf("task %s is %s and cannot be claimed", t.ID, t.Status)
+		}
+		r := Run{ID: fsstore.NewID(now), Profile: profile, Status: RunRunning, StartedAt: fsstore.Timestamp(now)}
+		t.Status = Running
+		t.ClaimLock, t.ClaimTTLMS = newClaimLock(), ttl.Milliseconds()
+		t.ClaimExpires = fsstore.Timestamp(now.Add(ttl))
+		t.BlockReason = ""
+		events := []Event{{Type: EventClaimed, RunID: r.ID}}
+		if extra != nil {
+			events = append(events, extra(t, &r)...)
+		}
+		t.Runs = append(t.Runs, r)
+		t.CurrentRunID = r.ID
+		return events, nil
+	})
+}
+
+// Block blocks task id for worker w (its own task; its run ends) or a
+// person (w nil). It returns the worker task of the run it ended, which a
+// person's block should stop.
+func (b *Board) Block(id string, w *Worker, reason string) (Task, string, error) {
+	workerTask := ""
+	t, err := b.Update(id, func(t *Task, now time.Time) ([]Event, error) {
+		if err := t.holds(w); err != nil {
+			return nil, err
+		}
+		if !t.Open() || t.Status == Blocked {
+			return nil, fsstore.Refusedf("task %s is %s; only a todo, ready or running task can be blocked", t.ID, t.Status)
+		}
+		ev := Event{Type: EventBlocked, Detail: reason}
+		if r := t.CurrentRun(); r != nil && r.Status == RunRunning {
+			t.EndRun(r, OutcomeBlocked, now)
+			ev.RunID, workerTask = r.ID, r.WorkerTaskID
+		}
+		t.Status, t.BlockReason = Blocked, reason
+		return []Event{ev}, nil
+	})
+	return t, workerTask, err
+}
+
+// Complete marks task id done for worker w (its own task; its run ends
+// with result as its summary) or a person.
+func (b *Board) Complete(id string, w *Worker, result string) (Task, error) {
+	return b.Update(id, func(t *Task, now time.Time) ([]Event, error) {
+		if err := t.holds(w); err != nil {
+			return nil, err
+		}
+		if !t.Open() {
+			return nil, fsstore.Refusedf("task %s is already %s", t.ID, t.Status)
+		}
+		ev := Event{Type: EventCompleted, Detail: result}
+		if r := t.CurrentRun(); r != nil && r.Status == RunRunning {
+			t.EndRun(r, OutcomeCompleted, now)
+			r.Summary = result
+			ev.RunID = r.ID
+		}
+		t.Status, t.Result, t.BlockReason = Done, result, ""
+		return []Event{ev}, nil
+	})
+}
+
+// Heartbeat extends worker w's claim on its task by the claim's TTL.
+func (b *Board) Heartbeat(w Worker) (Task, error) {
+	return b.Update(w.Task, func(t *Task, now time.Time) ([]Event, error) {
+		if err := t.holds(&w); err != nil {
+			return nil, err
+		}
+		t.ClaimExpires = fsstore.Timestamp(now.Add(t.ClaimTTL()))
+		return nil, nil
+	})
+}
+
+// Unblock makes a blocked task ready.
+func (b *Board) Unblock(id string) (Task, error) {
+	return b.transition(id, Blocked, Ready, EventUnblocked)
+}
+
+// Ready makes a todo task ready.
+func (b *Board) Ready(id string) (Task, error) {
+	return b.transition(id, Todo, Ready, EventReadied)
+}
+
+func (b *Board) transition(id string, from, to Status, event EventType) (Task, error) {
+	return b.Update(id, func(t *Task, _ time.Time) ([]Event, error) {
+		if t.Status != from {
+			return nil, fsstore.Refusedf("task %s is %s, not %s", t.ID, t.Status, from)
+		}
+		t.Status = to
+		if to == Ready {
+			t.BlockReason = ""
+		}
+		return []Event{{Type: event}}, nil
+	})
+}
+
+// Archive archives a task that is not running; archiving an archived task
+// changes nothing.
+func (b *Board) Archive(id string) (Task, error) {
+	return b.Update(id, func(t *Task, _ time.Time) ([]Event, error) {
+		switch t.Status {
+		case Running:
+			return nil, fsstore.Refusedf("task %s is running; block or complete it first", t.ID)
+		case Archived:
+			return nil, nil
+		}
+		t.Status = Archived
+		return []Event{{Type: EventArchived}}, nil
+	})
+}
+
+// RegisterSession records session sid on worker w's run, so that a later
+// run can resume it.
+func (b *Board) RegisterSession(w Worker, sid string) error {
+	_, err := b.Update(w.Task, func(t *Task, _ time.Time) ([]Event, error) {
+		if err := t.holds(&w); err != nil {
+			return nil, err
+		}
+		r := t.CurrentRun()
+		if r.SessionID == sid {
+			return nil, nil
+		}
+		r.SessionID = sid
+		return []Event{{Type: EventSessionRegistered, RunID: r.ID, Detail: sid}}, nil
+	})
+	return err
+}
+
+// SetWorkerTask records on run runID the background task its worker runs
+// as.
+func (b *Board) SetWorkerTask(id, runID, workerTask string) error {
+	_, err := b.Update(id, func(t *Task, _ time.Time) ([]Event, error) {
+		if r := t.RunByID(runID); r != nil {
+			r.WorkerTaskID = workerTask
+		}
+		return nil, nil
+	})
+	return err
+}
+
+// FailRun ends run runID with outcome (crashed, protocol_violation or
+// spawn_failed) and blocks the task with the reason, when that run is still
+// the task's current, running one; otherwise the task has moved on and
+// nothing changes. exitCode and signal record how the worker ended.
+func (b *Board) FailRun(id, runID, outcome, reason string, exitCode *int, signal string) error {
+	_, err := b.Update(id, func(t *Task, now time.Time) ([]Event, error) {
+		cur := t.CurrentRun()
+		if t.Status != Running || cur == nil || cur.ID != runID {
+			return nil, nil
+		}
+		t.EndRun(cur, outcome, now)
+		cur.ExitCode, cur.Signal = exitCode, signal
+		t.Status, t.BlockReason = Blocked, outcome+": "+reason
+		return []Event{{Type: EventType(outcome), RunID: cur.ID, Detail: reason}}, nil
+	})
+	return err
+}
+
+// Reclaim ends run runID (reclaimed: its claim expired with no heartbeat)
+// and makes the task ready again, when that run is still current.
+func (b *Board) Reclaim(id, runID string, exitCode *int, signal string) error {
+	_, err := b.Update(id, func(t *Task, now time.Time) ([]Event, error) {
+		cur := t.CurrentRun()
+		if t.Status != Running || cur == nil || cur.ID != runID {
+			return nil, nil
+		}
+		expired := t.ClaimExpires // EndRun clears it
+		t.EndRun(cur, OutcomeReclaimed, now)
+		cur.ExitCode, cur.Signal = exitCode, signal
+		t.Status = Ready
+		return []Event{{Type: EventReclaimed, RunID: cur.ID, Detail: fmt.Sprintf("claim expired at %s with no heartbeat", expired)}}, nil
+	})
+	return err
+}

@@ -1,0 +1,130 @@
+package sessions_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hermes/hermes/fsstore/sessions"
+	"github.com/hermes/hermes/scripts/fixture"
+)
+
+// The benchmarks build their stores with scripts/fixture, which writes
+// the store's exact formats without a lock or an fsync per file, so that
+// the setup of a 100,000-session profile takes seconds, not hours. Each
+// fixture is built once per sub-benchmark run (b.Loop runs the body once).
+// The targets they measure (scripts/bench-sessions.sh prints them):
+//
+//	BenchmarkAppend: history=100000 costs at most 1.2x history=10
+//	BenchmarkList:   sessions=100000 costs at most 3x sessions=1000
+//
+// scripts/bench.sh measures the same paths as whole processes beside
+// sqlite3, grep and cat.
+
+// benchStore writes a fixture into a fresh profile and returns its store
+// and session ids.
+func benchStore(b *testing.B, o fixture.Options) (*sessions.Store, []string) {
+	b.Helper()
+	profileDir := b.TempDir()
+	start := time.Now()
+	ids, err := fixture.Write(filepath.Join(profileDir, "sessions"), o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("fixture: %d sessions of %d messages in %.1fs", o.Sessions, o.Messages, time.Since(start).Seconds())
+	return sessions.NewStore(profileDir, "default", 10*time.Second, func(msg string) { b.Errorf("warning: %s", msg) }), ids
+}
+
+func benchMessage() []sessions.Message {
+	return []sessions.Message{{Role: "user", Content: sessions.TextContent("run the tests again and tell me what failed, with the first error in full")}}
+}
+
+// BenchmarkAppend appends one message, synced, to a session whose
+// transcript already holds history messages: the cost must not grow with
+// the history (Append reads the transcript's end, never its start).
+func BenchmarkAppend(b *testing.B) {
+	for _, history := range []int{10, 100_000} {
+		b.Run(fmt.Sprintf("history=%d", history), func(b *testing.B) {
+			s, ids := benchStore(b, fixture.Options{Sessions: 1, Messages: history, BytesPerMessage: 200})
+			for b.Loop() {
+				if _, err := s.Append(ids[0], benchMessage()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkList lists the 20 most recently active sessions: the cost must
+// follow the limit, not the number of sessions (List walks the activity
+// catalog from its end and opens only the documents it returns).
+func BenchmarkList(b *testing.B) {
+	for _, n := range []int{1_000, 100_000} {
+		b.Run(fmt.Sprintf("sessions=%d", n), func(b *testing.B) {
+			s, _ := benchStore(b, fixture.Options{Sessions: n, Messages: 2, BytesPerMessage: 200})
+			for b.Loop() {
+				list, err := s.List(sessions.ListOptions{Limit: 20})
+				if err != nil || len(list) != 20 {
+					b.Fatalf("List: %d sessions, %v", len(list), err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkAppendConcurrent runs 8 writers (goroutines with their own
+// flocks, which contend as processes would) appending to one session or
+// each to its own; ns/op is wall time per append, the inverse of
+// throughput. Writers to different sessions share only the catalog lock.
+func BenchmarkAppendConcurrent(b *testing.B) {
+	const writers = 8
+	for _, n := range []int{1, writers} {
+		// RunParallel calls the function once per round of b.N: the
+		// fixture is made once, outside it.
+		s, ids := benchStore(b, fixture.Options{Sessions: n, Messages: 10, BytesPerMessage: 200})
+		s.LockTimeout = time.Minute
+		b.Run(fmt.Sprintf("writers=%d/sessions=%d", writers, n), func(b *testing.B) {
+			var next atomic.Int64
+			b.SetParallelism((writers + 1) / 2) // goroutines = parallelism × GOMAXPROCS
+			b.RunParallel(func(pb *testing.PB) {
+				id := ids[int(next.Add(1)-1)%len(ids)]
+				for pb.Next() {
+					if _, err := s.Append(id, benchMessage()); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkSearch looks for a word that none of 100 transcripts of 2,000
+// messages (about 75 MB) holds, so every byte is read: the pre-filter on
+// raw lines is what keeps it near the speed of grep -F
+// (scripts/bench.sh compares the whole process over 1 GB).
+func BenchmarkSearch(b *testing.B) {
+	s, _ := benchStore(b, fixture.Options{Sessions: 100, Messages: 2_000, BytesPerMessage: 300})
+	b.SetBytes(100 * 2_000 * 370)
+	for b.Loop() {
+		hits, err := s.Search("quokka", 50)
+		if err != nil || len(hits) != 0 {
+			b.Fatalf("Search: %d hits, %v", len(hits), err)
+		}
+	}
+}
+
+// BenchmarkGet reads one session as every command that names a session
+// does: its document, then the last line of its transcript for the count
+// and last activity (appends do not rewrite the document).
+func BenchmarkGet(b *testing.B) {
+	s, ids := benchStore(b, fixture.Options{Sessions: 1, Messages: 100_000, BytesPerMessage: 200})
+	for b.Loop() {
+		sess, err := s.Get(ids[0])
+		if err != nil || sess.MessageCount != 100_000 {
+			b.Fatalf("Get: %d messages, %v", sess.MessageCount, err)
+		}
+	}
+}

@@ -1,0 +1,195 @@
+package sessions
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/hermes/hermes/fsstore"
+)
+
+// The activity catalog answers "which sessions were active most recently"
+// without opening every document: `sessions list` over 100,000 sessions
+// reads a few kilobytes from its end instead of 100,000 files.
+//
+// It is an append-only JSONL log, .catalog.jsonl, with one line
+// {"session_id","at"} for every write to a session (create, append, a
+// metadata change), in the order the writes happened. Reading it backwards,
+// the first line seen for each session is its latest activity. Appends to
+// it are serialized by .catalog.lock, held only for the one write and sync.
+//
+// The catalog is a cache. The documents are the truth: a line whose session
+// has no document is skipped; a missing catalog is rebuilt from the
+// documents; `fsck --repair` rebuilds it when it lacks a session. It is
+// compacted (one line per session) when it grows past catalogCompactSize.
+const (
+	catalogName        = ".catalog.jsonl"
+	catalogLockName    = ".catalog.lock"
+	catalogCompactSize = 64 << 20
+)
+
+type catalogEntry struct {
+	SessionID string `json:"session_id"`
+	At        string `json:"at"`
+}
+
+func (s *Store) catalogPath() string { return filepath.Join(s.Dir, catalogName) }
+
+// touchCatalog records activity on id, synced.
+func (s *Store) touchCatalog(id string, now time.Time) error {
+	f, err := s.writeCatalog(id, now)
+	if err != nil || f == nil {
+		return err
+	}
+	defer f.Close()
+	return fsstore.SyncLog(f)
+}
+
+// writeCatalog appends the line that records activity on id and returns
+// the catalog, still to be synced by the caller (nil when the append made
+// the catalog compact itself, which syncs). The lock is held for the
+// write only: a sync covers whatever other writers appended meanwhile.
+func (s *Store) writeCatalog(id string, now time.Time) (*os.File, error) {
+	unlock, err := fsstore.Lock(filepath.Join(s.Dir, catalogLockName), s.LockTimeout)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	line, _ := json.Marshal(catalogEntry{SessionID: id, At: fsstore.Timestamp(now)})
+	f, moved, err := fsstore.OpenAppend(s.catalogPath(), now)
+	if err != nil {
+		return nil, err
+	}
+	s.warnMoved(moved)
+	if err := fsstore.WriteLines(f, [][]byte{append(line, '\n')}); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if fi, err := f.Stat(); err == nil && fi.Size() > catalogCompactSize {
+		f.Close()
+		return nil, s.compactCatalogLocked()
+	}
+	return f, nil
+}
+
+// ListOptions filter List.
+type ListOptions struct {
+	Limit  int // 0: no limit
+	Source string
+	State  string
+}
+
+// List returns sessions by most recent activity first. It walks the
+// catalog backwards and opens only the documents it returns (and those the
+// filters reject), so its cost follows the limit, not the number of
+// sessions. Message counts are checked against the transcripts.
+func (s *Store) List(opts ListOptions) ([]Session, error) {
+	f, size, err := s.openCatalog()
+	if f == nil || err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	seen := map[string]bool{}
+	var out []Session
+	err = fsstore.EachLineBackward(f, size, func(line []byte, _ int64) bool {
+		var e catalogEntry
+		if json.Unmarshal(line, &e) != nil || seen[e.SessionID] || fsstore.CheckID("session id", e.SessionID) != nil {
+			return true
+		}
+		seen[e.SessionID] = true
+		sess, err := s.readDocument(e.SessionID, false)
+		if err != nil {
+			if !errors.Is(err, fsstore.ErrNotFound) {
+				s.Warn(err.Error())
+			}
+			return true
+		}
+		// A transcript whose last line is damaged leaves the document's
+		// own count: the session is still listed, and fsck names it.
+		s.current(&sess)
+		if (opts.Source != "" && sess.Source != opts.Source) || (opts.State != "" && sess.State != opts.State) {
+			return true
+		}
+		out = append(out, sess)
+		return opts.Limit <= 0 || len(out) < opts.Limit
+	})
+	return out, err
+}
+
+// openCatalog opens the catalog and returns its size, rebuilding it from
+// the documents when it is missing; (nil, 0, nil) when there are no
+// sessions.
+func (s *Store) openCatalog() (*os.File, int64, error) {
+	f, size, err := fsstore.OpenSized(s.catalogPath())
+	if f != nil || err != nil {
+		return f, size, err
+	}
+	if err := s.rebuildCatalog(); err != nil {
+		return nil, 0, err
+	}
+	return fsstore.OpenSized(s.catalogPath())
+}
+
+// rebuildCatalog writes a catalog from the documents, ordered by their
+// updated_at. It is how a profile without a catalog gets one.
+func (s *Store) rebuildCatalog() error {
+	if _, err := os.Stat(s.Dir); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	unlock, err := fsstore.Lock(filepath.Join(s.Dir, catalogLockName), s.LockTimeout)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return s.compactCatalogLocked()
+}
+
+// compactCatalogLocked rewrites the catalog atomically with one line per
+// session that has a document, oldest activity first. The caller holds the
+// catalog lock.
+func (s *Store) compactCatalogLocked() error {
+	all, err := s.All()
+	if err != nil {
+		return err
+	}
+	// UpdatedAt comes from current(), through Later: TimeLayout, which
+	// sorts as the instants do.
+	sort.SliceStable(all, func(i, j int) bool {
+		if all[i].UpdatedAt != all[j].UpdatedAt {
+			return all[i].UpdatedAt < all[j].UpdatedAt
+		}
+		return all[i].ID < all[j].ID
+	})
+	var b bytes.Buffer
+	for _, sess := range all {
+		line, _ := json.Marshal(catalogEntry{SessionID: sess.ID, At: sess.UpdatedAt})
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	return fsstore.WriteFileAtomic(s.catalogPath(), b.Bytes())
+}
+
+// RebuildCatalog rebuilds the catalog from the documents (fsck --repair).
+func (s *Store) RebuildCatalog() error { return s.rebuildCatalog() }
+
+// catalogIDs returns the set of sessions the catalog names.
+func (s *Store) catalogIDs() (map[string]bool, error) {
+	ids := map[string]bool{}
+	f, size, err := fsstore.OpenSized(s.catalogPath())
+	if f == nil || err != nil {
+		return ids, err
+	}
+	defer f.Close()
+	_, err = fsstore.ScanLines(f, size, func(line []byte, _ int64) error {
+		var e catalogEntry
+		if json.Unmarshal(line, &e) == nil {
+			ids[e.SessionID] = true
+		}
+		return nil
+	})
+	return ids, err
+}

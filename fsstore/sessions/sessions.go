@@ -1,0 +1,1145 @@
+package sessions
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/hermes/hermes/fsstore"
+)
+
+// Session states.
+const (
+	StateActive        = "active"
+	StateEnded         = "ended"
+	StateSuspended     = "suspended"
+	StateResumePending = "resume_pending"
+)
+
+// Session is a session document: the metadata of one conversation. Its
+// message_count, updated_at and preview are caches of the transcript; when
+// they disagree with it, the transcript wins and the document is repaired.
+// Every field is always present in JSON (empty when unset), so scripts can
+// rely on the keys.
+type Session struct {
+	ID              string `json:"id"`
+	Title           string `json:"title"`
+	Source          string `json:"source"`
+	Model           string `json:"model"`
+	CreatedAt       string `json:"created_at"`
+	UpdatedAt       string `json:"updated_at"`
+	EndedAt         string `json:"ended_at"`
+	EndReason       string `json:"end_reason"`
+	State           string `json:"state"`
+	ResumeReason    string `json:"resume_reason"`
+	ParentSessionID string `json:"parent_session_id"`
+	SessionKey      string `json:"session_key"`
+	MessageCount    int64  `json:"message_count"`
+	Profile         string `json:"profile"`
+	// ResumePendingAt is when the session last became resume_pending, and
+	// InterruptCount how many restarts in a row interrupted it (the
+	// gateway suspends it at 3). A successful turn (SetState active)
+	// clears both.
+	ResumePendingAt string `json:"resume_pending_at"`
+	InterruptCount  int    `json:"interrupt_count"`
+	// Cwd is the working directory of the session's tools (the agent's
+	// terminal, read_file, write_file): relative paths start there.
+	Cwd     string `json:"cwd"`
+	Preview string `json:"preview"`
+}
+
+// times are the document's time fields, by name.
+func (s *Session) times() map[string]*string {
+	return map[string]*string{
+		"created_at": &s.CreatedAt, "updated_at": &s.UpdatedAt,
+		"ended_at": &s.EndedAt, "resume_pending_at": &s.ResumePendingAt,
+	}
+}
+
+// nonCanonicalTimes names the time fields that are set but not in
+// TimeLayout (an unreadable one included), sorted.
+func (s *Session) nonCanonicalTimes() []string {
+	var out []string
+	for name, p := range s.times() {
+		if c, err := fsstore.CanonicalTime(*p); err != nil || c != *p {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// previewLen is how many characters of the first user message a session
+// keeps as its preview.
+const previewLen = 80
+
+// Store keeps the sessions of one profile in Dir:
+//
+//	<id>.json        the document, rewritten atomically
+//	<id>.jsonl       the transcript, append-only
+//	<id>.lock        the sidecar lock that serializes writers of this session
+//	.catalog.jsonl   the activity catalog (see catalog.go)
+//
+// Names starting with '.' are the store's own; ids cannot start with one.
+type Store struct {
+	Dir         string
+	Profile     string
+	LockTimeout time.Duration
+	// Now is the clock; tests replace it.
+	Now func() time.Time
+	// Warn receives reports of recovered damage (a torn tail skipped or
+	// moved aside, a document repaired). It must not be nil.
+	Warn func(msg string)
+}
+
+// NewStore returns the store of the profile whose directory is
+// profileDir. Nothing is created until the first write.
+func NewStore(profileDir, profile string, lockTimeout time.Duration, warn func(string)) *Store {
+	return &Store{
+		Dir:         filepath.Join(profileDir, "sessions"),
+		Profile:     profile,
+		LockTimeout: lockTimeout,
+		Now:         time.Now,
+		Warn:        warn,
+	}
+}
+
+func (s *Store) docPath(id string) string  { return filepath.Join(s.Dir, id+".json") }
+func (s *Store) logPath(id string) string  { return filepath.Join(s.Dir, id+".jsonl") }
+func (s *Store) lockPath(id string) string { return filepath.Join(s.Dir, id+".lock") }
+
+// lock takes the writer lock of session id.
+func (s *Store) lock(id string) (func(), error) {
+	if err := fsstore.EnsureDir(s.Dir); err != nil {
+		return nil, err
+	}
+	return fsstore.Lock(s.lockPath(id), s.LockTimeout)
+}
+
+// readSession reads the document of id, brought up to its transcript (see
+// current). A document that does not parse is quarantined (under the
+// session's lock, so a concurrent rewrite is not mistaken for damage) and
+// reported as an error.
+func (s *Store) readSession(id string, locked bool) (Session, error) {
+	sess, err := s.readDocument(id, locked)
+	if err != nil {
+		return sess, err
+	}
+	return sess, s.current(&sess)
+}
+
+// readDocument reads the document of id as it is on disk: for Append,
+// which reads the transcript's last line itself.
+func (s *Store) readDocument(id string, locked bool) (Session, error) {
+	return fsstore.ReadRecord(fsstore.Record{What: "session", ID: id, Path: s.docPath(id), Lock: s.lockPath(id),
+		Locked: locked, Timeout: s.LockTimeout, Now: s.Now}, func(v *Session) string { return v.ID })
+}
+
+// current sets the message count and the last activity of sess from the
+// last complete line of its transcript. An append does not rewrite the
+// document (that would cost a second atomic write and two more syncs per
+// message), so the document's message_count and updated_at are those of
+// its last rewrite: caches that are behind by design, and the transcript
+// wins (invariant 5). Every rewrite of the document stores the current
+// values. A document ahead of its transcript is damage: fsck reports it.
+// A transcript that is a symlink is not followed.
+func (s *Store) current(sess *Session) error {
+	f, size, err := fsstore.OpenSizedFlag(s.logPath(sess.ID), os.O_RDONLY|syscall.O_NOFOLLOW)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil // the document's values stand; the writers refuse the link
+	}
+	if err != nil {
+		return err
+	}
+	if f == nil {
+		sess.MessageCount = 0
+		return nil
+	}
+	defer f.Close()
+	seq, ts, err := lastSeq(f, size)
+	if err != nil {
+		return err
+	}
+	sess.MessageCount = seq
+	// An imported message may carry an older time than the document's
+	// last change; a line stored before times were normalised may be in
+	// another zone, so the instants are compared.
+	sess.UpdatedAt = fsstore.Later(sess.UpdatedAt, ts)
+	return nil
+}
+
+// Create makes a session document with an empty transcript. The id is
+// sess.ID, or a new one when empty; created_at is sess.CreatedAt (an
+// import's), or now. Creating a session that exists is a
+// no-op that returns the stored document and created=false: never an error
+// that would stop later writes. A non-empty title must not be taken by
+// another session.
+func (s *Store) Create(sess Session) (_ Session, created bool, err error) {
+	now := s.Now()
+	if sess.ID == "" {
+		sess.ID = fsstore.NewID(now)
+	}
+	if err := fsstore.CheckID("session id", sess.ID); err != nil {
+		return Session{}, false, err
+	}
+	unlock, err := s.lock(sess.ID)
+	if err != nil {
+		return Session{}, false, err
+	}
+	defer unlock()
+	old, err := s.readSession(sess.ID, true)
+	if err == nil {
+		return old, false, nil
+	}
+	if !errors.Is(err, fsstore.ErrNotFound) {
+		return Session{}, false, err
+	}
+	if sess.Title != "" {
+		if err := s.checkTitleFree(sess.Title, sess.ID); err != nil {
+			return Session{}, false, err
+		}
+	}
+	ts := fsstore.Timestamp(now)
+	sess.UpdatedAt = ts
+	if sess.CreatedAt == "" {
+		sess.CreatedAt = ts
+	} else if sess.CreatedAt, err = fsstore.CanonicalTime(sess.CreatedAt); err != nil {
+		return Session{}, false, fsstore.Invalidf("created_at: %w", err)
+	}
+	if sess.State == "" {
+		sess.State = StateActive
+	}
+	if sess.State == StateEnded && sess.EndedAt == "" {
+		sess.EndedAt = ts
+	}
+	sess.Profile = s.Profile
+	// A transcript may exist without a document (its document was
+	// quarantined): it is kept, and the new document counts it. One this
+	// call creates is removed again if the create fails (a full disk), so
+	// a failed create leaves no transcript without a document.
+	if _, lerr := os.Lstat(s.logPath(sess.ID)); errors.Is(lerr, os.ErrNotExist) {
+		defer func() {
+			if err != nil {
+				os.Remove(s.logPath(sess.ID))
+			}
+		}()
+	}
+	f, moved, err := fsstore.OpenAppend(s.logPath(sess.ID), now)
+	if err != nil {
+		return Session{}, false, err
+	}
+	s.warnMoved(moved)
+	fi, err := f.Stat()
+	if err == nil {
+		sess.MessageCount, _, err = lastSeq(f, fi.Size())
+	}
+	f.Close()
+	if err != nil {
+		return Session{}, false, err
+	}
+	if err := s.touchCatalog(sess.ID, now); err != nil {
+		return Session{}, false, err
+	}
+	if err := fsstore.WriteDoc(s.docPath(sess.ID), &sess); err != nil {
+		return Session{}, false, err
+	}
+	return sess, true, nil
+}
+
+func (s *Store) warnMoved(moved string) {
+	if moved != "" {
+		s.Warn(fmt.Sprintf("torn tail moved aside to %s", moved))
+	}
+}
+
+// Get returns the document of id with its message count and last activity
+// taken from the transcript.
+func (s *Store) Get(id string) (Session, error) {
+	if err := fsstore.CheckID("session id", id); err != nil {
+		return Session{}, err
+	}
+	return s.readSession(id, false)
+}
+
+// rewriteDoc stores the document of id with the count and last activity of
+// its transcript: fsck's repair of a document ahead of its transcript.
+func (s *Store) rewriteDoc(id string) error {
+	unlock, err := s.lock(id)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	sess, err := s.readSession(id, true)
+	if err != nil {
+		return err
+	}
+	return fsstore.WriteDoc(s.docPath(id), &sess)
+}
+
+// transcriptCount is the seq of the last complete line of the transcript.
+func (s *Store) transcriptCount(id string) (int64, error) {
+	f, size, err := fsstore.OpenSized(s.logPath(id))
+	if f == nil || err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	n, _, err := lastSeq(f, size)
+	return n, err
+}
+
+// lastSeq returns the seq and ts of the last complete line of the first size
+// bytes of a transcript (0 and "" when it has none). Lines begin with seq,
+// so only the line's first bytes are read unless it was written elsewhere.
+func lastSeq(f *os.File, size int64) (int64, string, error) {
+	start, end, err := fsstore.LastLineSpan(f, size)
+	if err != nil || start < 0 {
+		return 0, "", err
+	}
+	head := make([]byte, min(end-start, 256))
+	if _, err := f.ReadAt(head, start); err != nil {
+		return 0, "", fmt.Errorf("read %s: %w", f.Name(), err)
+	}
+	var pos struct {
+		Seq int64  `json:"seq"`
+		TS  string `json:"ts"`
+	}
+	if cut := prefixObject(head); cut != nil && json.Unmarshal(cut, &pos) == nil && pos.Seq > 0 {
+		return pos.Seq, pos.TS, nil
+	}
+	line := make([]byte, end-start)
+	if _, err := f.ReadAt(line, start); err != nil {
+		return 0, "", fmt.Errorf("read %s: %w", f.Name(), err)
+	}
+	if err := json.Unmarshal(line, &pos); err != nil {
+		return 0, "", &fsstore.CorruptError{Path: f.Name(), Offset: start, Err: err}
+	}
+	return pos.Seq, pos.TS, nil
+}
+
+// prefixObject turns the head of a line written by Message.MarshalJSON,
+// `{"seq":N,"ts":"…",…`, into the object `{"seq":N,"ts":"…"}`, or nil.
+func prefixObject(head []byte) []byte {
+	const p = `{"seq":`
+	if !strings.HasPrefix(string(head), p) {
+		return nil
+	}
+	i := strings.Index(string(head), `","role":`)
+	if i < 0 {
+		return nil
+	}
+	return append(append([]byte{}, head[:i+1]...), '}')
+}
+
+// Append adds msgs to the end of the transcript of id, numbering them from
+// the last stored seq, and returns the new message count. Each message is
+// one write. The transcript and the activity catalog are synced together
+// before it returns, so an acknowledged append is durable and a crash
+// leaves at most a torn tail. The document is rewritten only when a field
+// of its own changes (the preview, at the first user message): its count
+// and activity time follow the transcript (see current). A ts already set
+// on a message is kept.
+func (s *Store) Append(id string, msgs []Message) (int64, error) {
+	if err := fsstore.CheckID("session id", id); err != nil {
+		return 0, err
+	}
+	unlock, err := s.lock(id)
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
+	sess, err := s.readDocument(id, true)
+	if err != nil {
+		return 0, err
+	}
+	return s.appendLocked(&sess, msgs)
+}
+
+func (s *Store) appendLocked(sess *Session, msgs []Message) (int64, error) {
+	now := s.Now()
+	ts := fsstore.Timestamp(now)
+	if err := stamp(msgs, ts); err != nil {
+		return 0, err
+	}
+	f, moved, err := fsstore.OpenAppend(s.logPath(sess.ID), now)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	s.warnMoved(moved)
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	seq, _, err := lastSeq(f, fi.Size())
+	if err != nil {
+		return 0, err
+	}
+	lines := make([][]byte, len(msgs))
+	hadPreview := sess.Preview != ""
+	for i := range msgs {
+		seq++
+		msgs[i].Seq = seq
+		b, err := msgs[i].MarshalJSON()
+		if err != nil {
+			return 0, err
+		}
+		lines[i] = append(b, '\n')
+		if sess.Preview == "" && msgs[i].Role == "user" {
+			sess.Preview = preview(msgs[i].Text())
+		}
+	}
+	if err := fsstore.WriteLines(f, lines); err != nil {
+		return 0, err
+	}
+	// The transcript and the catalog lines are both written before either
+	// is synced, and then synced at once (see SyncLogs).
+	catalog, err := s.writeCatalog(sess.ID, now)
+	if err == nil && catalog != nil {
+		err = fsstore.SyncLogs(f, catalog)
+		catalog.Close()
+	} else if err == nil {
+		err = fsstore.SyncLog(f)
+	}
+	sess.MessageCount, sess.UpdatedAt = seq, fsstore.Later(sess.UpdatedAt, ts)
+	if err == nil && !hadPreview && sess.Preview != "" {
+		err = fsstore.WriteDoc(s.docPath(sess.ID), sess)
+	}
+	if err != nil {
+		// The append is reported as failed (a full disk refused the
+		// catalog or the document), so it must not have happened: a
+		// caller that retries would store the messages twice. Cut the
+		// transcript back; a catalog line already written is a harmless
+		// cache entry.
+		return 0, fsstore.CutBack(f, fi.Size(), err)
+	}
+	return seq, nil
+}
+
+// stamp gives each message without a ts the time ts, and rewrites the
+// others (an import's own times) in TimeLayout whatever zone they came in,
+// so that stored times sort. A ts that is not RFC 3339 is ErrInvalid.
+func stamp(msgs []Message, ts string) error {
+	for i := range msgs {
+		if msgs[i].TS == "" {
+			msgs[i].TS = ts
+			continue
+		}
+		canon, err := fsstore.CanonicalTime(msgs[i].TS)
+		if err != nil {
+			return err
+		}
+		msgs[i].TS = canon
+	}
+	return nil
+}
+
+func preview(text string) string {
+	text = strings.Join(strings.Fields(text), " ")
+	if r := []rune(text); len(r) > previewLen {
+		return string(r[:previewLen-1]) + "…"
+	}
+	return text
+}
+
+// SaveResult says what a guarded whole-transcript write did.
+type SaveResult struct {
+	Appended int    `json:"appended"`
+	Count    int64  `json:"message_count"`
+	Replaced string `json:"replaced"` // with force: where the old transcript was kept
+}
+
+// Save is the guarded whole-transcript write: msgs is the full history as
+// the caller knows it. If it extends the stored transcript (the stored
+// messages are its prefix), only the new tail is appended. If it is shorter
+// or diverges, Save refuses with ErrRefused, naming both lengths, and
+// changes nothing, unless force is set: then the old transcript is kept
+// beside the new one as <id>.jsonl.replaced-<unix> and msgs replaces it.
+func (s *Store) Save(id string, msgs []Message, force bool) (SaveResult, error) {
+	if err := fsstore.CheckID("session id", id); err != nil {
+		return SaveResult{}, err
+	}
+	unlock, err := s.lock(id)
+	if err != nil {
+		return SaveResult{}, err
+	}
+	defer unlock()
+	sess, err := s.readSession(id, true)
+	if err != nil {
+		return SaveResult{}, err
+	}
+	stored, divergeAt, err := s.comparePrefix(id, msgs)
+	if err != nil {
+		return SaveResult{}, err
+	}
+	var why string
+	switch {
+	case stored > int64(len(msgs)):
+		why = fmt.Sprintf("would shorten history: session %s has %d messages, the write has %d", id, stored, len(msgs))
+	case divergeAt > 0:
+		why = fmt.Sprintf("write diverges from the history of session %s at message %d (stored %d messages, the write has %d)", id, divergeAt, stored, len(msgs))
+	}
+	if why == "" {
+		tail := msgs[stored:]
+		if len(tail) == 0 {
+			return SaveResult{Count: stored}, nil
+		}
+		n, err := s.appendLocked(&sess, tail)
+		return SaveResult{Appended: len(tail), Count: n}, err
+	}
+	if !force {
+		return SaveResult{}, fsstore.Refusedf("%s; nothing written (--force replaces it and keeps the old transcript)", why)
+	}
+	return s.replaceLocked(&sess, msgs)
+}
+
+// comparePrefix streams the stored transcript of id against msgs. It
+// returns the stored count and the 1-based position of the first stored
+// message that msgs contradicts (0 if none).
+func (s *Store) comparePrefix(id string, msgs []Message) (stored int64, divergeAt int64, err error) {
+	f, err := os.Open(s.logPath(id))
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, 0, err
+	}
+	torn, err := fsstore.ScanLines(f, fi.Size(), func(line []byte, off int64) error {
+		m, err := ParseMessage(line)
+		if err != nil {
+			return &fsstore.CorruptError{Path: f.Name(), Offset: off, Err: err}
+		}
+		stored++
+		if divergeAt == 0 && (stored > int64(len(msgs)) || !m.SameAs(msgs[stored-1])) {
+			divergeAt = stored
+		}
+		return nil
+	})
+	if torn != nil {
+		s.Warn(torn.String())
+	}
+	return stored, divergeAt, err
+}
+
+func (s *Store) replaceLocked(sess *Session, msgs []Message) (SaveResult, error) {
+	now := s.Now()
+	path := s.logPath(sess.ID)
+	ts := fsstore.Timestamp(now)
+	if err := stamp(msgs, ts); err != nil {
+		return SaveResult{}, err
+	}
+	kept, err := fsstore.CopyAside(path, fmt.Sprintf(".replaced-%d", now.Unix()))
+	if err != nil {
+		return SaveResult{}, err
+	}
+	err = fsstore.WriteAtomic(path, func(w io.Writer) error {
+		for i := range msgs {
+			msgs[i].Seq = int64(i + 1)
+			b, err := msgs[i].MarshalJSON()
+			if err != nil {
+				return err
+			}
+			if _, err := w.Write(append(b, '\n')); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return SaveResult{}, err
+	}
+	sess.MessageCount = int64(len(msgs))
+	sess.UpdatedAt = ts
+	sess.Preview = ""
+	for _, m := range msgs {
+		if m.Role == "user" {
+			sess.Preview = preview(m.Text())
+			break
+		}
+	}
+	if err := s.touchCatalog(sess.ID, now); err != nil {
+		return SaveResult{}, err
+	}
+	return SaveResult{Appended: len(msgs), Count: sess.MessageCount, Replaced: kept}, fsstore.WriteDoc(s.docPath(sess.ID), sess)
+}
+
+// Transcript is a read-only view of a transcript as of the moment it was
+// opened: the messages a writer had completed by then.
+type Transcript struct {
+	f    *os.File
+	size int64
+	warn func(string)
+}
+
+// OpenTranscript opens the transcript of id for reading. It takes the
+// session's lock shared just long enough to learn the size of the completed
+// writes, so a reader never mistakes a write in progress for a torn tail and
+// never holds writers up for the length of a read.
+func (s *Store) OpenTranscript(id string) (*Transcript, error) {
+	if err := fsstore.CheckID("session id", id); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(s.Dir); err != nil {
+		return nil, fsstore.NotFoundf("session %s not found", id)
+	}
+	// A writer holds the lock for one append; one that holds it longer is
+	// stuck (a stopped process), and a reader does not wait for it: it
+	// reads what is complete, a write in progress looking like a torn tail.
+	unlock, err := fsstore.RLock(s.lockPath(id), min(s.LockTimeout, readerLockWait))
+	var timeout *fsstore.LockTimeoutError
+	switch {
+	case errors.As(err, &timeout):
+		s.Warn(fmt.Sprintf("session %s: a writer holds %s; reading what it has completed", id, timeout.Path))
+	case err != nil:
+		return nil, err
+	default:
+		defer unlock()
+	}
+	f, err := os.Open(s.logPath(id))
+	if errors.Is(err, os.ErrNotExist) {
+		if _, derr := os.Stat(s.docPath(id)); derr != nil {
+			return nil, fsstore.NotFoundf("session %s not found", id)
+		}
+		return &Transcript{warn: s.Warn}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &Transcript{f: f, size: fi.Size(), warn: s.Warn}, nil
+}
+
+// readerLockWait is the longest a reader waits for a writer.
+const readerLockWait = time.Second
+
+// Close releases the transcript.
+func (t *Transcript) Close() error {
+	if t.f == nil {
+		return nil
+	}
+	return t.f.Close()
+}
+
+// EachLine calls fn with each stored line, raw JSON without its newline,
+// valid only during the call. A torn tail is skipped and reported.
+func (t *Transcript) EachLine(fn func(line []byte) error) error {
+	if t.f == nil {
+		return nil
+	}
+	torn, err := fsstore.ScanLines(t.f, t.size, func(line []byte, _ int64) error { return fn(line) })
+	if torn != nil {
+		t.warn(torn.String())
+	}
+	return err
+}
+
+// Each calls fn with each stored message in order. A line that does not
+// parse is a *CorruptError with its offset.
+func (t *Transcript) Each(fn func(Message) error) error {
+	if t.f == nil {
+		return nil
+	}
+	torn, err := fsstore.ScanLines(t.f, t.size, func(line []byte, off int64) error {
+		// The message may outlive the call: it must not alias the
+		// scanner's buffer. Its strings are cut from the same copy, which
+		// is never written after this (what unsafe.String asks).
+		line = bytes.Clone(line)
+		m, ok := parseStored(line, unsafe.String(unsafe.SliceData(line), len(line)))
+		if !ok {
+			var err error
+			if m, err = ParseMessage(line); err != nil {
+				return &fsstore.CorruptError{Path: t.f.Name(), Offset: off, Err: err}
+			}
+		}
+		return fn(m)
+	})
+	if torn != nil {
+		t.warn(torn.String())
+	}
+	return err
+}
+
+// Messages returns the whole transcript of id in memory: for callers that
+// need all of it at once (a model call). Streaming callers use
+// OpenTranscript.
+func (s *Store) Messages(id string) ([]Message, error) {
+	t, err := s.OpenTranscript(id)
+	if err != nil {
+		return nil, err
+	}
+	defer t.Close()
+	return t.All()
+}
+
+// All reads the whole view into memory and parses it; the messages alias
+// that one buffer. It is Each for callers that need every message at once
+// (a model call): one allocation for the bytes and one for the slice,
+// instead of one per line. A large transcript is read and parsed in
+// line-aligned parts, one per processor.
+func (t *Transcript) All() ([]Message, error) {
+	if t.f == nil {
+		return nil, nil
+	}
+	buf := make([]byte, t.size)
+	// The strings of the messages are cut from buf itself, viewed as a
+	// string: buf is never written after it is read, which is what
+	// unsafe.String asks, and the messages keep it alive.
+	str := unsafe.String(unsafe.SliceData(buf), len(buf))
+	parts := int(min(int64(runtime.GOMAXPROCS(0)), t.size/parallelPartSize+1, 16))
+	bounds := make([]int, parts+1)
+	for k := range parts {
+		bounds[k+1] = int(t.size) * (k + 1) / parts
+	}
+	if err := inParallel(parts, func(k int) error {
+		_, err := t.f.ReadAt(buf[bounds[k]:bounds[k+1]], int64(bounds[k]))
+		if err != nil && err != io.EOF {
+			return fmt.Errorf("read %s: %w", t.f.Name(), err)
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	// Move each inner bound past the end of the line it falls in.
+	for k := 1; k < parts; k++ {
+		if i := bytes.IndexByte(buf[bounds[k]:], '\n'); i >= 0 {
+			bounds[k] += i + 1
+		} else {
+			bounds[k] = len(buf)
+		}
+		bounds[k] = max(bounds[k], bounds[k-1])
+	}
+	counts := make([]int, parts+1)
+	inParallel(parts, func(k int) error {
+		counts[k+1] = bytes.Count(buf[bounds[k]:bounds[k+1]], []byte{'\n'})
+		return nil
+	})
+	for k := range parts {
+		counts[k+1] += counts[k]
+	}
+	// Room is left for the turn a caller appends.
+	msgs := make([]Message, counts[parts], counts[parts]+8)
+	err := inParallel(parts, func(k int) error {
+		return t.parse(buf, str, bounds[k], bounds[k+1], msgs[counts[k]:counts[k+1]])
+	})
+	if err != nil {
+		return nil, err
+	}
+	if last := bytes.LastIndexByte(buf, '\n'); last < len(buf)-1 {
+		t.warn((&fsstore.TornTail{Path: t.f.Name(), Offset: int64(last + 1), Size: int64(len(buf) - last - 1)}).String())
+	}
+	return msgs, nil
+}
+
+// parallelPartSize is the least a part of a parallel read holds; tests
+// lower it to split small transcripts.
+var parallelPartSize int64 = 4 << 20
+
+// parse parses the complete lines of buf[from:to] into out, which has
+// room for exactly as many.
+func (t *Transcript) parse(buf []byte, str string, from, to int, out []Message) error {
+	n := 0
+	for off := from; off < to; {
+		i := bytes.IndexByte(buf[off:to], '\n')
+		if i < 0 {
+			break // a torn tail: reported by All
+		}
+		line := buf[off : off+i]
+		m, ok := parseStored(line, str[off:off+i])
+		if !ok {
+			var err error
+			if m, err = ParseMessage(line); err != nil {
+				return &fsstore.CorruptError{Path: t.f.Name(), Offset: int64(off), Err: err}
+			}
+		}
+		out[n] = m
+		n++
+		off += i + 1
+	}
+	return nil
+}
+
+// inParallel runs fn(0) … fn(n-1) at once and returns their errors
+// joined, lowest k first.
+func inParallel(n int, fn func(k int) error) error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for k := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[k] = fn(k)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// update applies change to the document of id under its lock and writes it
+// back with a fresh updated_at.
+func (s *Store) update(id string, change func(*Session) error) (Session, error) {
+	if err := fsstore.CheckID("session id", id); err != nil {
+		return Session{}, err
+	}
+	unlock, err := s.lock(id)
+	if err != nil {
+		return Session{}, err
+	}
+	defer unlock()
+	sess, err := s.readSession(id, true)
+	if err != nil {
+		return Session{}, err
+	}
+	if err := change(&sess); err != nil {
+		return Session{}, err
+	}
+	now := s.Now()
+	sess.UpdatedAt = fsstore.Timestamp(now)
+	if err := s.touchCatalog(id, now); err != nil {
+		return Session{}, err
+	}
+	return sess, fsstore.WriteDoc(s.docPath(id), &sess)
+}
+
+// SetCwd records dir as the working directory of id's tools.
+func (s *Store) SetCwd(id, dir string) (Session, error) {
+	return s.update(id, func(sess *Session) error {
+		sess.Cwd = dir
+		return nil
+	})
+}
+
+// Tail returns the last messages of id's transcript, oldest first: it
+// reads lines backwards from the end and stops after the first message for
+// which stop returns true (included), or at the start of the transcript.
+// Its cost is that of the messages it returns, whatever the length of the
+// transcript. A torn last line is skipped, as by every reader.
+func (s *Store) Tail(id string, stop func(Message) bool) ([]Message, error) {
+	if err := fsstore.CheckID("session id", id); err != nil {
+		return nil, err
+	}
+	f, size, err := fsstore.OpenSized(s.logPath(id))
+	if err != nil {
+		return nil, err
+	}
+	if f == nil {
+		if _, err := os.Stat(s.docPath(id)); err != nil {
+			return nil, fsstore.NotFoundf("session %s not found", id)
+		}
+		return nil, nil
+	}
+	defer f.Close()
+	var rev []Message
+	var corrupt error
+	err = fsstore.EachLineBackward(f, size, func(line []byte, off int64) bool {
+		m, err := ParseMessage(line)
+		if err != nil {
+			corrupt = &fsstore.CorruptError{Path: f.Name(), Offset: off, Err: err}
+			return false
+		}
+		rev = append(rev, m)
+		return !stop(m)
+	})
+	if err = errors.Join(err, corrupt); err != nil {
+		return nil, err
+	}
+	for i, j := 0, len(rev)-1; i < j; i, j = i+1, j-1 {
+		rev[i], rev[j] = rev[j], rev[i]
+	}
+	return rev, nil
+}
+
+// Rename sets the title of id. Titles are unique in a profile: a title that
+// another session has is refused.
+func (s *Store) Rename(id, title string) (Session, error) {
+	if strings.TrimSpace(title) == "" {
+		return Session{}, fsstore.Invalidf("empty title")
+	}
+	if err := s.checkTitleFree(title, id); err != nil {
+		return Session{}, err
+	}
+	return s.update(id, func(sess *Session) error { sess.Title = title; return nil })
+}
+
+func (s *Store) checkTitleFree(title, self string) error {
+	if err := fsstore.CheckTitle(title); err != nil {
+		return err
+	}
+	ids, err := s.idsByTitle(title)
+	if err != nil {
+		return err
+	}
+	for _, other := range ids {
+		if other != self {
+			return fsstore.Refusedf("title %q is taken by session %s", title, other)
+		}
+	}
+	return nil
+}
+
+// End marks id ended. Ending an ended session is a no-op: the first reason
+// and time stay.
+func (s *Store) End(id, reason string) (Session, error) {
+	return s.update(id, func(sess *Session) error {
+		if sess.State == StateEnded {
+			return nil
+		}
+		sess.State = StateEnded
+		sess.EndedAt = fsstore.Timestamp(s.Now())
+		sess.EndReason = reason
+		return nil
+	})
+}
+
+// Reopen makes an ended, suspended or resume-pending session active again.
+func (s *Store) Reopen(id string) (Session, error) {
+	return s.update(id, func(sess *Session) error {
+		sess.State = StateActive
+		sess.EndedAt, sess.EndReason, sess.ResumeReason = "", "", ""
+		sess.ResumePendingAt, sess.InterruptCount = "", 0
+		return nil
+	})
+}
+
+// SetState moves id to state with reason (the resume reason for
+// resume_pending, the end reason for ended).
+func (s *Store) SetState(id, state, reason string) (Session, error) {
+	return s.update(id, func(sess *Session) error {
+		sess.State = state
+		switch state {
+		case StateEnded:
+			if sess.EndedAt == "" {
+				sess.EndedAt, sess.EndReason = fsstore.Timestamp(s.Now()), reason
+			}
+		case StateResumePending:
+			sess.ResumeReason = reason
+			sess.ResumePendingAt = fsstore.Timestamp(s.Now())
+		case StateActive:
+			sess.EndedAt, sess.EndReason, sess.ResumeReason = "", "", ""
+			sess.ResumePendingAt, sess.InterruptCount = "", 0
+		}
+		return nil
+	})
+}
+
+// Removal is one session removed (or, in a dry run, that would be).
+type Removal struct {
+	SessionID string   `json:"session_id"`
+	Title     string   `json:"title"`
+	State     string   `json:"state"`
+	UpdatedAt string   `json:"updated_at"`
+	Files     []string `json:"files"`
+	Bytes     int64    `json:"bytes"`
+}
+
+// Delete removes session id: its document, transcript, the copies kept
+// aside for it and its lock. An active or resume-pending session is refused
+// (end it first). With dryRun it only says what it would remove.
+func (s *Store) Delete(id string, dryRun bool) (Removal, error) {
+	if err := fsstore.CheckID("session id", id); err != nil {
+		return Removal{}, err
+	}
+	unlock, err := s.lock(id)
+	if err != nil {
+		return Removal{}, err
+	}
+	defer unlock()
+	sess, err := s.readSession(id, true)
+	if err != nil {
+		return Removal{}, err
+	}
+	if sess.State == StateActive || sess.State == StateResumePending {
+		return Removal{}, fsstore.Refusedf("session %s is %s; end it first (hermes sessions end %s)", id, sess.State, id)
+	}
+	return s.removeLocked(sess, dryRun)
+}
+
+func (s *Store) removeLocked(sess Session, dryRun bool) (Removal, error) {
+	r := Removal{SessionID: sess.ID, Title: sess.Title, State: sess.State, UpdatedAt: sess.UpdatedAt}
+	// The document goes first, so that from then on the session does not
+	// exist for readers; the lock goes last.
+	paths := []string{s.docPath(sess.ID), s.logPath(sess.ID)}
+	aside, _ := filepath.Glob(filepath.Join(s.Dir, globEscape(sess.ID)+".jsonl.*"))
+	paths = append(paths, aside...)
+	for _, p := range paths {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			continue
+		}
+		r.Files = append(r.Files, p)
+		r.Bytes += fi.Size()
+		if dryRun {
+			continue
+		}
+		if err := os.Remove(p); err != nil {
+			return r, fmt.Errorf("delete session %s: %w", sess.ID, err)
+		}
+	}
+	if dryRun {
+		return r, nil
+	}
+	os.Remove(s.lockPath(sess.ID))
+	return r, fsstore.SyncDir(s.Dir)
+}
+
+func globEscape(s string) string {
+	r := strings.NewReplacer(`*`, `\*`, `?`, `\?`, `[`, `\[`)
+	return r.Replace(s)
+}
+
+// Prune removes the ended sessions whose last activity is before cutoff
+// (and whose source is source, when set). Active, suspended and
+// resume-pending sessions are never removed. With dryRun it only lists.
+func (s *Store) Prune(cutoff time.Time, source string, dryRun bool) ([]Removal, error) {
+	all, err := s.All()
+	if err != nil {
+		return nil, err
+	}
+	var out []Removal
+	for _, sess := range all {
+		if !prunable(sess, cutoff, source) {
+			continue
+		}
+		r, err := s.pruneOne(sess.ID, cutoff, source, dryRun)
+		if errors.Is(err, fsstore.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return out, err
+		}
+		if r.SessionID != "" {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+func prunable(sess Session, cutoff time.Time, source string) bool {
+	if sess.State != StateEnded || (source != "" && sess.Source != source) {
+		return false
+	}
+	t, err := time.Parse(time.RFC3339Nano, sess.UpdatedAt)
+	return err == nil && t.Before(cutoff)
+}
+
+// pruneOne re-reads the session under its lock, so a session that became
+// active since the scan is kept.
+func (s *Store) pruneOne(id string, cutoff time.Time, source string, dryRun bool) (Removal, error) {
+	unlock, err := s.lock(id)
+	if err != nil {
+		return Removal{}, err
+	}
+	defer unlock()
+	sess, err := s.readSession(id, true)
+	if err != nil || !prunable(sess, cutoff, source) {
+		return Removal{}, err
+	}
+	return s.removeLocked(sess, dryRun)
+}
+
+// IDs returns the ids of all sessions with a document, newest first (ids
+// sort by creation).
+func (s *Store) IDs() ([]string, error) { return fsstore.DocIDs(s.Dir) }
+
+// All reads every session document, newest first. Unreadable documents are
+// quarantined and reported, and the scan goes on.
+func (s *Store) All() ([]Session, error) { return s.all(s.readSession) }
+
+// all reads every session with read: readSession for callers that need the
+// counts and last activity, readDocument for those that need only the
+// document's own fields (a title lookup reads no transcript).
+func (s *Store) all(read func(id string, locked bool) (Session, error)) ([]Session, error) {
+	ids, err := s.IDs()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Session, 0, len(ids))
+	for _, id := range ids {
+		sess, err := read(id, false)
+		if errors.Is(err, fsstore.ErrNotFound) {
+			continue
+		}
+		var corrupt *fsstore.CorruptError
+		if errors.As(err, &corrupt) {
+			s.Warn(err.Error())
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sess)
+	}
+	return out, nil
+}
+
+func (s *Store) idsByTitle(title string) ([]string, error) {
+	all, err := s.all(s.readDocument)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, sess := range all {
+		if sess.Title == title {
+			ids = append(ids, sess.ID)
+		}
+	}
+	return ids, nil
+}
+
+// Resolve turns what a user typed into a session id: an exact id, then a
+// unique id prefix, then an exact title (the newest session with it). An
+// ambiguous prefix is ErrInvalid listing the candidates; nothing matching is
+// ErrNotFound. A ref that could not be an id is refused before it touches a
+// path, unless it is the exact title of a session.
+func (s *Store) Resolve(ref string) (string, error) {
+	if err := fsstore.CheckID("session id", ref); err != nil {
+		// Titles are free text ("fix a/b bug"): a ref that cannot be an id
+		// may still name one. It is only compared, never used in a path.
+		if ref != "" {
+			if byTitle, terr := s.idsByTitle(ref); terr == nil && len(byTitle) > 0 {
+				return byTitle[0], nil
+			}
+		}
+		return "", err
+	}
+	if _, err := os.Stat(s.docPath(ref)); err == nil {
+		return ref, nil
+	}
+	ids, err := s.IDs()
+	if err != nil {
+		return "", err
+	}
+	matches := fsstore.WithPrefix(ids, ref)
+	if len(matches) == 1 {
+		return matches[0], nil
+	}
+	byTitle, err := s.idsByTitle(ref)
+	if err != nil {
+		return "", err
+	}
+	if len(byTitle) > 0 {
+		return byTitle[0], nil
+	}
+	if len(matches) > 1 {
+		return "", fsstore.Ambiguous(ref, matches)
+	}
+	return "", fsstore.NotFoundf("no session with id, id prefix or title %q", ref)
+}
