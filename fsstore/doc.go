@@ -38,54 +38,24 @@
 //     not followed for writes: a log is opened with O_NOFOLLOW and a store
 //     directory that is a symlink is refused.
 //
-// # Sessions
+// # The stores
 //
-// A session is <id>.json (document: metadata and caches) and <id>.jsonl
-// (transcript: one message a line, each with seq 1, 2, 3 … and ts). The
-// transcript is the truth: the document's message_count and updated_at are
-// caches of its last line. An append does not rewrite the document (only
-// the first user message does, for the preview): it writes the transcript
-// and the activity catalog and syncs both at once, which halves the syncs
-// of a turn. So a document is behind its transcript by design, and every
-// reader (Get, List, prune, a rewrite) takes the count and the last
-// activity from the transcript's last line, which costs one open and a
-// small read. A document ahead of its transcript is damage, which fsck
-// reports and repairs. An append reads the last line of the transcript,
-// not the whole file, so its cost does not grow with the history. The
-// activity catalog (catalog.go) lets List read only the most recent
-// sessions.
-//
-// The truncation guard (Save): a whole-transcript write must extend the
-// stored transcript: the stored messages are compared one by one with the
-// written ones (ignoring seq and ts), and only the new tail is appended. A
-// write that is shorter or diverges is refused with ErrRefused, naming both
-// lengths, and nothing changes; with force the old transcript is first
-// copied to <id>.jsonl.replaced-<unix>.
-//
-// # The other stores
-//
-// TaskStore (background tasks), Board (kanban) and GatewayStore keep the
-// same split: a record is a document, what happens to it over time is a
-// log. Each also keeps an index so that the common question does not read
-// every record: the running markers and the finished log of tasks (history
-// reads the last 20 lines, recovery looks only at running tasks), the open
-// markers of the board (a dispatch tick reads only open tasks), the
-// response index of the gateway (eviction reads no document). An index is
-// always a cache, and a crash leaves it stale only in ways its readers
-// detect: task and board markers are written before the record and the
-// finished log before the record's final write, so an entry whose record
-// says otherwise is skipped; the gateway finds the documents its index
-// lacks from a directory listing. fsck --repair rebuilds the task indexes
-// from the records. A kanban task
-// holds its runs, so that a claim (the task becomes running and gains a
-// run) is one atomic write, a compare-and-swap under the task's lock; the
-// board's rules (claim, block, complete, heartbeat, unblock, …) are each
-// one such compare-and-swap, listed with their refusals in
-// kanban_rules.go.
+// Each kind of record has a package of its own on this engine, with its
+// rules and its layout in its doc.go: sessions (conversations: documents,
+// transcripts, the activity catalog, search, the truncation guard), tasks
+// (background tasks), kanban (the board and its rules) and gatewaystate
+// (the gateway's responses, conversations and runs). They keep the same
+// split: a record is a document, what happens to it over time is a log.
+// Each also keeps an index so that the common question does not read
+// every record (the activity catalog of sessions, the running markers and
+// finished log of tasks, the open markers of the board, the response
+// index of the gateway). An index is always a cache, and a crash leaves it
+// stale only in ways its readers detect; fsck --repair rebuilds it from
+// the records.
 //
 // # Times
 //
-// Every time the store writes is in TimeLayout: RFC 3339, UTC,
+// Every time the stores write is in TimeLayout: RFC 3339, UTC,
 // microseconds, 27 bytes. A message's own ts (an import's, a client's) is
 // rewritten in that form, whatever zone it came in. Readers compare
 // instants, not strings (Later), so a line written before that rule still

@@ -1,0 +1,12 @@
+// Package gatewaystate keeps what the HTTP gateway needs across restarts:
+// the responses it stored (for previous_response_id and GET), the
+// conversations it routes to sessions, and the state of its runs (the last
+// run, whether it stopped cleanly, the lock a running gateway holds). The
+// conversations' messages themselves live in package sessions.
+//
+// A response is a document written once; an index (.index.jsonl) keeps
+// their order so that eviction reads no document. The index is appended to
+// after the document is written, so a crash between the two leaves a
+// document the index lacks: such documents are found from a directory
+// listing when the index is first loaded, and evicted first.
+package gatewaystate
