@@ -541,7 +541,7 @@ func kanbanClaim(e *env) error {
 	}
 	if e.json {
 		return printJSON(e.stdout, map[string]string{
-			"task_id": t.ID, "run_id": t.CurrentRunID, "claim_lock": t.ClaimLock, "claim_expires": t.ClaimExpires,
+			"task_id": t.ID, "run_id": t.CurrentRunID, "claim_lock": t.ClaimLock, "claim_expires": string(t.ClaimExpires),
 		})
 	}
 	fmt.Fprintf(e.stdout, "%s=%s\n%s=%s\n%s=%s\n%s=%s\n", envKanbanTask, t.ID, envKanbanRun, t.CurrentRunID,

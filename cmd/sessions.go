@@ -546,10 +546,10 @@ func dash(s string) string {
 }
 
 // shortTime shows a record timestamp to the second, in UTC.
-func shortTime(ts string) string {
-	t, err := time.Parse(time.RFC3339Nano, ts)
+func shortTime(ts fsstore.Time) string {
+	t, err := ts.Instant()
 	if err != nil {
-		return ts
+		return string(ts)
 	}
 	return t.UTC().Format("2006-01-02 15:04:05")
 }

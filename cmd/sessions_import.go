@@ -111,7 +111,7 @@ func importOne(e *env, store *sessions.Store, in importer.Session) (importResult
 	// ended (reason "imported"), and a chat --resume reopens it.
 	sess := sessions.Session{ID: id, Title: in.Title, Source: in.Source, Model: in.Model, State: sessions.StateEnded, EndReason: "imported"}
 	if !in.CreatedAt.IsZero() {
-		sess.CreatedAt = fsstore.Timestamp(in.CreatedAt)
+		sess.CreatedAt = fsstore.TimeOf(in.CreatedAt)
 	}
 	created, _, err := store.Create(sess)
 	if errors.Is(err, fsstore.ErrRefused) && sess.Title != "" {

@@ -384,7 +384,7 @@ func exitText(t tasks.Task) string {
 
 func durationText(t tasks.Task) string {
 	if !t.Finished() {
-		if start, err := time.Parse(time.RFC3339Nano, t.StartedAt); err == nil {
+		if start, err := t.StartedAt.Instant(); err == nil {
 			return time.Since(start).Round(time.Second).String() + "…"
 		}
 		return "-"
@@ -439,7 +439,7 @@ func tasksShow(e *env) error {
 	tb.row("exit:", exitText(t))
 	tb.row("pid:", t.PID)
 	tb.row("started:", t.StartedAt)
-	tb.row("finished:", dash(t.FinishedAt))
+	tb.row("finished:", dash(string(t.FinishedAt)))
 	tb.row("duration:", durationText(t))
 	tb.row("log:", fmt.Sprintf("%s (%d bytes)", store.LogPath(t.ID), t.LogBytes))
 	if t.Error != "" {

@@ -55,12 +55,15 @@
 //
 // # Times
 //
-// Every time the stores write is in TimeLayout: RFC 3339, UTC,
-// microseconds, 27 bytes. A message's own ts (an import's, a client's) is
-// rewritten in that form, whatever zone it came in. Readers compare
-// instants, not strings (Later), so a line written before that rule still
-// sorts by its instant; fsck reports a document whose times are in another
-// form, and --repair rewrites it without moving an instant.
+// A record's times are of type Time, which is written in TimeLayout
+// whatever form it holds: RFC 3339, UTC, microseconds, 27 bytes. A
+// message's own ts (an import's, a client's) is stored in that form,
+// whatever zone it came in, and text that is not a time is refused before
+// anything is written. Times are read as they are on disk and compared as
+// instants (Time.Before, Later), never as text, so a line written before
+// that rule still sorts by its instant; fsck reports a session document
+// whose times are in another form, and --repair rewrites it without moving
+// an instant.
 //
 // # Recovery procedure
 //

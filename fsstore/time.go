@@ -1,43 +1,84 @@
 package fsstore
 
-import "time"
+import (
+	"strconv"
+	"time"
+)
 
-// TimeLayout is the one form in which the store writes a time: RFC 3339 in
-// UTC with microseconds, always 27 bytes ("2026-01-01T00:00:00.000000Z"),
+// TimeLayout is the one form in which the stores write a time: RFC 3339
+// in UTC with microseconds, always 27 bytes ("2026-01-01T00:00:00.000000Z"),
 // so that a directory listing or a log reads in time order.
 const TimeLayout = "2006-01-02T15:04:05.000000Z07:00"
 
-// Timestamp formats t in TimeLayout.
-func Timestamp(t time.Time) string {
-	return t.UTC().Format(TimeLayout)
+// Time is a time of a record (a document's created_at, a message's ts):
+// RFC 3339 text, "" when unset. It is written in TimeLayout whatever form
+// it holds: MarshalJSON rewrites a time in any zone and precision
+// ("2026-01-01T09:00:00+09:00" → "2026-01-01T00:00:00.000000Z") and
+// refuses text that is not a time, so no store can write one in another
+// form. It is read as it is on disk, so that fsck can tell a document
+// written before that rule (Canonical differs) and a reader still gets
+// its instant. Times are compared as instants (Before, Later), never as
+// text.
+type Time string
+
+// TimeOf is t in TimeLayout.
+func TimeOf(t time.Time) Time {
+	return Time(t.UTC().Format(TimeLayout))
 }
 
-// CanonicalTime rewrites an RFC 3339 time in any zone and precision in
-// TimeLayout ("2026-01-01T09:00:00+09:00" → "2026-01-01T00:00:00.000000Z").
-// An empty string stays empty; anything else is ErrInvalid.
-func CanonicalTime(s string) (string, error) {
-	if s == "" {
+// Instant parses t, which may be in any RFC 3339 form.
+func (t Time) Instant() (time.Time, error) {
+	return time.Parse(time.RFC3339Nano, string(t))
+}
+
+// Canonical is t in TimeLayout, "" for "", and ErrInvalid for text that
+// is not an RFC 3339 time.
+func (t Time) Canonical() (Time, error) {
+	if t == "" {
 		return "", nil
 	}
-	t, err := time.Parse(time.RFC3339Nano, s)
+	i, err := t.Instant()
 	if err != nil {
-		return "", Invalidf("%q is not an RFC 3339 time", s)
+		return "", Invalidf("%q is not an RFC 3339 time", string(t))
 	}
-	return Timestamp(t), nil
+	return TimeOf(i), nil
 }
 
-// Later returns the later of two stored times in TimeLayout, comparing
-// the instants, not the strings: a time written before the store
-// normalised every time may be in another zone. An empty or unreadable
-// time counts as the earliest; two of them give "".
-func Later(a, b string) string {
-	ta, erra := time.Parse(time.RFC3339Nano, a)
-	tb, errb := time.Parse(time.RFC3339Nano, b)
-	switch {
-	case erra != nil && errb != nil:
-		return ""
-	case errb != nil || (erra == nil && !tb.After(ta)):
-		return Timestamp(ta)
+// MarshalJSON writes t in TimeLayout (see Canonical); text that is not a
+// time is an error, so a record holding one is not written.
+func (t Time) MarshalJSON() ([]byte, error) {
+	c, err := t.Canonical()
+	if err != nil {
+		return nil, err
 	}
-	return Timestamp(tb)
+	return strconv.AppendQuote(make([]byte, 0, len(TimeLayout)+2), string(c)), nil
+}
+
+// Before reports whether t is an earlier instant than u. A time that is
+// unset or unreadable counts as the earliest.
+func (t Time) Before(u Time) bool {
+	a, erra := t.Instant()
+	b, errb := u.Instant()
+	switch {
+	case errb != nil:
+		return false
+	case erra != nil:
+		return true
+	}
+	return a.Before(b)
+}
+
+// Later returns the later of two times, in TimeLayout, comparing the
+// instants, not the text: a time written before the stores normalised
+// every time may be in another zone. An unset or unreadable time counts
+// as the earliest; two of them give "".
+func Later(a, b Time) Time {
+	if a.Before(b) {
+		a = b
+	}
+	c, err := a.Canonical()
+	if err != nil {
+		return ""
+	}
+	return c
 }

@@ -225,7 +225,7 @@ func (d *Dispatcher) reconcile(t kanban.Task) (bool, error) {
 		}
 		return false, err
 	}
-	expires, err := time.Parse(time.RFC3339Nano, t.ClaimExpires)
+	expires, err := t.ClaimExpires.Instant()
 	if err != nil || d.now().Before(expires) {
 		return true, nil
 	}
@@ -357,7 +357,7 @@ func (d *Dispatcher) commentsSinceBlock(t kanban.Task) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	lastBlock := ""
+	var lastBlock fsstore.Time
 	for _, ev := range events {
 		if ev.Type.Blocks() {
 			lastBlock = ev.TS
@@ -369,7 +369,7 @@ func (d *Dispatcher) commentsSinceBlock(t kanban.Task) (string, error) {
 	}
 	var parts []string
 	for _, c := range comments {
-		if c.TS > lastBlock {
+		if lastBlock.Before(c.TS) {
 			if c.Author != "" {
 				parts = append(parts, c.Author+": "+c.Text)
 			} else {

@@ -264,7 +264,7 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 	doc := gatewaystate.Response{
 		ID:                 newResponseID(now),
 		SessionID:          a.sess.ID,
-		CreatedAt:          fsstore.Timestamp(now),
+		CreatedAt:          fsstore.TimeOf(now),
 		Model:              s.opts.Model,
 		Status:             "in_progress",
 		Output:             json.RawMessage("[]"),
@@ -554,7 +554,7 @@ func responseObject(doc gatewaystate.Response, store bool) *apiResponse {
 		Truncation:        "disabled",
 		Metadata:          map[string]any{},
 	}
-	if t, err := time.Parse(time.RFC3339Nano, doc.CreatedAt); err == nil {
+	if t, err := doc.CreatedAt.Instant(); err == nil {
 		r.CreatedAt = t.Unix()
 	}
 	if doc.Instructions != "" {

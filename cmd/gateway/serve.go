@@ -106,7 +106,7 @@ func Serve(o ServeOptions) error {
 	state := gatewaystate.State{
 		PID:       os.Getpid(),
 		Addr:      ln.Addr().String(),
-		StartedAt: fsstore.Timestamp(srv.now()),
+		StartedAt: fsstore.TimeOf(srv.now()),
 		Version:   o.Version,
 	}
 	if err := st.WriteState(state); err != nil {
@@ -145,7 +145,7 @@ func Serve(o ServeOptions) error {
 		}
 	}()
 	err = hs.Shutdown(ctx)
-	state.StoppedAt = fsstore.Timestamp(srv.now())
+	state.StoppedAt = fsstore.TimeOf(srv.now())
 	if err == nil {
 		if err := st.WriteState(state); err != nil {
 			return err
@@ -158,7 +158,7 @@ func Serve(o ServeOptions) error {
 	}
 	ids, markErr := srv.Abandon(reason, 2*time.Second)
 	hs.Close()
-	state.StoppedAt = fsstore.Timestamp(srv.now())
+	state.StoppedAt = fsstore.TimeOf(srv.now())
 	state.DrainTimedOut = true
 	state.InterruptedSessions = ids
 	if err := st.WriteState(state); err != nil {

@@ -774,7 +774,7 @@ func TestRecover(t *testing.T) {
 	active, chat, drained := mk("gateway"), mk("chat"), mk("gateway")
 	prevStart := time.Now().Add(-time.Minute)
 	e.sessions.MarkInterrupted(drained, "restart_timeout", SuspendAfter)
-	prev := gatewaystate.State{StartedAt: fsstore.Timestamp(prevStart)}
+	prev := gatewaystate.State{StartedAt: fsstore.TimeOf(prevStart)}
 	marked, err := e.srv.Recover(prev)
 	if err != nil {
 		t.Fatal(err)
@@ -790,7 +790,7 @@ func TestRecover(t *testing.T) {
 	}
 	// Two more unclean starts in a row: suspended.
 	for range 2 {
-		prev.StartedAt = fsstore.Timestamp(time.Now())
+		prev.StartedAt = fsstore.TimeOf(time.Now())
 		if _, err := e.srv.Recover(prev); err != nil {
 			t.Fatal(err)
 		}

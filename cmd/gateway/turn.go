@@ -108,7 +108,7 @@ func (s *Server) pendingFresh(sess sessions.Session) bool {
 	if at == "" {
 		at = sess.UpdatedAt
 	}
-	t, err := time.Parse(time.RFC3339Nano, at)
+	t, err := at.Instant()
 	if err != nil {
 		return false
 	}
@@ -344,7 +344,7 @@ func (s *Server) Recover(prev gatewaystate.State) ([]sessions.Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	prevStart, _ := time.Parse(time.RFC3339Nano, prev.StartedAt)
+	prevStart, _ := prev.StartedAt.Instant()
 	var marked []sessions.Session
 	for _, sess := range list {
 		if sess.Source != "gateway" {
@@ -354,7 +354,7 @@ func (s *Server) Recover(prev gatewaystate.State) ([]sessions.Session, error) {
 		case sessions.StateActive:
 		case sessions.StateResumePending:
 			if sess.ResumeReason == "restart_timeout" || sess.ResumeReason == "shutdown_timeout" {
-				if at, err := time.Parse(time.RFC3339Nano, sess.ResumePendingAt); err == nil && !at.Before(prevStart) {
+				if at, err := sess.ResumePendingAt.Instant(); err == nil && !at.Before(prevStart) {
 					continue
 				}
 			}

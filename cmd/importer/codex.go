@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/hermes/hermes/fsstore"
 	"github.com/hermes/hermes/fsstore/sessions"
 )
 
@@ -135,7 +136,7 @@ func parseCodex(data []byte) (Session, error) {
 var codexRoles = map[string]string{"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
 
 // codexAppend adds the chat form of one response item to msgs.
-func codexAppend(msgs []sessions.Message, it codexItem, stamp string) ([]sessions.Message, error) {
+func codexAppend(msgs []sessions.Message, it codexItem, stamp fsstore.Time) ([]sessions.Message, error) {
 	var call sessions.ToolCall
 	switch it.Type {
 	case "message":

@@ -124,7 +124,7 @@ func hermesMessages(raws []json.RawMessage, systemPrompt string, fail func(i int
 				return nil, fail(i, fmt.Errorf("timestamp: %v", err))
 			}
 			if !t.IsZero() {
-				m.TS = fsstore.Timestamp(t)
+				m.TS = fsstore.TimeOf(t)
 			}
 			delete(m.Extra, "timestamp")
 			if len(m.Extra) == 0 {

@@ -34,7 +34,7 @@ type Session struct {
 	Source    string // "import:<format>" unless the data names a platform/source (hermes-json: platform; hermes-jsonl: source field)
 	Model     string
 	CreatedAt time.Time          // zero if unknown
-	Messages  []sessions.Message // Seq left 0; TS set when the source gives a timestamp (RFC 3339 UTC via fsstore.Timestamp), else ""
+	Messages  []sessions.Message // Seq left 0; TS set when the source gives a timestamp (in fsstore.TimeLayout), else ""
 }
 
 // parseError is the one error type the package returns for bad input. It
@@ -289,7 +289,7 @@ func parseTimeJSON(v json.RawMessage) (time.Time, error) {
 }
 
 // ts formats a source timestamp for Message.TS: "" stays "".
-func ts(s string) (string, error) {
+func ts(s string) (fsstore.Time, error) {
 	if s == "" {
 		return "", nil
 	}
@@ -297,7 +297,7 @@ func ts(s string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return fsstore.Timestamp(t), nil
+	return fsstore.TimeOf(t), nil
 }
 
 func textPart(text string) json.RawMessage {

@@ -67,7 +67,7 @@ printf '{"role":"tool","tool_call_id":"call_1","content":"%s lines, session %s"}
 	if !bytes.Equal(gotStdin, wantStdin.Bytes()) {
 		t.Errorf("stdin:\n got %s\nwant %s", gotStdin, wantStdin.Bytes())
 	}
-	if !strings.HasPrefix(string(gotStdin), `{"seq":1,"ts":"2026-01-02T03:04:05.000000006Z","role":"system"`) {
+	if !strings.HasPrefix(string(gotStdin), `{"seq":1,"ts":"2026-01-02T03:04:05.000000Z","role":"system"`) {
 		t.Errorf("stdin lines lack seq and ts: %.80s", gotStdin)
 	}
 	if stderr.String() != "agent: got 5 lines\n" {

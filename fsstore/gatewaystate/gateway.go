@@ -81,7 +81,7 @@ type Usage struct {
 type Response struct {
 	ID                 string          `json:"id"`
 	SessionID          string          `json:"session_id"`
-	CreatedAt          string          `json:"created_at"`
+	CreatedAt          fsstore.Time    `json:"created_at"`
 	Model              string          `json:"model"`
 	Status             string          `json:"status"`
 	OutputText         string          `json:"output_text"`
@@ -99,20 +99,20 @@ type Response struct {
 // Conversation maps a client's conversation slug to the session that holds
 // it and the last response in it. It outlives the responses it names.
 type Conversation struct {
-	Conversation string `json:"conversation"`
-	SessionID    string `json:"session_id"`
-	ResponseID   string `json:"response_id"`
-	MessageCount int64  `json:"message_count"`
-	CreatedAt    string `json:"created_at"`
-	UpdatedAt    string `json:"updated_at"`
+	Conversation string       `json:"conversation"`
+	SessionID    string       `json:"session_id"`
+	ResponseID   string       `json:"response_id"`
+	MessageCount int64        `json:"message_count"`
+	CreatedAt    fsstore.Time `json:"created_at"`
+	UpdatedAt    fsstore.Time `json:"updated_at"`
 }
 
 // State describes the current run of the gateway, or the last one.
 type State struct {
-	PID       int    `json:"pid"`
-	Addr      string `json:"addr"`
-	StartedAt string `json:"started_at"`
-	StoppedAt string `json:"stopped_at"`
+	PID       int          `json:"pid"`
+	Addr      string       `json:"addr"`
+	StartedAt fsstore.Time `json:"started_at"`
+	StoppedAt fsstore.Time `json:"stopped_at"`
 	// DrainTimedOut says the last run stopped before its turns in flight
 	// finished; InterruptedSessions are the sessions it left resume_pending.
 	DrainTimedOut       bool     `json:"drain_timed_out"`
@@ -183,8 +183,8 @@ func (g *Store) PutResponse(r Response, max int) ([]string, error) {
 }
 
 type indexEntry struct {
-	ResponseID string `json:"response_id"`
-	CreatedAt  string `json:"created_at"`
+	ResponseID string       `json:"response_id"`
+	CreatedAt  fsstore.Time `json:"created_at"`
 }
 
 // responseIndex is the index in memory: the ids in the order they were
@@ -393,7 +393,7 @@ func (g *Store) PutConversation(c Conversation) error {
 	if err := fsstore.EnsureDir(g.conversationsDir()); err != nil {
 		return err
 	}
-	now := fsstore.Timestamp(g.Now())
+	now := fsstore.TimeOf(g.Now())
 	if c.CreatedAt == "" {
 		c.CreatedAt = now
 	}
@@ -443,7 +443,7 @@ func (g *Store) SetCleanShutdown(clean bool, at time.Time) error {
 		if err := fsstore.EnsureDir(g.Dir); err != nil {
 			return err
 		}
-		return fsstore.WriteFileAtomic(g.CleanShutdownPath(), []byte(fsstore.Timestamp(at)+"\n"))
+		return fsstore.WriteFileAtomic(g.CleanShutdownPath(), []byte(fsstore.TimeOf(at)+"\n"))
 	}
 	err := os.Remove(g.CleanShutdownPath())
 	if errors.Is(err, os.ErrNotExist) {

@@ -27,7 +27,7 @@ func putN(t *testing.T, g *Store, clock *storetest.Clock, n, max int) []string {
 	var ids []string
 	for range n {
 		now := clock.Advance(time.Millisecond)
-		r := Response{ID: responseID(now), SessionID: "s1", CreatedAt: fsstore.Timestamp(now), OutputText: "x"}
+		r := Response{ID: responseID(now), SessionID: "s1", CreatedAt: fsstore.TimeOf(now), OutputText: "x"}
 		if _, err := g.PutResponse(r, max); err != nil {
 			t.Fatal(err)
 		}
@@ -222,7 +222,7 @@ func TestGatewayStateAndMarkers(t *testing.T) {
 	if _, ok, err := g.ReadState(); ok || err != nil {
 		t.Fatalf("fresh: %v %v", ok, err)
 	}
-	st := State{PID: 42, Addr: "127.0.0.1:1", StartedAt: fsstore.Timestamp(clock.Now())}
+	st := State{PID: 42, Addr: "127.0.0.1:1", StartedAt: fsstore.TimeOf(clock.Now())}
 	if err := g.WriteState(st); err != nil {
 		t.Fatal(err)
 	}

@@ -84,38 +84,38 @@ func (t EventType) Blocks() bool {
 // that a claim (the task moves to running and gains a run) is one atomic
 // write. Its comments and events are JSONL logs beside it.
 type Task struct {
-	ID              string `json:"id"`
-	Title           string `json:"title"`
-	Body            string `json:"body"`
-	Assignee        string `json:"assignee"`
-	Status          Status `json:"status"`
-	Priority        int    `json:"priority"`
-	CreatedAt       string `json:"created_at"`
-	UpdatedAt       string `json:"updated_at"`
-	ResumeOnRespawn *bool  `json:"resume_on_respawn"`
-	CurrentRunID    string `json:"current_run_id"`
-	ClaimLock       string `json:"claim_lock"`
-	ClaimExpires    string `json:"claim_expires"`
-	ClaimTTLMS      int64  `json:"claim_ttl_ms"`
-	BlockReason     string `json:"block_reason"`
-	Result          string `json:"result"`
-	Runs            []Run  `json:"runs"`
+	ID              string       `json:"id"`
+	Title           string       `json:"title"`
+	Body            string       `json:"body"`
+	Assignee        string       `json:"assignee"`
+	Status          Status       `json:"status"`
+	Priority        int          `json:"priority"`
+	CreatedAt       fsstore.Time `json:"created_at"`
+	UpdatedAt       fsstore.Time `json:"updated_at"`
+	ResumeOnRespawn *bool        `json:"resume_on_respawn"`
+	CurrentRunID    string       `json:"current_run_id"`
+	ClaimLock       string       `json:"claim_lock"`
+	ClaimExpires    fsstore.Time `json:"claim_expires"`
+	ClaimTTLMS      int64        `json:"claim_ttl_ms"`
+	BlockReason     string       `json:"block_reason"`
+	Result          string       `json:"result"`
+	Runs            []Run        `json:"runs"`
 }
 
 // Run is one attempt of a worker at a task.
 type Run struct {
-	ID                 string `json:"id"`
-	Profile            string `json:"profile"`
-	SessionID          string `json:"session_id"`
-	Status             string `json:"status"` // running or ended
-	Outcome            string `json:"outcome"`
-	ExitCode           *int   `json:"exit_code"`
-	Signal             string `json:"signal"`
-	WorkerTaskID       string `json:"worker_task_id"`
-	StartedAt          string `json:"started_at"`
-	EndedAt            string `json:"ended_at"`
-	ResumedFromSession string `json:"resumed_from_session"`
-	Summary            string `json:"summary"`
+	ID                 string       `json:"id"`
+	Profile            string       `json:"profile"`
+	SessionID          string       `json:"session_id"`
+	Status             string       `json:"status"` // running or ended
+	Outcome            string       `json:"outcome"`
+	ExitCode           *int         `json:"exit_code"`
+	Signal             string       `json:"signal"`
+	WorkerTaskID       string       `json:"worker_task_id"`
+	StartedAt          fsstore.Time `json:"started_at"`
+	EndedAt            fsstore.Time `json:"ended_at"`
+	ResumedFromSession string       `json:"resumed_from_session"`
+	Summary            string       `json:"summary"`
 }
 
 // Run statuses.
@@ -146,7 +146,7 @@ func (t *Task) CurrentRun() *Run {
 // current one.
 func (t *Task) EndRun(r *Run, outcome string, now time.Time) {
 	if r.Status != RunEnded {
-		r.Status, r.Outcome, r.EndedAt = RunEnded, outcome, fsstore.Timestamp(now)
+		r.Status, r.Outcome, r.EndedAt = RunEnded, outcome, fsstore.TimeOf(now)
 	}
 	if t.CurrentRunID == r.ID {
 		t.ClaimLock, t.ClaimExpires = "", ""
@@ -158,18 +158,18 @@ func (t Task) Open() bool { return t.Status != Done && t.Status != Archived }
 
 // Comment is a comment on a task.
 type Comment struct {
-	ID     string `json:"id"`
-	TS     string `json:"ts"`
-	Author string `json:"author"`
-	Text   string `json:"text"`
+	ID     string       `json:"id"`
+	TS     fsstore.Time `json:"ts"`
+	Author string       `json:"author"`
+	Text   string       `json:"text"`
 }
 
 // Event is a line of a task's event log: what happened to it and why.
 type Event struct {
-	TS     string    `json:"ts"`
-	Type   EventType `json:"type"`
-	RunID  string    `json:"run_id,omitempty"`
-	Detail string    `json:"detail,omitempty"`
+	TS     fsstore.Time `json:"ts"`
+	Type   EventType    `json:"type"`
+	RunID  string       `json:"run_id,omitempty"`
+	Detail string       `json:"detail,omitempty"`
 }
 
 // Board keeps the kanban tasks of one profile in Dir:
@@ -239,7 +239,7 @@ func (b *Board) Create(t Task) (Task, error) {
 	} else if !errors.Is(err, fsstore.ErrNotFound) {
 		return Task{}, err
 	}
-	ts := fsstore.Timestamp(now)
+	ts := fsstore.TimeOf(now)
 	t.CreatedAt, t.UpdatedAt = ts, ts
 	if t.Status == "" {
 		t.Status = Ready
@@ -314,7 +314,7 @@ func (b *Board) Update(id string, change func(t *Task, now time.Time) ([]Event, 
 	if err != nil {
 		return t, err
 	}
-	t.UpdatedAt = fsstore.Timestamp(now)
+	t.UpdatedAt = fsstore.TimeOf(now)
 	if err := fsstore.WriteDoc(b.docPath(id), &t); err != nil {
 		return Task{}, err
 	}
@@ -325,7 +325,7 @@ func (b *Board) Update(id string, change func(t *Task, now time.Time) ([]Event, 
 	}
 	for _, ev := range events {
 		if ev.TS == "" {
-			ev.TS = fsstore.Timestamp(now)
+			ev.TS = fsstore.TimeOf(now)
 		}
 		if err := b.appendEvent(id, ev); err != nil {
 			return t, err
@@ -397,7 +397,7 @@ func (b *Board) AddComment(id, author, text string) (Comment, error) {
 		return Comment{}, fsstore.Invalidf("empty comment")
 	}
 	now := b.Now()
-	c := Comment{ID: fsstore.NewID(now), TS: fsstore.Timestamp(now), Author: author, Text: text}
+	c := Comment{ID: fsstore.NewID(now), TS: fsstore.TimeOf(now), Author: author, Text: text}
 	line, _ := json.Marshal(c)
 	if err := b.appendLine(id, b.commentsPath(id), line); err != nil {
 		return Comment{}, err

@@ -77,10 +77,10 @@ func (b *Board) Claim(id string, ttl time.Duration, profile string, extra func(*
 		if t.Status != Ready || t.ClaimLock != "" {
 			return nil, fsstore.Refusedf("task %s is %s and cannot be claimed", t.ID, t.Status)
 		}
-		r := Run{ID: fsstore.NewID(now), Profile: profile, Status: RunRunning, StartedAt: fsstore.Timestamp(now)}
+		r := Run{ID: fsstore.NewID(now), Profile: profile, Status: RunRunning, StartedAt: fsstore.TimeOf(now)}
 		t.Status = Running
 		t.ClaimLock, t.ClaimTTLMS = newClaimLock(), ttl.Milliseconds()
-		t.ClaimExpires = fsstore.Timestamp(now.Add(ttl))
+		t.ClaimExpires = fsstore.TimeOf(now.Add(ttl))
 		t.BlockReason = ""
 		events := []Event{{Type: EventClaimed, RunID: r.ID}}
 		if extra != nil {
@@ -142,7 +142,7 @@ func (b *Board) Heartbeat(w Worker) (Task, error) {
 		if err := t.holds(&w); err != nil {
 			return nil, err
 		}
-		t.ClaimExpires = fsstore.Timestamp(now.Add(t.ClaimTTL()))
+		t.ClaimExpires = fsstore.TimeOf(now.Add(t.ClaimTTL()))
 		return nil, nil
 	})
 }

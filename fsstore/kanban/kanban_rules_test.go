@@ -156,7 +156,7 @@ func TestKanbanHeartbeatAndRegister(t *testing.T) {
 	clock.Advance(time.Hour)
 	b.Now = clock.Now
 	task, err := b.Heartbeat(w)
-	if err != nil || task.ClaimExpires != fsstore.Timestamp(clock.Now().Add(time.Minute)) {
+	if err != nil || task.ClaimExpires != fsstore.TimeOf(clock.Now().Add(time.Minute)) {
 		t.Fatalf("heartbeat: %v, expires %s", err, task.ClaimExpires)
 	}
 	if err := b.RegisterSession(w, "s1"); err != nil {

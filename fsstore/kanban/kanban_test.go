@@ -62,7 +62,7 @@ func kbSetStatus(status Status) func(t *Task, now time.Time) ([]Event, error) {
 func TestKanbanCreateIdempotent(t *testing.T) {
 	b, clock, _ := kbBoard(t)
 	first := kbCreate(t, b, Task{ID: "t1", Title: "first", Body: "keep me", Priority: 3})
-	if first.Status != Ready || first.CreatedAt != fsstore.Timestamp(storetest.Epoch) || first.Runs == nil {
+	if first.Status != Ready || first.CreatedAt != fsstore.TimeOf(storetest.Epoch) || first.Runs == nil {
 		t.Fatalf("created %+v", first)
 	}
 	doc := kbRead(t, b.docPath("t1"))
@@ -455,7 +455,7 @@ func TestKanbanLogs(t *testing.T) {
 		t.Fatalf("comments %+v, %v", comments, err)
 	}
 	for i, c := range comments {
-		if c.Text != texts[i] || c.Author != fmt.Sprint("author", i) || c.TS != fsstore.Timestamp(storetest.Epoch.Add(time.Duration(i+1)*time.Second)) || c.ID == "" {
+		if c.Text != texts[i] || c.Author != fmt.Sprint("author", i) || c.TS != fsstore.TimeOf(storetest.Epoch.Add(time.Duration(i+1)*time.Second)) || c.ID == "" {
 			t.Errorf("comment %d: %+v", i, c)
 		}
 	}
@@ -482,7 +482,7 @@ func TestKanbanLogs(t *testing.T) {
 	if strings.Join(types, ",") != "created,commented,commented,commented,blocked" {
 		t.Fatalf("events %v", types)
 	}
-	if last := events[len(events)-1]; last.RunID != "r1" || last.Detail != "why" || last.TS != fsstore.Timestamp(clock.Now()) {
+	if last := events[len(events)-1]; last.RunID != "r1" || last.Detail != "why" || last.TS != fsstore.TimeOf(clock.Now()) {
 		t.Fatalf("last event %+v", last)
 	}
 	if len(w.List()) != 0 {

@@ -32,11 +32,11 @@ func TestAppendLeavesTheDocumentBehind(t *testing.T) {
 		t.Fatal("a later append rewrote the document")
 	}
 	got, err := s.Get(id)
-	if err != nil || got.MessageCount != 3 || got.UpdatedAt != fsstore.Timestamp(last) {
-		t.Fatalf("Get = count %d, updated %s (%v); want 3, %s", got.MessageCount, got.UpdatedAt, err, fsstore.Timestamp(last))
+	if err != nil || got.MessageCount != 3 || got.UpdatedAt != fsstore.TimeOf(last) {
+		t.Fatalf("Get = count %d, updated %s (%v); want 3, %s", got.MessageCount, got.UpdatedAt, err, fsstore.TimeOf(last))
 	}
 	list, err := s.List(ListOptions{})
-	if err != nil || len(list) != 1 || list[0].MessageCount != 3 || list[0].UpdatedAt != fsstore.Timestamp(last) {
+	if err != nil || len(list) != 1 || list[0].MessageCount != 3 || list[0].UpdatedAt != fsstore.TimeOf(last) {
 		t.Fatalf("List = %+v (%v)", list, err)
 	}
 	findings, err := s.Check(false, t.TempDir())
@@ -89,7 +89,7 @@ func TestPruneSeesActivityAfterTheDocument(t *testing.T) {
 	cutoff := clock.Advance(time.Hour)
 	clock.Advance(time.Hour)
 	mustAppend(t, s, id, textMsg("assistant", "late reply"))
-	if d := docOf(t, s, id); d.UpdatedAt >= fsstore.Timestamp(cutoff) {
+	if d := docOf(t, s, id); d.UpdatedAt >= fsstore.TimeOf(cutoff) {
 		t.Fatalf("the document's updated_at %s moved; the test needs it behind", d.UpdatedAt)
 	}
 	removed, err := s.Prune(cutoff, "", false)

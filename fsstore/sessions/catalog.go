@@ -33,8 +33,8 @@ const (
 )
 
 type catalogEntry struct {
-	SessionID string `json:"session_id"`
-	At        string `json:"at"`
+	SessionID string       `json:"session_id"`
+	At        fsstore.Time `json:"at"`
 }
 
 func (s *Store) catalogPath() string { return filepath.Join(s.Dir, catalogName) }
@@ -59,7 +59,7 @@ func (s *Store) writeCatalog(id string, now time.Time) (*os.File, error) {
 		return nil, err
 	}
 	defer unlock()
-	line, _ := json.Marshal(catalogEntry{SessionID: id, At: fsstore.Timestamp(now)})
+	line, _ := json.Marshal(catalogEntry{SessionID: id, At: fsstore.TimeOf(now)})
 	f, moved, err := fsstore.OpenAppend(s.catalogPath(), now)
 	if err != nil {
 		return nil, err

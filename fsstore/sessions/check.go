@@ -181,7 +181,7 @@ func (s *Store) canonicalizeTimes(id, what string) (bool, string) {
 		return false, what + " (" + err.Error() + ")"
 	}
 	for name, p := range sess.times() {
-		c, err := fsstore.CanonicalTime(*p)
+		c, err := p.Canonical()
 		if err != nil {
 			return false, what + " (" + name + " is not a time; left as it is)"
 		}

@@ -18,7 +18,7 @@ import (
 // in Extra and written back.
 type Message struct {
 	Seq        int64
-	TS         string
+	TS         fsstore.Time
 	Role       string
 	Content    json.RawMessage
 	ToolCalls  json.RawMessage
@@ -67,7 +67,7 @@ func ParseMessage(line []byte) (Message, error) {
 	if len(m.ToolCalls) > 0 && m.ToolCalls[0] != '[' && string(m.ToolCalls) != "null" {
 		return Message{}, fsstore.Invalidf("message tool_calls must be a list")
 	}
-	if _, err := fsstore.CanonicalTime(m.TS); err != nil {
+	if _, err := m.TS.Canonical(); err != nil {
 		return Message{}, fsstore.Invalidf("message ts %q is not an RFC 3339 time", m.TS)
 	}
 	return m, nil
@@ -130,12 +130,18 @@ func compact(v json.RawMessage) (json.RawMessage, error) {
 
 // MarshalJSON writes seq and ts first, so a reader can learn a line's
 // position from its first bytes, then the chat fields, then Extra sorted.
+// The ts is written in fsstore.TimeLayout; one that is not a time is an
+// error.
 func (m Message) MarshalJSON() ([]byte, error) {
+	ts, err := m.TS.Canonical()
+	if err != nil {
+		return nil, err
+	}
 	var b bytes.Buffer
 	b.WriteString(`{"seq":`)
 	b.WriteString(strconv.FormatInt(m.Seq, 10))
 	b.WriteString(`,"ts":`)
-	writeString(&b, m.TS)
+	writeString(&b, string(ts))
 	m.writeChatFields(&b)
 	b.WriteByte('}')
 	return b.Bytes(), nil

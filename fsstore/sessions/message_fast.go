@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/hermes/hermes/fsstore"
 )
 
 // parseStored reads a transcript line in the exact form Message.MarshalJSON
@@ -64,7 +66,7 @@ func parseStored(line []byte, str string) (Message, bool) {
 	if i < 0 || i > 0 && !storedTime(p[:i]) {
 		return m, false
 	}
-	m.TS = str[at() : at()+i]
+	m.TS = fsstore.Time(str[at() : at()+i])
 	p = p[i+1:]
 	var ok bool
 	if !cut(`,"role":`) {

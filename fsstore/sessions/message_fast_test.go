@@ -230,7 +230,7 @@ func TestStoredTimeAgreesWithTimeParse(t *testing.T) {
 		}
 	}
 	for _, base := range []string{
-		fsstore.Timestamp(time.Date(2024, 2, 29, 2, 7, 34, 512345000, time.UTC)),
+		string(fsstore.TimeOf(time.Date(2024, 2, 29, 2, 7, 34, 512345000, time.UTC))),
 		"2026-11-21T02:07:34Z",
 		"2026-11-21T02:07:34.5Z",
 		"2026-12-31T23:59:59.123456789Z",

@@ -27,7 +27,7 @@ func (s *Store) ActiveSince(cutoff time.Time) ([]Session, error) {
 		if json.Unmarshal(line, &e) != nil || fsstore.CheckID("session id", e.SessionID) != nil {
 			return true
 		}
-		at, err := time.Parse(time.RFC3339Nano, e.At)
+		at, err := e.At.Instant()
 		if err != nil {
 			return true
 		}
@@ -70,7 +70,7 @@ func (s *Store) MarkInterrupted(id, reason string, limit int) (Session, error) {
 			return nil
 		}
 		sess.State = StateResumePending
-		sess.ResumePendingAt = fsstore.Timestamp(s.Now())
+		sess.ResumePendingAt = fsstore.TimeOf(s.Now())
 		return nil
 	})
 }

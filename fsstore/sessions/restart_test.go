@@ -17,7 +17,7 @@ func TestMarkInterruptedAndClear(t *testing.T) {
 	for i := 1; i <= 2; i++ {
 		at := clock.Advance(time.Minute)
 		got, err := s.MarkInterrupted(sess.ID, "restart_interrupted", 3)
-		if err != nil || got.State != StateResumePending || got.InterruptCount != i || got.ResumePendingAt != fsstore.Timestamp(at) {
+		if err != nil || got.State != StateResumePending || got.InterruptCount != i || got.ResumePendingAt != fsstore.TimeOf(at) {
 			t.Fatalf("mark %d: %+v %v", i, got, err)
 		}
 	}
@@ -34,7 +34,7 @@ func TestMarkInterruptedAndClear(t *testing.T) {
 		t.Fatalf("a successful turn does not clear: %+v %v", got, err)
 	}
 	got, _ = s.SetState(sess.ID, StateResumePending, "restart_timeout")
-	if got.ResumePendingAt != fsstore.Timestamp(clock.Now()) {
+	if got.ResumePendingAt != fsstore.TimeOf(clock.Now()) {
 		t.Fatalf("SetState resume_pending without a time: %+v", got)
 	}
 	s.End(sess.ID, "done")

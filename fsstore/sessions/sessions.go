@@ -33,26 +33,26 @@ const (
 // Every field is always present in JSON (empty when unset), so scripts can
 // rely on the keys.
 type Session struct {
-	ID              string `json:"id"`
-	Title           string `json:"title"`
-	Source          string `json:"source"`
-	Model           string `json:"model"`
-	CreatedAt       string `json:"created_at"`
-	UpdatedAt       string `json:"updated_at"`
-	EndedAt         string `json:"ended_at"`
-	EndReason       string `json:"end_reason"`
-	State           string `json:"state"`
-	ResumeReason    string `json:"resume_reason"`
-	ParentSessionID string `json:"parent_session_id"`
-	SessionKey      string `json:"session_key"`
-	MessageCount    int64  `json:"message_count"`
-	Profile         string `json:"profile"`
+	ID              string       `json:"id"`
+	Title           string       `json:"title"`
+	Source          string       `json:"source"`
+	Model           string       `json:"model"`
+	CreatedAt       fsstore.Time `json:"created_at"`
+	UpdatedAt       fsstore.Time `json:"updated_at"`
+	EndedAt         fsstore.Time `json:"ended_at"`
+	EndReason       string       `json:"end_reason"`
+	State           string       `json:"state"`
+	ResumeReason    string       `json:"resume_reason"`
+	ParentSessionID string       `json:"parent_session_id"`
+	SessionKey      string       `json:"session_key"`
+	MessageCount    int64        `json:"message_count"`
+	Profile         string       `json:"profile"`
 	// ResumePendingAt is when the session last became resume_pending, and
 	// InterruptCount how many restarts in a row interrupted it (the
 	// gateway suspends it at 3). A successful turn (SetState active)
 	// clears both.
-	ResumePendingAt string `json:"resume_pending_at"`
-	InterruptCount  int    `json:"interrupt_count"`
+	ResumePendingAt fsstore.Time `json:"resume_pending_at"`
+	InterruptCount  int          `json:"interrupt_count"`
 	// Cwd is the working directory of the session's tools (the agent's
 	// terminal, read_file, write_file): relative paths start there.
 	Cwd     string `json:"cwd"`
@@ -60,8 +60,8 @@ type Session struct {
 }
 
 // times are the document's time fields, by name.
-func (s *Session) times() map[string]*string {
-	return map[string]*string{
+func (s *Session) times() map[string]*fsstore.Time {
+	return map[string]*fsstore.Time{
 		"created_at": &s.CreatedAt, "updated_at": &s.UpdatedAt,
 		"ended_at": &s.EndedAt, "resume_pending_at": &s.ResumePendingAt,
 	}
@@ -72,7 +72,7 @@ func (s *Session) times() map[string]*string {
 func (s *Session) nonCanonicalTimes() []string {
 	var out []string
 	for name, p := range s.times() {
-		if c, err := fsstore.CanonicalTime(*p); err != nil || c != *p {
+		if c, err := p.Canonical(); err != nil || c != *p {
 			out = append(out, name)
 		}
 	}
@@ -210,11 +210,11 @@ func (s *Store) Create(sess Session) (_ Session, created bool, err error) {
 			return Session{}, false, err
 		}
 	}
-	ts := fsstore.Timestamp(now)
+	ts := fsstore.TimeOf(now)
 	sess.UpdatedAt = ts
 	if sess.CreatedAt == "" {
 		sess.CreatedAt = ts
-	} else if sess.CreatedAt, err = fsstore.CanonicalTime(sess.CreatedAt); err != nil {
+	} else if sess.CreatedAt, err = sess.CreatedAt.Canonical(); err != nil {
 		return Session{}, false, fsstore.Invalidf("created_at: %w", err)
 	}
 	if sess.State == "" {
@@ -301,7 +301,7 @@ func (s *Store) transcriptCount(id string) (int64, error) {
 // lastSeq returns the seq and ts of the last complete line of the first size
 // bytes of a transcript (0 and "" when it has none). Lines begin with seq,
 // so only the line's first bytes are read unless it was written elsewhere.
-func lastSeq(f *os.File, size int64) (int64, string, error) {
+func lastSeq(f *os.File, size int64) (int64, fsstore.Time, error) {
 	start, end, err := fsstore.LastLineSpan(f, size)
 	if err != nil || start < 0 {
 		return 0, "", err
@@ -311,8 +311,8 @@ func lastSeq(f *os.File, size int64) (int64, string, error) {
 		return 0, "", fmt.Errorf("read %s: %w", f.Name(), err)
 	}
 	var pos struct {
-		Seq int64  `json:"seq"`
-		TS  string `json:"ts"`
+		Seq int64        `json:"seq"`
+		TS  fsstore.Time `json:"ts"`
 	}
 	if cut := prefixObject(head); cut != nil && json.Unmarshal(cut, &pos) == nil && pos.Seq > 0 {
 		return pos.Seq, pos.TS, nil
@@ -367,7 +367,7 @@ func (s *Store) Append(id string, msgs []Message) (int64, error) {
 
 func (s *Store) appendLocked(sess *Session, msgs []Message) (int64, error) {
 	now := s.Now()
-	ts := fsstore.Timestamp(now)
+	ts := fsstore.TimeOf(now)
 	if err := stamp(msgs, ts); err != nil {
 		return 0, err
 	}
@@ -429,13 +429,13 @@ func (s *Store) appendLocked(sess *Session, msgs []Message) (int64, error) {
 // stamp gives each message without a ts the time ts, and rewrites the
 // others (an import's own times) in TimeLayout whatever zone they came in,
 // so that stored times sort. A ts that is not RFC 3339 is ErrInvalid.
-func stamp(msgs []Message, ts string) error {
+func stamp(msgs []Message, ts fsstore.Time) error {
 	for i := range msgs {
 		if msgs[i].TS == "" {
 			msgs[i].TS = ts
 			continue
 		}
-		canon, err := fsstore.CanonicalTime(msgs[i].TS)
+		canon, err := msgs[i].TS.Canonical()
 		if err != nil {
 			return err
 		}
@@ -539,7 +539,7 @@ func (s *Store) comparePrefix(id string, msgs []Message) (stored int64, divergeA
 func (s *Store) replaceLocked(sess *Session, msgs []Message) (SaveResult, error) {
 	now := s.Now()
 	path := s.logPath(sess.ID)
-	ts := fsstore.Timestamp(now)
+	ts := fsstore.TimeOf(now)
 	if err := stamp(msgs, ts); err != nil {
 		return SaveResult{}, err
 	}
@@ -812,7 +812,7 @@ func (s *Store) update(id string, change func(*Session) error) (Session, error) 
 		return Session{}, err
 	}
 	now := s.Now()
-	sess.UpdatedAt = fsstore.Timestamp(now)
+	sess.UpdatedAt = fsstore.TimeOf(now)
 	if err := s.touchCatalog(id, now); err != nil {
 		return Session{}, err
 	}
@@ -903,7 +903,7 @@ func (s *Store) End(id, reason string) (Session, error) {
 			return nil
 		}
 		sess.State = StateEnded
-		sess.EndedAt = fsstore.Timestamp(s.Now())
+		sess.EndedAt = fsstore.TimeOf(s.Now())
 		sess.EndReason = reason
 		return nil
 	})
@@ -927,11 +927,11 @@ func (s *Store) SetState(id, state, reason string) (Session, error) {
 		switch state {
 		case StateEnded:
 			if sess.EndedAt == "" {
-				sess.EndedAt, sess.EndReason = fsstore.Timestamp(s.Now()), reason
+				sess.EndedAt, sess.EndReason = fsstore.TimeOf(s.Now()), reason
 			}
 		case StateResumePending:
 			sess.ResumeReason = reason
-			sess.ResumePendingAt = fsstore.Timestamp(s.Now())
+			sess.ResumePendingAt = fsstore.TimeOf(s.Now())
 		case StateActive:
 			sess.EndedAt, sess.EndReason, sess.ResumeReason = "", "", ""
 			sess.ResumePendingAt, sess.InterruptCount = "", 0
@@ -942,12 +942,12 @@ func (s *Store) SetState(id, state, reason string) (Session, error) {
 
 // Removal is one session removed (or, in a dry run, that would be).
 type Removal struct {
-	SessionID string   `json:"session_id"`
-	Title     string   `json:"title"`
-	State     string   `json:"state"`
-	UpdatedAt string   `json:"updated_at"`
-	Files     []string `json:"files"`
-	Bytes     int64    `json:"bytes"`
+	SessionID string       `json:"session_id"`
+	Title     string       `json:"title"`
+	State     string       `json:"state"`
+	UpdatedAt fsstore.Time `json:"updated_at"`
+	Files     []string     `json:"files"`
+	Bytes     int64        `json:"bytes"`
 }
 
 // Delete removes session id: its document, transcript, the copies kept
@@ -1036,7 +1036,7 @@ func prunable(sess Session, cutoff time.Time, source string) bool {
 	if sess.State != StateEnded || (source != "" && sess.Source != source) {
 		return false
 	}
-	t, err := time.Parse(time.RFC3339Nano, sess.UpdatedAt)
+	t, err := sess.UpdatedAt.Instant()
 	return err == nil && t.Before(cutoff)
 }
 

@@ -32,8 +32,8 @@ func TestAppendNormalisesTS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sess.UpdatedAt != fsstore.Timestamp(storetest.Epoch) {
-		t.Fatalf("updated_at %q, want the create's %q", sess.UpdatedAt, fsstore.Timestamp(storetest.Epoch))
+	if sess.UpdatedAt != fsstore.TimeOf(storetest.Epoch) {
+		t.Fatalf("updated_at %q, want the create's %q", sess.UpdatedAt, fsstore.TimeOf(storetest.Epoch))
 	}
 }
 
@@ -56,7 +56,7 @@ func TestCheckCanonicalTimes(t *testing.T) {
 	s, _, _ := newTestStore(t)
 	id := mustCreate(t, s, "old")
 	doc := string(storetest.MustRead(t, s.docPath(id)))
-	doc = strings.Replace(doc, fsstore.Timestamp(storetest.Epoch), "2026-11-21T11:07:34.123456+09:00", 1)
+	doc = strings.Replace(doc, string(fsstore.TimeOf(storetest.Epoch)), "2026-11-21T11:07:34.123456+09:00", 1)
 	if err := os.WriteFile(s.docPath(id), []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -72,8 +72,8 @@ func TestCheckCanonicalTimes(t *testing.T) {
 		t.Fatalf("repair: %+v, %v", findings, err)
 	}
 	sess, err := s.Get(id)
-	if err != nil || sess.CreatedAt != fsstore.Timestamp(storetest.Epoch) {
-		t.Fatalf("created_at %q after repair, want %q (%v)", sess.CreatedAt, fsstore.Timestamp(storetest.Epoch), err)
+	if err != nil || sess.CreatedAt != fsstore.TimeOf(storetest.Epoch) {
+		t.Fatalf("created_at %q after repair, want %q (%v)", sess.CreatedAt, fsstore.TimeOf(storetest.Epoch), err)
 	}
 	if findings, _ := s.Check(false, t.TempDir()); hasFinding(findings, "times") {
 		t.Fatalf("still reported after repair: %+v", findings)

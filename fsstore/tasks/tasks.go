@@ -39,18 +39,18 @@ type Task struct {
 	// PID and PIDStart identify the command's process; PIDStart is the
 	// process's start time as the kernel counts it, so that a reused pid is
 	// not taken for the task. Likewise for the supervisor.
-	PID             int    `json:"pid"`
-	PIDStart        string `json:"pid_start"`
-	SupervisorPID   int    `json:"supervisor_pid"`
-	SupervisorStart string `json:"supervisor_start"`
-	StartedAt       string `json:"started_at"`
-	FinishedAt      string `json:"finished_at"`
-	DurationMS      int64  `json:"duration_ms"`
-	Status          string `json:"status"`
-	ExitCode        *int   `json:"exit_code"`
-	Signal          string `json:"signal"`
-	OutputPreview   string `json:"output_preview"`
-	LogBytes        int64  `json:"log_bytes"`
+	PID             int          `json:"pid"`
+	PIDStart        string       `json:"pid_start"`
+	SupervisorPID   int          `json:"supervisor_pid"`
+	SupervisorStart string       `json:"supervisor_start"`
+	StartedAt       fsstore.Time `json:"started_at"`
+	FinishedAt      fsstore.Time `json:"finished_at"`
+	DurationMS      int64        `json:"duration_ms"`
+	Status          string       `json:"status"`
+	ExitCode        *int         `json:"exit_code"`
+	Signal          string       `json:"signal"`
+	OutputPreview   string       `json:"output_preview"`
+	LogBytes        int64        `json:"log_bytes"`
 	// Error says why a task could not start, or what is known of a lost one.
 	Error string `json:"error"`
 }
@@ -119,7 +119,7 @@ func (s *Store) Create(t Task) (Task, error) {
 		return Task{}, fsstore.Refusedf("task %s exists", t.ID)
 	}
 	t.Status = Running
-	t.StartedAt = fsstore.Timestamp(now)
+	t.StartedAt = fsstore.TimeOf(now)
 	if t.Command == nil {
 		t.Command = []string{}
 	}
@@ -223,10 +223,10 @@ func (s *Store) Update(id string, change func(*Task)) (Task, error) {
 
 // finishedEntry is a line of the finished log.
 type finishedEntry struct {
-	TaskID     string `json:"task_id"`
-	Name       string `json:"name"`
-	Status     string `json:"status"`
-	FinishedAt string `json:"finished_at"`
+	TaskID     string       `json:"task_id"`
+	Name       string       `json:"name"`
+	Status     string       `json:"status"`
+	FinishedAt fsstore.Time `json:"finished_at"`
 }
 
 // Finish records the end of a running task: change sets the outcome
@@ -264,8 +264,8 @@ func (s *Store) Finish(id string, change func(*Task)) (t Task, finished bool, er
 		// supervisor alive under the lock): the record stays as it was.
 		return t, false, nil
 	}
-	t.FinishedAt = fsstore.Timestamp(now)
-	if start, err := time.Parse(time.RFC3339Nano, t.StartedAt); err == nil {
+	t.FinishedAt = fsstore.TimeOf(now)
+	if start, err := t.StartedAt.Instant(); err == nil {
 		t.DurationMS = now.Sub(start).Milliseconds()
 	}
 	t.LogBytes, t.OutputPreview = logTail(s.LogPath(id), PreviewBytes)
@@ -348,9 +348,9 @@ func (s *Store) History(opts HistoryOptions) ([]Task, error) {
 		return nil, err
 	}
 	defer f.Close()
-	since := ""
+	var since fsstore.Time
 	if !opts.Since.IsZero() {
-		since = fsstore.Timestamp(opts.Since)
+		since = fsstore.TimeOf(opts.Since)
 	}
 	seen := map[string]bool{}
 	var out []Task
@@ -361,7 +361,7 @@ func (s *Store) History(opts HistoryOptions) ([]Task, error) {
 			return true
 		}
 		seen[e.TaskID] = true
-		if since != "" && e.FinishedAt < since {
+		if since != "" && e.FinishedAt.Before(since) {
 			return false
 		}
 		if (opts.Name != "" && e.Name != opts.Name) || (opts.Status != "" && e.Status != opts.Status) {
@@ -389,11 +389,11 @@ func (s *Store) History(opts HistoryOptions) ([]Task, error) {
 
 // Removal is one task removed by Prune (or that a dry run would remove).
 type Removal struct {
-	TaskID     string `json:"task_id"`
-	Name       string `json:"name"`
-	Status     string `json:"status"`
-	FinishedAt string `json:"finished_at"`
-	Bytes      int64  `json:"bytes"`
+	TaskID     string       `json:"task_id"`
+	Name       string       `json:"name"`
+	Status     string       `json:"status"`
+	FinishedAt fsstore.Time `json:"finished_at"`
+	Bytes      int64        `json:"bytes"`
 }
 
 // PruneOptions choose the finished tasks Prune removes.
@@ -413,7 +413,7 @@ func (s *Store) Prune(opts PruneOptions) ([]Removal, error) {
 	if err != nil {
 		return nil, err
 	}
-	before := fsstore.Timestamp(opts.Before)
+	before := fsstore.TimeOf(opts.Before)
 	var out []Removal
 	kept := 0
 	// Newest first, so that KeepLast spares the most recent.

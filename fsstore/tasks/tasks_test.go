@@ -88,7 +88,7 @@ func markers(t testing.TB, s *Store) []string {
 func TestTaskCreateFinishRecord(t *testing.T) {
 	s, clock, _ := newTestTaskStore(t)
 	task := mustCreateTask(t, s, "t1", "build")
-	if task.Status != Running || task.StartedAt != fsstore.Timestamp(storetest.Epoch) || task.FinishedAt != "" || task.ExitCode != nil {
+	if task.Status != Running || task.StartedAt != fsstore.TimeOf(storetest.Epoch) || task.FinishedAt != "" || task.ExitCode != nil {
 		t.Fatalf("new task: %+v", task)
 	}
 	if got := markers(t, s); !slices.Equal(got, []string{"t1"}) {
@@ -119,7 +119,7 @@ func TestTaskCreateFinishRecord(t *testing.T) {
 	if done.Status != Failed || done.ExitCode == nil || *done.ExitCode != 3 {
 		t.Fatalf("finished: %+v", done)
 	}
-	if done.FinishedAt != fsstore.Timestamp(storetest.Epoch.Add(1500*time.Millisecond)) || done.DurationMS != 1500 {
+	if done.FinishedAt != fsstore.TimeOf(storetest.Epoch.Add(1500*time.Millisecond)) || done.DurationMS != 1500 {
 		t.Fatalf("finished_at %s duration %d", done.FinishedAt, done.DurationMS)
 	}
 	if done.LogBytes != int64(out.Len()) {
@@ -275,7 +275,7 @@ func TestTaskCrashBetweenFinishedLineAndRecord(t *testing.T) {
 	mustFinishTask(t, s, "a", Succeeded, intp(0))
 	clock.Advance(time.Second)
 	// The crash: b's line is written, its record is not.
-	line, _ := json.Marshal(finishedEntry{TaskID: "b", Status: Succeeded, FinishedAt: fsstore.Timestamp(clock.Now())})
+	line, _ := json.Marshal(finishedEntry{TaskID: "b", Status: Succeeded, FinishedAt: fsstore.TimeOf(clock.Now())})
 	if err := s.appendFinished(line, clock.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +370,7 @@ func TestTaskPrune(t *testing.T) {
 	}
 	mustCreateTask(t, s, "r", "")
 	// r even has a line in the finished log (the crash above), an old one.
-	line, _ := json.Marshal(finishedEntry{TaskID: "r", Status: Succeeded, FinishedAt: fsstore.Timestamp(storetest.Epoch)})
+	line, _ := json.Marshal(finishedEntry{TaskID: "r", Status: Succeeded, FinishedAt: fsstore.TimeOf(storetest.Epoch)})
 	if err := s.appendFinished(line, storetest.Epoch); err != nil {
 		t.Fatal(err)
 	}
@@ -468,7 +468,7 @@ func TestTaskPruneKeepLastUsesLastLine(t *testing.T) {
 	for _, id := range []string{"a", "b", "c"} {
 		mustCreateTask(t, s, id, "")
 	}
-	line, _ := json.Marshal(finishedEntry{TaskID: "c", Status: Succeeded, FinishedAt: fsstore.Timestamp(storetest.Epoch)})
+	line, _ := json.Marshal(finishedEntry{TaskID: "c", Status: Succeeded, FinishedAt: fsstore.TimeOf(storetest.Epoch)})
 	if err := s.appendFinished(line, storetest.Epoch); err != nil {
 		t.Fatal(err)
 	}

@@ -196,8 +196,8 @@ func openStore(profileDir string) *sessions.Store {
 func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 // unix turns a store timestamp into the database's seconds, or NULL.
-func unix(ts string) string {
-	t, err := time.Parse(time.RFC3339Nano, ts)
+func unix(ts fsstore.Time) string {
+	t, err := ts.Instant()
 	if err != nil {
 		return "NULL"
 	}
@@ -244,7 +244,7 @@ func snapshotAppend(file, role, content string) error {
 	if err := json.Unmarshal(data, &snap); err != nil {
 		return fmt.Errorf("%s: %w", file, err)
 	}
-	m := sessions.Message{Seq: int64(len(snap.Messages) + 1), TS: fsstore.Timestamp(time.Now()), Role: role, Content: sessions.TextContent(content)}
+	m := sessions.Message{Seq: int64(len(snap.Messages) + 1), TS: fsstore.TimeOf(time.Now()), Role: role, Content: sessions.TextContent(content)}
 	line, err := m.MarshalJSON()
 	if err != nil {
 		return err

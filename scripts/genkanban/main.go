@@ -108,24 +108,24 @@ func (g gen) done(id string, i int, created time.Time) error {
 		ID: id, Title: fmt.Sprintf("task %d: update the handler and its tests", i),
 		Body:     fmt.Sprintf("Item %d of the backlog. Change the handler, run the tests, report.", i),
 		Assignee: g.profile, Status: kanban.Done, Priority: i % 5,
-		CreatedAt: fsstore.Timestamp(created), UpdatedAt: fsstore.Timestamp(ended),
+		CreatedAt: fsstore.TimeOf(created), UpdatedAt: fsstore.TimeOf(ended),
 		CurrentRunID: runID, ClaimTTLMS: (15 * time.Minute).Milliseconds(), Result: result,
 		Runs: []kanban.Run{{
 			ID: runID, Profile: g.profile, SessionID: sessionID, Status: kanban.RunEnded,
 			Outcome:      kanban.OutcomeCompleted,
 			WorkerTaskID: claimed.Format("20060102_150405") + hexTail(i, 3),
-			StartedAt:    fsstore.Timestamp(claimed), EndedAt: fsstore.Timestamp(ended), Summary: result,
+			StartedAt:    fsstore.TimeOf(claimed), EndedAt: fsstore.TimeOf(ended), Summary: result,
 		}},
 	}
 	events := []kanban.Event{
 		{TS: t.CreatedAt, Type: kanban.EventCreated, Detail: string(kanban.Ready)},
-		{TS: fsstore.Timestamp(claimed), Type: "claimed", RunID: runID},
-		{TS: fsstore.Timestamp(registered), Type: "session_registered", RunID: runID, Detail: sessionID},
+		{TS: fsstore.TimeOf(claimed), Type: "claimed", RunID: runID},
+		{TS: fsstore.TimeOf(registered), Type: "session_registered", RunID: runID, Detail: sessionID},
 		{TS: t.UpdatedAt, Type: "completed", RunID: runID, Detail: result},
 	}
 	if i%10 == 0 {
 		c := kanban.Comment{ID: created.Format("20060102_150405") + hexTail(i, 0),
-			TS: fsstore.Timestamp(created.Add(time.Second)), Author: "ann", Text: "please keep the old behaviour behind a flag"}
+			TS: fsstore.TimeOf(created.Add(time.Second)), Author: "ann", Text: "please keep the old behaviour behind a flag"}
 		if err := g.log(id+".comments.jsonl", []any{c}); err != nil {
 			return err
 		}
@@ -146,7 +146,7 @@ func (g gen) ready(id string, i int, created time.Time) error {
 		ID: id, Title: fmt.Sprintf("task %d: waiting for a worker", i),
 		Body:     fmt.Sprintf("Item %d of the backlog, not started.", i),
 		Assignee: g.profile, Status: kanban.Ready, Priority: i % 5,
-		CreatedAt: fsstore.Timestamp(created), UpdatedAt: fsstore.Timestamp(created), Runs: []kanban.Run{},
+		CreatedAt: fsstore.TimeOf(created), UpdatedAt: fsstore.TimeOf(created), Runs: []kanban.Run{},
 	}
 	// The marker first, as Board.Create writes it.
 	if err := os.WriteFile(filepath.Join(g.dir, "open", id), nil, 0o600); err != nil {

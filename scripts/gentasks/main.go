@@ -111,8 +111,8 @@ func Record(sp Spec) tasks.Task {
 	return tasks.Task{
 		ID: sp.ID, Name: sp.Name, Command: sp.Command, Cwd: sp.Cwd,
 		PID: sp.PID, PIDStart: sp.PIDStart, SupervisorPID: sp.SupervisorPID, SupervisorStart: sp.SupervisorStart,
-		StartedAt:  fsstore.Timestamp(sp.Started),
-		FinishedAt: fsstore.Timestamp(sp.Finished),
+		StartedAt:  fsstore.TimeOf(sp.Started),
+		FinishedAt: fsstore.TimeOf(sp.Finished),
 		DurationMS: sp.Finished.Sub(sp.Started).Milliseconds(),
 		Status:     sp.Status,
 		ExitCode:   &code,
@@ -123,10 +123,10 @@ func Record(sp Spec) tasks.Task {
 // with its newline.
 func FinishedLine(t tasks.Task) ([]byte, error) {
 	line, err := json.Marshal(struct {
-		TaskID     string `json:"task_id"`
-		Name       string `json:"name"`
-		Status     string `json:"status"`
-		FinishedAt string `json:"finished_at"`
+		TaskID     string       `json:"task_id"`
+		Name       string       `json:"name"`
+		Status     string       `json:"status"`
+		FinishedAt fsstore.Time `json:"finished_at"`
 	}{t.ID, t.Name, t.Status, t.FinishedAt})
 	return append(line, '\n'), err
 }
