@@ -8,14 +8,14 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/fsstore"
-	"github.com/hermes/hermes/fsstore/sessions"
 )
 
 // Approver decides whether a call that needs approval (Tool.NeedsApproval)
 // may run. A refused call is answered to the model, and the turn goes on.
 type Approver interface {
-	Approve(ctx context.Context, c sessions.ToolCall) (bool, error)
+	Approve(ctx context.Context, c provider.ToolCall) (bool, error)
 }
 
 // Approval policies, as tools.approval in config.yaml spells them.
@@ -38,7 +38,7 @@ func CheckPolicy(p string) error {
 type Fixed bool
 
 // Approve returns f.
-func (f Fixed) Approve(context.Context, sessions.ToolCall) (bool, error) { return bool(f), nil }
+func (f Fixed) Approve(context.Context, provider.ToolCall) (bool, error) { return bool(f), nil }
 
 // Prompter asks the person at a terminal: yes, no, or always (yes to every
 // call for the rest of this process's session). An empty answer, end of
@@ -52,7 +52,7 @@ type Prompter struct {
 }
 
 // Approve asks about c.
-func (p *Prompter) Approve(_ context.Context, c sessions.ToolCall) (bool, error) {
+func (p *Prompter) Approve(_ context.Context, c provider.ToolCall) (bool, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.always {
@@ -79,7 +79,7 @@ func (p *Prompter) Approve(_ context.Context, c sessions.ToolCall) (bool, error)
 
 // Summary is a call's arguments on one line, cut to 200 bytes: what a
 // person is asked to approve, and what progress lines show.
-func Summary(c sessions.ToolCall) string {
+func Summary(c provider.ToolCall) string {
 	s := strings.Join(strings.Fields(c.Function.Arguments), " ")
 	if len(s) > 200 {
 		s = strings.ToValidUTF8(s[:200], "") + "…"

@@ -27,8 +27,8 @@ func (p *stepper) Complete(context.Context, provider.Request) (provider.Reply, e
 	}
 	p.left--
 	p.n++
-	raw, _ := json.Marshal([]sessions.ToolCall{{ID: fmt.Sprintf("call_%d", p.n), Type: "function",
-		Function: sessions.ToolFunction{Name: "terminal", Arguments: `{"command":"true"}`}}})
+	raw, _ := json.Marshal([]provider.ToolCall{{ID: fmt.Sprintf("call_%d", p.n), Type: "function",
+		Function: provider.ToolFunction{Name: "terminal", Arguments: `{"command":"true"}`}}})
 	return provider.Reply{Messages: []sessions.Message{{Role: "assistant", Content: json.RawMessage("null"), ToolCalls: raw}}}, nil
 }
 

@@ -65,7 +65,7 @@ type Engine struct {
 // Progress is a call starting (Result empty; after its approval) or
 // ending.
 type Progress struct {
-	Call   sessions.ToolCall
+	Call   provider.ToolCall
 	Done   bool
 	Result string
 }
@@ -104,7 +104,7 @@ type Result struct {
 	StepLimit bool
 	// Pending are the calls the reply ends with for the client to run
 	// (ClientTools only).
-	Pending []sessions.ToolCall
+	Pending []provider.ToolCall
 }
 
 // Text is the reply's text: that of the last assistant message that has
@@ -242,7 +242,7 @@ func (e *Engine) prelude(sess sessions.Session, input []sessions.Message) ([]ses
 	for lead < len(input) && input[lead].Role == "tool" {
 		lead++
 	}
-	var missing []sessions.ToolCall
+	var missing []provider.ToolCall
 	if len(tail) > 0 && onlyResults(tail[1:]) {
 		missing = unanswered(append(tail, input[:lead]...))
 	}
@@ -267,7 +267,7 @@ func (e *Engine) prelude(sess sessions.Session, input []sessions.Message) ([]ses
 
 // resumeNote is ResumeNote, naming the calls the interruption left
 // without a result.
-func resumeNote(reason string, missing []sessions.ToolCall) string {
+func resumeNote(reason string, missing []provider.ToolCall) string {
 	text := ResumeNote(reason)
 	if len(missing) == 0 {
 		return text
@@ -290,7 +290,7 @@ func onlyResults(msgs []sessions.Message) bool {
 }
 
 // allOurs reports whether every call names one of the engine's tools.
-func (e *Engine) allOurs(calls []sessions.ToolCall) bool {
+func (e *Engine) allOurs(calls []provider.ToolCall) bool {
 	for _, c := range calls {
 		if e.tool(c.Function.Name) == nil {
 			return false
@@ -312,7 +312,7 @@ func (e *Engine) tool(name string) Tool {
 // call ends. A cancelled ctx ends the call in flight (its tool kills what
 // it started); that call and the ones not yet run are answered as
 // cancelled, and the turn ends with ctx's error.
-func (e *Engine) runCalls(ctx context.Context, env *Env, res *Result, calls []sessions.ToolCall) error {
+func (e *Engine) runCalls(ctx context.Context, env *Env, res *Result, calls []provider.ToolCall) error {
 	for i, c := range calls {
 		if ctx.Err() != nil {
 			return e.cancelRest(ctx, res, calls[i:], notRunCancelled)
@@ -335,7 +335,7 @@ func (e *Engine) runCalls(ctx context.Context, env *Env, res *Result, calls []se
 }
 
 // cancelRest answers calls with text and returns ctx's error.
-func (e *Engine) cancelRest(ctx context.Context, res *Result, calls []sessions.ToolCall, text string) error {
+func (e *Engine) cancelRest(ctx context.Context, res *Result, calls []provider.ToolCall, text string) error {
 	if len(calls) > 0 {
 		msgs := make([]sessions.Message, len(calls))
 		for i, c := range calls {
@@ -350,7 +350,7 @@ func (e *Engine) cancelRest(ctx context.Context, res *Result, calls []sessions.T
 
 // runCall runs one call and returns its result's text. Every failure is a
 // result the model reads, never an error of the turn.
-func (e *Engine) runCall(ctx context.Context, env *Env, c sessions.ToolCall) string {
+func (e *Engine) runCall(ctx context.Context, env *Env, c provider.ToolCall) string {
 	tool := e.tool(c.Function.Name)
 	if tool == nil {
 		names := make([]string, len(e.Tools))
@@ -389,7 +389,7 @@ func (e *Engine) runCall(ctx context.Context, env *Env, c sessions.ToolCall) str
 	return out
 }
 
-func (e *Engine) approve(ctx context.Context, c sessions.ToolCall) (bool, error) {
+func (e *Engine) approve(ctx context.Context, c provider.ToolCall) (bool, error) {
 	if e.Approver == nil {
 		return false, nil
 	}
@@ -398,7 +398,7 @@ func (e *Engine) approve(ctx context.Context, c sessions.ToolCall) (bool, error)
 
 // stopAtLimit answers the calls of the last step without running them and
 // stores a note saying the turn stopped.
-func (e *Engine) stopAtLimit(res *Result, calls []sessions.ToolCall, limit int) error {
+func (e *Engine) stopAtLimit(res *Result, calls []provider.ToolCall, limit int) error {
 	msgs := make([]sessions.Message, 0, len(calls)+1)
 	text := fmt.Sprintf("not run: the turn reached its limit of %d steps (agent.max_steps)", limit)
 	for _, c := range calls {
@@ -410,7 +410,7 @@ func (e *Engine) stopAtLimit(res *Result, calls []sessions.ToolCall, limit int) 
 }
 
 // toolResult is the tool message answering c.
-func toolResult(c sessions.ToolCall, text string, marked bool) sessions.Message {
+func toolResult(c provider.ToolCall, text string, marked bool) sessions.Message {
 	m := sessions.Message{Role: "tool", ToolCallID: c.ID, Content: sessions.TextContent(text)}
 	if marked {
 		m = note(m)
@@ -420,11 +420,11 @@ func toolResult(c sessions.ToolCall, text string, marked bool) sessions.Message 
 
 // ToolCalls decodes m's tool calls; a message without any, or whose
 // tool_calls do not decode, has none.
-func ToolCalls(m sessions.Message) []sessions.ToolCall {
+func ToolCalls(m sessions.Message) []provider.ToolCall {
 	if m.Role != "assistant" || len(m.ToolCalls) == 0 || m.ToolCalls[0] != '[' {
 		return nil
 	}
-	var calls []sessions.ToolCall
+	var calls []provider.ToolCall
 	if json.Unmarshal(m.ToolCalls, &calls) != nil {
 		return nil
 	}
@@ -433,7 +433,7 @@ func ToolCalls(m sessions.Message) []sessions.ToolCall {
 
 // unanswered returns the calls of the last assistant message of msgs that
 // no later tool message of msgs answers, in order.
-func unanswered(msgs []sessions.Message) []sessions.ToolCall {
+func unanswered(msgs []sessions.Message) []provider.ToolCall {
 	last := -1
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if msgs[i].Role == "assistant" {
@@ -450,7 +450,7 @@ func unanswered(msgs []sessions.Message) []sessions.ToolCall {
 			answered[m.ToolCallID] = true
 		}
 	}
-	var out []sessions.ToolCall
+	var out []provider.ToolCall
 	for _, c := range ToolCalls(msgs[last]) {
 		if !answered[c.ID] {
 			out = append(out, c)

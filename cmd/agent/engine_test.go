@@ -101,10 +101,10 @@ func dumpMsgs(msgs []sessions.Message) string {
 // calls is an assistant message calling tools, each given as name and
 // arguments text.
 func calls(pairs ...string) sessions.Message {
-	var cs []sessions.ToolCall
+	var cs []provider.ToolCall
 	for i := 0; i < len(pairs); i += 2 {
-		cs = append(cs, sessions.ToolCall{ID: fmt.Sprintf("call_%s_%d", pairs[i], i/2), Type: "function",
-			Function: sessions.ToolFunction{Name: pairs[i], Arguments: pairs[i+1]}})
+		cs = append(cs, provider.ToolCall{ID: fmt.Sprintf("call_%s_%d", pairs[i], i/2), Type: "function",
+			Function: provider.ToolFunction{Name: pairs[i], Arguments: pairs[i+1]}})
 	}
 	raw, _ := json.Marshal(cs)
 	return sessions.Message{Role: "assistant", Content: json.RawMessage("null"), ToolCalls: raw}
@@ -332,7 +332,7 @@ func TestApproval(t *testing.T) {
 func TestPrompterAlways(t *testing.T) {
 	out := &strings.Builder{}
 	p := &Prompter{In: bufio.NewReader(strings.NewReader("always\n")), Out: out}
-	c := sessions.ToolCall{Function: sessions.ToolFunction{Name: "terminal", Arguments: `{"command": "rm -rf build"}`}}
+	c := provider.ToolCall{Function: provider.ToolFunction{Name: "terminal", Arguments: `{"command": "rm -rf build"}`}}
 	for i := range 3 {
 		ok, err := p.Approve(context.Background(), c)
 		if err != nil || !ok {

@@ -1,6 +1,9 @@
 package agent
 
-import "github.com/hermes/hermes/fsstore/sessions"
+import (
+	"github.com/hermes/hermes/cmd/provider"
+	"github.com/hermes/hermes/fsstore/sessions"
+)
 
 // history is a session's transcript as the provider reads it: streamed
 // from the file, one pass a provider call, and made valid for the API on
@@ -21,7 +24,7 @@ func (h history) Each(fn func(sessions.Message) error) error {
 		return err
 	}
 	defer t.Close()
-	var pending []sessions.ToolCall
+	var pending []provider.ToolCall
 	flush := func() error {
 		for _, c := range pending {
 			if err := fn(toolResult(c, interruptedResult, true)); err != nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/fsstore"
 	"github.com/hermes/hermes/fsstore/sessions"
 )
@@ -201,7 +202,7 @@ type apiChatMessage struct {
 	Role      string              `json:"role"`
 	Content   *string             `json:"content"`
 	Refusal   any                 `json:"refusal"`
-	ToolCalls []sessions.ToolCall `json:"tool_calls,omitempty"`
+	ToolCalls []provider.ToolCall `json:"tool_calls,omitempty"`
 }
 
 // chatCompletion is the chat.completion object of a turn.

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/fsstore"
 	"github.com/hermes/hermes/fsstore/gatewaystate"
 	"github.com/hermes/hermes/fsstore/sessions"
@@ -88,15 +89,15 @@ func parseInput(raw json.RawMessage) ([]sessions.Message, error) {
 			}
 			msgs = append(msgs, sessions.Message{Role: role, Content: content})
 		case "function_call":
-			call := sessions.ToolCall{ID: it.CallID, Type: "function"}
+			call := provider.ToolCall{ID: it.CallID, Type: "function"}
 			call.Function.Name, call.Function.Arguments = it.Name, it.Arguments
 			if n := len(msgs); n > 0 && msgs[n-1].Role == "assistant" && hasToolCalls(msgs[n-1]) && len(msgs[n-1].Content) == 0 {
-				var calls []sessions.ToolCall
+				var calls []provider.ToolCall
 				json.Unmarshal(msgs[n-1].ToolCalls, &calls)
 				msgs[n-1].ToolCalls, _ = json.Marshal(append(calls, call))
 				continue
 			}
-			tc, _ := json.Marshal([]sessions.ToolCall{call})
+			tc, _ := json.Marshal([]provider.ToolCall{call})
 			msgs = append(msgs, sessions.Message{Role: "assistant", ToolCalls: tc})
 		case "function_call_output":
 			out := it.Output
@@ -498,7 +499,7 @@ func outputText(text string) map[string]any {
 	return map[string]any{"type": "output_text", "text": text, "annotations": []any{}, "logprobs": []any{}}
 }
 
-func functionCallItem(c sessions.ToolCall, status string) map[string]any {
+func functionCallItem(c provider.ToolCall, status string) map[string]any {
 	return map[string]any{
 		"type": "function_call", "id": "fc_" + c.ID, "call_id": c.ID, "name": c.Function.Name,
 		"arguments": c.Function.Arguments, "status": status,

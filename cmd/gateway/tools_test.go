@@ -32,7 +32,7 @@ func callsOrAnswers(fn string) *funcProvider {
 		if last := h[len(h)-1]; last.Role == "tool" {
 			return assistant("the answer is " + last.Text()), nil
 		}
-		calls, _ := json.Marshal([]sessions.ToolCall{{ID: "call_1", Type: "function", Function: sessions.ToolFunction{Name: fn, Arguments: "{}"}}})
+		calls, _ := json.Marshal([]provider.ToolCall{{ID: "call_1", Type: "function", Function: provider.ToolFunction{Name: fn, Arguments: "{}"}}})
 		return provider.Reply{Messages: []sessions.Message{{Role: "assistant", Content: json.RawMessage("null"), ToolCalls: calls}}}, nil
 	}}
 }

@@ -220,7 +220,7 @@ func hasToolCalls(m sessions.Message) bool {
 
 // pendingToolCalls are the tool calls the reply ends with: the model asks
 // the client to run them.
-func pendingToolCalls(msgs []sessions.Message) []sessions.ToolCall {
+func pendingToolCalls(msgs []sessions.Message) []provider.ToolCall {
 	if len(msgs) == 0 {
 		return nil
 	}
@@ -228,7 +228,7 @@ func pendingToolCalls(msgs []sessions.Message) []sessions.ToolCall {
 	if last.Role != "assistant" || !hasToolCalls(last) {
 		return nil
 	}
-	var calls []sessions.ToolCall
+	var calls []provider.ToolCall
 	json.Unmarshal(last.ToolCalls, &calls)
 	return calls
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/fsstore/sessions"
 )
 
@@ -161,7 +162,7 @@ type claudeBuilder struct {
 	pendingID string // message.id of the assistant message being built
 	pending   *sessions.Message
 	parts     []json.RawMessage
-	calls     []sessions.ToolCall
+	calls     []provider.ToolCall
 }
 
 func (b *claudeBuilder) add(e *claudeEntry, s *Session) error {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/fsstore"
 	"github.com/hermes/hermes/fsstore/sessions"
 )
@@ -137,7 +138,7 @@ var codexRoles = map[string]string{"user": "user", "assistant": "assistant", "sy
 
 // codexAppend adds the chat form of one response item to msgs.
 func codexAppend(msgs []sessions.Message, it codexItem, stamp fsstore.Time) ([]sessions.Message, error) {
-	var call sessions.ToolCall
+	var call provider.ToolCall
 	switch it.Type {
 	case "message":
 		role, ok := codexRoles[it.Role]
@@ -171,7 +172,7 @@ func codexAppend(msgs []sessions.Message, it codexItem, stamp fsstore.Time) ([]s
 	// said with it, or the calls it made alongside.
 	if n := len(msgs); n > 0 && msgs[n-1].Role == "assistant" {
 		last := &msgs[n-1]
-		var calls []sessions.ToolCall
+		var calls []provider.ToolCall
 		if len(last.ToolCalls) > 0 {
 			if err := json.Unmarshal(last.ToolCalls, &calls); err != nil {
 				return nil, err
@@ -180,7 +181,7 @@ func codexAppend(msgs []sessions.Message, it codexItem, stamp fsstore.Time) ([]s
 		last.ToolCalls = toolCallsJSON(append(calls, call))
 		return msgs, nil
 	}
-	return append(msgs, sessions.Message{TS: stamp, Role: "assistant", Content: json.RawMessage("null"), ToolCalls: toolCallsJSON([]sessions.ToolCall{call})}), nil
+	return append(msgs, sessions.Message{TS: stamp, Role: "assistant", Content: json.RawMessage("null"), ToolCalls: toolCallsJSON([]provider.ToolCall{call})}), nil
 }
 
 // codexContent maps Responses API content items to chat content: text

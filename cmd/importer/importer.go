@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/fsstore"
 	"github.com/hermes/hermes/fsstore/sessions"
 )
@@ -343,11 +344,11 @@ func imagePart(url string) json.RawMessage {
 	}{"image_url", imageURL{url}})
 }
 
-func newToolCall(id, name, arguments string) sessions.ToolCall {
-	return sessions.ToolCall{ID: id, Type: "function", Function: sessions.ToolFunction{Name: name, Arguments: arguments}}
+func newToolCall(id, name, arguments string) provider.ToolCall {
+	return provider.ToolCall{ID: id, Type: "function", Function: provider.ToolFunction{Name: name, Arguments: arguments}}
 }
 
-func toolCallsJSON(calls []sessions.ToolCall) json.RawMessage {
+func toolCallsJSON(calls []provider.ToolCall) json.RawMessage {
 	if len(calls) == 0 {
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/fsstore"
 	"github.com/hermes/hermes/fsstore/sessions"
 )
@@ -58,16 +59,16 @@ func wantContent(t *testing.T, m sessions.Message, want string) {
 	}
 }
 
-func calls(t *testing.T, m sessions.Message) []sessions.ToolCall {
+func calls(t *testing.T, m sessions.Message) []provider.ToolCall {
 	t.Helper()
-	var c []sessions.ToolCall
+	var c []provider.ToolCall
 	if err := json.Unmarshal(m.ToolCalls, &c); err != nil {
 		t.Fatalf("tool_calls %s: %v", m.ToolCalls, err)
 	}
 	return c
 }
 
-func wantCalls(t *testing.T, m sessions.Message, want ...sessions.ToolCall) {
+func wantCalls(t *testing.T, m sessions.Message, want ...provider.ToolCall) {
 	t.Helper()
 	got := calls(t, m)
 	if len(got) != len(want) {

@@ -383,7 +383,7 @@ type streamChunk struct {
 type streamState struct {
 	content  strings.Builder
 	refusal  strings.Builder
-	calls    map[int]*sessions.ToolCall
+	calls    map[int]*ToolCall
 	usage    *Usage
 	finished bool // a finish_reason was seen
 	done     bool // data: [DONE] was seen
@@ -392,7 +392,7 @@ type streamState struct {
 // readStream reads server-sent events until data: [DONE], writing content
 // deltas to stream as they come.
 func readStream(body io.Reader, stream *streamWriter) (Reply, *Error) {
-	st := &streamState{calls: map[int]*sessions.ToolCall{}}
+	st := &streamState{calls: map[int]*ToolCall{}}
 	r := bufio.NewReader(body)
 	var event []byte // data lines of the event being read
 	pending := false
@@ -488,7 +488,7 @@ func (st *streamState) event(data []byte, stream *streamWriter) *Error {
 			}
 			call := st.calls[index]
 			if call == nil {
-				call = &sessions.ToolCall{}
+				call = &ToolCall{}
 				st.calls[index] = call
 			}
 			// An id and a type come whole (some servers repeat them in
@@ -514,7 +514,7 @@ func (st *streamState) reply() (Reply, *Error) {
 			indexes = append(indexes, i)
 		}
 		sort.Ints(indexes)
-		calls := make([]*sessions.ToolCall, 0, len(indexes))
+		calls := make([]*ToolCall, 0, len(indexes))
 		for _, i := range indexes {
 			c := st.calls[i]
 			if c.Type == "" {

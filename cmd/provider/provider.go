@@ -189,3 +189,19 @@ func (s *streamWriter) WriteString(text string) {
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
+
+// ToolCall is one entry of a message's tool_calls, in OpenAI's shape. The
+// session store keeps tool_calls as raw JSON; the providers, the agent, the
+// gateway and the importers build and read entries of this shape.
+type ToolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function ToolFunction `json:"function"`
+}
+
+// ToolFunction is the function a tool call names, with its arguments as
+// JSON text.
+type ToolFunction struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}

@@ -27,22 +27,6 @@ type Message struct {
 	Extra      map[string]json.RawMessage
 }
 
-// ToolCall is one entry of a message's tool_calls, in OpenAI's shape: the
-// store keeps tool_calls as raw JSON, and the providers, the gateway and
-// the importers build and read entries of this shape.
-type ToolCall struct {
-	ID       string       `json:"id"`
-	Type     string       `json:"type"`
-	Function ToolFunction `json:"function"`
-}
-
-// ToolFunction is the function a tool call names, with its arguments as
-// JSON text.
-type ToolFunction struct {
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-}
-
 // Roles a message may have.
 var roles = map[string]bool{"system": true, "user": true, "assistant": true, "tool": true}
 
