@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 
 	"github.com/hermes/hermes/cmd/provider"
@@ -76,9 +77,22 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ctx := r.Context()
+	k, err := s.lookupKey(ctx, r, &req)
+	defer k.unlock()
+	if err != nil {
+		return err
+	}
 	var a admission
-	var add []sessions.Message
-	if sid := r.Header.Get(SessionHeader); sid != "" {
+	var add, stored, replayed []sessions.Message
+	var replayCount int64
+	if k.found {
+		var unlock func()
+		a, replayed, replayCount, unlock, err = s.keyedTurn(ctx, k)
+		defer unlock()
+		if err != nil {
+			return err
+		}
+	} else if sid := r.Header.Get(SessionHeader); sid != "" {
 		if err := fsstore.CheckID("session id", sid); err != nil {
 			return badRequest(SessionHeader, "%s: %v", SessionHeader, err)
 		}
@@ -99,11 +113,17 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 		}
 		add = msgs
 		if !a.fresh {
-			stored, err := s.opts.Sessions.Messages(a.sess.ID)
+			if stored, err = s.opts.Sessions.Messages(a.sess.ID); err != nil {
+				return err
+			}
+			_, end, reply, undelivered, err := s.lastTurn(a.sess.ID, stored)
 			if err != nil {
 				return err
 			}
-			if n, ok := reconcile(stored, msgs); ok {
+			if n, ok := reconcile(stored[:end], msgs); undelivered && ok && n == len(msgs) {
+				// The client repeats the turn whose reply it never got.
+				replayed, replayCount = reply, int64(len(stored))
+			} else if n, ok := reconcile(stored, msgs); ok {
 				add = msgs[n:]
 			} else {
 				// The guard: the stored history is never rewritten; the
@@ -112,7 +132,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 				if err != nil {
 					return err
 				}
-				a = admission{sess: sess, fresh: true}
+				a, stored = admission{sess: sess, fresh: true}, nil
 			}
 		}
 	} else {
@@ -123,16 +143,33 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 		a, add = admission{sess: sess, fresh: true}, msgs
 	}
 	w.Header().Set(SessionHeader, a.sess.ID)
+	if replayed == nil {
+		if err := s.record(&k, a.sess.ID, len(stored)+len(add)); err != nil {
+			return err
+		}
+	}
+	turn := func(stream io.Writer, started func()) (turnOutcome, error) {
+		if replayed != nil {
+			return replay(replayed, replayCount, stream, started), nil
+		}
+		out, err := s.runTurn(ctx, a, add, stream, started)
+		if err == nil {
+			s.done(&k, out)
+		}
+		return out, err
+	}
 
 	id := "chatcmpl-" + randomID()
 	created := s.now().Unix()
 	model := s.opts.Model
 	if !req.Stream {
-		out, err := s.runTurn(ctx, a, add, nil, nil)
+		out, err := turn(nil, nil)
 		if err != nil {
 			return err
 		}
-		writeJSON(w, http.StatusOK, chatCompletion(id, created, model, out))
+		if writeJSON(w, http.StatusOK, chatCompletion(id, created, model, out)) == nil {
+			s.delivered(a.sess.ID, out.count)
+		}
 		return nil
 	}
 
@@ -147,7 +184,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 		sse.event("", chunk(map[string]any{"content": string(p)}, nil))
 		return len(p), nil
 	})
-	out, err := s.runTurn(ctx, a, add, stream, func() {
+	out, err := turn(stream, func() {
 		sse = startSSE(w)
 		sse.event("", chunk(map[string]any{"role": "assistant", "content": ""}, nil))
 	})
@@ -178,6 +215,9 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 		})
 	}
 	sse.raw("", []byte("[DONE]"))
+	if sse.failed() == nil {
+		s.delivered(a.sess.ID, out.count)
+	}
 	return nil
 }
 

@@ -31,6 +31,53 @@
 // reply that ends with tool calls returns them (finish_reason tool_calls,
 // or function_call output items).
 //
+// # A stored turn is answered, never run twice
+//
+// Once a turn's reply is stored, nothing after it turns the request into a
+// failure that a client would retry: a response document or a
+// conversation mapping that cannot be written (a full disk) is reported in
+// the server's log and the client gets its reply; the mapping is written
+// again by the conversation's next turn, and a response whose document was
+// not written cannot be chained from (404, as if evicted). A session that
+// cannot be made active again after its reply stays as it was until its
+// next turn.
+//
+// A request that repeats a turn already stored gets the stored reply, and
+// nothing is stored or run:
+//   - By Idempotency-Key, on both routes: the key's record
+//     (gateway/keys/<sha256 of the key>.json: the session and where the
+//     turn begins and ends in it) is written, synced, before the turn runs.
+//     A retry with the key gets that turn's reply from the same session; if
+//     the turn never got its reply (a crash, a provider error), the retry
+//     runs it again on what was stored, without storing its input twice.
+//     The key sent with a different request is a 400
+//     (idempotency_key_reused). Records live 24 hours (KeyLifetime); a
+//     gateway that starts removes older ones. The official SDKs (openai
+//     for Node and Python) send no Idempotency-Key unless the caller adds
+//     it (a header of the request options); on their own retries they send
+//     the same body with X-Stainless-Retry-Count, which names no turn, so
+//     it is not used.
+//   - Without a key, for a session named by the request (X-Hermes-Session-Id,
+//     conversation, previous_response_id): when its input repeats the last
+//     stored user input of the session, and that turn's reply was stored but
+//     never delivered. The gateway records, after a reply is written whole to
+//     the connection, how much of the session a client has received
+//     (gateway/delivered/<session>.json). A reply stored after that mark
+//     never reached the client (the gateway was killed, or the connection
+//     broke, between the store and the send), so the same input is the
+//     client's retry: it gets that reply. Once the reply was delivered, the
+//     same input is a person saying the same thing twice, and is a new
+//     turn. For chat completions the repeat is a history that ends with
+//     that turn's input (without the reply), which would otherwise fork.
+//     The mark is written after the send without a sync of its directory:
+//     lost in a crash right after a send, the next repeat of that turn's
+//     input counts as a retry.
+//
+// After a crash, only sessions whose last turn did not finish (their
+// transcript does not end with a reply that calls no tool) are marked as
+// interrupted by the restart (see below): a turn that got its reply before
+// the crash gets no restart note.
+//
 // # Chat completions: where a request goes
 //
 // With X-Hermes-Session-Id the session continues; an unknown id is a 404

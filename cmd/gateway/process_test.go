@@ -322,8 +322,9 @@ func TestProcessDrainTimeoutResumes(t *testing.T) {
 	g.stop(syscall.SIGTERM)
 }
 
-// Three starts in a row after a kill -9, with the session recently active:
-// suspended; the next request gets a new session whose parent is the old.
+// Three starts in a row after a kill -9, with a turn of the session in
+// flight (its message stored, its reply not): suspended; the next request
+// gets a new session whose parent is the old.
 func TestProcessThreeInterruptedRestartsSuspend(t *testing.T) {
 	home := t.TempDir()
 	sessionStore, _ := profileStores(home)
@@ -332,6 +333,9 @@ func TestProcessThreeInterruptedRestartsSuspend(t *testing.T) {
 	mustStatus(t, resp, body, 200)
 	sid := resp.Header.Get(SessionHeader)
 	reply := decode[chatResp](t, body).Choices[0].Message.Content
+	if _, err := sessionStore.Append(sid, []sessions.Message{{Role: "user", Content: sessions.TextContent("in flight")}}); err != nil {
+		t.Fatal(err)
+	}
 
 	for i := 1; i <= SuspendAfter; i++ {
 		g.stop(syscall.SIGKILL)
@@ -352,7 +356,7 @@ func TestProcessThreeInterruptedRestartsSuspend(t *testing.T) {
 		t.Fatalf("status while running: %+v", st)
 	}
 
-	history := []any{userMsg("loop"), asstMsg(reply), userMsg("once more")}
+	history := []any{userMsg("loop"), asstMsg(reply), userMsg("in flight"), userMsg("once more")}
 	resp, body = g.post("/v1/chat/completions", map[string]any{"messages": history}, map[string]string{SessionHeader: sid})
 	mustStatus(t, resp, body, 200)
 	next := resp.Header.Get(SessionHeader)

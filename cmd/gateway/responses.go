@@ -230,13 +230,25 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 	store := req.Store == nil || *req.Store
 	instructions := deref(req.Instructions)
 	ctx := r.Context()
+	k, err := s.lookupKey(ctx, r, &req)
+	defer k.unlock()
+	if err != nil {
+		return err
+	}
 
 	var rt route
 	switch {
+	case k.found:
+		var unlock func()
+		rt.a, rt.replay, rt.replayCount, unlock, err = s.keyedTurn(ctx, k)
+		rt.hold(unlock)
 	case conv != "":
 		rt, err = s.routeConversation(ctx, conv)
+		if err == nil && !rt.a.fresh {
+			err = s.findRepeat(&rt, input, -1)
+		}
 	case prev != "":
-		rt, err = s.routePrevious(ctx, prev)
+		rt, err = s.routePrevious(ctx, prev, input)
 	default:
 		var sess sessions.Session
 		sess, err = s.newSession("", "")
@@ -250,15 +262,20 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set(SessionHeader, a.sess.ID)
 
 	var add []sessions.Message
-	if instructions != "" && !sameInstructions(rt.stored, instructions) {
-		add = append(add, sessions.Message{
-			Role:    "system",
-			Content: sessions.TextContent(instructions),
-			Extra:   map[string]json.RawMessage{instructionsMarker: jsonTrue},
-		})
-	}
-	if !isRetry(rt.pending, input) {
-		add = append(add, input...)
+	if !k.found && rt.replay == nil {
+		if instructions != "" && !sameInstructions(rt.stored, instructions) {
+			add = append(add, sessions.Message{
+				Role:    "system",
+				Content: sessions.TextContent(instructions),
+				Extra:   map[string]json.RawMessage{instructionsMarker: jsonTrue},
+			})
+		}
+		if !isRetry(rt.pending, input) {
+			add = append(add, input...)
+		}
+		if err := s.record(&k, a.sess.ID, len(rt.stored)+len(add)); err != nil {
+			return err
+		}
 	}
 
 	now := s.now()
@@ -287,10 +304,20 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 			rs.send("response.in_progress", map[string]any{"response": obj})
 		}
 	}
-	out, err := s.runTurn(ctx, a, add, stream, started)
+	var out turnOutcome
+	if rt.replay != nil {
+		out = replay(rt.replay, rt.replayCount, stream, started)
+	} else if out, err = s.runTurn(ctx, a, add, stream, started); err == nil {
+		s.done(&k, out)
+	}
 	if err == nil {
 		doc = finishDoc(doc, out, rs)
-		err = s.keep(doc, store, rt.mapping, out)
+		// The reply is stored: a document or mapping that cannot be
+		// written now does not make the turn a failure, which a client
+		// would retry. The mapping is written again by the next turn.
+		if kerr := s.keep(doc, store, rt.mapping, out); kerr != nil {
+			s.opts.Logf("session %s: the reply is stored, but keeping response %s failed: %v", a.sess.ID, doc.ID, kerr)
+		}
 	}
 	if err != nil {
 		if rs == nil || rs.sse == nil {
@@ -305,11 +332,16 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	if rs == nil {
-		writeJSON(w, http.StatusOK, responseObject(doc, store))
+		if writeJSON(w, http.StatusOK, responseObject(doc, store)) == nil {
+			s.delivered(a.sess.ID, out.count)
+		}
 		return nil
 	}
 	rs.finish(doc, out)
 	rs.send("response.completed", map[string]any{"response": responseObject(doc, store)})
+	if rs.sse.failed() == nil {
+		s.delivered(a.sess.ID, out.count)
+	}
 	return nil
 }
 
@@ -320,7 +352,27 @@ type route struct {
 	stored  []sessions.Message // the transcript the turn continues
 	pending []sessions.Message // its messages after the point the request continues from
 	mapping *gatewaystate.Conversation
-	unlocks []func()
+	// replay is the stored reply that answers the request (a retry of a
+	// turn whose reply the client never got): nothing runs. replayCount
+	// is the transcript's length after it.
+	replay      []sessions.Message
+	replayCount int64
+	unlocks     []func()
+}
+
+// findRepeat sets rt.replay when input repeats the last turn of the
+// session, whose reply was stored but never delivered: the client's retry
+// of a turn it got no answer to. Once the reply was delivered, the same
+// input is a new turn (a person who says the same thing twice). With at
+// >= 0 the last turn must begin there (after the response a request
+// continues from).
+func (s *Server) findRepeat(rt *route, input []sessions.Message, at int) error {
+	start, end, reply, ok, err := s.lastTurn(rt.a.sess.ID, rt.stored)
+	if err != nil || !ok || (at >= 0 && start != at) || !isRetry(rt.stored[start:end], input) {
+		return err
+	}
+	rt.replay, rt.replayCount = reply, int64(len(rt.stored))
+	return nil
 }
 
 func (rt *route) hold(unlock func()) { rt.unlocks = append(rt.unlocks, unlock) }
@@ -394,7 +446,7 @@ func (s *Server) routeConversation(ctx context.Context, conv string) (route, err
 // session's lock. A response that is not its session's latest answered
 // turn branches: a new session (parent the old) that starts with the
 // history up to that response.
-func (s *Server) routePrevious(ctx context.Context, prev string) (route, error) {
+func (s *Server) routePrevious(ctx context.Context, prev string, input []sessions.Message) (route, error) {
 	var rt route
 	pr, err := s.opts.Store.GetResponse(prev)
 	if errors.Is(err, fsstore.ErrNotFound) || errors.Is(err, fsstore.ErrInvalid) {
@@ -422,6 +474,9 @@ func (s *Server) routePrevious(ctx context.Context, prev string) (route, error) 
 		return rt, err
 	}
 	k := min(int(pr.MessageCount), len(rt.stored))
+	if err := s.findRepeat(&rt, input, k); err != nil || rt.replay != nil {
+		return rt, err
+	}
 	if lastReplyEnd(rt.stored) > k {
 		fork, err := s.newSession(rt.a.sess.ID, rt.a.sess.SessionKey)
 		if err != nil {
@@ -590,6 +645,14 @@ func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) error {
 		return notFound("", "response_not_found", "response with id '%s' not found", id)
 	}
 	if err != nil {
+		return err
+	}
+	// A response of a session a person deleted is gone with it: its text
+	// is that session's, and deleting a session must not leave it
+	// readable here.
+	if _, err := s.opts.Sessions.Get(doc.SessionID); errors.Is(err, fsstore.ErrNotFound) {
+		return notFound("", "response_not_found", "response with id '%s' not found: its session was deleted", id)
+	} else if err != nil {
 		return err
 	}
 	w.Header().Set(SessionHeader, doc.SessionID)

@@ -99,6 +99,9 @@ func Serve(o ServeOptions) error {
 				sess.ID, sess.State, sess.InterruptCount)
 		}
 	}
+	if _, err := st.PruneKeys(srv.now().Add(-KeyLifetime)); err != nil {
+		fmt.Fprintf(o.Stderr, "hermes: warning: pruning old idempotency keys: %v\n", err)
+	}
 	// From here on, a crash of this run must look like one.
 	if err := st.SetCleanShutdown(false, time.Time{}); err != nil {
 		return err

@@ -72,6 +72,7 @@ type Server struct {
 	engine   *agent.Engine
 	now      func() time.Time
 	sessions keyedMutex // one turn at a time per session
+	keys     keyedMutex // one request at a time per idempotency key
 	convs    keyedMutex // one request at a time per conversation
 
 	baseCtx context.Context
@@ -249,14 +250,15 @@ func errorBody(typ, param, code, msg string) map[string]any {
 	return map[string]any{"message": msg, "type": typ, "param": nullable(param), "code": nullable(code)}
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
+func writeJSON(w http.ResponseWriter, status int, v any) error {
 	b, err := marshal(v)
 	if err != nil {
 		status, b = http.StatusInternalServerError, []byte(`{"error":{"message":"encoding the response failed","type":"server_error","param":null,"code":null}}`)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	w.Write(append(b, '\n'))
+	_, err = w.Write(append(b, '\n'))
+	return err
 }
 
 // marshal is json.Marshal without the escaping of < > &, which model text

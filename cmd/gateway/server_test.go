@@ -771,7 +771,17 @@ func TestRecover(t *testing.T) {
 		}
 		return s.ID
 	}
-	active, chat, drained := mk("gateway"), mk("chat"), mk("gateway")
+	active, chat, drained, answered := mk("gateway"), mk("chat"), mk("gateway"), mk("gateway")
+	// A turn in flight (its message stored, its reply not), and one that
+	// got its reply before the crash: only the first was interrupted.
+	for id, msgs := range map[string][]sessions.Message{
+		active:   {{Role: "user", Content: sessions.TextContent("in flight")}},
+		answered: {{Role: "user", Content: sessions.TextContent("hi")}, {Role: "assistant", Content: sessions.TextContent("hello")}},
+	} {
+		if _, err := e.sessions.Append(id, msgs); err != nil {
+			t.Fatal(err)
+		}
+	}
 	prevStart := time.Now().Add(-time.Minute)
 	e.sessions.MarkInterrupted(drained, "restart_timeout", SuspendAfter)
 	prev := gatewaystate.State{StartedAt: fsstore.TimeOf(prevStart)}
@@ -784,6 +794,9 @@ func TestRecover(t *testing.T) {
 	}
 	if s := getSession(t, e.sessions, chat); s.State != sessions.StateActive {
 		t.Fatalf("a chat session was marked: %+v", s)
+	}
+	if s := getSession(t, e.sessions, answered); s.State != sessions.StateActive || s.InterruptCount != 0 {
+		t.Fatalf("a session whose turn was answered was marked interrupted: %+v", s)
 	}
 	if s := getSession(t, e.sessions, drained); s.InterruptCount != 1 || s.ResumeReason != "restart_timeout" {
 		t.Fatalf("the drained session was marked twice: %+v", s)

@@ -237,6 +237,9 @@ func pendingToolCalls(msgs []sessions.Message) []provider.ToolCall {
 type turnOutcome struct {
 	reply provider.Reply
 	count int64 // transcript length after the reply
+	// replayed: the reply was stored by an earlier request, and nothing
+	// ran for this one.
+	replayed bool
 }
 
 var errStopping = errors.New("the gateway is stopping")
@@ -287,14 +290,19 @@ func (s *Server) runTurn(ctx context.Context, a admission, add []sessions.Messag
 		Started:   started,
 		// Under s.mu, so that a drain that timed out meanwhile (and marked
 		// this session again) is not undone.
+		// A failure is reported, not returned: the reply is stored, and a
+		// turn that failed now would be retried and run again. The next
+		// turn reactivates the session.
 		Reactivate: func(id string) error {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			if s.abandoned {
 				return nil
 			}
-			_, err := s.opts.Sessions.SetState(id, sessions.StateActive, "")
-			return err
+			if _, err := s.opts.Sessions.SetState(id, sessions.StateActive, ""); err != nil {
+				s.opts.Logf("session %s: the reply is stored, but making the session active failed: %v", id, err)
+			}
+			return nil
 		},
 	})
 	if err != nil {
@@ -352,6 +360,15 @@ func (s *Server) Recover(prev gatewaystate.State) ([]sessions.Session, error) {
 		}
 		switch sess.State {
 		case sessions.StateActive:
+			// A session whose last turn got its reply was not interrupted:
+			// the crash came after it.
+			finished, err := s.finishedTurn(sess.ID)
+			if err != nil {
+				return marked, err
+			}
+			if finished {
+				continue
+			}
 		case sessions.StateResumePending:
 			if sess.ResumeReason == "restart_timeout" || sess.ResumeReason == "shutdown_timeout" {
 				if at, err := sess.ResumePendingAt.Instant(); err == nil && !at.Before(prevStart) {
@@ -368,4 +385,17 @@ func (s *Server) Recover(prev gatewaystate.State) ([]sessions.Session, error) {
 		marked = append(marked, m)
 	}
 	return marked, nil
+}
+
+// finishedTurn reports whether the transcript of id ends with a finished
+// turn: an assistant message that calls no tool (a reply that calls
+// tools waits for their results, the gateway's or the client's). An empty
+// transcript is a turn that did not get as far as storing its input.
+func (s *Server) finishedTurn(id string) (bool, error) {
+	tail, err := s.opts.Sessions.Tail(id, func(m sessions.Message) bool { return !agent.IsNote(m) })
+	if err != nil || len(tail) == 0 {
+		return false, err
+	}
+	last := tail[0]
+	return last.Role == "assistant" && !hasToolCalls(last), nil
 }

@@ -9,4 +9,11 @@
 // after the document is written, so a crash between the two leaves a
 // document the index lacks: such documents are found from a directory
 // listing when the index is first loaded, and evicted first.
+//
+// Two records let a stored turn be answered instead of run again: the
+// record of each idempotency key (keys/<sha256 of the key>.json: the
+// session and where the key's turn lies in it), written and synced before
+// the turn runs, and the delivery mark of each session
+// (delivered/<session>.json: how much of its transcript a client received
+// whole), written after a reply is sent.
 package gatewaystate

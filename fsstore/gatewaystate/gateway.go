@@ -30,6 +30,8 @@ import (
 //	clean_shutdown                written when a run stopped with every turn
 //	                              finished; removed when the next run starts
 //	serve.lock                    held by the running gateway, for its life
+//	keys/<sha256>.json            the turn of an Idempotency-Key
+//	delivered/<session>.json      how much of a session a client received
 //
 // The response documents are the truth for GET; the index is a cache of
 // their order. It is appended to after the document is written, so a crash

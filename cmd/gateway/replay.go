@@ -1,0 +1,201 @@
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/hermes/hermes/cmd/agent"
+	"github.com/hermes/hermes/cmd/provider"
+	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/gatewaystate"
+	"github.com/hermes/hermes/fsstore/sessions"
+)
+
+// IdempotencyHeader names the turn of a request: a request with a key the
+// gateway has seen gets the reply of the key's turn, and nothing runs.
+const IdempotencyHeader = "Idempotency-Key"
+
+// KeyLifetime is how long the record of an idempotency key is kept: a
+// gateway that starts removes older ones. Clients retry within minutes.
+const KeyLifetime = 24 * time.Hour
+
+// storedReply is the reply of a turn whose messages are msgs (the
+// transcript from the turn's start): from its first assistant message up
+// to the next user message. ok is false when the turn has no assistant
+// message: it never got its reply.
+func storedReply(msgs []sessions.Message) (reply []sessions.Message, ok bool) {
+	start := -1
+	for i, m := range msgs {
+		if m.Role == "assistant" && !agent.IsNote(m) && start < 0 {
+			start = i
+		}
+		if m.Role == "user" && start >= 0 {
+			return msgs[start:i], true
+		}
+	}
+	if start < 0 {
+		return nil, false
+	}
+	return msgs[start:], true
+}
+
+// replay answers a turn from its stored reply: nothing is stored and no
+// provider is called. A stream gets the reply's text as one delta.
+func replay(reply []sessions.Message, count int64, stream io.Writer, started func()) turnOutcome {
+	if started != nil {
+		started()
+	}
+	if stream != nil {
+		if text := replyText(reply); text != "" {
+			io.WriteString(stream, text)
+		}
+	}
+	return turnOutcome{reply: provider.Reply{Messages: reply}, count: count, replayed: true}
+}
+
+// lastTurn finds the last turn of stored whose reply the gateway stored
+// but never delivered: its input is stored[start:end] (the messages after
+// the reply before it, through its last user message), its reply follows.
+// ok is false when the last turn's reply was delivered, or there is none.
+func (s *Server) lastTurn(sid string, stored []sessions.Message) (start, end int, reply []sessions.Message, ok bool, err error) {
+	u := -1
+	for i := len(stored) - 1; i >= 0; i-- {
+		if stored[i].Role == "user" {
+			u = i
+			break
+		}
+	}
+	if u < 0 {
+		return 0, 0, nil, false, nil
+	}
+	reply, ok = storedReply(stored[u+1:])
+	if !ok {
+		return 0, 0, nil, false, nil
+	}
+	delivered, err := s.opts.Store.Delivered(sid)
+	if err != nil || delivered >= int64(len(stored)) {
+		return 0, 0, nil, false, err
+	}
+	return lastReplyEnd(stored[:u+1]), u + 1, reply, true, nil
+}
+
+// requestDigest names what a request asks, for its idempotency key: the
+// request as decoded (so that the same request re-encoded by a client
+// library matches) and the session header it came with.
+func requestDigest(r *http.Request, req any) string {
+	b, _ := json.Marshal(req)
+	h := sha256.New()
+	h.Write([]byte(r.URL.Path + "\n" + r.Header.Get(SessionHeader) + "\n"))
+	h.Write(b)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// keyed is the turn of a request that carries an idempotency key.
+type keyed struct {
+	key    string
+	digest string
+	rec    gatewaystate.Key
+	found  bool
+	unlock func()
+}
+
+// lookupKey takes the key's lock (requests with one key run one at a
+// time) and reads its record. No key: a zero keyed, nothing locked.
+func (s *Server) lookupKey(ctx context.Context, r *http.Request, req any) (keyed, error) {
+	k := keyed{key: r.Header.Get(IdempotencyHeader), unlock: func() {}}
+	if k.key == "" {
+		return k, nil
+	}
+	if len(k.key) > 256 {
+		return k, badRequest(IdempotencyHeader, "%s is %d bytes; the limit is 256", IdempotencyHeader, len(k.key))
+	}
+	unlock, err := s.keys.lock(ctx, gatewaystate.KeyDigest(k.key))
+	if err != nil {
+		return k, err
+	}
+	k.unlock = unlock
+	k.digest = requestDigest(r, req)
+	k.rec, err = s.opts.Store.GetKey(k.key)
+	switch {
+	case errors.Is(err, fsstore.ErrNotFound):
+		return k, nil
+	case err != nil:
+		return k, err
+	}
+	if k.rec.RequestSHA256 != k.digest {
+		return k, &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", param: IdempotencyHeader,
+			code: "idempotency_key_reused", msg: "this Idempotency-Key was sent before with a different request"}
+	}
+	k.found = true
+	return k, nil
+}
+
+// record writes the key's record before the turn runs: from is the
+// length of the transcript the turn continues.
+func (s *Server) record(k *keyed, sid string, from int) error {
+	if k.key == "" {
+		return nil
+	}
+	k.rec = gatewaystate.Key{KeySHA256: gatewaystate.KeyDigest(k.key), RequestSHA256: k.digest, SessionID: sid, From: int64(from)}
+	return s.opts.Store.PutKey(k.rec)
+}
+
+// done records where the key's turn's reply begins and ends, so that a
+// replay returns that reply and no later one. A failure is reported, not
+// returned: the reply is stored, and a replay then finds it from where the
+// turn began.
+func (s *Server) done(k *keyed, out turnOutcome) {
+	if k.key == "" || out.replayed {
+		return
+	}
+	k.rec.From, k.rec.To = out.count-int64(len(out.reply.Messages)), out.count
+	if err := s.opts.Store.PutKey(k.rec); err != nil {
+		s.opts.Logf("session %s: recording the end of a keyed turn: %v", k.rec.SessionID, err)
+	}
+}
+
+// keyedTurn is where a request whose key was seen goes: the key's session,
+// and the stored reply of its turn when there is one; otherwise the turn
+// runs again on what was stored, adding nothing.
+func (s *Server) keyedTurn(ctx context.Context, k keyed) (a admission, reply []sessions.Message, count int64, unlock func(), err error) {
+	unlock = func() {}
+	unlockSess, err := s.sessions.lock(ctx, k.rec.SessionID)
+	if err != nil {
+		return a, nil, 0, unlock, err
+	}
+	sess, err := s.opts.Sessions.Get(k.rec.SessionID)
+	if errors.Is(err, fsstore.ErrNotFound) {
+		unlockSess()
+		return a, nil, 0, unlock, notFound(IdempotencyHeader, "session_not_found", "the session %s of this Idempotency-Key no longer exists", k.rec.SessionID)
+	}
+	if err != nil {
+		unlockSess()
+		return a, nil, 0, unlock, err
+	}
+	stored, err := s.opts.Sessions.Messages(sess.ID)
+	if err != nil {
+		unlockSess()
+		return a, nil, 0, unlock, err
+	}
+	from, to := min(int(k.rec.From), len(stored)), len(stored)
+	if k.rec.To > 0 {
+		to = min(int(k.rec.To), len(stored))
+	}
+	reply, _ = storedReply(stored[from:to])
+	return admission{sess: sess}, reply, int64(to), unlockSess, nil
+}
+
+// delivered records that the client received the session's transcript up
+// to count messages (see gatewaystate.Delivery). A failure is reported,
+// not returned: the reply is already sent.
+func (s *Server) delivered(sid string, count int64) {
+	if err := s.opts.Store.SetDelivered(sid, count); err != nil {
+		s.opts.Logf("session %s: recording the delivery of its reply: %v", sid, err)
+	}
+}

@@ -1,0 +1,164 @@
+package gatewaystate
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/hermes/hermes/fsstore"
+)
+
+// Key is the record of an Idempotency-Key: the turn the key's first
+// request ran, so that a retry with the same key gets that turn's reply and
+// runs nothing. It is written, synced, before the turn runs.
+type Key struct {
+	// KeySHA256 names the key: a key is the client's text, of any bytes
+	// and length, so only its digest touches a path.
+	KeySHA256 string `json:"key_sha256"`
+	// RequestSHA256 is the digest of the request the key first came with:
+	// a key sent again with another request is refused, not replayed.
+	RequestSHA256 string `json:"request_sha256"`
+	SessionID     string `json:"session_id"`
+	// From is the length of the session's transcript before the turn, and
+	// To its length after the turn (0 until the turn's reply is stored): the
+	// turn's messages are those between.
+	From      int64        `json:"from"`
+	To        int64        `json:"to"`
+	CreatedAt fsstore.Time `json:"created_at"`
+}
+
+// KeyDigest is the digest that names an idempotency key.
+func KeyDigest(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:])
+}
+
+func (g *Store) keysDir() string { return filepath.Join(g.Dir, "keys") }
+
+// GetKey reads the record of key: ErrNotFound when the key is new. A
+// record that does not parse is quarantined and reported.
+func (g *Store) GetKey(key string) (Key, error) {
+	digest := KeyDigest(key)
+	path := filepath.Join(g.keysDir(), digest+".json")
+	var k Key
+	err := fsstore.ReadDoc(path, &k)
+	if errors.Is(err, os.ErrNotExist) {
+		return Key{}, fsstore.NotFoundf("idempotency key not found")
+	}
+	if err == nil && (k.KeySHA256 != digest || k.SessionID == "") {
+		err = &fsstore.CorruptError{Path: path, Err: fmt.Errorf("document is not the record of key %s", digest)}
+	}
+	var corrupt *fsstore.CorruptError
+	if errors.As(err, &corrupt) {
+		return Key{}, fsstore.Quarantine(path, g.Now().Unix(), err)
+	}
+	return k, err
+}
+
+// PutKey writes the record of a key (k.KeySHA256 set by KeyDigest),
+// atomically and synced: a request acknowledged after it can always be
+// replayed. The caller serializes requests with one key.
+func (g *Store) PutKey(k Key) error {
+	if err := fsstore.CheckID("session id", k.SessionID); err != nil {
+		return err
+	}
+	if len(k.KeySHA256) != sha256.Size*2 || strings.Trim(k.KeySHA256, "0123456789abcdef") != "" {
+		return fsstore.Invalidf("key digest %q is not a SHA-256 in hex", k.KeySHA256)
+	}
+	if err := fsstore.EnsureDir(g.keysDir()); err != nil {
+		return err
+	}
+	if k.CreatedAt == "" {
+		k.CreatedAt = fsstore.TimeOf(g.Now())
+	}
+	return fsstore.WriteDoc(filepath.Join(g.keysDir(), k.KeySHA256+".json"), &k)
+}
+
+// PruneKeys removes the key records written before cutoff (a client
+// retries within minutes, not days) and returns how many it removed. A
+// record that does not parse is left for fsck.
+func (g *Store) PruneKeys(cutoff time.Time) (int, error) {
+	entries, err := os.ReadDir(g.keysDir())
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".json") || strings.HasPrefix(name, ".") {
+			continue
+		}
+		var k Key
+		if fsstore.ReadDoc(filepath.Join(g.keysDir(), name), &k) != nil {
+			continue
+		}
+		if at, err := k.CreatedAt.Instant(); err == nil && at.Before(cutoff) {
+			if err := os.Remove(filepath.Join(g.keysDir(), name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return n, err
+			}
+			n++
+		}
+	}
+	if n > 0 {
+		return n, fsstore.SyncDir(g.keysDir())
+	}
+	return 0, nil
+}
+
+// Delivery records how much of a session's transcript the gateway has
+// sent to a client whole: a reply stored after that was never received,
+// so a request that repeats its turn is a retry, not a user saying the
+// same thing twice.
+type Delivery struct {
+	SessionID    string       `json:"session_id"`
+	MessageCount int64        `json:"message_count"`
+	At           fsstore.Time `json:"at"`
+}
+
+func (g *Store) deliveredPath(sid string) string {
+	return filepath.Join(g.Dir, "delivered", sid+".json")
+}
+
+// SetDelivered records that a client received the transcript of session
+// sid up to count messages. It is written after the reply was sent, and
+// its loss (a crash right after the send) only makes a repeated message
+// of that turn count as a retry.
+func (g *Store) SetDelivered(sid string, count int64) error {
+	if err := fsstore.CheckID("session id", sid); err != nil {
+		return err
+	}
+	if err := fsstore.EnsureDir(filepath.Dir(g.deliveredPath(sid))); err != nil {
+		return err
+	}
+	return fsstore.WriteDoc(g.deliveredPath(sid), &Delivery{SessionID: sid, MessageCount: count, At: fsstore.TimeOf(g.Now())})
+}
+
+// Delivered returns how many messages of session sid a client received
+// whole: 0 when nothing was recorded. An unreadable record counts as 0 (a
+// repeat then counts as a retry) and is quarantined.
+func (g *Store) Delivered(sid string) (int64, error) {
+	if err := fsstore.CheckID("session id", sid); err != nil {
+		return 0, err
+	}
+	var d Delivery
+	err := fsstore.ReadDoc(g.deliveredPath(sid), &d)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err == nil && d.SessionID != sid {
+		err = &fsstore.CorruptError{Path: g.deliveredPath(sid), Err: fmt.Errorf("document is not the delivery of session %s", sid)}
+	}
+	var corrupt *fsstore.CorruptError
+	if errors.As(err, &corrupt) {
+		return 0, fsstore.Quarantine(g.deliveredPath(sid), g.Now().Unix(), err)
+	}
+	return d.MessageCount, err
+}
