@@ -108,32 +108,38 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		if a, err = s.admit(sess); err != nil {
+		sess, unlockNext, err := s.follow(ctx, sess)
+		defer unlockNext()
+		if err != nil {
+			return err
+		}
+		if stored, err = s.opts.Sessions.Messages(sess.ID); err != nil {
+			return err
+		}
+		_, end, reply, undelivered, err := s.lastTurn(sess.ID, stored)
+		if err != nil {
 			return err
 		}
 		add = msgs
-		if !a.fresh {
-			if stored, err = s.opts.Sessions.Messages(a.sess.ID); err != nil {
-				return err
-			}
-			_, end, reply, undelivered, err := s.lastTurn(a.sess.ID, stored)
+		if n, ok := reconcile(stored[:end], msgs); undelivered && ok && n == len(msgs) {
+			// The client repeats the turn whose reply it never got: it is
+			// answered from the session, whatever its state (a session
+			// suspended since must not run the turn again in a successor).
+			a, replayed, replayCount = admission{sess: sess}, reply, int64(len(stored))
+		} else if a, err = s.admit(sess); err != nil {
+			return err
+		} else if a.fresh {
+			stored = nil
+		} else if n, ok := reconcile(stored, msgs); ok {
+			add = msgs[n:]
+		} else {
+			// The guard: the stored history is never rewritten; the
+			// client's version of it becomes a new session.
+			sess, err := s.newSession(a.sess.ID, a.sess.SessionKey)
 			if err != nil {
 				return err
 			}
-			if n, ok := reconcile(stored[:end], msgs); undelivered && ok && n == len(msgs) {
-				// The client repeats the turn whose reply it never got.
-				replayed, replayCount = reply, int64(len(stored))
-			} else if n, ok := reconcile(stored, msgs); ok {
-				add = msgs[n:]
-			} else {
-				// The guard: the stored history is never rewritten; the
-				// client's version of it becomes a new session.
-				sess, err := s.newSession(a.sess.ID, a.sess.SessionKey)
-				if err != nil {
-					return err
-				}
-				a, stored = admission{sess: sess, fresh: true}, nil
-			}
+			a, stored = admission{sess: sess, fresh: true}, nil
 		}
 	} else {
 		sess, err := s.newSession("", "")

@@ -172,14 +172,18 @@
 //     with reason resume_pending_expired;
 //   - suspended: a new session, parent the old, which ends with reason
 //     suspended;
-//   - ended by the gateway for one of those two reasons: a new session
-//     again (a client that kept the old id gets a new one each time; the
-//     response header names the one to use); ended otherwise (a person ended
-//     it): reopened, as chat --resume does.
+//   - ended by the gateway for one of those two reasons: the session that
+//     replaced it (recorded in gateway/successors/<old>.json when it was
+//     made), and so on to the newest; a chat client that kept the old id
+//     continues there, and the response header names it. A previous
+//     response of the old session gets a new session (its history is the
+//     old one's). Ended otherwise (a person ended it): reopened, as chat
+//     --resume does.
 //
-// The new sessions of the last three cases start empty: what they continue
-// is reachable through parent_session_id. A conversation's mapping moves to
-// the new session before the turn.
+// The new sessions of these cases start empty: what they continue is
+// reachable through parent_session_id (a chat client's request then stores
+// its whole history there, as for any new session). A conversation's
+// mapping moves to the new session before the turn.
 //
 // # Safety
 //

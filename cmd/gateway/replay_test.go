@@ -190,6 +190,23 @@ func TestRetryOfAnUndeliveredReply(t *testing.T) {
 		}
 	})
 
+	// A session suspended after the reply was stored (restarts while the
+	// client retried) still answers the retry: the turn does not run again
+	// in a successor.
+	t.Run("suspended since", func(t *testing.T) {
+		req := map[string]any{"input": "hi", "conversation": "u2"}
+		sid := e.cut("/v1/responses", req, nil)
+		if _, err := e.sessions.SetState(sid, sessions.StateSuspended, "restart_interrupted"); err != nil {
+			t.Fatal(err)
+		}
+		before := calls.Load()
+		resp, body := e.do("POST", "/v1/responses", req, nil)
+		mustStatus(t, resp, body, 200)
+		if resp.Header.Get(SessionHeader) != sid || decode[respObj](t, body).text() != echoText(1, "hi") || calls.Load() != before {
+			t.Fatalf("the retry: session %s (want %s), %s, %d calls", resp.Header.Get(SessionHeader), sid, body, calls.Load()-before)
+		}
+	})
+
 	t.Run("previous_response_id", func(t *testing.T) {
 		resp, body := e.do("POST", "/v1/responses", map[string]any{"input": "one"}, nil)
 		mustStatus(t, resp, body, 200)

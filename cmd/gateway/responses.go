@@ -243,10 +243,7 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 		rt.a, rt.replay, rt.replayCount, unlock, err = s.keyedTurn(ctx, k)
 		rt.hold(unlock)
 	case conv != "":
-		rt, err = s.routeConversation(ctx, conv)
-		if err == nil && !rt.a.fresh {
-			err = s.findRepeat(&rt, input, -1)
-		}
+		rt, err = s.routeConversation(ctx, conv, input)
 	case prev != "":
 		rt, err = s.routePrevious(ctx, prev, input)
 	default:
@@ -388,7 +385,7 @@ func (rt *route) release() {
 // under the conversation's locks (in the server, then on disk) and the
 // session's. The mapping is written before the turn when the session
 // changes, so that a crash during the turn still finds it.
-func (s *Server) routeConversation(ctx context.Context, conv string) (route, error) {
+func (s *Server) routeConversation(ctx context.Context, conv string, input []sessions.Message) (route, error) {
 	var rt route
 	unlock, err := s.convs.lock(ctx, conv)
 	if err != nil {
@@ -417,6 +414,18 @@ func (s *Server) routeConversation(ctx context.Context, conv string) (route, err
 			return rt, err
 		}
 	}
+	if sess.ID != "" {
+		// A retry of the session's last turn is answered from it, whatever
+		// its state: a session suspended or expired since must not run the
+		// turn again in a successor.
+		if rt.stored, err = s.opts.Sessions.Messages(sess.ID); err != nil {
+			return rt, err
+		}
+		rt.a, rt.mapping = admission{sess: sess}, &c
+		if err := s.findRepeat(&rt, input, -1); err != nil || rt.replay != nil {
+			return rt, err
+		}
+	}
 	if sess.ID == "" {
 		// A new conversation, or one whose session a person deleted.
 		if sess, err = s.newSession(c.SessionID, "conversation:"+conv); err != nil {
@@ -433,12 +442,15 @@ func (s *Server) routeConversation(ctx context.Context, conv string) (route, err
 		}
 	}
 	rt.mapping = &c
-	if !rt.a.fresh {
+	switch {
+	case rt.a.fresh:
+		rt.stored = nil
+	case rt.a.sess.ID != sess.ID:
 		if rt.stored, err = s.opts.Sessions.Messages(rt.a.sess.ID); err != nil {
 			return rt, err
 		}
-		rt.pending = rt.stored[lastReplyEnd(rt.stored):]
 	}
+	rt.pending = rt.stored[lastReplyEnd(rt.stored):]
 	return rt, nil
 }
 
@@ -467,14 +479,18 @@ func (s *Server) routePrevious(ctx context.Context, prev string, input []session
 	if err != nil {
 		return rt, err
 	}
-	if rt.a, err = s.admit(sess); err != nil || rt.a.fresh {
+	if rt.stored, err = s.opts.Sessions.Messages(sess.ID); err != nil {
 		return rt, err
 	}
-	if rt.stored, err = s.opts.Sessions.Messages(rt.a.sess.ID); err != nil {
-		return rt, err
-	}
+	// A retry of the turn after prev is answered from the session,
+	// whatever its state (see routeConversation).
+	rt.a = admission{sess: sess}
 	k := min(int(pr.MessageCount), len(rt.stored))
 	if err := s.findRepeat(&rt, input, k); err != nil || rt.replay != nil {
+		return rt, err
+	}
+	if rt.a, err = s.admit(sess); err != nil || rt.a.fresh {
+		rt.stored = nil
 		return rt, err
 	}
 	if lastReplyEnd(rt.stored) > k {

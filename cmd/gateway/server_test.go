@@ -707,10 +707,52 @@ func TestSuspendedStartsANewSession(t *testing.T) {
 	if p := getSession(t, e.sessions, sid).ParentSessionID; p != stuck {
 		t.Fatalf("parent %q", p)
 	}
+	// A client that kept the old id reaches the session that replaced it:
+	// this one's history is not that session's, so it forks from it (not
+	// from the old one again, which would make a new session at every
+	// request).
 	resp, body := e.do("POST", "/v1/chat/completions", map[string]any{"messages": []any{userMsg("x")}}, map[string]string{SessionHeader: stuck})
 	mustStatus(t, resp, body, 200)
-	if got := resp.Header.Get(SessionHeader); got == stuck || getSession(t, e.sessions, got).ParentSessionID != stuck {
-		t.Fatalf("header request went to %s", got)
+	if got := resp.Header.Get(SessionHeader); got == stuck || getSession(t, e.sessions, got).ParentSessionID != sid {
+		t.Fatalf("header request went to %s, parent %s; want a fork of %s", got, getSession(t, e.sessions, got).ParentSessionID, sid)
+	}
+	history := []any{userMsg("x"), asstMsg(decode[chatResp](t, body).Choices[0].Message.Content), userMsg("y")}
+	fork := resp.Header.Get(SessionHeader)
+	resp, body = e.do("POST", "/v1/chat/completions", map[string]any{"messages": history}, map[string]string{SessionHeader: fork})
+	mustStatus(t, resp, body, 200)
+	if got := resp.Header.Get(SessionHeader); got != fork {
+		t.Fatalf("the fork did not continue: %s", got)
+	}
+}
+
+// A chat client that keeps the id of a session the gateway suspended
+// continues in the session that replaced it, with the same history: one
+// successor, whatever the number of requests.
+func TestSuspendedSessionIsFollowed(t *testing.T) {
+	e := newTestEnv(t, nil)
+	resp, body := e.do("POST", "/v1/chat/completions", map[string]any{"messages": []any{userMsg("a")}}, nil)
+	mustStatus(t, resp, body, 200)
+	old := resp.Header.Get(SessionHeader)
+	if _, err := e.sessions.SetState(old, sessions.StateSuspended, "restart_interrupted"); err != nil {
+		t.Fatal(err)
+	}
+	history := []any{userMsg("a"), asstMsg(decode[chatResp](t, body).Choices[0].Message.Content)}
+	var next string
+	for i, text := range []string{"b", "c"} {
+		history = append(history, userMsg(text))
+		resp, body = e.do("POST", "/v1/chat/completions", map[string]any{"messages": history}, map[string]string{SessionHeader: old})
+		mustStatus(t, resp, body, 200)
+		got := resp.Header.Get(SessionHeader)
+		if i == 0 {
+			next = got
+		}
+		if got == old || got != next || getSession(t, e.sessions, got).ParentSessionID != old {
+			t.Fatalf("request %d with the old id went to %s (first successor %s)", i, got, next)
+		}
+		history = append(history, asstMsg(decode[chatResp](t, body).Choices[0].Message.Content))
+	}
+	if got := texts(messages(t, e.sessions, next)); strings.Count(got, "user:") != 3 {
+		t.Fatalf("successor transcript %s", got)
 	}
 }
 
@@ -771,16 +813,23 @@ func TestRecover(t *testing.T) {
 		}
 		return s.ID
 	}
-	active, chat, drained, answered := mk("gateway"), mk("chat"), mk("gateway"), mk("gateway")
-	// A turn in flight (its message stored, its reply not), and one that
-	// got its reply before the crash: only the first was interrupted.
+	active, chat, drained, answered, pendingAnswered := mk("gateway"), mk("chat"), mk("gateway"), mk("gateway"), mk("gateway")
+	// A turn in flight (its message stored, its reply not), and turns that
+	// got their reply before the crash (one of a session that was
+	// resume_pending and not yet made active again): only the first was
+	// interrupted.
+	answer := []sessions.Message{{Role: "user", Content: sessions.TextContent("hi")}, {Role: "assistant", Content: sessions.TextContent("hello")}}
 	for id, msgs := range map[string][]sessions.Message{
-		active:   {{Role: "user", Content: sessions.TextContent("in flight")}},
-		answered: {{Role: "user", Content: sessions.TextContent("hi")}, {Role: "assistant", Content: sessions.TextContent("hello")}},
+		active:          {{Role: "user", Content: sessions.TextContent("in flight")}},
+		answered:        answer,
+		pendingAnswered: answer,
 	} {
 		if _, err := e.sessions.Append(id, msgs); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if _, err := e.sessions.MarkInterrupted(pendingAnswered, "restart_interrupted", SuspendAfter); err != nil {
+		t.Fatal(err)
 	}
 	prevStart := time.Now().Add(-time.Minute)
 	e.sessions.MarkInterrupted(drained, "restart_timeout", SuspendAfter)
@@ -797,6 +846,9 @@ func TestRecover(t *testing.T) {
 	}
 	if s := getSession(t, e.sessions, answered); s.State != sessions.StateActive || s.InterruptCount != 0 {
 		t.Fatalf("a session whose turn was answered was marked interrupted: %+v", s)
+	}
+	if s := getSession(t, e.sessions, pendingAnswered); s.InterruptCount != 1 {
+		t.Fatalf("a resume_pending session whose turn was answered was marked again: %+v", s)
 	}
 	if s := getSession(t, e.sessions, drained); s.InterruptCount != 1 || s.ResumeReason != "restart_timeout" {
 		t.Fatalf("the drained session was marked twice: %+v", s)

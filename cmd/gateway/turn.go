@@ -95,9 +95,51 @@ func (s *Server) admit(sess sessions.Session) (admission, error) {
 	return admission{sess: sess}, nil
 }
 
+// successor makes the session that replaces old, and records it so that a
+// client that still names old reaches it (see follow).
 func (s *Server) successor(old sessions.Session) (admission, error) {
 	sess, err := s.newSession(old.ID, old.SessionKey)
-	return admission{sess: sess, fresh: true}, err
+	if err != nil {
+		return admission{}, err
+	}
+	return admission{sess: sess, fresh: true}, s.opts.Store.SetSuccessor(old.ID, sess.ID)
+}
+
+// follow takes a session a client named to the session that replaced it,
+// and so on to the newest, taking each one's lock (the caller holds the
+// first's): a client that kept the id of a session the gateway ended
+// (suspended, expired) continues in its successor rather than getting a
+// new session at every request. unlock releases the locks it took.
+func (s *Server) follow(ctx context.Context, sess sessions.Session) (_ sessions.Session, unlock func(), err error) {
+	var unlocks []func()
+	unlock = func() {
+		for i := len(unlocks) - 1; i >= 0; i-- {
+			unlocks[i]()
+		}
+	}
+	for range 64 {
+		if sess.State != sessions.StateEnded || (sess.EndReason != endSuspended && sess.EndReason != endPendingExpired) {
+			break
+		}
+		next, err := s.opts.Store.SuccessorOf(sess.ID)
+		if err != nil || next == "" {
+			return sess, unlock, err
+		}
+		u, err := s.sessions.lock(ctx, next)
+		if err != nil {
+			return sess, unlock, err
+		}
+		unlocks = append(unlocks, u)
+		nsess, err := s.opts.Sessions.Get(next)
+		if errors.Is(err, fsstore.ErrNotFound) {
+			return sess, unlock, nil // a person deleted it: a new successor
+		}
+		if err != nil {
+			return sess, unlock, err
+		}
+		sess = nsess
+	}
+	return sess, unlock, nil
 }
 
 // pendingFresh reports whether a resume_pending session was marked within
@@ -360,15 +402,6 @@ func (s *Server) Recover(prev gatewaystate.State) ([]sessions.Session, error) {
 		}
 		switch sess.State {
 		case sessions.StateActive:
-			// A session whose last turn got its reply was not interrupted:
-			// the crash came after it.
-			finished, err := s.finishedTurn(sess.ID)
-			if err != nil {
-				return marked, err
-			}
-			if finished {
-				continue
-			}
 		case sessions.StateResumePending:
 			if sess.ResumeReason == "restart_timeout" || sess.ResumeReason == "shutdown_timeout" {
 				if at, err := sess.ResumePendingAt.Instant(); err == nil && !at.Before(prevStart) {
@@ -376,6 +409,16 @@ func (s *Server) Recover(prev gatewaystate.State) ([]sessions.Session, error) {
 				}
 			}
 		default:
+			continue
+		}
+		// A session whose last turn got its reply was not interrupted: the
+		// crash came after it (a resume_pending one, after the reply was
+		// stored and before the session was made active again).
+		finished, err := s.finishedTurn(sess.ID)
+		if err != nil {
+			return marked, err
+		}
+		if finished {
 			continue
 		}
 		m, err := s.opts.Sessions.MarkInterrupted(sess.ID, "restart_interrupted", SuspendAfter)

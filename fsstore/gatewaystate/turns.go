@@ -162,3 +162,52 @@ func (g *Store) Delivered(sid string) (int64, error) {
 	}
 	return d.MessageCount, err
 }
+
+// Successor records the session that replaced one the gateway ended (a
+// suspended session, an expired resume_pending one), so that a client
+// that still names the old session reaches the new one instead of a new
+// session at every request.
+type Successor struct {
+	SessionID string       `json:"session_id"`
+	Successor string       `json:"successor_session_id"`
+	At        fsstore.Time `json:"at"`
+}
+
+func (g *Store) successorPath(sid string) string {
+	return filepath.Join(g.Dir, "successors", sid+".json")
+}
+
+// SetSuccessor records that session next replaced session old, synced:
+// it is written before next's first turn.
+func (g *Store) SetSuccessor(old, next string) error {
+	for _, id := range []string{old, next} {
+		if err := fsstore.CheckID("session id", id); err != nil {
+			return err
+		}
+	}
+	if err := fsstore.EnsureDir(filepath.Dir(g.successorPath(old))); err != nil {
+		return err
+	}
+	return fsstore.WriteDoc(g.successorPath(old), &Successor{SessionID: old, Successor: next, At: fsstore.TimeOf(g.Now())})
+}
+
+// SuccessorOf returns the session that replaced old: "" when none did. A
+// record that does not parse is quarantined and reported.
+func (g *Store) SuccessorOf(old string) (string, error) {
+	if err := fsstore.CheckID("session id", old); err != nil {
+		return "", err
+	}
+	var s Successor
+	err := fsstore.ReadDoc(g.successorPath(old), &s)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err == nil && (s.SessionID != old || fsstore.CheckID("session id", s.Successor) != nil) {
+		err = &fsstore.CorruptError{Path: g.successorPath(old), Err: fmt.Errorf("document is not the successor of session %s", old)}
+	}
+	var corrupt *fsstore.CorruptError
+	if errors.As(err, &corrupt) {
+		return "", fsstore.Quarantine(g.successorPath(old), g.Now().Unix(), err)
+	}
+	return s.Successor, err
+}

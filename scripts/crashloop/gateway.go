@@ -1,0 +1,363 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// The gateway phase: one `hermes gateway serve` on the profile, killed
+// with SIGKILL at random moments and started again, under clients that
+// retry each turn until it is answered, as the SDKs do. Each turn's
+// message is a fresh token, and the model (the exec provider running
+// gatewayModel) takes 20 to 200 ms, so that kills land before, during and
+// after the store of a reply and its send. Three kinds of client:
+//
+//   - responses with a conversation (no key): a retry repeats the input,
+//     and the gateway tells a retry of an undelivered reply from a new turn;
+//   - responses with an Idempotency-Key: the token is the key;
+//   - chat completions with X-Hermes-Session-Id and the whole history (the
+//     first turn with an Idempotency-Key, since it names no session yet).
+//
+// Each run of the model answers "reply <token> <its pid>", so that two
+// runs of one turn give two different replies, while a copy of a reply (a
+// chat client's history, a fork) is the same text. Then: the reply a client
+// was given must be stored after its message (invariant 1); no turn may
+// have two different replies stored (a stored turn run twice, invariant
+// 12); no message may be stored twice in one session; and fsck must get
+// the profile clean.
+
+// gatewayModel is the model: it answers "reply <the last user message>
+// <pid>" after a short pause.
+const gatewayModel = `in=$(cat)
+tok=${in##*\"role\":\"user\",\"content\":\"}
+tok=${tok%%\"*}
+sleep 0.$(( $$ % 18 + 2 ))
+printf '{"role":"assistant","content":"reply %s %s"}\n' "$tok" "$$"
+`
+
+type gatewayPhase struct {
+	h      *harness
+	addr   string
+	env    []string
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	up     chan struct{} // closed when the current gateway answers /health, or died
+	kills  atomic.Int64
+	acked  sync.Map // token -> the reply the client was given
+	tried  sync.Map // token -> true
+	client *http.Client
+}
+
+// gatewayPhaseRun runs the phase until kills gateway kills, with clients
+// clients, and checks what they were told.
+func (h *harness) gatewayPhaseRun(kills, clients int) {
+	model := filepath.Join(h.o.home, "gateway-model.sh")
+	if err := os.WriteFile(model, []byte(gatewayModel), 0o600); err != nil {
+		h.problemf("gateway phase: %v", err)
+		return
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		h.problemf("gateway phase: %v", err)
+		return
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	g := &gatewayPhase{
+		h: h, addr: addr,
+		env:    []string{"HERMES_PROVIDER=exec", "HERMES_EXEC_COMMAND=sh " + model},
+		client: &http.Client{Timeout: 20 * time.Second},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	superDone := make(chan struct{})
+	go func() { defer close(superDone); g.supervise(ctx) }()
+
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for c := 0; c < clients; c++ {
+		wg.Add(1)
+		go func(c int) {
+			defer wg.Done()
+			rng := rand.New(rand.NewSource(time.Now().UnixNano() + int64(c)*104729))
+			g.runClient(c, rng, stop)
+		}(c)
+	}
+	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	for g.kills.Load() < int64(kills) {
+		g.waitUp()
+		time.Sleep(time.Duration(20+rng.Intn(300)) * time.Millisecond)
+		g.mu.Lock()
+		if g.cmd != nil && g.cmd.Process.Signal(syscall.SIGKILL) == nil {
+			g.kills.Add(1)
+		}
+		g.mu.Unlock()
+	}
+	// The last gateway stays up until every client's turn is answered.
+	close(stop)
+	wg.Wait()
+	cancel()
+	g.mu.Lock()
+	if g.cmd != nil {
+		g.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	g.mu.Unlock()
+	<-superDone
+	g.check()
+	h.fsck()
+}
+
+// supervise keeps a gateway running until ctx ends: it starts one, and
+// another when it dies.
+func (g *gatewayPhase) supervise(ctx context.Context) {
+	for ctx.Err() == nil {
+		cmd := exec.Command(g.h.o.bin, "--home", g.h.o.home, "gateway", "serve", "--addr", g.addr)
+		cmd.Env = append(os.Environ(), g.env...)
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		up := make(chan struct{})
+		g.mu.Lock()
+		g.up = up
+		if err := cmd.Start(); err != nil {
+			g.mu.Unlock()
+			g.h.problemf("gateway phase: start: %v", err)
+			return
+		}
+		g.cmd = cmd
+		g.mu.Unlock()
+		exited := make(chan struct{})
+		go func() { cmd.Wait(); close(exited) }()
+		go func() {
+			defer close(up)
+			probe := &http.Client{Timeout: time.Second}
+			for {
+				select {
+				case <-exited:
+					return
+				case <-time.After(5 * time.Millisecond):
+				}
+				if resp, err := probe.Get("http://" + g.addr + "/health"); err == nil {
+					resp.Body.Close()
+					return
+				}
+			}
+		}()
+		<-exited
+		g.mu.Lock()
+		g.cmd = nil
+		g.mu.Unlock()
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Exited() && ws.ExitStatus() != 0 && ctx.Err() == nil {
+			// A start may lose the serve lock to its killed predecessor's
+			// last breath; anything else is a failure.
+			if !strings.Contains(errb.String(), "already runs") {
+				g.h.problemf("gateway phase: the gateway exited %d: %s", ws.ExitStatus(), strings.TrimSpace(errb.String()))
+			}
+		}
+	}
+}
+
+func (g *gatewayPhase) waitUp() {
+	g.mu.Lock()
+	up := g.up
+	g.mu.Unlock()
+	if up != nil {
+		<-up
+	}
+}
+
+// post sends one request and returns the status (0: no answer) and body.
+func (g *gatewayPhase) post(path string, body any, header map[string]string) (int, http.Header, []byte) {
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequest("POST", "http://"+g.addr+path, bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := g.client.Do(req)
+	if err != nil {
+		return 0, nil, nil
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, nil, nil
+	}
+	return resp.StatusCode, resp.Header, out
+}
+
+// turn sends one turn until it is answered (a 200), retrying the same
+// request after a failure to connect, a cut response or a 5xx. It returns
+// the response, or ok false when the client gave up.
+func (g *gatewayPhase) turn(path string, body any, header map[string]string) (http.Header, []byte, bool) {
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		code, hdr, out := g.post(path, body, header)
+		switch {
+		case code == 200:
+			return hdr, out, true
+		case code == 0 || code >= 500:
+			time.Sleep(10 * time.Millisecond)
+		default:
+			g.h.problemf("gateway phase: %s answered %d: %s", path, code, out)
+			return nil, nil, false
+		}
+	}
+	g.h.problemf("gateway phase: %s not answered in 2 minutes", path)
+	return nil, nil, false
+}
+
+func (g *gatewayPhase) runClient(c int, rng *rand.Rand, stop <-chan struct{}) {
+	kind := c % 3
+	conv := fmt.Sprintf("gw-%d-%d", os.Getpid(), c)
+	var sid string
+	var history []map[string]any
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		tok := g.h.token(fmt.Sprintf("gw%d", c))
+		g.tried.Store(tok, true)
+		var ok bool
+		var hdr http.Header
+		var out []byte
+		switch kind {
+		case 0:
+			_, out, ok = g.turn("/v1/responses", map[string]any{"conversation": conv, "input": tok}, nil)
+		case 1:
+			_, out, ok = g.turn("/v1/responses", map[string]any{"conversation": conv, "input": tok}, map[string]string{"Idempotency-Key": tok})
+		default:
+			msgs := append(history, map[string]any{"role": "user", "content": tok})
+			header := map[string]string{"Idempotency-Key": tok}
+			if sid != "" {
+				header = map[string]string{"X-Hermes-Session-Id": sid}
+			}
+			hdr, out, ok = g.turn("/v1/chat/completions", map[string]any{"messages": msgs}, header)
+			if ok {
+				var cc struct {
+					Choices []struct {
+						Message struct {
+							Content string `json:"content"`
+						} `json:"message"`
+					} `json:"choices"`
+				}
+				if json.Unmarshal(out, &cc) != nil || len(cc.Choices) == 0 {
+					g.h.problemf("gateway phase: chat reply %s", out)
+					return
+				}
+				sid = hdr.Get("X-Hermes-Session-Id")
+				history = append(msgs, map[string]any{"role": "assistant", "content": cc.Choices[0].Message.Content})
+			}
+		}
+		if !ok {
+			return
+		}
+		reply := replyRE.Find(out)
+		if reply == nil || string(replyRE.FindSubmatch(out)[1]) != tok {
+			g.h.problemf("gateway phase: the answer to %s is not its reply: %.300s", tok, out)
+			return
+		}
+		g.acked.Store(tok, string(reply))
+		g.h.ack(nil)
+		time.Sleep(time.Duration(rng.Intn(30)) * time.Millisecond)
+	}
+}
+
+// replyRE finds a model's reply in a response: its token and the pid of
+// the run that made it.
+var replyRE = regexp.MustCompile(`reply (tok-[a-z0-9-]+) ([0-9]+)`)
+
+// check reads every session: a token is stored at most once in a session;
+// the replies stored after it (notes skipped) come from one run of the
+// model; an acknowledged token's reply, the one its client was given, is
+// stored after it.
+func (g *gatewayPhase) check() {
+	dir := filepath.Join(g.h.profileDir(), "sessions")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		g.h.problemf("gateway phase: %v", err)
+		return
+	}
+	replies := map[string]map[string]bool{} // token -> the replies stored after it
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".jsonl") || strings.HasPrefix(name, ".") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			g.h.problemf("gateway phase: %v", err)
+			continue
+		}
+		type message struct {
+			Role    string `json:"role"`
+			Content any    `json:"content"`
+			Note    bool   `json:"hermes_note"`
+		}
+		var msgs []message
+		for _, line := range bytes.Split(b, []byte("\n")) {
+			var m message
+			if len(line) > 0 && json.Unmarshal(line, &m) == nil && !m.Note {
+				msgs = append(msgs, m)
+			}
+		}
+		seen := map[string]int{}
+		for i, m := range msgs {
+			text, _ := m.Content.(string)
+			if m.Role != "user" {
+				continue
+			}
+			if _, ok := g.tried.Load(text); !ok {
+				continue
+			}
+			if seen[text]++; seen[text] == 2 {
+				g.h.problemf("gateway phase: %s stored twice in session %s", text, strings.TrimSuffix(name, ".jsonl"))
+			}
+			if i+1 < len(msgs) && msgs[i+1].Role == "assistant" {
+				reply, _ := msgs[i+1].Content.(string)
+				if replies[text] == nil {
+					replies[text] = map[string]bool{}
+				}
+				replies[text][reply] = true
+			}
+		}
+	}
+	acked, twice := 0, 0
+	g.tried.Range(func(k, _ any) bool {
+		tok := k.(string)
+		if len(replies[tok]) > 1 {
+			twice++
+			g.h.problemf("gateway phase: %s has %d different replies stored (a stored turn ran again): %v", tok, len(replies[tok]), replies[tok])
+		}
+		if given, ack := g.acked.Load(tok); ack {
+			acked++
+			if !replies[tok][given.(string)] {
+				g.h.lostf("gateway phase: %s was answered %q, which is not stored after it (stored: %v)", tok, given, replies[tok])
+			}
+		}
+		return true
+	})
+	g.h.led.mu.Lock()
+	g.h.gateway = gatewayCounts{kills: int(g.kills.Load()), acked: acked, twice: twice}
+	g.h.led.mu.Unlock()
+}
+
+// gatewayCounts is what the gateway phase reports.
+type gatewayCounts struct {
+	kills, acked, twice int
+}
