@@ -7,10 +7,13 @@
 # workload stops, hermes fsck (--repair when needed) must get the profile
 # clean, and every acknowledged write (a child that exited 0) must be on disk;
 # every tool call must get exactly one result, and none may run twice.
+# Then a gateway phase: `hermes gateway serve` SIGKILLed and restarted under
+# clients that retry each turn until it is answered; every answered turn
+# must be stored, and no stored turn may run twice.
 #
 # Usage: scripts/crashloop.sh [KILLS] [crashloop flags…]
 #   KILLS  children to kill with SIGKILL (default 500)
-#   e.g.   scripts/crashloop.sh 1000 -check-every 25 -v
+#   e.g.   scripts/crashloop.sh 1000 -check-every 25 -gateway-kills 100 -v
 #
 # Exit status: 0 when nothing acknowledged was lost and fsck got clean every
 # time; 1 otherwise (the temp home is kept for a look); 2 on bad usage.

@@ -26,6 +26,9 @@
 // acknowledged turn's reply must be there, and no call may have run twice
 // (invariant 11). Unacknowledged writes may or may not have landed.
 //
+// Then the gateway phase (gateway.go): a gateway killed -gateway-kills
+// times under retrying clients.
+//
 // It prints the counts and exits 1 when an acknowledged write was lost or
 // any check failed.
 package main
