@@ -368,7 +368,7 @@ func (s *Store) Append(id string, msgs []Message) (int64, error) {
 func (s *Store) appendLocked(sess *Session, msgs []Message) (int64, error) {
 	now := s.Now()
 	ts := fsstore.TimeOf(now)
-	if err := stamp(msgs, ts); err != nil {
+	if err := stamp(msgs, now); err != nil {
 		return 0, err
 	}
 	f, moved, err := fsstore.OpenAppend(s.logPath(sess.ID), now)
@@ -426,10 +426,18 @@ func (s *Store) appendLocked(sess *Session, msgs []Message) (int64, error) {
 	return seq, nil
 }
 
-// stamp gives each message without a ts the time ts, and rewrites the
+// maxFutureTS is how far after the store's clock a message's own ts may
+// be: a client's clock a little ahead of ours is not an error, but a ts
+// in 2099 would pin its session at the top of every listing and keep it
+// from every prune.
+const maxFutureTS = time.Minute
+
+// stamp gives each message without a ts the time now, and rewrites the
 // others (an import's own times) in TimeLayout whatever zone they came in,
-// so that stored times sort. A ts that is not RFC 3339 is ErrInvalid.
-func stamp(msgs []Message, ts fsstore.Time) error {
+// so that stored times sort. A ts that is not RFC 3339, or that is more
+// than maxFutureTS after now, is ErrInvalid.
+func stamp(msgs []Message, now time.Time) error {
+	ts := fsstore.TimeOf(now)
 	for i := range msgs {
 		if msgs[i].TS == "" {
 			msgs[i].TS = ts
@@ -438,6 +446,9 @@ func stamp(msgs []Message, ts fsstore.Time) error {
 		canon, err := msgs[i].TS.Canonical()
 		if err != nil {
 			return err
+		}
+		if at, _ := canon.Instant(); at.After(now.Add(maxFutureTS)) {
+			return fsstore.Invalidf("message %d: ts %s is more than %v in the future (the clock says %s)", i+1, canon, maxFutureTS, ts)
 		}
 		msgs[i].TS = canon
 	}
@@ -540,7 +551,7 @@ func (s *Store) replaceLocked(sess *Session, msgs []Message) (SaveResult, error)
 	now := s.Now()
 	path := s.logPath(sess.ID)
 	ts := fsstore.TimeOf(now)
-	if err := stamp(msgs, ts); err != nil {
+	if err := stamp(msgs, now); err != nil {
 		return SaveResult{}, err
 	}
 	kept, err := fsstore.CopyAside(path, fmt.Sprintf(".replaced-%d", now.Unix()))
