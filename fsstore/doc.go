@@ -35,8 +35,10 @@
 //  5. The profile directory is on a local filesystem with these semantics
 //     (ext4, xfs, btrfs, apfs). Network filesystems are not supported.
 //  6. Nothing but hermes writes inside a profile. Symlinks inside it are
-//     not followed for writes: a log is opened with O_NOFOLLOW and a store
-//     directory that is a symlink is refused.
+//     not followed for writes: a log is opened with O_NOFOLLOW, and a
+//     store directory, the profile directory or profiles/ that is a
+//     symlink is refused (EnsureDir). The root above profiles/ is the
+//     user's to place, and a link there is followed.
 //
 // # The stores
 //
