@@ -126,10 +126,16 @@ and hermes exits with the command's exit code (128 + N for signal N): a cron wra
 }
 
 // tasks opens the profile's task store and recovers tasks whose supervisor
-// died, so that every command that reads tasks sees the truth.
+// died, so that every command that reads tasks sees the truth. On a
+// profile it may not write (a read-only copy), the recovery cannot be
+// recorded: it says so, and readers show the records as they are.
 func (e *env) tasks() (*tasks.Store, error) {
 	store := tasks.NewStore(e.profile.Dir(), e.lockTimeout, e.warn)
 	_, err := supervisor.Reconcile(store)
+	if fsstore.IsReadOnly(err) {
+		e.warn(fmt.Sprintf("cannot record the end of tasks whose processes are gone: %v", err))
+		err = nil
+	}
 	return store, err
 }
 

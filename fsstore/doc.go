@@ -19,7 +19,9 @@
 // on a file that a rename replaces. Waits are bounded (Lock's timeout;
 // --lock-timeout on the command line) and end in a *LockTimeoutError that
 // names the lock. Writers to different records take different locks and
-// never wait for each other.
+// never wait for each other. A reader that wants a shared lock whose file
+// is missing and cannot be made (a read-only copy of a profile) reads
+// without it; a writer there fails, naming the lock.
 //
 // # Assumptions
 //
