@@ -9,7 +9,16 @@
 // guarded by <id>.lock. Names starting with '.' are the store's own: the
 // activity catalog (.catalog.jsonl, catalog.go), whose lines say which
 // session was written when, so that List reads only the most recent
-// sessions, and its lock.
+// sessions, its lock, and the titles lock (.titles.lock).
+//
+// # Titles
+//
+// A title is unique in a profile. The check and the write (Create with a
+// title, Rename) are made under one profile-wide lock, .titles.lock, taken
+// before the session's own lock and never after one, so two writers never
+// both win one title. Check reports every session whose title an older
+// one has (created_at, then id); with repair it renames it "TITLE (N)",
+// the least N from 2 that no session holds, cut to the title limit.
 //
 // # The transcript is the truth
 //

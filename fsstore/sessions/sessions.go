@@ -127,6 +127,19 @@ func (s *Store) lock(id string) (func(), error) {
 	return fsstore.Lock(s.lockPath(id), s.LockTimeout)
 }
 
+// titlesLockName is the profile-wide lock under which a title is checked
+// and written, so that two writers never give one title to two sessions.
+// It is taken before any session's own lock, never after one.
+const titlesLockName = ".titles.lock"
+
+// lockTitles takes the titles lock.
+func (s *Store) lockTitles() (func(), error) {
+	if err := fsstore.EnsureDir(s.Dir); err != nil {
+		return nil, err
+	}
+	return fsstore.Lock(filepath.Join(s.Dir, titlesLockName), s.LockTimeout)
+}
+
 // readSession reads the document of id, brought up to its transcript (see
 // current). A document that does not parse is quarantined (under the
 // session's lock, so a concurrent rewrite is not mistaken for damage) and
@@ -184,7 +197,7 @@ func (s *Store) current(sess *Session) error {
 // import's), or now. Creating a session that exists is a
 // no-op that returns the stored document and created=false: never an error
 // that would stop later writes. A non-empty title must not be taken by
-// another session.
+// another session; it is checked and written under the titles lock.
 func (s *Store) Create(sess Session) (_ Session, created bool, err error) {
 	now := s.Now()
 	if sess.ID == "" {
@@ -192,6 +205,13 @@ func (s *Store) Create(sess Session) (_ Session, created bool, err error) {
 	}
 	if err := fsstore.CheckID("session id", sess.ID); err != nil {
 		return Session{}, false, err
+	}
+	if sess.Title != "" {
+		unlockTitles, err := s.lockTitles()
+		if err != nil {
+			return Session{}, false, err
+		}
+		defer unlockTitles()
 	}
 	unlock, err := s.lock(sess.ID)
 	if err != nil {
@@ -879,11 +899,20 @@ func (s *Store) Tail(id string, stop func(Message) bool) ([]Message, error) {
 }
 
 // Rename sets the title of id. Titles are unique in a profile: a title that
-// another session has is refused.
+// another session has is refused. The check and the write are made under
+// the titles lock.
 func (s *Store) Rename(id, title string) (Session, error) {
 	if strings.TrimSpace(title) == "" {
 		return Session{}, fsstore.Invalidf("empty title")
 	}
+	if err := fsstore.CheckID("session id", id); err != nil {
+		return Session{}, err
+	}
+	unlock, err := s.lockTitles()
+	if err != nil {
+		return Session{}, err
+	}
+	defer unlock()
 	if err := s.checkTitleFree(title, id); err != nil {
 		return Session{}, err
 	}
