@@ -84,6 +84,12 @@ func WithPrefix(ids []string, ref string) []string {
 	return out
 }
 
+// GlobEscape quotes the characters of an id that filepath.Glob would
+// read as a pattern, so that a glob can start with the id.
+func GlobEscape(id string) string {
+	return strings.NewReplacer(`*`, `\*`, `?`, `\?`, `[`, `\[`).Replace(id)
+}
+
 // Ambiguous is the error for a prefix that names several records: exit 2,
 // listing (at most ten of) the candidates.
 func Ambiguous(ref string, matches []string) error {
