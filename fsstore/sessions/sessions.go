@@ -198,12 +198,26 @@ func (s *Store) current(sess *Session) error {
 // no-op that returns the stored document and created=false: never an error
 // that would stop later writes. A non-empty title must not be taken by
 // another session; it is checked and written under the titles lock.
-func (s *Store) Create(sess Session) (_ Session, created bool, err error) {
+func (s *Store) Create(sess Session) (Session, bool, error) {
+	return s.CreateWith(sess, nil)
+}
+
+// CreateWith is Create with a first transcript, msgs (an import): the
+// session appears whole or not at all. The messages are appended and
+// synced, then the catalog line, then the document, the commit point; a
+// failure before it cuts the transcript back (removes it, if this call
+// made it). A session that exists is returned as it is with
+// created=false, and msgs are not written. msgs are checked (their ts
+// included) before anything is written.
+func (s *Store) CreateWith(sess Session, msgs []Message) (_ Session, created bool, err error) {
 	now := s.Now()
 	if sess.ID == "" {
 		sess.ID = fsstore.NewID(now)
 	}
 	if err := fsstore.CheckID("session id", sess.ID); err != nil {
+		return Session{}, false, err
+	}
+	if err := stamp(msgs, now); err != nil {
 		return Session{}, false, err
 	}
 	if sess.Title != "" {
@@ -246,35 +260,63 @@ func (s *Store) Create(sess Session) (_ Session, created bool, err error) {
 	sess.Profile = s.Profile
 	// A transcript may exist without a document (its document was
 	// quarantined): it is kept, and the new document counts it. One this
-	// call creates is removed again if the create fails (a full disk), so
-	// a failed create leaves no transcript without a document.
-	if _, lerr := os.Lstat(s.logPath(sess.ID)); errors.Is(lerr, os.ErrNotExist) {
-		defer func() {
-			if err != nil {
-				os.Remove(s.logPath(sess.ID))
-			}
-		}()
-	}
-	f, moved, err := fsstore.OpenAppend(s.logPath(sess.ID), now)
+	// call makes is removed again if the create fails (a full disk), so a
+	// failed create leaves no transcript without a document.
+	path := s.logPath(sess.ID)
+	_, lerr := os.Lstat(path)
+	made := errors.Is(lerr, os.ErrNotExist)
+	f, moved, err := fsstore.OpenAppend(path, now)
 	if err != nil {
+		if made {
+			os.Remove(path)
+		}
 		return Session{}, false, err
 	}
+	defer f.Close()
 	s.warnMoved(moved)
 	fi, err := f.Stat()
-	if err == nil {
-		sess.MessageCount, _, err = lastSeq(f, fi.Size())
-	}
-	f.Close()
 	if err != nil {
 		return Session{}, false, err
 	}
-	if err := s.touchCatalog(sess.ID, now); err != nil {
+	seq, _, err := lastSeq(f, fi.Size())
+	if err != nil {
 		return Session{}, false, err
 	}
-	if err := fsstore.WriteDoc(s.docPath(sess.ID), &sess); err != nil {
+	lines, seq, err := numberLines(&sess, msgs, seq)
+	if err != nil {
+		return Session{}, false, err
+	}
+	sess.MessageCount = seq
+	err = fsstore.AppendThen(f, made, lines, func() error {
+		if err := s.touchCatalog(sess.ID, now); err != nil {
+			return err
+		}
+		return fsstore.WriteDoc(s.docPath(sess.ID), &sess)
+	})
+	if err != nil {
 		return Session{}, false, err
 	}
 	return sess, true, nil
+}
+
+// numberLines numbers msgs on from seq and encodes each as a transcript
+// line; a session without a preview gets the first user message's. It
+// returns the lines and the last seq.
+func numberLines(sess *Session, msgs []Message, seq int64) ([][]byte, int64, error) {
+	lines := make([][]byte, len(msgs))
+	for i := range msgs {
+		seq++
+		msgs[i].Seq = seq
+		b, err := msgs[i].MarshalJSON()
+		if err != nil {
+			return nil, 0, err
+		}
+		lines[i] = append(b, '\n')
+		if sess.Preview == "" && msgs[i].Role == "user" {
+			sess.Preview = preview(msgs[i].Text())
+		}
+	}
+	return lines, seq, nil
 }
 
 func (s *Store) warnMoved(moved string) {
@@ -405,19 +447,10 @@ func (s *Store) appendLocked(sess *Session, msgs []Message) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	lines := make([][]byte, len(msgs))
 	hadPreview := sess.Preview != ""
-	for i := range msgs {
-		seq++
-		msgs[i].Seq = seq
-		b, err := msgs[i].MarshalJSON()
-		if err != nil {
-			return 0, err
-		}
-		lines[i] = append(b, '\n')
-		if sess.Preview == "" && msgs[i].Role == "user" {
-			sess.Preview = preview(msgs[i].Text())
-		}
+	lines, seq, err := numberLines(sess, msgs, seq)
+	if err != nil {
+		return 0, err
 	}
 	if err := fsstore.WriteLines(f, lines); err != nil {
 		return 0, err
@@ -567,7 +600,13 @@ func (s *Store) comparePrefix(id string, msgs []Message) (stored int64, divergeA
 	return stored, divergeAt, err
 }
 
-func (s *Store) replaceLocked(sess *Session, msgs []Message) (SaveResult, error) {
+// replaceLocked replaces the transcript of sess with msgs: the old one is
+// copied aside, the catalog gets its line, the new transcript is renamed
+// over the old one, then the document is written, the commit point. If the
+// document cannot be written, the copy is renamed back over the
+// transcript (a rename needs no space on a full disk), so a failure
+// leaves the session as it was and no copy behind.
+func (s *Store) replaceLocked(sess *Session, msgs []Message) (_ SaveResult, err error) {
 	now := s.Now()
 	path := s.logPath(sess.ID)
 	ts := fsstore.TimeOf(now)
@@ -576,6 +615,27 @@ func (s *Store) replaceLocked(sess *Session, msgs []Message) (SaveResult, error)
 	}
 	kept, err := fsstore.CopyAside(path, fmt.Sprintf(".replaced-%d", now.Unix()))
 	if err != nil {
+		return SaveResult{}, err
+	}
+	replaced := false
+	defer func() {
+		if err == nil {
+			return
+		}
+		switch {
+		case replaced && kept == "":
+			os.Remove(path) // there was no transcript
+		case replaced:
+			if rerr := os.Rename(kept, path); rerr != nil {
+				err = fmt.Errorf("%w; the old transcript is kept at %s (putting it back failed: %w)", err, kept, rerr)
+				return
+			}
+		case kept != "":
+			os.Remove(kept)
+		}
+		fsstore.SyncDir(s.Dir)
+	}()
+	if err := s.touchCatalog(sess.ID, now); err != nil {
 		return SaveResult{}, err
 	}
 	err = fsstore.WriteAtomic(path, func(w io.Writer) error {
@@ -594,6 +654,7 @@ func (s *Store) replaceLocked(sess *Session, msgs []Message) (SaveResult, error)
 	if err != nil {
 		return SaveResult{}, err
 	}
+	replaced = true
 	sess.MessageCount = int64(len(msgs))
 	sess.UpdatedAt = ts
 	sess.Preview = ""
@@ -603,10 +664,10 @@ func (s *Store) replaceLocked(sess *Session, msgs []Message) (SaveResult, error)
 			break
 		}
 	}
-	if err := s.touchCatalog(sess.ID, now); err != nil {
+	if err := fsstore.WriteDoc(s.docPath(sess.ID), sess); err != nil {
 		return SaveResult{}, err
 	}
-	return SaveResult{Appended: len(msgs), Count: sess.MessageCount, Replaced: kept}, fsstore.WriteDoc(s.docPath(sess.ID), sess)
+	return SaveResult{Appended: len(msgs), Count: sess.MessageCount, Replaced: kept}, nil
 }
 
 // Transcript is a read-only view of a transcript as of the moment it was
@@ -1017,7 +1078,7 @@ func (s *Store) removeLocked(sess Session, dryRun bool) (Removal, error) {
 	// The document goes first, so that from then on the session does not
 	// exist for readers; the lock goes last.
 	paths := []string{s.docPath(sess.ID), s.logPath(sess.ID)}
-	aside, _ := filepath.Glob(filepath.Join(s.Dir, globEscape(sess.ID)+".jsonl.*"))
+	aside, _ := filepath.Glob(filepath.Join(s.Dir, fsstore.GlobEscape(sess.ID)+".jsonl.*"))
 	paths = append(paths, aside...)
 	for _, p := range paths {
 		fi, err := os.Lstat(p)
@@ -1038,11 +1099,6 @@ func (s *Store) removeLocked(sess Session, dryRun bool) (Removal, error) {
 	}
 	os.Remove(s.lockPath(sess.ID))
 	return r, fsstore.SyncDir(s.Dir)
-}
-
-func globEscape(s string) string {
-	r := strings.NewReplacer(`*`, `\*`, `?`, `\?`, `[`, `\[`)
-	return r.Replace(s)
 }
 
 // Prune removes the ended sessions whose last activity is before cutoff
