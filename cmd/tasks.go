@@ -265,8 +265,9 @@ func startSupervisor(e *env, id string, env []string) error {
 	case line == "ok\n":
 		return nil
 	case strings.HasPrefix(line, "error: "):
-		// Name the task: its record says why, for history and show.
-		return fmt.Errorf("task %s: cannot start: %s", id, strings.TrimSpace(strings.TrimPrefix(line, "error: ")))
+		// The supervisor's message names the task, and says whether its
+		// record keeps why (for history and show) or could not be kept.
+		return errors.New(strings.TrimSpace(strings.TrimPrefix(line, "error: ")))
 	}
 	return fmt.Errorf("the supervisor of task %s exited before starting the command", id)
 }
@@ -290,7 +291,7 @@ func tasksSupervise(e *env) error {
 				return
 			}
 			if err != nil {
-				fmt.Fprintf(ready, "error: %v\n", err)
+				fmt.Fprintf(ready, "error: %s\n", errorText(err))
 			} else {
 				fmt.Fprintln(ready, "ok")
 			}
