@@ -282,6 +282,7 @@ func TestFullDiskEveryPage(t *testing.T) {
 	hermes := func(profile string, args ...string) (int, string, string) {
 		t.Helper()
 		c := exec.Command("hermes", append([]string{"--home", home, "-p", profile}, args...)...)
+		c.Env = append(os.Environ(), quickRaceExit())
 		var out, errb bytes.Buffer
 		c.Stdout, c.Stderr = &out, &errb
 		err := c.Run()
