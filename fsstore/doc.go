@@ -107,13 +107,14 @@
 // stands, or the task is blocked (spawn_failed). When not even that can
 // be written (a full disk), the claim is undone: the document it replaced,
 // kept as a hard link (a link needs no space), is renamed back and the
-// claim's events cut off, and the command exits 1 with the task ready.
-// A background task whose command could not start is recorded as failed
-// (exit 127), or, when not even that can be written, its record is
-// discarded (tasks.Store.Discard). Once a command has started, nothing
-// undoes it: a failure to record its end leaves the record running until
-// recovery marks it lost. The gateway's own writes are described in the
-// doc of cmd/gateway.
+// claim's events cut off, and the command exits 1 with the task ready
+// (the worker's own record of its failed start stays in the task
+// history, when it could be written). A background task whose command
+// could not start is recorded as failed (exit 127), or, when not even
+// that can be written, its record is discarded (tasks.Store.Discard).
+// Once a command has started, nothing undoes it: a failure to record its
+// end leaves the record running until recovery marks it lost. The
+// gateway's own writes are described in the doc of cmd/gateway.
 //
 // # Times
 //
