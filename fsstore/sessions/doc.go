@@ -39,13 +39,18 @@
 // by one with the written ones (ignoring seq and ts), and only the new tail
 // is appended. A write that is shorter or diverges is refused with
 // fsstore.ErrRefused, naming both lengths, and nothing changes; with force
-// the old transcript is first copied to <id>.jsonl.replaced-<unix>.
+// the old transcript is first copied to <id>.jsonl.replaced-<unix>, and
+// renamed back if the document cannot be written after it, so a failed
+// forced save changes nothing. CreateWith makes a session with its first
+// transcript (an import) in one step: the document, written last, is its
+// commit point.
 //
 // # Times
 //
 // A message's own ts (an import's, a client's) is rewritten in
-// fsstore.TimeLayout whatever zone it came in; one that is not RFC 3339 is
-// fsstore.ErrInvalid. Check reports a document whose times are in another
+// fsstore.TimeLayout whatever zone it came in; one that is not RFC 3339,
+// or that is more than a minute after the store's clock, is
+// fsstore.ErrInvalid, and nothing is written. Check reports a document whose times are in another
 // form (written before that rule) and repairs it without moving an
 // instant.
 //
