@@ -2,11 +2,14 @@ package main
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -57,15 +60,6 @@ func TestFullDisk(t *testing.T) {
 		}
 		return out
 	}
-	wantDiskFull := func(what string, code int, stderr string) {
-		t.Helper()
-		if code != 1 {
-			t.Errorf("%s on a full disk: exit %d, want 1 (stderr %q)", what, code, stderr)
-		}
-		if !strings.Contains(stderr, "disk full") && !strings.Contains(stderr, "no space left") {
-			t.Errorf("%s on a full disk: stderr %q does not say the disk is full", what, stderr)
-		}
-	}
 
 	must("", "sessions", "new", "--id", "keep", "--title", "kept session")
 	must("", "sessions", "append", "keep", "--role", "user", "--content", "hello")
@@ -88,8 +82,8 @@ func TestFullDisk(t *testing.T) {
 		}
 		failed = true
 		t.Logf("append %d failed: exit %d: %s", i+1, code, strings.TrimSpace(stderr))
-		wantDiskFull("sessions append", code, stderr)
-		diffSnapshots(t, "failed append", before, snapshot(t, home), home)
+		wantDiskFull(t, "sessions append", code, stderr)
+		diffSnapshots(t, "failed append", before, snapshot(t, home))
 	}
 	if !failed {
 		t.Fatal("the disk never filled")
@@ -129,8 +123,8 @@ func TestFullDisk(t *testing.T) {
 		before := snapshot(t, home)
 		code, _, stderr := run(try.stdin, try.args...)
 		t.Logf("%s: exit %d: %s", try.what, code, strings.TrimSpace(stderr))
-		wantDiskFull(try.what, code, stderr)
-		diffSnapshots(t, try.what, before, snapshot(t, home), home)
+		wantDiskFull(t, try.what, code, stderr)
+		diffSnapshots(t, try.what, before, snapshot(t, home))
 	}
 
 	// A small append needs no new block when the transcript's and the
@@ -141,8 +135,8 @@ func TestFullDisk(t *testing.T) {
 		code, _, stderr := run("", "sessions", "append", session, "--role", "user", "--content", "small")
 		t.Logf("small append to %s: exit %d: %s", session, code, strings.TrimSpace(stderr))
 		if code != 0 {
-			wantDiskFull("small append to "+session, code, stderr)
-			diffSnapshots(t, "small append to "+session, before, snapshot(t, home), home)
+			wantDiskFull(t, "small append to "+session, code, stderr)
+			diffSnapshots(t, "small append to "+session, before, snapshot(t, home))
 			continue
 		}
 		if out := must("", "sessions", "export", session, "--format", "jsonl"); !strings.Contains(out, `"content":"small"}]`) {
@@ -166,6 +160,18 @@ func TestFullDisk(t *testing.T) {
 		t.Errorf("fsck after a full disk: exit %d\n%s%s", code, out, errs)
 	}
 	_ = profile
+}
+
+// wantDiskFull fails the test unless a command exited 1 saying the disk
+// is full.
+func wantDiskFull(t *testing.T, what string, code int, stderr string) {
+	t.Helper()
+	if code != 1 {
+		t.Errorf("%s on a full disk: exit %d, want 1 (stderr %q)", what, code, stderr)
+	}
+	if !strings.Contains(stderr, "disk full") {
+		t.Errorf("%s on a full disk: stderr %q does not say \"disk full\"", what, stderr)
+	}
 }
 
 // snapshot maps every path under root to its type and content.
@@ -197,11 +203,12 @@ func snapshot(t *testing.T, root string) map[string]string {
 // diffSnapshots fails the test if after differs from before, but for what
 // a failed write may leave by design (documented in the README of the
 // store, fsstore/doc.go): an empty lock sidecar (it holds no data and is
-// taken before anything is known); an empty store directory (or one with only lock sidecars); and whole
-// lines added to the sessions' activity catalog, a cache whose stray
-// entries only bump a session's last-activity time (a line for a session
-// without a document is skipped by readers).
-func diffSnapshots(t *testing.T, what string, before, after map[string]string, root string) {
+// taken before anything is known); a new directory (what it holds is
+// checked on its own); and a whole
+// line added to the sessions' activity catalog (made, if it was missing),
+// a cache whose stray entries only bump a session's last-activity time (a
+// line for a session without a document is skipped by readers).
+func diffSnapshots(t *testing.T, what string, before, after map[string]string) {
 	t.Helper()
 	if reflect.DeepEqual(before, after) {
 		return
@@ -212,13 +219,11 @@ func diffSnapshots(t *testing.T, what string, before, after map[string]string, r
 		switch {
 		case !ok && v == "" && strings.HasSuffix(k, ".lock"):
 			continue // an empty lock sidecar
-		case !ok && v == "dir" && isEmptyDir(filepath.Join(root, k)):
-			continue // an empty store directory
-		case ok && filepath.Base(k) == ".catalog.jsonl" && strings.HasPrefix(v, old) && strings.HasSuffix(v, "\n") &&
+		case !ok && v == "dir":
+			continue // a directory holds no data; what is in it is checked on its own
+		case filepath.Base(k) == ".catalog.jsonl" && strings.HasPrefix(v, old) && strings.HasSuffix(v, "\n") &&
 			strings.Count(v[len(old):], "\n") == 1 && strings.HasPrefix(v[len(old):], `{"session_id":`):
-			continue // one more activity line in the catalog cache
-		case !ok && strings.HasSuffix(k, "/.running") && v == "dir":
-			continue
+			continue // one more activity line in the catalog cache, maybe its first
 		case !ok:
 			diffs = append(diffs, "new: "+k+" ("+short(v)+")")
 		case old != v:
@@ -237,20 +242,243 @@ func diffSnapshots(t *testing.T, what string, before, after map[string]string, r
 	t.Errorf("%s changed the profile:\n  %s", what, strings.Join(diffs, "\n  "))
 }
 
-func isEmptyDir(dir string) bool {
-	var files int
-	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && !strings.HasSuffix(path, ".lock") {
-			files++
-		}
-		return nil
-	})
-	return files == 0
-}
-
 func short(s string) string {
 	if len(s) > 60 {
 		return s[:30] + "…" + s[len(s)-30:]
 	}
 	return s
+}
+
+// TestFullDiskEveryPage runs the verbs that write several files on a full
+// disk with every number of free pages from 0 to 12: `kanban create`,
+// `kanban dispatch --once` (a claim, its worker's task record, the
+// outcome), `sessions import` and `tasks run`. Each either succeeds whole
+// or exits 1 saying "disk full" with its profile as it was (but for lock
+// sidecars, empty directories and a line of the catalog cache); and once
+// the disk has room, fsck finds nothing half-made: no task, no empty
+// session, no task stuck running.
+func TestFullDiskEveryPage(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a tmpfs")
+	}
+	if testing.Short() {
+		t.Skip("mounts a tmpfs")
+	}
+	mnt := filepath.Join(t.TempDir(), "mnt")
+	if err := os.Mkdir(mnt, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m,mode=0700", "tmpfs", mnt).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs: %v: %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", mnt, err, out)
+		}
+	})
+	home := filepath.Join(mnt, "hermes")
+	// hermes runs the real binary: the dispatcher and tasks run start
+	// supervisors, which run it again.
+	hermes := func(profile string, args ...string) (int, string, string) {
+		t.Helper()
+		c := exec.Command("hermes", append([]string{"--home", home, "-p", profile}, args...)...)
+		c.Env = append(os.Environ(), quickRaceExit())
+		var out, errb bytes.Buffer
+		c.Stdout, c.Stderr = &out, &errb
+		err := c.Run()
+		var exit *exec.ExitError
+		switch {
+		case err == nil:
+			return 0, out.String(), errb.String()
+		case errors.As(err, &exit):
+			return exit.ExitCode(), out.String(), errb.String()
+		}
+		t.Fatalf("hermes %v: %v", args, err)
+		return 0, "", ""
+	}
+	must := func(profile string, args ...string) string {
+		t.Helper()
+		code, out, errs := hermes(profile, args...)
+		if code != 0 {
+			t.Fatalf("hermes -p %s %v: exit %d: %s", profile, args, code, errs)
+		}
+		return out
+	}
+	// fill leaves exactly pages free pages on the tmpfs.
+	filler := filepath.Join(mnt, "filler")
+	fill := func(pages int) {
+		t.Helper()
+		spacer := filepath.Join(mnt, "spacer")
+		if err := os.WriteFile(spacer, make([]byte, pages*4096), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Create(filler)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []int{64 << 10, 4 << 10, 512, 64, 1} {
+			for {
+				if _, err := f.Write(make([]byte, n)); err != nil {
+					break
+				}
+			}
+		}
+		f.Close()
+		if err := os.Remove(spacer); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unfill := func() {
+		t.Helper()
+		if err := os.Remove(filler); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	var transcript strings.Builder
+	transcript.WriteString(`{"id":"imp","title":"imported","source":"elsewhere","messages":[`)
+	for i := range 12 {
+		if i > 0 {
+			transcript.WriteString(",")
+		}
+		role := []string{"user", "assistant"}[i%2]
+		fmt.Fprintf(&transcript, `{"role":%q,"content":"message %d %s"}`, role, i, strings.Repeat("w", 700))
+	}
+	transcript.WriteString("]}\n")
+	importFile := filepath.Join(t.TempDir(), "import.jsonl")
+	if err := os.WriteFile(importFile, []byte(transcript.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	type verb struct {
+		name    string
+		prepare func(profile string)
+		args    []string
+		// done checks what an exit 0 stored, once the disk has room, and
+		// waits for what it started.
+		done func(profile, stdout string)
+		// nothing checks, once the disk has room, that an exit 1 left no
+		// record behind.
+		nothing func(profile string)
+	}
+	noTasks := func(profile string) {
+		t.Helper()
+		if out := must(profile, "--json", "kanban", "list"); out != "" {
+			t.Errorf("-p %s: a failed command left a board task: %s", profile, out)
+		}
+	}
+	verbs := []verb{
+		{
+			name: "kanban create",
+			args: []string{"kanban", "create", "a card"},
+			done: func(profile, stdout string) {
+				id := strings.TrimSpace(stdout)
+				if out := must(profile, "--json", "kanban", "show", id); !strings.Contains(out, `"status":"ready"`) || !strings.Contains(out, `"type":"created"`) {
+					t.Errorf("-p %s: kanban create exited 0, but the task is %s", profile, out)
+				}
+			},
+			nothing: noTasks,
+		},
+		{
+			name: "kanban dispatch --once",
+			prepare: func(profile string) {
+				dir := filepath.Join(home, "profiles", profile)
+				must(profile, "kanban", "create", "a card")
+				if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte("kanban:\n  worker_command: \"true\"\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			},
+			args: []string{"kanban", "dispatch", "--once"},
+			done: func(profile, stdout string) {
+				out := must(profile, "--json", "kanban", "list")
+				switch {
+				case strings.Contains(out, `"status":"running"`):
+					worker := regexp.MustCompile(`"worker_task_id":"([^"]+)"`).FindStringSubmatch(out)
+					if worker == nil {
+						t.Errorf("-p %s: a running task without its worker: %s", profile, out)
+						return
+					}
+					hermes(profile, "tasks", "wait", worker[1])
+				case strings.Contains(out, `"status":"blocked"`) && strings.Contains(out, "spawn_failed"):
+				default:
+					t.Errorf("-p %s: dispatch exited 0, but the task is neither running nor blocked by a failed spawn: %s", profile, out)
+				}
+			},
+			nothing: func(profile string) {
+				if out := must(profile, "--json", "kanban", "list"); !strings.Contains(out, `"status":"ready"`) || strings.Contains(out, `"runs":[{`) {
+					t.Errorf("-p %s: a failed dispatch left the task %s", profile, out)
+				}
+				if out := must(profile, "tasks", "list"); strings.Contains(out, "running") {
+					t.Errorf("-p %s: a failed dispatch left a worker task: %s", profile, out)
+				}
+			},
+		},
+		{
+			name: "sessions import",
+			args: []string{"sessions", "import", importFile},
+			done: func(profile, stdout string) {
+				if out := must(profile, "--json", "sessions", "show", "imp"); !strings.Contains(out, `"message_count":12`) {
+					t.Errorf("-p %s: import exited 0, but the session is %s", profile, out)
+				}
+			},
+			nothing: func(profile string) {
+				if out := must(profile, "--json", "sessions", "list"); out != "" {
+					t.Errorf("-p %s: a failed import left a session: %s", profile, out)
+				}
+			},
+		},
+		{
+			name: "tasks run",
+			args: []string{"tasks", "run", "--name", "job", "--", "true"},
+			done: func(profile, stdout string) {
+				hermes(profile, "tasks", "wait", strings.TrimSpace(stdout))
+			},
+			nothing: func(profile string) {
+				if out := must(profile, "--json", "tasks", "list"); out != "" {
+					t.Errorf("-p %s: a failed tasks run left a task: %s", profile, out)
+				}
+			},
+		},
+	}
+	for vi, v := range verbs {
+		failed, succeeded := 0, 0
+		for pages := 0; pages <= 12; pages++ {
+			profile := fmt.Sprintf("v%dp%d", vi, pages)
+			dir := filepath.Join(home, "profiles", profile)
+			if v.prepare != nil {
+				v.prepare(profile)
+			}
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			fill(pages)
+			before := snapshot(t, dir)
+			code, stdout, stderr := hermes(profile, v.args...)
+			var after map[string]string
+			if code != 0 {
+				// Taken before the disk has room again; after a success a
+				// worker may still be writing.
+				after = snapshot(t, dir)
+			}
+			unfill()
+			what := fmt.Sprintf("%s with %d free pages", v.name, pages)
+			if code == 0 {
+				succeeded++
+				v.done(profile, stdout)
+			} else {
+				failed++
+				t.Logf("%s: exit %d: %s", what, code, strings.TrimSpace(stderr))
+				wantDiskFull(t, what, code, stderr)
+				diffSnapshots(t, what, before, after)
+				v.nothing(profile)
+			}
+			if code, out, errs := hermes(profile, "fsck"); code != 0 {
+				t.Errorf("%s: fsck afterwards: exit %d\n%s%s", what, code, out, errs)
+			}
+		}
+		t.Logf("%s: %d failed, %d succeeded", v.name, failed, succeeded)
+		if failed == 0 || succeeded == 0 {
+			t.Errorf("%s: %d failed, %d succeeded: the free pages did not span its needs", v.name, failed, succeeded)
+		}
+	}
 }

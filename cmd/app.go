@@ -81,13 +81,18 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	code := exitCode(err)
 	var silent silentExit
 	if !errors.As(err, &silent) {
-		msg := err.Error()
-		if fsstore.IsDiskFull(err) {
-			msg = "disk full: " + msg
-		}
-		fmt.Fprintf(stderr, "hermes: %s\n", msg)
+		fmt.Fprintf(stderr, "hermes: %s\n", errorText(err))
 	}
 	return code
+}
+
+// errorText is the message of err as hermes says it: a full disk is said
+// first, in plain words.
+func errorText(err error) string {
+	if fsstore.IsDiskFull(err) {
+		return "disk full: " + err.Error()
+	}
+	return err.Error()
 }
 
 // silentExit carries an exit code without a message: the command has

@@ -60,8 +60,8 @@ func kanbanDispatch(e *env) error {
 	d.Session = func(profile, id string) (sessions.Session, error) {
 		return sessions.NewStore(profiles.Dir(e.profile.Root, profile), profile, e.lockTimeout, e.warn).Get(id)
 	}
-	d.Spawn = func(name string, argv, env []string) (string, error) {
-		return spawnWorker(e, d.Tasks, name, argv, env)
+	d.Spawn = func(id, name string, argv, env []string) error {
+		return spawnWorker(e, d.Tasks, id, name, argv, env)
 	}
 	if interval == 0 {
 		return d.Tick()
@@ -80,21 +80,22 @@ func kanbanDispatch(e *env) error {
 	}
 }
 
-// spawnWorker starts a kanban worker under the tasks supervisor, in this
-// directory, with this home; a command named hermes is this binary.
-func spawnWorker(e *env, taskStore *tasks.Store, name string, argv, env []string) (string, error) {
+// spawnWorker starts a kanban worker as background task id under the
+// tasks supervisor, in this directory, with this home; a command named
+// hermes is this binary.
+func spawnWorker(e *env, taskStore *tasks.Store, id, name string, argv, env []string) error {
 	if argv[0] == "hermes" {
 		exe, err := os.Executable()
 		if err != nil {
-			return "", err
+			return err
 		}
 		argv[0] = exe
 	}
 	cwd, err := os.Getwd()
 	if err != nil {
-		return "", err
+		return err
 	}
 	env = append(append(os.Environ(), env...), "HERMES_HOME="+e.profile.Root)
-	t, err := spawnTask(e, taskStore, tasks.Task{Name: name, Command: argv, Cwd: cwd}, env)
-	return t.ID, err
+	_, err = spawnTask(e, taskStore, tasks.Task{ID: id, Name: name, Command: argv, Cwd: cwd}, env)
+	return err
 }

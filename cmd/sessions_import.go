@@ -67,7 +67,7 @@ func sessionsImport(e *env) error {
 	for _, in := range parsed {
 		res, err := importOne(e, store, in)
 		if err != nil {
-			fmt.Fprintf(e.stderr, "hermes: import %s: %v\n", dash(in.ID), err)
+			fmt.Fprintf(e.stderr, "hermes: import %s: %s\n", dash(in.ID), errorText(err))
 			if firstErr == nil {
 				firstErr = silentExit{exitCode(err)}
 			}
@@ -90,43 +90,49 @@ func importOne(e *env, store *sessions.Store, in importer.Session) (importResult
 	}
 	if id != "" {
 		if _, err := store.Get(id); err == nil {
-			res, err := store.Save(id, in.Messages, e.c.Bool("force"))
-			if err != nil {
-				return importResult{}, err
-			}
-			status := "extended"
-			switch {
-			case res.Replaced != "":
-				status = "replaced"
-				e.warn(fmt.Sprintf("replaced transcript of session %s; the old one is kept at %s", id, res.Replaced))
-			case res.Appended == 0:
-				status = "unchanged"
-			}
-			return importResult{SessionID: id, Status: status, Appended: res.Appended, MessageCount: res.Count}, nil
+			return importInto(e, store, id, in.Messages)
 		} else if !errors.Is(err, fsstore.ErrNotFound) {
 			return importResult{}, err
 		}
 	}
 	// An imported conversation is history, not a chat in progress: it is
-	// ended (reason "imported"), and a chat --resume reopens it.
+	// ended (reason "imported"), and a chat --resume reopens it. It is
+	// created with its transcript in one step, so a failure leaves no
+	// session behind.
 	sess := sessions.Session{ID: id, Title: in.Title, Source: in.Source, Model: in.Model, State: sessions.StateEnded, EndReason: "imported"}
 	if !in.CreatedAt.IsZero() {
 		sess.CreatedAt = fsstore.TimeOf(in.CreatedAt)
 	}
-	created, _, err := store.Create(sess)
+	created, made, err := store.CreateWith(sess, in.Messages)
 	if errors.Is(err, fsstore.ErrRefused) && sess.Title != "" {
 		e.warn(fmt.Sprintf("title %q is taken; the imported session has none", sess.Title))
 		sess.Title = ""
-		created, _, err = store.Create(sess)
+		created, made, err = store.CreateWith(sess, in.Messages)
 	}
 	if err != nil {
 		return importResult{}, err
 	}
-	n := created.MessageCount
-	if len(in.Messages) > 0 {
-		if n, err = store.Append(created.ID, in.Messages); err != nil {
-			return importResult{}, err
-		}
+	if !made {
+		// Created by another writer since it was looked up.
+		return importInto(e, store, created.ID, in.Messages)
 	}
-	return importResult{SessionID: created.ID, Status: "created", Appended: len(in.Messages), MessageCount: n}, nil
+	return importResult{SessionID: created.ID, Status: "created", Appended: len(in.Messages), MessageCount: created.MessageCount}, nil
+}
+
+// importInto imports msgs into session id, which exists: the guarded
+// whole-transcript write.
+func importInto(e *env, store *sessions.Store, id string, msgs []sessions.Message) (importResult, error) {
+	res, err := store.Save(id, msgs, e.c.Bool("force"))
+	if err != nil {
+		return importResult{}, err
+	}
+	status := "extended"
+	switch {
+	case res.Replaced != "":
+		status = "replaced"
+		e.warn(fmt.Sprintf("replaced transcript of session %s; the old one is kept at %s", id, res.Replaced))
+	case res.Appended == 0:
+		status = "unchanged"
+	}
+	return importResult{SessionID: id, Status: status, Appended: res.Appended, MessageCount: res.Count}, nil
 }

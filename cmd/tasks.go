@@ -126,10 +126,16 @@ and hermes exits with the command's exit code (128 + N for signal N): a cron wra
 }
 
 // tasks opens the profile's task store and recovers tasks whose supervisor
-// died, so that every command that reads tasks sees the truth.
+// died, so that every command that reads tasks sees the truth. On a
+// profile it may not write (a read-only copy), the recovery cannot be
+// recorded: it says so, and readers show the records as they are.
 func (e *env) tasks() (*tasks.Store, error) {
 	store := tasks.NewStore(e.profile.Dir(), e.lockTimeout, e.warn)
 	_, err := supervisor.Reconcile(store)
+	if fsstore.IsReadOnly(err) {
+		e.warn(fmt.Sprintf("cannot record the end of tasks whose processes are gone: %v", err))
+		err = nil
+	}
 	return store, err
 }
 
@@ -259,8 +265,9 @@ func startSupervisor(e *env, id string, env []string) error {
 	case line == "ok\n":
 		return nil
 	case strings.HasPrefix(line, "error: "):
-		// Name the task: its record says why, for history and show.
-		return fmt.Errorf("task %s: cannot start: %s", id, strings.TrimSpace(strings.TrimPrefix(line, "error: ")))
+		// The supervisor's message names the task, and says whether its
+		// record keeps why (for history and show) or could not be kept.
+		return errors.New(strings.TrimSpace(strings.TrimPrefix(line, "error: ")))
 	}
 	return fmt.Errorf("the supervisor of task %s exited before starting the command", id)
 }
@@ -284,7 +291,7 @@ func tasksSupervise(e *env) error {
 				return
 			}
 			if err != nil {
-				fmt.Fprintf(ready, "error: %v\n", err)
+				fmt.Fprintf(ready, "error: %s\n", errorText(err))
 			} else {
 				fmt.Fprintln(ready, "ok")
 			}

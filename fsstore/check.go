@@ -25,7 +25,7 @@ type Finding struct {
 const strayAge = time.Minute
 
 // asideMarkers are the infixes of the copies that recovery keeps.
-var asideMarkers = []string{".torn-", ".corrupt-", ".replaced-"}
+var asideMarkers = []string{".torn-", ".corrupt-", ".replaced-", ".uncommitted-"}
 
 // CheckCommon handles the entries every store directory may hold: copies
 // kept aside by recovery (a note) and stray temp files (a problem; repair

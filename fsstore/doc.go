@@ -19,7 +19,9 @@
 // on a file that a rename replaces. Waits are bounded (Lock's timeout;
 // --lock-timeout on the command line) and end in a *LockTimeoutError that
 // names the lock. Writers to different records take different locks and
-// never wait for each other.
+// never wait for each other. A reader that wants a shared lock whose file
+// is missing and cannot be made (a read-only copy of a profile) reads
+// without it; a writer there fails, naming the lock.
 //
 // # Assumptions
 //
@@ -35,8 +37,10 @@
 //  5. The profile directory is on a local filesystem with these semantics
 //     (ext4, xfs, btrfs, apfs). Network filesystems are not supported.
 //  6. Nothing but hermes writes inside a profile. Symlinks inside it are
-//     not followed for writes: a log is opened with O_NOFOLLOW and a store
-//     directory that is a symlink is refused.
+//     not followed for writes: a log is opened with O_NOFOLLOW, and a
+//     store directory, the profile directory or profiles/ that is a
+//     symlink is refused (EnsureDir). The root above profiles/ is the
+//     user's to place, and a link there is followed.
 //
 // # The stores
 //
@@ -52,6 +56,65 @@
 // index of the gateway). An index is always a cache, and a crash leaves it
 // stale only in ways its readers detect; fsck --repair rebuilds it from
 // the records.
+//
+// # Changes that write several files
+//
+// A change that writes several files has one commit point: the write
+// after which it has happened. A failure before it is undone before the
+// error is returned, so a command exits 0 if and only if its change is
+// durable, and a command that fails has changed nothing a reader sees
+// (an empty lock sidecar, an empty directory or a catalog line may
+// stay: they hold no record). A crash before the commit point leaves what
+// the list below says, which readers skip and someone named cleans up.
+// Files are listed in the order they are written; "(cache)" marks an
+// index a reader checks against the records.
+//
+//	operation                 files, in order                        commit point      a crash before it leaves       cleaned by
+//	session create            transcript (empty), catalog (cache),   document          a transcript without a         fsck --repair: a document
+//	                          document                                                 document                       made from it (recovered)
+//	session import (new)      transcript with the messages,          document          the same, with the messages    the same: nothing is lost
+//	                          catalog (cache), document
+//	session append            transcript, catalog (cache);           transcript sync,  a torn tail                    the next append moves it
+//	                          document at the first user message     or the document                                  aside
+//	session save --force,     copy aside (.replaced-), catalog       document          the new transcript, its copy   fsck --repair: the count;
+//	import --force            (cache), transcript, document                            aside, the document behind     the copy stays, a note
+//	session rename, end, …    catalog (cache), document              document          a catalog line (cache)         nobody: it is skipped
+//	session delete, prune     document removed, transcript, copies   document removed  a transcript without a         fsck --repair (recovered)
+//	                          aside, lock                                              document
+//	board task create         open marker (cache), events,           document          a marker, an events log        OpenTasks (the marker);
+//	                          document                                                 without a document             fsck --repair (the log,
+//	                                                                                                                  to lost+found)
+//	board change (claim,      events, document; open marker          document          events later than the          readers skip them; the
+//	block, complete, …)       removed when done or archived                            document's updated_at          next change moves them
+//	                                                                                                                  aside (.uncommitted-)
+//	board comment             comments log                           its line          a torn tail                    the next comment
+//	dispatcher claim          claim (a board change, the previous    the claim's       a run whose worker task has    the next tick: the run
+//	                          document kept as a link), worker's     outcome: kept,    no record; a stray link        is lost (crashed);
+//	                          task record, its outcome               blocked, or the   (.<id>.json.tmp-undo-…)        fsck --repair (the link,
+//	                                                                 claim undone                                     to lost+found)
+//	background task create    running marker (cache), log (empty),   record            a marker without a record,     fsck --repair (the
+//	                          record                                                   an empty log                   marker); the log stays
+//	background task start     record (supervisor pid), command       the command's     a record that says running     recovery marks it lost
+//	                          started, record (pid)                  start             with no command                when its supervisor is
+//	                                                                                                                  gone
+//	background task finish    finished log (cache), record; running  record            a finished line whose record   readers skip it; the
+//	                          marker removed                                           says running                   next finish writes it again
+//
+// The dispatcher claims a task before its worker starts, since the worker
+// needs its run and claim. The claim records the worker's task id first,
+// so that a crash in between leaves a run whose worker has no record,
+// which the next tick finds lost. Its outcome is then stored: the claim
+// stands, or the task is blocked (spawn_failed). When not even that can
+// be written (a full disk), the claim is undone: the document it replaced,
+// kept as a hard link (a link needs no space), is renamed back and the
+// claim's events cut off, and the command exits 1 with the task ready
+// (the worker's own record of its failed start stays in the task
+// history, when it could be written). A background task whose command
+// could not start is recorded as failed (exit 127), or, when not even
+// that can be written, its record is discarded (tasks.Store.Discard).
+// Once a command has started, nothing undoes it: a failure to record its
+// end leaves the record running until recovery marks it lost. The
+// gateway's own writes are described in the doc of cmd/gateway.
 //
 // # Times
 //

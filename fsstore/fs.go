@@ -19,14 +19,70 @@ const (
 )
 
 // EnsureDir creates dir and its missing parents with mode 0700 and refuses
-// a dir that exists as a symlink or a non-directory, so that writes never
-// leave the profile through a link.
+// a symlink or a non-directory at dir or at any directory between it and
+// the profiles directory above it (ProfilesDirName: <root>/profiles/<name>/…),
+// so that writes never leave the profile through a link: a symlinked
+// profile directory, or profiles/, is refused like a symlinked store
+// directory. The root above profiles/ is the user's to place (a link to
+// another disk is followed); so is any path that has no profiles
+// directory above it, of which only dir itself is checked.
 func EnsureDir(dir string) error {
-	fi, err := os.Lstat(dir)
-	if err == nil {
-		if fi.Mode()&os.ModeSymlink != 0 {
-			return Refusedf("%s is a symlink; refusing to write through it", dir)
+	dir = filepath.Clean(dir)
+	// guarded holds dir and its parents up to profiles/, innermost first.
+	guarded := []string{dir}
+	if top := profilesAbove(dir); top != "" {
+		for d := dir; d != top; {
+			d = filepath.Dir(d)
+			guarded = append(guarded, d)
 		}
+	}
+	for i := len(guarded) - 1; i >= 0; i-- {
+		d := guarded[i]
+		fi, err := os.Lstat(d)
+		switch {
+		case err == nil && fi.Mode()&os.ModeSymlink != 0:
+			return Refusedf("%s is a symlink; refusing to write through it", d)
+		case err == nil && !fi.IsDir():
+			return Refusedf("%s exists and is not a directory", d)
+		case err == nil:
+			continue
+		case !errors.Is(err, os.ErrNotExist):
+			return err
+		}
+		if i == len(guarded)-1 {
+			if err := makeDirs(filepath.Dir(d)); err != nil {
+				return err
+			}
+		}
+		if err := makeDir(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ProfilesDirName is the directory under the root that holds the
+// profiles: EnsureDir refuses a symlink below it.
+const ProfilesDirName = "profiles"
+
+// profilesAbove returns the nearest parent of dir named ProfilesDirName,
+// or "".
+func profilesAbove(dir string) string {
+	for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
+		if filepath.Base(d) == ProfilesDirName {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			return ""
+		}
+	}
+}
+
+// makeDirs makes dir and its missing parents, following links: the part
+// of a path above what EnsureDir guards.
+func makeDirs(dir string) error {
+	fi, err := os.Stat(dir)
+	if err == nil {
 		if !fi.IsDir() {
 			return Refusedf("%s exists and is not a directory", dir)
 		}
@@ -35,19 +91,24 @@ func EnsureDir(dir string) error {
 	if !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	parent := filepath.Dir(dir)
-	if parent != dir {
-		if err := EnsureDir(parent); err != nil {
+	if parent := filepath.Dir(dir); parent != dir {
+		if err := makeDirs(parent); err != nil {
 			return err
 		}
 	}
+	return makeDir(dir)
+}
+
+// makeDir makes one directory 0700, whatever the umask, and commits it to
+// its parent.
+func makeDir(dir string) error {
 	if err := os.Mkdir(dir, DirMode); err != nil && !errors.Is(err, os.ErrExist) {
 		return err
 	}
 	if err := os.Chmod(dir, DirMode); err != nil {
 		return err
 	}
-	return SyncDir(parent)
+	return SyncDir(filepath.Dir(dir))
 }
 
 // SyncDir fsyncs a directory, which commits the creates, renames and

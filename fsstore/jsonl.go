@@ -218,20 +218,31 @@ func cutTornTail(f *os.File, now time.Time) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	keep := nl + 1
-	tail := make([]byte, size-keep)
+	return MoveTailAside(f, nl+1, fmt.Sprintf(".torn-%d", now.Unix()))
+}
+
+// MoveTailAside copies the bytes of the log f from offset keep to its end
+// to a new file named f's name plus suffix (synced), then truncates f to
+// keep and syncs it: how a torn tail is cut off, and any other tail that
+// must go without being lost. It returns the name of the copy.
+func MoveTailAside(f *os.File, keep int64, suffix string) (string, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	tail := make([]byte, fi.Size()-keep)
 	if _, err := f.ReadAt(tail, keep); err != nil {
 		return "", fmt.Errorf("read %s: %w", f.Name(), err)
 	}
-	aside := freeName(f.Name(), fmt.Sprintf(".torn-%d", now.Unix()))
+	aside := freeName(f.Name(), suffix)
 	if err := WriteAtomic(aside, func(w io.Writer) error { _, err := w.Write(tail); return err }); err != nil {
 		return "", err
 	}
 	if err := f.Truncate(keep); err != nil {
-		return "", fmt.Errorf("cut torn tail of %s: %w", f.Name(), err)
+		return "", fmt.Errorf("cut the tail of %s: %w", f.Name(), err)
 	}
 	if err := seam.Sync(f); err != nil {
-		return "", fmt.Errorf("cut torn tail of %s: sync: %w", f.Name(), err)
+		return "", fmt.Errorf("cut the tail of %s: sync: %w", f.Name(), err)
 	}
 	return aside, nil
 }
@@ -249,6 +260,35 @@ func AppendLines(f *os.File, lines [][]byte) error {
 	}
 	if err := SyncLog(f); err != nil {
 		return CutBack(f, fi.Size(), err)
+	}
+	return nil
+}
+
+// AppendThen appends lines to the log f (as AppendLines), then calls
+// commit: for a change whose commit point comes after its log lines (a
+// document written last). If the append or commit fails, f is cut back
+// to its size before the call and, when made says this change created it
+// and it was empty, removed, so that the failure leaves the log as it was.
+// The caller holds the log's lock until it returns.
+func AppendThen(f *os.File, made bool, lines [][]byte, commit func() error) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	undo := func(err error) error {
+		CutBack(f, fi.Size(), err)
+		if made && fi.Size() == 0 {
+			os.Remove(f.Name())
+		}
+		return err
+	}
+	if len(lines) > 0 {
+		if err := AppendLines(f, lines); err != nil {
+			return undo(err)
+		}
+	}
+	if err := commit(); err != nil {
+		return undo(err)
 	}
 	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+
+	"github.com/hermes/hermes/fsstore/internal/seam"
 )
 
 // Lock takes an exclusive flock on the sidecar file path, creating it 0600
@@ -26,7 +28,18 @@ func RLock(path string, timeout time.Duration) (unlock func(), err error) {
 	return lock(path, timeout, true)
 }
 
+// RLock on a sidecar that is missing and cannot be made (IsReadOnly: a
+// read-only copy of a profile, a directory the reader may not write)
+// returns at once, without a lock: the reader reads what is complete, and
+// a write in progress that it may meet looks like a torn tail, which it
+// skips and reports. Lock in the same place fails, naming the lock.
 func lock(path string, timeout time.Duration, shared bool) (func(), error) {
+	if err := makeSidecar(path); err != nil {
+		if shared && IsReadOnly(err) {
+			return func() {}, nil
+		}
+		return nil, err
+	}
 	fl := flock.New(path, flock.SetFlag(os.O_CREATE|os.O_RDONLY|syscall.O_NOFOLLOW))
 	try := fl.TryLock
 	if shared {
@@ -61,6 +74,27 @@ func lock(path string, timeout time.Duration, shared bool) (func(), error) {
 		os.Chmod(path, FileMode)
 	}
 	return func() { fl.Unlock() }, nil
+}
+
+// makeSidecar creates the lock file at path, 0600, if it is missing.
+func makeSidecar(path string) error {
+	if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
+		return nil // there, or flock will say why not
+	}
+	f, err := seam.CreateLock(path)
+	if errors.Is(err, os.ErrExist) {
+		return nil // made meanwhile by another holder
+	}
+	if err != nil {
+		return &os.PathError{Op: "lock", Path: path, Err: errors.Unwrap(err)}
+	}
+	return f.Close()
+}
+
+// IsReadOnly reports whether err comes from a file system or a directory
+// that this process may not write: a read-only mount, missing permission.
+func IsReadOnly(err error) bool {
+	return errors.Is(err, syscall.EROFS) || errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM)
 }
 
 // maxLockPoll is the longest sleep between two tries of a lock.

@@ -84,6 +84,12 @@ func WithPrefix(ids []string, ref string) []string {
 	return out
 }
 
+// GlobEscape quotes the characters of an id that filepath.Glob would
+// read as a pattern, so that a glob can start with the id.
+func GlobEscape(id string) string {
+	return strings.NewReplacer(`*`, `\*`, `?`, `\?`, `[`, `\[`).Replace(id)
+}
+
 // Ambiguous is the error for a prefix that names several records: exit 2,
 // listing (at most ten of) the candidates.
 func Ambiguous(ref string, matches []string) error {
@@ -93,12 +99,15 @@ func Ambiguous(ref string, matches []string) error {
 	return Invalidf("%q is ambiguous: it is a prefix of %s", ref, strings.Join(matches, ", "))
 }
 
+// MaxTitleLen is the longest title, in bytes, that CheckTitle accepts.
+const MaxTitleLen = 200
+
 // CheckTitle reports whether title can be a record's title (a session's, a board task's): any text
 // without control characters (a newline would break listings), at most
-// 200 bytes.
+// MaxTitleLen bytes.
 func CheckTitle(title string) error {
-	if len(title) > 200 {
-		return Invalidf("title is %d bytes; the limit is 200", len(title))
+	if len(title) > MaxTitleLen {
+		return Invalidf("title is %d bytes; the limit is %d", len(title), MaxTitleLen)
 	}
 	if !utf8.ValidString(title) {
 		return Invalidf("title %q is not valid UTF-8", title)

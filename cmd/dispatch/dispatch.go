@@ -65,9 +65,11 @@ type Dispatcher struct {
 	// Session reads session id of profile, to see whether a worker can
 	// resume it.
 	Session func(profile, id string) (sessions.Session, error)
-	// Spawn starts a worker: argv as a background task named name, with
-	// env added to the environment; it returns the task's id.
-	Spawn func(name string, argv, env []string) (string, error)
+	// Spawn starts a worker: argv as the background task id (which the
+	// claim has recorded on its run), named name, with env added to the
+	// environment. An error means the worker did not start, and left no
+	// task record that says it runs.
+	Spawn func(id, name string, argv, env []string) error
 	// Out receives a line for each thing a tick does; Warn what it could
 	// not do.
 	Out  io.Writer
@@ -118,7 +120,10 @@ func (d *Dispatcher) say(format string, args ...any) {
 // Tick reconciles the running tasks, then claims ready ones by priority,
 // oldest first, up to the worker limit. It holds the board's dispatch
 // lock, so concurrent dispatchers take turns; each claim is also a
-// compare-and-swap under the task's own lock.
+// compare-and-swap under the task's own lock. Each task's step is stored
+// whole or not at all; the tick goes on to the next task after a failure
+// and returns the failures joined, so that a tick that could not store
+// everything it did is an error (exit 1).
 func (d *Dispatcher) Tick() error {
 	if _, err := os.Stat(d.Board.Dir); errors.Is(err, os.ErrNotExist) {
 		return nil // no task was ever created: nothing to do
@@ -140,12 +145,13 @@ func (d *Dispatcher) Tick() error {
 	}
 	running := 0
 	var ready []kanban.Task
+	var failed []error
 	for _, t := range open {
 		switch t.Status {
 		case kanban.Running:
 			still, err := d.reconcile(t)
 			if err != nil {
-				d.Warn(err.Error())
+				failed = append(failed, err)
 			}
 			if still {
 				running++
@@ -169,16 +175,15 @@ func (d *Dispatcher) Tick() error {
 			running++
 			continue
 		}
-		if err := d.claimAndSpawn(t); err != nil {
-			if errors.Is(err, fsstore.ErrRefused) {
-				continue // claimed by someone else since we read it
-			}
-			d.Warn(err.Error())
-			continue
+		started, err := d.claimAndSpawn(t)
+		if err != nil {
+			failed = append(failed, err)
 		}
-		running++
+		if started {
+			running++
+		}
 	}
-	return nil
+	return errors.Join(failed...)
 }
 
 // reconcile looks at a running task's worker. It reports whether the task
@@ -380,18 +385,27 @@ func (d *Dispatcher) commentsSinceBlock(t kanban.Task) (string, error) {
 	return strings.Join(parts, "\n\n"), nil
 }
 
-// claimAndSpawn claims t and starts its worker under the tasks supervisor.
-func (d *Dispatcher) claimAndSpawn(t kanban.Task) error {
+// claimAndSpawn claims t and starts its worker under the tasks
+// supervisor, and reports whether the worker runs. The claim records the
+// worker's task id before the worker starts, so that a crash in between
+// leaves a run whose worker has no record, which the next tick sees as
+// lost. The claim's outcome is then stored: the claim stands, or the
+// task is blocked (spawn_failed). When not even that can be stored (a
+// full disk), the claim is undone: the task is ready again, as it was,
+// and the error says so.
+func (d *Dispatcher) claimAndSpawn(t kanban.Task) (bool, error) {
 	p, err := d.planRun(t)
 	if err != nil {
-		return err
+		return false, err
 	}
 	profile := t.Assignee
 	if profile == "" {
 		profile = d.Profile
 	}
-	claimed, err := d.Board.Claim(t.ID, d.ClaimTTL, profile, func(_ *kanban.Task, r *kanban.Run) []kanban.Event {
+	workerID := fsstore.NewID(d.now())
+	pending, err := d.Board.ClaimPending(t.ID, d.ClaimTTL, profile, func(_ *kanban.Task, r *kanban.Run) []kanban.Event {
 		r.ResumedFromSession = p.sessionID
+		r.WorkerTaskID = workerID
 		if p.event.Type == "" {
 			return nil
 		}
@@ -399,28 +413,40 @@ func (d *Dispatcher) claimAndSpawn(t kanban.Task) error {
 		ev.RunID = r.ID
 		return []kanban.Event{ev}
 	})
-	if err != nil {
-		return err
+	if errors.Is(err, fsstore.ErrRefused) {
+		return false, nil // claimed by someone else since we read it
 	}
+	if err != nil {
+		return false, err
+	}
+	claimed := pending.Task
 	run := claimed.CurrentRun()
-	workerID, err := d.spawn(claimed, run, p)
-	if err != nil {
-		uerr := d.Board.FailRun(t.ID, run.ID, kanban.OutcomeSpawnFailed, err.Error(), nil, "")
-		d.say("blocked %s: spawn_failed (%v)", t.ID, err)
-		return uerr
+	spawnErr := d.spawn(workerID, claimed, run, p)
+	if spawnErr == nil {
+		pending.Keep()
+		how := "fresh"
+		if p.sessionID != "" {
+			how = "resuming session " + p.sessionID
+		}
+		d.say("claimed %s: run %s, worker task %s (%s)", t.ID, run.ID, workerID, how)
+		return true, nil
 	}
-	err = d.Board.SetWorkerTask(t.ID, run.ID, workerID)
-	how := "fresh"
-	if p.sessionID != "" {
-		how = "resuming session " + p.sessionID
+	failErr := d.Board.FailRun(t.ID, run.ID, kanban.OutcomeSpawnFailed, spawnErr.Error(), nil, "")
+	if failErr == nil {
+		pending.Keep()
+		d.say("blocked %s: spawn_failed (%v)", t.ID, spawnErr)
+		return false, nil
 	}
-	d.say("claimed %s: run %s, worker task %s (%s)", t.ID, run.ID, workerID, how)
-	return err
+	err = fmt.Errorf("task %s: its worker could not start (%w), and that could not be stored (%w)", t.ID, spawnErr, failErr)
+	if undoErr := pending.Undo(); undoErr != nil {
+		return false, fmt.Errorf("%w; undoing the claim failed too, so the task stays running until the next tick finds its worker lost: %w", err, undoErr)
+	}
+	return false, fmt.Errorf("%w; the claim is undone, the task is ready", err)
 }
 
-// spawn starts the worker of run and returns its background task's id.
-func (d *Dispatcher) spawn(t kanban.Task, run *kanban.Run, p plan) (string, error) {
-	return d.Spawn("kanban:"+t.ID, d.argv(t, run, p), []string{
+// spawn starts the worker of run as background task id.
+func (d *Dispatcher) spawn(id string, t kanban.Task, run *kanban.Run, p plan) error {
+	return d.Spawn(id, "kanban:"+t.ID, d.argv(t, run, p), []string{
 		EnvTask + "=" + t.ID,
 		EnvRun + "=" + run.ID,
 		EnvClaim + "=" + t.ClaimLock,

@@ -53,10 +53,10 @@ func newRig(t *testing.T) *rig {
 			}
 			return s, nil
 		},
-		Spawn: func(name string, argv, env []string) (string, error) {
+		Spawn: func(id, name string, argv, env []string) error {
 			r.spawned, r.env = append(r.spawned, argv), append(r.env, env)
-			w, err := taskStore.Create(tasks.Task{Name: name, Command: argv})
-			return w.ID, err
+			_, err := taskStore.Create(tasks.Task{ID: id, Name: name, Command: argv})
+			return err
 		},
 		Kill: func(store *tasks.Store, id string, sig syscall.Signal, _ time.Duration) (tasks.Task, error) {
 			r.killed = append(r.killed, id)
@@ -296,8 +296,8 @@ func TestSpawnEnvironment(t *testing.T) {
 			t.Errorf("env %q lacks %q", env, want)
 		}
 	}
-	if got.CurrentRun().WorkerTaskID == "" {
-		t.Error("the worker task is not recorded on the run")
+	if _, err := r.d.Tasks.Get(got.CurrentRun().WorkerTaskID); err != nil {
+		t.Errorf("the worker task recorded on the run: %v", err)
 	}
 }
 
@@ -306,7 +306,7 @@ func TestSpawnEnvironment(t *testing.T) {
 func TestSpawnFailedAndMaxWorkers(t *testing.T) {
 	r := newRig(t)
 	id := r.task("work")
-	r.d.Spawn = func(string, []string, []string) (string, error) { return "", errors.New("no such program") }
+	r.d.Spawn = func(string, string, []string, []string) error { return errors.New("no such program") }
 	r.tick()
 	got := r.get(id)
 	if got.Status != kanban.Blocked || got.Runs[0].Outcome != kanban.OutcomeSpawnFailed || !strings.Contains(got.BlockReason, "no such program") {

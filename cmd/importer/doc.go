@@ -4,13 +4,22 @@
 // set, in RFC 3339 UTC, wherever the source gives a time. It writes
 // nothing; storing the result, and the truncation guard, are the caller's.
 //
-// Parse reads the whole input. Input it cannot read is an error matching
-// fsstore.ErrInvalid whose message names the format and, for line-based
-// formats and for a JSON syntax error, the line ("claude-code: line 13:
-// malformed JSON: …"). Nothing is skipped to make a broken file import: a
-// torn last line (a tool killed mid-write) is an error too, since importing
-// the rest would silently drop a turn. Blank lines, CRLF line ends and a
-// UTF-8 BOM are accepted. Detect needs only the start of a file.
+// Parse first reads a prefix of the input, DetectLimit bytes (1 MiB): the
+// format is detected from it, and an input that does not start with a
+// JSON object (after a BOM and blank lines) is refused there, so a large
+// file that is not a transcript (500 MB of NUL bytes) costs a megabyte,
+// not its size. A transcript is then read whole. Detection looks at the
+// keys of the first object within the prefix; a compact hermes-json
+// snapshot whose first megabyte holds no key but "messages" is taken for
+// hermes-jsonl, and --format says what it is.
+//
+// Input it cannot read is an error matching fsstore.ErrInvalid whose
+// message names the format and, for line-based formats and for a JSON
+// syntax error, the line ("claude-code: line 13: malformed JSON: …").
+// Nothing is skipped to make a broken file import: a torn last line (a
+// tool killed mid-write) is an error too, since importing the rest would
+// silently drop a turn. Blank lines, CRLF line ends and a UTF-8 BOM are
+// accepted.
 //
 // Every message built satisfies sessions.ParseMessage. Content is a string
 // when the source had one text, a list of {"type":"text"} and

@@ -2,6 +2,7 @@ package importer
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -59,25 +60,48 @@ func invalidf(format string, line int, msgFormat string, args ...any) error {
 	return &parseError{format: format, line: line, msg: fmt.Sprintf(msgFormat, args...)}
 }
 
+// DetectLimit is how much of the input Parse reads before it knows what
+// the input is: the format is detected (Detect) and the input checked to
+// start with a JSON object from this prefix alone, so that a large file
+// that is not a transcript is refused in bounded memory, without being
+// read whole.
+const DetectLimit = 1 << 20
+
 // Parse parses all of r in the given format ("" = detect). Returns one or
 // more sessions (hermes-jsonl may hold many).
 // Malformed input -> error wrapping fsstore.ErrInvalid with a message naming
-// the format and the line number when there is one.
+// the format and the line number when there is one. Input that does not
+// start with a JSON object, or whose format cannot be detected, is refused
+// after reading at most DetectLimit bytes.
 func Parse(r io.Reader, format string) ([]Session, error) {
-	data, err := io.ReadAll(r)
+	head, err := io.ReadAll(io.LimitReader(r, DetectLimit))
 	if err != nil {
 		return nil, fmt.Errorf("read input: %w", err)
 	}
+	whole := len(head) < DetectLimit
+	start := bytes.TrimLeft(trimBOM(head), " \t\r\n")
+	if len(start) == 0 && !whole {
+		return nil, invalidf(cmp.Or(format, "detect"), 0, "no JSON object in the first %d bytes", DetectLimit)
+	}
 	if format == "" {
-		if format, err = Detect(data); err != nil {
+		if format, err = Detect(head); err != nil {
 			return nil, err
 		}
 	}
 	if !slices.Contains(Formats, format) {
 		return nil, &parseError{format: "import", msg: fmt.Sprintf("unknown format %q (want one of %s)", format, strings.Join(Formats, ", "))}
 	}
-	if len(bytes.TrimSpace(trimBOM(data))) == 0 {
+	switch {
+	case len(start) == 0:
 		return nil, invalidf(format, 0, "empty input")
+	case start[0] != '{':
+		return nil, invalidf(format, lineAt(head, int64(len(head)-len(start))), "not a JSON object")
+	}
+	data := head
+	if !whole {
+		if data, err = io.ReadAll(io.MultiReader(bytes.NewReader(head), r)); err != nil {
+			return nil, fmt.Errorf("read input: %w", err)
+		}
 	}
 	if !utf8.Valid(data) {
 		// JSON is UTF-8; the decoder would turn a bad byte into U+FFFD.
@@ -120,9 +144,10 @@ func Parse(r io.Reader, format string) ([]Session, error) {
 // error wrapping fsstore.ErrInvalid.
 //
 // It looks only at the top-level keys of the first JSON object (and its
-// "type"), so a prefix of a large file is enough; a pretty-printed object
-// that spans lines is a hermes-json snapshot, since every JSONL format puts
-// one object on one line.
+// "type"), so a prefix of a large file is enough (Parse gives it the first
+// DetectLimit bytes); a pretty-printed object that spans lines is a
+// hermes-json snapshot, since every JSONL format puts one object on one
+// line.
 func Detect(data []byte) (string, error) {
 	data = bytes.TrimLeft(trimBOM(data), " \t\r\n")
 	if len(data) == 0 {

@@ -25,7 +25,8 @@ type Spec struct {
 	// Output, when set, receives the log as it grows (run --wait).
 	Output io.Writer
 	// Started is called once the command runs (err nil) or could not be
-	// started; the background supervisor uses it to release its caller.
+	// started (err names the task and what became of its record); the
+	// background supervisor uses it to release its caller.
 	Started func(err error)
 }
 
@@ -40,19 +41,19 @@ func Supervise(spec Spec) (tasks.Task, error) {
 		started = func(error) {}
 	}
 	self := os.Getpid()
+	// When the command cannot start, the caller hears of it only once the
+	// record says so (or, when not even that can be written, is gone):
+	// whoever it tells reads a finished task, or none.
+	cannotStart := func(err error) (tasks.Task, error) {
+		final, ferr := fail(store, spec.ID, err)
+		started(ferr)
+		return final, ferr
+	}
 	t, err := store.Update(spec.ID, func(t *tasks.Task) {
 		t.SupervisorPID, t.SupervisorStart = self, ProcStart(self)
 	})
 	if err != nil {
-		started(err)
-		return t, err
-	}
-	// When the command cannot start, the caller hears of it only once the
-	// record says so: whoever it tells reads a finished task.
-	cannotStart := func(err error) (tasks.Task, error) {
-		final, ferr := fail(store, t.ID, err)
-		started(err)
-		return final, ferr
+		return cannotStart(err)
 	}
 	log, err := os.OpenFile(store.LogPath(t.ID), os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0)
 	if err != nil {
@@ -128,15 +129,21 @@ func setOutcome(t *tasks.Task, ps *os.ProcessState, waitErr error) {
 
 // fail records a task whose command could not be started: failed, exit
 // code 127 (as a shell reports a command it cannot run), the reason kept.
+// When not even that can be recorded (a full disk), the record, which
+// says the task runs, is discarded: nothing is left of a command that
+// never ran.
 func fail(store *tasks.Store, id string, cause error) (tasks.Task, error) {
 	code := 127
 	t, _, err := store.Finish(id, func(t *tasks.Task) {
 		t.Status, t.ExitCode, t.Error = tasks.Failed, &code, cause.Error()
 	})
-	if err != nil {
-		return t, errors.Join(cause, err)
+	if err == nil {
+		return t, fmt.Errorf("task %s: cannot start: %w", id, cause)
 	}
-	return t, fmt.Errorf("task %s: cannot start: %w", id, cause)
+	if derr := store.Discard(id); derr != nil {
+		return t, errors.Join(cause, err, derr)
+	}
+	return tasks.Task{}, fmt.Errorf("task %s: cannot start: %w; recording that failed too (%w), so the task is not kept", id, cause, err)
 }
 
 // follow copies the file at path to w as it grows, until done is closed,

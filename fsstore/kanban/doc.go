@@ -12,6 +12,20 @@
 // change a task it lost. What happens to a task over time is in its events
 // log, what people and workers say in its comments log, both append-only.
 //
+// A change writes its events first, then the document, its commit point;
+// a failure cuts the events back, so a command that fails changed nothing.
+// Every event of a change has the document's new updated_at as its ts, so
+// an event later than the document's updated_at belongs to a change that
+// a crash cut off before its document: readers skip it, and the next
+// change of the task moves it aside (<log>.uncommitted-<unix>) before it
+// appends. A comment is one line of the comments log and nothing else;
+// Events reads each as a "commented" event.
+//
+// The dispatcher claims with ClaimPending: until the claim's outcome (its
+// worker started, or could not) is stored, the document the claim
+// replaced is kept as a hidden hard link, and Undo renames it back when
+// not even the outcome can be written (a full disk), which needs no space.
+//
 // A marker in open/ for each task not done or archived lets a dispatch
 // tick read only the open tasks. It is written before the task's document
 // and removed after it, so a stale marker names a task whose document says

@@ -3,10 +3,12 @@ package kanban
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/hermes/hermes/fsstore"
@@ -209,9 +211,11 @@ func (b *Board) openDir() string             { return filepath.Join(b.Dir, "open
 // of workers between them.
 func (b *Board) DispatchLockPath() string { return filepath.Join(b.Dir, "dispatch.lock") }
 
-// Create adds a task. Its open marker is written before its document, so
-// a crash between the two leaves a marker without a task (skipped and
-// removed), never an open task that a dispatcher cannot see.
+// Create adds a task. Its open marker is written first, then its
+// "created" event, then its document, the commit point (see commit): a
+// failure removes the marker and the event again, and a crash before the
+// document leaves a marker without a task and an events log without a
+// document, which readers skip and the next writer of that id moves aside.
 func (b *Board) Create(t Task) (Task, error) {
 	now := b.Now()
 	if t.ID == "" {
@@ -247,15 +251,15 @@ func (b *Board) Create(t Task) (Task, error) {
 	if t.Runs == nil {
 		t.Runs = []Run{}
 	}
-	if err := fsstore.WriteFileAtomic(filepath.Join(b.openDir(), t.ID), nil); err != nil {
+	marker := filepath.Join(b.openDir(), t.ID)
+	if err := fsstore.WriteFileAtomic(marker, nil); err != nil {
 		return Task{}, err
 	}
-	if err := fsstore.WriteDoc(b.docPath(t.ID), &t); err != nil {
-		// A full disk: the marker of a task that was never made goes too.
-		os.Remove(filepath.Join(b.openDir(), t.ID))
+	if _, err := b.commit(&t, "", []Event{{TS: ts, Type: EventCreated, Detail: string(t.Status)}}, now, false); err != nil {
+		os.Remove(marker)
 		return Task{}, err
 	}
-	return t, b.appendEvent(t.ID, Event{TS: ts, Type: EventCreated, Detail: string(t.Status)})
+	return t, nil
 }
 
 // ensureDirs makes the board's directories, refusing any that is a
@@ -286,52 +290,220 @@ func (b *Board) read(id string, locked bool) (Task, error) {
 
 // Update applies change to task id under its lock: a compare-and-swap,
 // since change sees the task as stored and may refuse. The events change
-// returns are appended after the document is written; updated_at is set
-// and the open marker follows the status.
+// returns are written, then the document, the commit point (see commit):
+// a failure changes nothing a reader sees. updated_at is set and the open
+// marker follows the status.
 func (b *Board) Update(id string, change func(t *Task, now time.Time) ([]Event, error)) (Task, error) {
+	t, _, err := b.update(id, change, false)
+	return t, err
+}
+
+// update is Update; with keep, the document it replaces is kept until the
+// returned Pending says what becomes of the change.
+func (b *Board) update(id string, change func(t *Task, now time.Time) ([]Event, error), keep bool) (Task, *Pending, error) {
 	if err := fsstore.CheckID("task id", id); err != nil {
-		return Task{}, err
+		return Task{}, nil, err
 	}
 	// An unknown task is not found before its lock is taken: taking it
 	// would leave a stray sidecar behind (or fail, on a board not yet made).
 	if _, err := os.Lstat(b.docPath(id)); errors.Is(err, os.ErrNotExist) {
-		return Task{}, fsstore.NotFoundf("kanban task %s not found", id)
+		return Task{}, nil, fsstore.NotFoundf("kanban task %s not found", id)
 	}
 	if err := b.ensureDirs(); err != nil {
-		return Task{}, err
+		return Task{}, nil, err
 	}
 	unlock, err := fsstore.Lock(b.lockPath(id), b.LockTimeout)
 	if err != nil {
-		return Task{}, err
+		return Task{}, nil, err
 	}
 	defer unlock()
 	t, err := b.read(id, true)
 	if err != nil {
-		return Task{}, err
+		return Task{}, nil, err
 	}
+	committed := t.UpdatedAt
 	now := b.Now()
 	events, err := change(&t, now)
 	if err != nil {
-		return t, err
+		return t, nil, err
 	}
-	t.UpdatedAt = fsstore.TimeOf(now)
-	if err := fsstore.WriteDoc(b.docPath(id), &t); err != nil {
-		return Task{}, err
+	ts := fsstore.TimeOf(now)
+	t.UpdatedAt = ts
+	for i := range events {
+		// An event is committed with the document whose updated_at is its
+		// ts: readers take a later one for an uncommitted change's.
+		events[i].TS = ts
+	}
+	pending, err := b.commit(&t, committed, events, now, keep)
+	if err != nil {
+		return Task{}, nil, err
 	}
 	if !t.Open() {
+		// After the commit point: a marker left behind is stale, which
+		// OpenTasks sees and removes.
 		if err := os.Remove(filepath.Join(b.openDir(), id)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return t, err
+			b.Warn(fmt.Sprintf("kanban task %s is %s, but its open marker stays: %v", id, t.Status, err))
 		}
 	}
-	for _, ev := range events {
-		if ev.TS == "" {
-			ev.TS = fsstore.TimeOf(now)
-		}
-		if err := b.appendEvent(id, ev); err != nil {
-			return t, err
-		}
+	return t, pending, nil
+}
+
+// commit stores a change of task t: first its events, appended to the
+// task's events log and synced, then its document, written atomically:
+// the commit point. If the document cannot be written the events are cut
+// back, so a failed change leaves the log as it was. A crash between the
+// two leaves events whose ts is later than the document's updated_at
+// (committed, "" for a task not yet created): readers skip them, and the
+// next commit, under the same locks, moves them aside to
+// <log>.uncommitted-<unix> before it appends. With keep, the document
+// being replaced is first linked to a hidden name (a link needs no space
+// on a full disk), for the returned Pending to put back or drop. The
+// caller holds the task's lock.
+func (b *Board) commit(t *Task, committed fsstore.Time, events []Event, now time.Time, keep bool) (*Pending, error) {
+	path := b.eventsPath(t.ID)
+	unlock, err := fsstore.Lock(path+".lock", b.LockTimeout)
+	if err != nil {
+		return nil, err
 	}
-	return t, nil
+	defer unlock()
+	_, err = os.Lstat(path)
+	made := errors.Is(err, os.ErrNotExist)
+	f, moved, err := fsstore.OpenAppend(path, now)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if moved != "" {
+		b.Warn("torn tail moved aside to " + moved)
+	}
+	if err := b.cutUncommitted(f, committed, now); err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	lines := make([][]byte, len(events))
+	for i, ev := range events {
+		line, _ := json.Marshal(ev)
+		lines[i] = append(line, '\n')
+	}
+	var pending *Pending
+	err = fsstore.AppendThen(f, made, lines, func() error {
+		if keep {
+			pending = &Pending{b: b, events: fi.Size(), undo: filepath.Join(b.tasksDir(), "."+t.ID+".json.tmp-undo-"+fsstore.NewID(now))}
+			if err := os.Link(b.docPath(t.ID), pending.undo); err != nil {
+				return fmt.Errorf("keep the document of kanban task %s: %w", t.ID, err)
+			}
+		}
+		err := fsstore.WriteDoc(b.docPath(t.ID), t)
+		if err != nil && pending != nil {
+			os.Remove(pending.undo)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if pending != nil {
+		pending.Task = *t
+	}
+	return pending, nil
+}
+
+// cutUncommitted moves aside the events at the end of the log f that a
+// change appended but never committed: those whose ts is later than the
+// task document's updated_at, committed. "commented" lines, which boards
+// before comments were read from their own log wrote without changing
+// the document, end the search.
+func (b *Board) cutUncommitted(f *os.File, committed fsstore.Time, now time.Time) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	cut := int64(-1)
+	err = fsstore.EachLineBackward(f, fi.Size(), func(line []byte, off int64) bool {
+		var ev Event
+		if json.Unmarshal(line, &ev) != nil || ev.Type == EventCommented || !committed.Before(ev.TS) {
+			return false
+		}
+		cut = off
+		return true
+	})
+	if err != nil || cut < 0 {
+		return err
+	}
+	aside, err := fsstore.MoveTailAside(f, cut, fmt.Sprintf(".uncommitted-%d", now.Unix()))
+	if err != nil {
+		return err
+	}
+	b.Warn("events of a change that was never committed moved aside to " + aside)
+	return nil
+}
+
+// Pending is a claim whose outcome is not stored yet: the dispatcher
+// claims a task, starts its worker, then stores how that went. Until it
+// does, the task's previous document is kept under a hidden name, so that
+// Undo can put it back by a rename, which needs no space, when not even a
+// failed start can be written (a full disk). Keep or Undo must be called.
+type Pending struct {
+	Task   Task // as claimed
+	b      *Board
+	undo   string // the previous document, kept
+	events int64  // the size of the events log before the claim
+}
+
+// Keep drops the previous document: the claim stands, or a later change
+// of the task has been stored. A link that cannot be removed is a stray
+// temp file that fsck --repair moves to lost+found.
+func (p *Pending) Keep() {
+	if err := os.Remove(p.undo); err != nil {
+		p.b.Warn(fmt.Sprintf("kanban task %s: %v", p.Task.ID, err))
+	}
+}
+
+// Undo puts the task's previous document back and cuts the claim's events
+// off its log, unless the task has changed since the claim (then the
+// claim stands, and Undo says so with ErrRefused). A crash or a failure
+// halfway leaves the document restored with the claim's events still in
+// the log: later than the document, they are skipped by readers and moved
+// aside by the next change.
+func (p *Pending) Undo() error {
+	b, id := p.b, p.Task.ID
+	unlock, err := fsstore.Lock(b.lockPath(id), b.LockTimeout)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	cur, err := b.read(id, true)
+	if err != nil {
+		return err
+	}
+	if cur.UpdatedAt != p.Task.UpdatedAt || cur.CurrentRunID != p.Task.CurrentRunID {
+		p.Keep()
+		return fsstore.Refusedf("kanban task %s has changed since its claim, which stands", id)
+	}
+	if err := os.Rename(p.undo, b.docPath(id)); err != nil {
+		return fmt.Errorf("undo the claim of kanban task %s: %w", id, err)
+	}
+	if err := fsstore.SyncDir(b.tasksDir()); err != nil {
+		return fmt.Errorf("undo the claim of kanban task %s: %w", id, err)
+	}
+	path := b.eventsPath(id)
+	unlockEvents, err := fsstore.Lock(path+".lock", b.LockTimeout)
+	if err != nil {
+		return err
+	}
+	defer unlockEvents()
+	f, err := os.OpenFile(path, os.O_RDWR|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.Truncate(p.events); err != nil {
+		return fmt.Errorf("undo the claim of kanban task %s: cut its events: %w", id, err)
+	}
+	return fsstore.SyncLog(f)
 }
 
 // OpenIDs returns the ids of the open tasks (todo, ready, running,
@@ -388,7 +560,8 @@ func (b *Board) All() ([]Task, error) {
 	return out, nil
 }
 
-// AddComment appends a comment to task id.
+// AddComment appends a comment to task id: one line of its comments log,
+// the only file it writes. Events reads it as a "commented" event.
 func (b *Board) AddComment(id, author, text string) (Comment, error) {
 	if _, err := b.Get(id); err != nil {
 		return Comment{}, err
@@ -399,10 +572,10 @@ func (b *Board) AddComment(id, author, text string) (Comment, error) {
 	now := b.Now()
 	c := Comment{ID: fsstore.NewID(now), TS: fsstore.TimeOf(now), Author: author, Text: text}
 	line, _ := json.Marshal(c)
-	if err := b.appendLine(id, b.commentsPath(id), line); err != nil {
+	if err := b.appendLine(b.commentsPath(id), line); err != nil {
 		return Comment{}, err
 	}
-	return c, b.appendEvent(id, Event{TS: c.TS, Type: EventCommented, Detail: author})
+	return c, nil
 }
 
 // Comments returns the comments of task id, oldest first.
@@ -417,16 +590,43 @@ func (b *Board) Comments(id string) ([]Comment, error) {
 	return out, err
 }
 
-// Events returns the events of task id, oldest first.
+// Events returns the events of task id, oldest first: those of its log
+// that were committed with its document (see commit), and a "commented"
+// event (by the comment's author) for each comment, in time order, a
+// comment before an event of the same time. A task that does not exist
+// has none.
 func (b *Board) Events(id string) ([]Event, error) {
-	var out []Event
-	err := b.scan(b.eventsPath(id), func(line []byte) {
+	t, err := b.Get(id)
+	if errors.Is(err, fsstore.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var logged []Event
+	err = b.scan(b.eventsPath(id), func(line []byte) {
 		var e Event
-		if json.Unmarshal(line, &e) == nil {
-			out = append(out, e)
+		// A "commented" line is an older board's copy of a comment, which
+		// is read from the comments log.
+		if json.Unmarshal(line, &e) == nil && e.Type != EventCommented && !t.UpdatedAt.Before(e.TS) {
+			logged = append(logged, e)
 		}
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	comments, err := b.Comments(id)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Event, 0, len(logged)+len(comments))
+	for _, c := range comments {
+		for len(logged) > 0 && logged[0].TS.Before(c.TS) {
+			out, logged = append(out, logged[0]), logged[1:]
+		}
+		out = append(out, Event{TS: c.TS, Type: EventCommented, Detail: c.Author})
+	}
+	return append(out, logged...), nil
 }
 
 func (b *Board) scan(path string, fn func([]byte)) error {
@@ -442,14 +642,9 @@ func (b *Board) scan(path string, fn func([]byte)) error {
 	return err
 }
 
-func (b *Board) appendEvent(id string, ev Event) error {
-	line, _ := json.Marshal(ev)
-	return b.appendLine(id, b.eventsPath(id), line)
-}
-
-// appendLine appends to one of a task's logs under a lock of its own, so
-// comments do not wait for a claim.
-func (b *Board) appendLine(id, path string, line []byte) error {
+// appendLine appends a line to the comments log at path under a lock of
+// its own, so comments do not wait for a claim.
+func (b *Board) appendLine(path string, line []byte) error {
 	if err := b.ensureDirs(); err != nil {
 		return err
 	}
@@ -469,7 +664,43 @@ func (b *Board) appendLine(id, path string, line []byte) error {
 	return fsstore.AppendLines(f, [][]byte{append(line, '\n')})
 }
 
-// Check checks the board's tasks and their logs (see CheckTree).
+// Check checks the board's tasks and their logs (see CheckTree), and
+// reports a log whose task has no document, nor a copy of one kept aside
+// by a quarantine: the events of a create that crashed before its
+// document. With repair it is moved to lostFound.
 func (b *Board) Check(repair bool, lostFound string) ([]fsstore.Finding, error) {
-	return fsstore.CheckTree(b.Dir, func(log string) string { return log + ".lock" }, b.LockTimeout, repair, lostFound)
+	out, err := fsstore.CheckTree(b.Dir, func(log string) string { return log + ".lock" }, b.LockTimeout, repair, lostFound)
+	if err != nil {
+		return out, err
+	}
+	entries, err := os.ReadDir(b.tasksDir())
+	if errors.Is(err, os.ErrNotExist) {
+		return out, nil
+	}
+	if err != nil {
+		return out, err
+	}
+	names := map[string]bool{}
+	for _, e := range entries {
+		names[e.Name()] = true
+	}
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".events.jsonl")
+		if !ok {
+			id, ok = strings.CutSuffix(e.Name(), ".comments.jsonl")
+		}
+		if !ok || names[id+".json"] {
+			continue
+		}
+		if aside, _ := filepath.Glob(filepath.Join(b.tasksDir(), fsstore.GlobEscape(id)+".json.corrupt-*")); len(aside) > 0 {
+			continue
+		}
+		path := filepath.Join(b.tasksDir(), e.Name())
+		f := fsstore.Finding{Path: path, What: "log of a task that has no document (a create that did not finish)", Problem: true}
+		if repair {
+			f.Repaired, f.What = fsstore.MoveToLostFound(path, lostFound, f.What)
+		}
+		out = append(out, f)
+	}
+	return out, nil
 }

@@ -73,7 +73,19 @@ func newClaimLock() string {
 // claimers never both win. extra, when set, may fill the new run and
 // returns events to record with the claim.
 func (b *Board) Claim(id string, ttl time.Duration, profile string, extra func(*Task, *Run) []Event) (Task, error) {
-	return b.Update(id, func(t *Task, now time.Time) ([]Event, error) {
+	return b.Update(id, claim(ttl, profile, extra))
+}
+
+// ClaimPending is Claim for a claimer that has yet to store the claim's
+// outcome (the dispatcher: its worker started, or could not): the returned
+// Pending holds the claimed task, and its Keep or Undo must follow.
+func (b *Board) ClaimPending(id string, ttl time.Duration, profile string, extra func(*Task, *Run) []Event) (*Pending, error) {
+	_, p, err := b.update(id, claim(ttl, profile, extra), true)
+	return p, err
+}
+
+func claim(ttl time.Duration, profile string, extra func(*Task, *Run) []Event) func(*Task, time.Time) ([]Event, error) {
+	return func(t *Task, now time.Time) ([]Event, error) {
 		if t.Status != Ready || t.ClaimLock != "" {
 			return nil, fsstore.Refusedf("task %s is %s and cannot be claimed", t.ID, t.Status)
 		}
@@ -89,7 +101,7 @@ func (b *Board) Claim(id string, ttl time.Duration, profile string, extra func(*
 		t.Runs = append(t.Runs, r)
 		t.CurrentRunID = r.ID
 		return events, nil
-	})
+	}
 }
 
 // Block blocks task id for worker w (its own task; its run ends) or a
@@ -198,18 +210,6 @@ func (b *Board) RegisterSession(w Worker, sid string) error {
 		}
 		r.SessionID = sid
 		return []Event{{Type: EventSessionRegistered, RunID: r.ID, Detail: sid}}, nil
-	})
-	return err
-}
-
-// SetWorkerTask records on run runID the background task its worker runs
-// as.
-func (b *Board) SetWorkerTask(id, runID, workerTask string) error {
-	_, err := b.Update(id, func(t *Task, _ time.Time) ([]Event, error) {
-		if r := t.RunByID(runID); r != nil {
-			r.WorkerTaskID = workerTask
-		}
-		return nil, nil
 	})
 	return err
 }

@@ -60,6 +60,8 @@ func (s *Store) writeCatalog(id string, now time.Time) (*os.File, error) {
 	}
 	defer unlock()
 	line, _ := json.Marshal(catalogEntry{SessionID: id, At: fsstore.TimeOf(now)})
+	_, err = os.Lstat(s.catalogPath())
+	made := errors.Is(err, os.ErrNotExist)
 	f, moved, err := fsstore.OpenAppend(s.catalogPath(), now)
 	if err != nil {
 		return nil, err
@@ -67,6 +69,11 @@ func (s *Store) writeCatalog(id string, now time.Time) (*os.File, error) {
 	s.warnMoved(moved)
 	if err := fsstore.WriteLines(f, [][]byte{append(line, '\n')}); err != nil {
 		f.Close()
+		if made {
+			// An empty catalog would hide every session from List, which
+			// rebuilds a missing one from the documents.
+			os.Remove(s.catalogPath())
+		}
 		return nil, err
 	}
 	if fi, err := f.Stat(); err == nil && fi.Size() > catalogCompactSize {

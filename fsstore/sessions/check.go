@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/hermes/hermes/fsstore"
 )
@@ -29,6 +31,7 @@ func (s *Store) Check(repair bool, lostFound string) ([]fsstore.Finding, error) 
 	var out []fsstore.Finding
 	add := func(f fsstore.Finding) { out = append(out, f) }
 	docs := map[string]bool{}
+	byTitle := map[string][]Session{}
 	var logs []string
 	for _, e := range entries {
 		name := e.Name()
@@ -60,6 +63,9 @@ func (s *Store) Check(repair bool, lostFound string) ([]fsstore.Finding, error) 
 				return out, err
 			}
 			docs[id] = true
+			if sess.Title != "" {
+				byTitle[sess.Title] = append(byTitle[sess.Title], sess)
+			}
 			if fields := sess.nonCanonicalTimes(); len(fields) > 0 {
 				f := fsstore.Finding{Path: path, What: "times not in the store's form (" + strings.Join(fields, ", ") + ")", Problem: true}
 				if repair {
@@ -69,6 +75,7 @@ func (s *Store) Check(repair bool, lostFound string) ([]fsstore.Finding, error) 
 			}
 		}
 	}
+	out = append(out, s.checkTitles(byTitle, repair)...)
 	for _, id := range logs {
 		out = append(out, s.checkTranscript(id, docs[id], repair)...)
 	}
@@ -87,6 +94,89 @@ func (s *Store) Check(repair bool, lostFound string) ([]fsstore.Finding, error) 
 		}
 	}
 	return out, nil
+}
+
+// checkTitles reports every session whose title an older session has
+// (titles are unique in a profile); with repair, each is renamed
+// "TITLE (N)" with the least N from 2 that no session holds, the newer
+// ones last. The oldest (by created_at, then id) keeps its title.
+func (s *Store) checkTitles(byTitle map[string][]Session, repair bool) []fsstore.Finding {
+	titles := make([]string, 0, len(byTitle))
+	for title, group := range byTitle {
+		if len(group) > 1 {
+			titles = append(titles, title)
+		}
+	}
+	sort.Strings(titles)
+	var out []fsstore.Finding
+	for _, title := range titles {
+		group := byTitle[title]
+		sort.Slice(group, func(i, j int) bool {
+			a, b := group[i], group[j]
+			if a.CreatedAt.Before(b.CreatedAt) || b.CreatedAt.Before(a.CreatedAt) {
+				return a.CreatedAt.Before(b.CreatedAt)
+			}
+			return a.ID < b.ID
+		})
+		for _, newer := range group[1:] {
+			f := fsstore.Finding{Path: s.docPath(newer.ID), Problem: true,
+				What: fmt.Sprintf("title %q is also the title of session %s, an older one", title, group[0].ID)}
+			if repair {
+				f.Repaired, f.What = s.retitle(newer.ID, title, f.What)
+			}
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// retitle gives session id, whose title is also an older session's, the
+// first free title "TITLE (N)", under the titles lock.
+func (s *Store) retitle(id, title, what string) (bool, string) {
+	unlock, err := s.lockTitles()
+	if err != nil {
+		return false, what + " (" + err.Error() + ")"
+	}
+	defer unlock()
+	all, err := s.all(s.readDocument)
+	if err != nil {
+		return false, what + " (" + err.Error() + ")"
+	}
+	taken := map[string]bool{}
+	for _, sess := range all {
+		taken[sess.Title] = true
+	}
+	var next string
+	for n := 2; ; n++ {
+		suffix := fmt.Sprintf(" (%d)", n)
+		next = truncateUTF8(title, fsstore.MaxTitleLen-len(suffix)) + suffix
+		if !taken[next] {
+			break
+		}
+	}
+	_, err = s.update(id, func(sess *Session) error {
+		if sess.Title != title {
+			return fsstore.Refusedf("its title changed meanwhile")
+		}
+		sess.Title = next
+		return nil
+	})
+	if err != nil {
+		return false, what + " (" + err.Error() + ")"
+	}
+	return true, fmt.Sprintf("%s; renamed %q", what, next)
+}
+
+// truncateUTF8 is the longest prefix of s of at most n bytes that ends
+// between two characters.
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 func (s *Store) checkTranscript(id string, hasDoc, repair bool) []fsstore.Finding {

@@ -9,7 +9,16 @@
 // guarded by <id>.lock. Names starting with '.' are the store's own: the
 // activity catalog (.catalog.jsonl, catalog.go), whose lines say which
 // session was written when, so that List reads only the most recent
-// sessions, and its lock.
+// sessions, its lock, and the titles lock (.titles.lock).
+//
+// # Titles
+//
+// A title is unique in a profile. The check and the write (Create with a
+// title, Rename) are made under one profile-wide lock, .titles.lock, taken
+// before the session's own lock and never after one, so two writers never
+// both win one title. Check reports every session whose title an older
+// one has (created_at, then id); with repair it renames it "TITLE (N)",
+// the least N from 2 that no session holds, cut to the title limit.
 //
 // # The transcript is the truth
 //
@@ -30,13 +39,18 @@
 // by one with the written ones (ignoring seq and ts), and only the new tail
 // is appended. A write that is shorter or diverges is refused with
 // fsstore.ErrRefused, naming both lengths, and nothing changes; with force
-// the old transcript is first copied to <id>.jsonl.replaced-<unix>.
+// the old transcript is first copied to <id>.jsonl.replaced-<unix>, and
+// renamed back if the document cannot be written after it, so a failed
+// forced save changes nothing. CreateWith makes a session with its first
+// transcript (an import) in one step: the document, written last, is its
+// commit point.
 //
 // # Times
 //
 // A message's own ts (an import's, a client's) is rewritten in
-// fsstore.TimeLayout whatever zone it came in; one that is not RFC 3339 is
-// fsstore.ErrInvalid. Check reports a document whose times are in another
+// fsstore.TimeLayout whatever zone it came in; one that is not RFC 3339,
+// or that is more than a minute after the store's clock, is
+// fsstore.ErrInvalid, and nothing is written. Check reports a document whose times are in another
 // form (written before that rule) and repairs it without moving an
 // instant.
 //

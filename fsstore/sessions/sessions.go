@@ -127,6 +127,19 @@ func (s *Store) lock(id string) (func(), error) {
 	return fsstore.Lock(s.lockPath(id), s.LockTimeout)
 }
 
+// titlesLockName is the profile-wide lock under which a title is checked
+// and written, so that two writers never give one title to two sessions.
+// It is taken before any session's own lock, never after one.
+const titlesLockName = ".titles.lock"
+
+// lockTitles takes the titles lock.
+func (s *Store) lockTitles() (func(), error) {
+	if err := fsstore.EnsureDir(s.Dir); err != nil {
+		return nil, err
+	}
+	return fsstore.Lock(filepath.Join(s.Dir, titlesLockName), s.LockTimeout)
+}
+
 // readSession reads the document of id, brought up to its transcript (see
 // current). A document that does not parse is quarantined (under the
 // session's lock, so a concurrent rewrite is not mistaken for damage) and
@@ -184,14 +197,35 @@ func (s *Store) current(sess *Session) error {
 // import's), or now. Creating a session that exists is a
 // no-op that returns the stored document and created=false: never an error
 // that would stop later writes. A non-empty title must not be taken by
-// another session.
-func (s *Store) Create(sess Session) (_ Session, created bool, err error) {
+// another session; it is checked and written under the titles lock.
+func (s *Store) Create(sess Session) (Session, bool, error) {
+	return s.CreateWith(sess, nil)
+}
+
+// CreateWith is Create with a first transcript, msgs (an import): the
+// session appears whole or not at all. The messages are appended and
+// synced, then the catalog line, then the document, the commit point; a
+// failure before it cuts the transcript back (removes it, if this call
+// made it). A session that exists is returned as it is with
+// created=false, and msgs are not written. msgs are checked (their ts
+// included) before anything is written.
+func (s *Store) CreateWith(sess Session, msgs []Message) (_ Session, created bool, err error) {
 	now := s.Now()
 	if sess.ID == "" {
 		sess.ID = fsstore.NewID(now)
 	}
 	if err := fsstore.CheckID("session id", sess.ID); err != nil {
 		return Session{}, false, err
+	}
+	if err := stamp(msgs, now); err != nil {
+		return Session{}, false, err
+	}
+	if sess.Title != "" {
+		unlockTitles, err := s.lockTitles()
+		if err != nil {
+			return Session{}, false, err
+		}
+		defer unlockTitles()
 	}
 	unlock, err := s.lock(sess.ID)
 	if err != nil {
@@ -226,35 +260,63 @@ func (s *Store) Create(sess Session) (_ Session, created bool, err error) {
 	sess.Profile = s.Profile
 	// A transcript may exist without a document (its document was
 	// quarantined): it is kept, and the new document counts it. One this
-	// call creates is removed again if the create fails (a full disk), so
-	// a failed create leaves no transcript without a document.
-	if _, lerr := os.Lstat(s.logPath(sess.ID)); errors.Is(lerr, os.ErrNotExist) {
-		defer func() {
-			if err != nil {
-				os.Remove(s.logPath(sess.ID))
-			}
-		}()
-	}
-	f, moved, err := fsstore.OpenAppend(s.logPath(sess.ID), now)
+	// call makes is removed again if the create fails (a full disk), so a
+	// failed create leaves no transcript without a document.
+	path := s.logPath(sess.ID)
+	_, lerr := os.Lstat(path)
+	made := errors.Is(lerr, os.ErrNotExist)
+	f, moved, err := fsstore.OpenAppend(path, now)
 	if err != nil {
+		if made {
+			os.Remove(path)
+		}
 		return Session{}, false, err
 	}
+	defer f.Close()
 	s.warnMoved(moved)
 	fi, err := f.Stat()
-	if err == nil {
-		sess.MessageCount, _, err = lastSeq(f, fi.Size())
-	}
-	f.Close()
 	if err != nil {
 		return Session{}, false, err
 	}
-	if err := s.touchCatalog(sess.ID, now); err != nil {
+	seq, _, err := lastSeq(f, fi.Size())
+	if err != nil {
 		return Session{}, false, err
 	}
-	if err := fsstore.WriteDoc(s.docPath(sess.ID), &sess); err != nil {
+	lines, seq, err := numberLines(&sess, msgs, seq)
+	if err != nil {
+		return Session{}, false, err
+	}
+	sess.MessageCount = seq
+	err = fsstore.AppendThen(f, made, lines, func() error {
+		if err := s.touchCatalog(sess.ID, now); err != nil {
+			return err
+		}
+		return fsstore.WriteDoc(s.docPath(sess.ID), &sess)
+	})
+	if err != nil {
 		return Session{}, false, err
 	}
 	return sess, true, nil
+}
+
+// numberLines numbers msgs on from seq and encodes each as a transcript
+// line; a session without a preview gets the first user message's. It
+// returns the lines and the last seq.
+func numberLines(sess *Session, msgs []Message, seq int64) ([][]byte, int64, error) {
+	lines := make([][]byte, len(msgs))
+	for i := range msgs {
+		seq++
+		msgs[i].Seq = seq
+		b, err := msgs[i].MarshalJSON()
+		if err != nil {
+			return nil, 0, err
+		}
+		lines[i] = append(b, '\n')
+		if sess.Preview == "" && msgs[i].Role == "user" {
+			sess.Preview = preview(msgs[i].Text())
+		}
+	}
+	return lines, seq, nil
 }
 
 func (s *Store) warnMoved(moved string) {
@@ -368,7 +430,7 @@ func (s *Store) Append(id string, msgs []Message) (int64, error) {
 func (s *Store) appendLocked(sess *Session, msgs []Message) (int64, error) {
 	now := s.Now()
 	ts := fsstore.TimeOf(now)
-	if err := stamp(msgs, ts); err != nil {
+	if err := stamp(msgs, now); err != nil {
 		return 0, err
 	}
 	f, moved, err := fsstore.OpenAppend(s.logPath(sess.ID), now)
@@ -385,19 +447,10 @@ func (s *Store) appendLocked(sess *Session, msgs []Message) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	lines := make([][]byte, len(msgs))
 	hadPreview := sess.Preview != ""
-	for i := range msgs {
-		seq++
-		msgs[i].Seq = seq
-		b, err := msgs[i].MarshalJSON()
-		if err != nil {
-			return 0, err
-		}
-		lines[i] = append(b, '\n')
-		if sess.Preview == "" && msgs[i].Role == "user" {
-			sess.Preview = preview(msgs[i].Text())
-		}
+	lines, seq, err := numberLines(sess, msgs, seq)
+	if err != nil {
+		return 0, err
 	}
 	if err := fsstore.WriteLines(f, lines); err != nil {
 		return 0, err
@@ -426,10 +479,18 @@ func (s *Store) appendLocked(sess *Session, msgs []Message) (int64, error) {
 	return seq, nil
 }
 
-// stamp gives each message without a ts the time ts, and rewrites the
+// maxFutureTS is how far after the store's clock a message's own ts may
+// be: a client's clock a little ahead of ours is not an error, but a ts
+// in 2099 would pin its session at the top of every listing and keep it
+// from every prune.
+const maxFutureTS = time.Minute
+
+// stamp gives each message without a ts the time now, and rewrites the
 // others (an import's own times) in TimeLayout whatever zone they came in,
-// so that stored times sort. A ts that is not RFC 3339 is ErrInvalid.
-func stamp(msgs []Message, ts fsstore.Time) error {
+// so that stored times sort. A ts that is not RFC 3339, or that is more
+// than maxFutureTS after now, is ErrInvalid.
+func stamp(msgs []Message, now time.Time) error {
+	ts := fsstore.TimeOf(now)
 	for i := range msgs {
 		if msgs[i].TS == "" {
 			msgs[i].TS = ts
@@ -438,6 +499,9 @@ func stamp(msgs []Message, ts fsstore.Time) error {
 		canon, err := msgs[i].TS.Canonical()
 		if err != nil {
 			return err
+		}
+		if at, _ := canon.Instant(); at.After(now.Add(maxFutureTS)) {
+			return fsstore.Invalidf("message %d: ts %s is more than %v in the future (the clock says %s)", i+1, canon, maxFutureTS, ts)
 		}
 		msgs[i].TS = canon
 	}
@@ -536,15 +600,42 @@ func (s *Store) comparePrefix(id string, msgs []Message) (stored int64, divergeA
 	return stored, divergeAt, err
 }
 
-func (s *Store) replaceLocked(sess *Session, msgs []Message) (SaveResult, error) {
+// replaceLocked replaces the transcript of sess with msgs: the old one is
+// copied aside, the catalog gets its line, the new transcript is renamed
+// over the old one, then the document is written, the commit point. If the
+// document cannot be written, the copy is renamed back over the
+// transcript (a rename needs no space on a full disk), so a failure
+// leaves the session as it was and no copy behind.
+func (s *Store) replaceLocked(sess *Session, msgs []Message) (_ SaveResult, err error) {
 	now := s.Now()
 	path := s.logPath(sess.ID)
 	ts := fsstore.TimeOf(now)
-	if err := stamp(msgs, ts); err != nil {
+	if err := stamp(msgs, now); err != nil {
 		return SaveResult{}, err
 	}
 	kept, err := fsstore.CopyAside(path, fmt.Sprintf(".replaced-%d", now.Unix()))
 	if err != nil {
+		return SaveResult{}, err
+	}
+	replaced := false
+	defer func() {
+		if err == nil {
+			return
+		}
+		switch {
+		case replaced && kept == "":
+			os.Remove(path) // there was no transcript
+		case replaced:
+			if rerr := os.Rename(kept, path); rerr != nil {
+				err = fmt.Errorf("%w; the old transcript is kept at %s (putting it back failed: %w)", err, kept, rerr)
+				return
+			}
+		case kept != "":
+			os.Remove(kept)
+		}
+		fsstore.SyncDir(s.Dir)
+	}()
+	if err := s.touchCatalog(sess.ID, now); err != nil {
 		return SaveResult{}, err
 	}
 	err = fsstore.WriteAtomic(path, func(w io.Writer) error {
@@ -563,6 +654,7 @@ func (s *Store) replaceLocked(sess *Session, msgs []Message) (SaveResult, error)
 	if err != nil {
 		return SaveResult{}, err
 	}
+	replaced = true
 	sess.MessageCount = int64(len(msgs))
 	sess.UpdatedAt = ts
 	sess.Preview = ""
@@ -572,10 +664,10 @@ func (s *Store) replaceLocked(sess *Session, msgs []Message) (SaveResult, error)
 			break
 		}
 	}
-	if err := s.touchCatalog(sess.ID, now); err != nil {
+	if err := fsstore.WriteDoc(s.docPath(sess.ID), sess); err != nil {
 		return SaveResult{}, err
 	}
-	return SaveResult{Appended: len(msgs), Count: sess.MessageCount, Replaced: kept}, fsstore.WriteDoc(s.docPath(sess.ID), sess)
+	return SaveResult{Appended: len(msgs), Count: sess.MessageCount, Replaced: kept}, nil
 }
 
 // Transcript is a read-only view of a transcript as of the moment it was
@@ -868,11 +960,20 @@ func (s *Store) Tail(id string, stop func(Message) bool) ([]Message, error) {
 }
 
 // Rename sets the title of id. Titles are unique in a profile: a title that
-// another session has is refused.
+// another session has is refused. The check and the write are made under
+// the titles lock.
 func (s *Store) Rename(id, title string) (Session, error) {
 	if strings.TrimSpace(title) == "" {
 		return Session{}, fsstore.Invalidf("empty title")
 	}
+	if err := fsstore.CheckID("session id", id); err != nil {
+		return Session{}, err
+	}
+	unlock, err := s.lockTitles()
+	if err != nil {
+		return Session{}, err
+	}
+	defer unlock()
 	if err := s.checkTitleFree(title, id); err != nil {
 		return Session{}, err
 	}
@@ -977,7 +1078,7 @@ func (s *Store) removeLocked(sess Session, dryRun bool) (Removal, error) {
 	// The document goes first, so that from then on the session does not
 	// exist for readers; the lock goes last.
 	paths := []string{s.docPath(sess.ID), s.logPath(sess.ID)}
-	aside, _ := filepath.Glob(filepath.Join(s.Dir, globEscape(sess.ID)+".jsonl.*"))
+	aside, _ := filepath.Glob(filepath.Join(s.Dir, fsstore.GlobEscape(sess.ID)+".jsonl.*"))
 	paths = append(paths, aside...)
 	for _, p := range paths {
 		fi, err := os.Lstat(p)
@@ -998,11 +1099,6 @@ func (s *Store) removeLocked(sess Session, dryRun bool) (Removal, error) {
 	}
 	os.Remove(s.lockPath(sess.ID))
 	return r, fsstore.SyncDir(s.Dir)
-}
-
-func globEscape(s string) string {
-	r := strings.NewReplacer(`*`, `\*`, `?`, `\?`, `[`, `\[`)
-	return r.Replace(s)
 }
 
 // Prune removes the ended sessions whose last activity is before cutoff

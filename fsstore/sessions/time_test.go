@@ -2,9 +2,11 @@ package sessions
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hermes/hermes/fsstore"
 	"github.com/hermes/hermes/fsstore/internal/storetest"
@@ -98,5 +100,42 @@ func TestCreateNormalisesCreatedAt(t *testing.T) {
 	}
 	if _, _, err := s.Create(Session{ID: "bad", CreatedAt: "March"}); !errors.Is(err, fsstore.ErrInvalid) {
 		t.Fatalf("a bad created_at: %v", err)
+	}
+}
+
+// A message ts more than a minute after the store's clock is refused
+// before anything is written: a ts in 2099 would pin its session at the
+// top of every listing and keep it from every prune. A minute of skew
+// between a client's clock and ours is accepted.
+func TestFutureTSRefused(t *testing.T) {
+	s, clock, _ := newTestStore(t)
+	id := mustCreate(t, s, "future")
+	docBefore := storetest.MustRead(t, s.docPath(id))
+	for _, ts := range []fsstore.Time{"2099-01-01T00:00:00Z", fsstore.TimeOf(clock.Now().Add(time.Minute + time.Millisecond))} {
+		m := textMsg("user", "from the future")
+		m.TS = ts
+		if _, err := s.Append(id, []Message{m}); !errors.Is(err, fsstore.ErrInvalid) || !strings.Contains(fmt.Sprint(err), "future") {
+			t.Fatalf("Append with ts %s: %v, want ErrInvalid saying future", ts, err)
+		}
+		if _, err := s.Save(id, []Message{m}, false); !errors.Is(err, fsstore.ErrInvalid) {
+			t.Fatalf("Save with ts %s: %v, want ErrInvalid", ts, err)
+		}
+		if _, err := s.Save(id, []Message{m}, true); !errors.Is(err, fsstore.ErrInvalid) {
+			t.Fatalf("Save --force with ts %s: %v, want ErrInvalid", ts, err)
+		}
+	}
+	if b := storetest.MustRead(t, s.logPath(id)); len(b) != 0 {
+		t.Fatalf("a refused write stored %q", b)
+	}
+	if b := storetest.MustRead(t, s.docPath(id)); string(b) != string(docBefore) {
+		t.Fatalf("a refused write changed the document:\n%s", b)
+	}
+	if names := storetest.DirNames(t, s.Dir); strings.Contains(strings.Join(names, " "), "replaced") {
+		t.Fatalf("a refused forced save kept a copy aside: %v", names)
+	}
+	skewed := textMsg("user", "a client a little ahead")
+	skewed.TS = fsstore.TimeOf(clock.Now().Add(time.Minute))
+	if _, err := s.Append(id, []Message{skewed}); err != nil {
+		t.Fatalf("a ts a minute ahead: %v", err)
 	}
 }

@@ -13,7 +13,10 @@
 // line before the record's final write, so a crash leaves an index stale
 // only in ways its readers detect (an entry whose record says otherwise is
 // skipped). The records are the truth: RebuildIndex (fsck --repair) makes
-// the indexes again from them.
+// the indexes again from them. A Finish whose record cannot be written
+// cuts its finished line off again, and a task whose command could not
+// start, when not even that can be recorded, is discarded (Discard), so
+// that a failure leaves no record of a command that never ran.
 //
 // Deletion is explicit: Prune removes only finished tasks, says what it
 // removes, and has a dry run.

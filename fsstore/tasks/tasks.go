@@ -232,11 +232,12 @@ type finishedEntry struct {
 // Finish records the end of a running task: change sets the outcome
 // (status, exit code, signal, error); Finish fills in finished_at, the
 // duration, the log's size and its last PreviewBytes. The finished log gets
-// its line before the record is rewritten, so a crash between the two
-// leaves a line whose record still says running, which readers skip, never
-// a finished record that history cannot find. A task already finished is
-// returned unchanged with finished=false; so is one that change leaves
-// running, and nothing is written.
+// its line before the record is rewritten, the commit point, so a crash
+// between the two leaves a line whose record still says running, which
+// readers skip, never a finished record that history cannot find; a
+// failure to rewrite the record cuts the line off again. A task already
+// finished is returned unchanged with finished=false; so is one that
+// change leaves running, and nothing is written.
 func (s *Store) Finish(id string, change func(*Task)) (t Task, finished bool, err error) {
 	if err := fsstore.CheckID("task id", id); err != nil {
 		return Task{}, false, err
@@ -270,24 +271,30 @@ func (s *Store) Finish(id string, change func(*Task)) (t Task, finished bool, er
 	}
 	t.LogBytes, t.OutputPreview = logTail(s.LogPath(id), PreviewBytes)
 	line, _ := json.Marshal(finishedEntry{TaskID: t.ID, Name: t.Name, Status: t.Status, FinishedAt: t.FinishedAt})
-	if err := s.appendFinished(line, now); err != nil {
+	err = s.appendFinished(line, now, func() error { return fsstore.WriteDoc(s.docPath(id), &t) })
+	if err != nil {
 		return Task{}, false, err
 	}
-	if err := fsstore.WriteDoc(s.docPath(id), &t); err != nil {
-		return Task{}, false, err
-	}
+	// After the commit point: a marker of a finished task is stale, which
+	// readers skip and the next Finish or fsck --repair removes.
 	if err := os.Remove(s.runningMarker(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return t, true, err
+		s.Warn(fmt.Sprintf("task %s has finished, but its running marker stays: %v", id, err))
 	}
 	return t, true, nil
 }
 
-func (s *Store) appendFinished(line []byte, now time.Time) error {
+// appendFinished appends line to the finished log, then runs commit; if
+// commit fails the line is cut off again. The finished log's lock is
+// held throughout, so no other line comes after it meanwhile: it is taken
+// after a record's lock, never before one.
+func (s *Store) appendFinished(line []byte, now time.Time, commit func() error) error {
 	unlock, err := fsstore.Lock(s.finishedLockPath(), s.LockTimeout)
 	if err != nil {
 		return err
 	}
 	defer unlock()
+	_, err = os.Lstat(s.finishedPath())
+	made := errors.Is(err, os.ErrNotExist)
 	f, moved, err := fsstore.OpenAppend(s.finishedPath(), now)
 	if err != nil {
 		return err
@@ -296,7 +303,39 @@ func (s *Store) appendFinished(line []byte, now time.Time) error {
 	if moved != "" {
 		s.Warn("torn tail moved aside to " + moved)
 	}
-	return fsstore.AppendLines(f, [][]byte{append(line, '\n')})
+	return fsstore.AppendThen(f, made, [][]byte{append(line, '\n')}, commit)
+}
+
+// Discard removes the record, log and running marker of task id, whose
+// command never started: for a supervisor that could not start it and
+// could not record that either (a full disk), so that no record is left
+// that says a command runs which never ran. The record goes first, so a
+// crash halfway leaves a log or a marker without a record, which fsck
+// reports. A task that has finished, or whose command has a pid, is
+// refused.
+func (s *Store) Discard(id string) error {
+	if err := fsstore.CheckID("task id", id); err != nil {
+		return err
+	}
+	unlock, err := fsstore.Lock(s.lockPath(id), s.LockTimeout)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	t, err := s.read(id, true)
+	if err != nil {
+		return err
+	}
+	if t.Finished() || t.PID != 0 {
+		return fsstore.Refusedf("task %s has started; its record stays", id)
+	}
+	for _, p := range []string{s.docPath(id), s.LogPath(id), s.runningMarker(id)} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("discard task %s: %w", id, err)
+		}
+	}
+	os.Remove(s.lockPath(id))
+	return errors.Join(fsstore.SyncDir(s.Dir), fsstore.SyncDir(s.runningDir()))
 }
 
 // logTail returns the size of the log at path and its last n bytes as text
@@ -594,8 +633,11 @@ func (s *Store) RebuildIndex() error {
 	var finished []finishedEntry
 	running := map[string]bool{}
 	for _, id := range ids {
-		t, err := s.read(id, false)
-		if err != nil {
+		// A plain read: quarantining an unreadable record would take its
+		// lock after the finished log's, which Finish takes in the other
+		// order. Check quarantines it.
+		var t Task
+		if err := fsstore.ReadDoc(s.docPath(id), &t); err != nil {
 			s.Warn(err.Error())
 			continue
 		}

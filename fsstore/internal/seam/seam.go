@@ -8,6 +8,7 @@ package seam
 
 import (
 	"os"
+	"syscall"
 
 	"github.com/natefinch/atomic"
 )
@@ -19,6 +20,10 @@ var (
 	Rename = atomic.ReplaceFile
 	// Sync makes a file's (or a directory's) writes durable.
 	Sync = func(f *os.File) error { return f.Sync() }
+	// CreateLock makes a lock sidecar that is missing.
+	CreateLock = func(path string) (*os.File, error) {
+		return os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDONLY|syscall.O_NOFOLLOW, 0o600)
+	}
 	// Write appends one record to a log.
 	Write = func(f *os.File, b []byte) (int, error) { return f.Write(b) }
 )

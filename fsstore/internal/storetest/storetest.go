@@ -103,6 +103,15 @@ func SetWrite(t testing.TB, write func(*os.File, []byte) (int, error)) {
 	seam.Write = write
 }
 
+// SetCreateLock replaces, for the rest of the test, the creation of a
+// missing lock sidecar.
+func SetCreateLock(t testing.TB, create func(string) (*os.File, error)) {
+	t.Helper()
+	old := seam.CreateLock
+	t.Cleanup(func() { seam.CreateLock = old })
+	seam.CreateLock = create
+}
+
 // MustRead is os.ReadFile, failing the test on error.
 func MustRead(t testing.TB, path string) []byte {
 	t.Helper()

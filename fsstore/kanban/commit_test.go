@@ -1,0 +1,254 @@
+package kanban
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/internal/storetest"
+)
+
+// faults are the steps of a change that a full disk can fail: the temp
+// file of the document, and the append to a log.
+var faults = []struct {
+	name   string
+	inject func(t *testing.T)
+}{
+	{"document", func(t *testing.T) {
+		storetest.SetSeams(t, func(string, string) (*os.File, error) { return nil, storetest.ErrInjected }, nil, nil)
+	}},
+	{"log append", func(t *testing.T) {
+		storetest.SetWrite(t, func(*os.File, []byte) (int, error) { return 0, storetest.ErrInjected })
+	}},
+}
+
+// A create that fails at any step leaves nothing: no task, no open marker,
+// no events log.
+func TestKanbanCreateFailureLeavesNothing(t *testing.T) {
+	for _, fault := range faults {
+		t.Run(fault.name, func(t *testing.T) {
+			b, _, _ := kbBoard(t)
+			kbCreate(t, b, Task{ID: "t0", Title: "there before"})
+			fault.inject(t)
+			if _, err := b.Create(Task{ID: "t1", Title: "x"}); !errors.Is(err, storetest.ErrInjected) {
+				t.Fatalf("create: %v, want the injected fault", err)
+			}
+			for _, path := range []string{b.docPath("t1"), b.eventsPath("t1"), filepath.Join(b.openDir(), "t1")} {
+				if kbExists(path) {
+					t.Errorf("a failed create left %s", path)
+				}
+			}
+			if ids, _ := b.OpenIDs(); len(ids) != 1 || ids[0] != "t0" {
+				t.Errorf("open tasks %v, want only t0", ids)
+			}
+		})
+	}
+}
+
+// A change that fails at any step leaves the task and its events as they
+// were.
+func TestKanbanUpdateFailureLeavesNothing(t *testing.T) {
+	for _, fault := range faults {
+		t.Run(fault.name, func(t *testing.T) {
+			b, clock, _ := kbBoard(t)
+			kbCreate(t, b, Task{ID: "t1", Title: "x"})
+			doc, events := kbRead(t, b.docPath("t1")), kbRead(t, b.eventsPath("t1"))
+			fault.inject(t)
+			clock.Advance(time.Second)
+			for _, change := range []func() error{
+				func() error { _, err := b.Complete("t1", nil, "done"); return err },
+				func() error { _, _, err := b.Block("t1", nil, "why"); return err },
+				func() error { _, err := b.Archive("t1"); return err },
+				func() error { _, err := b.Claim("t1", time.Minute, "default", nil); return err },
+			} {
+				if err := change(); !errors.Is(err, storetest.ErrInjected) {
+					t.Fatalf("change: %v, want the injected fault", err)
+				}
+				if got := kbRead(t, b.eventsPath("t1")); !bytes.Equal(got, events) {
+					t.Fatalf("a failed change left events:\n%s", got)
+				}
+				if got := kbRead(t, b.docPath("t1")); !bytes.Equal(got, doc) {
+					t.Fatalf("a failed change rewrote the document:\n%s", got)
+				}
+			}
+			if ids, _ := b.OpenIDs(); len(ids) != 1 {
+				t.Errorf("open markers %v", ids)
+			}
+		})
+	}
+}
+
+// A comment is one write, to the comments log; it reads back as a
+// "commented" event in its place.
+func TestKanbanCommentWritesOneFile(t *testing.T) {
+	b, clock, _ := kbBoard(t)
+	kbCreate(t, b, Task{ID: "t1", Title: "x"})
+	events := kbRead(t, b.eventsPath("t1"))
+	clock.Advance(time.Second)
+	if _, err := b.AddComment("t1", "ann", "hello"); err != nil {
+		t.Fatal(err)
+	}
+	if got := kbRead(t, b.eventsPath("t1")); !bytes.Equal(got, events) {
+		t.Fatalf("a comment wrote to the events log:\n%s", got)
+	}
+	got, err := b.Events("t1")
+	if err != nil || len(got) != 2 || got[1].Type != EventCommented || got[1].Detail != "ann" || got[1].TS != fsstore.TimeOf(clock.Now()) {
+		t.Fatalf("events %+v, %v", got, err)
+	}
+}
+
+// A crash between a change's events and its document leaves events later
+// than the document: readers skip them, and the next change moves them
+// aside before it appends its own. A create that crashed before its
+// document leaves an events log that the next create of that id moves
+// aside.
+func TestKanbanUncommittedEvents(t *testing.T) {
+	b, clock, w := kbBoard(t)
+	kbCreate(t, b, Task{ID: "t1", Title: "x"})
+	clock.Advance(time.Second)
+	phantom := `{"ts":"` + string(fsstore.TimeOf(clock.Now())) + `","type":"completed","detail":"never happened"}` + "\n"
+	f, err := os.OpenFile(b.eventsPath("t1"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(phantom)
+	f.Close()
+	if got, _ := b.Events("t1"); len(got) != 1 || got[0].Type != EventCreated {
+		t.Fatalf("events with an uncommitted one: %+v", got)
+	}
+	clock.Advance(time.Second)
+	if _, err := b.Update("t1", func(*Task, time.Time) ([]Event, error) { return nil, nil }); err != nil {
+		t.Fatal(err)
+	}
+	aside := b.eventsPath("t1") + fmt.Sprintf(".uncommitted-%d", clock.Now().Unix())
+	if got := string(kbRead(t, aside)); got != phantom {
+		t.Fatalf("moved aside %q, want %q", got, phantom)
+	}
+	if ws := w.List(); len(ws) != 1 || !strings.Contains(ws[0], aside) {
+		t.Fatalf("warnings %v", ws)
+	}
+	if got, _ := b.Events("t1"); len(got) != 1 {
+		t.Fatalf("events after the move: %+v", got)
+	}
+
+	// An events log without a document: a create that crashed.
+	orphan := `{"ts":"2026-01-01T00:00:00.000000Z","type":"created","detail":"ready"}` + "\n"
+	if err := os.WriteFile(b.eventsPath("t2"), []byte(orphan), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.Events("t2"); err != nil || len(got) != 0 {
+		t.Fatalf("events of a task never made: %+v, %v", got, err)
+	}
+	clock.Advance(time.Second)
+	kbCreate(t, b, Task{ID: "t2", Title: "y"})
+	if got, _ := b.Events("t2"); len(got) != 1 || got[0].TS != fsstore.TimeOf(clock.Now()) {
+		t.Fatalf("events of the new task: %+v", got)
+	}
+	if got := string(kbRead(t, b.eventsPath("t2")+fmt.Sprintf(".uncommitted-%d", clock.Now().Unix()))); got != orphan {
+		t.Fatalf("the orphan moved aside: %q", got)
+	}
+}
+
+// A pending claim that is undone leaves the task as it was before, byte
+// for byte, even when no document can be written any more (a full disk):
+// the previous document comes back by a rename. Kept, the claim stands.
+// Undone after the task changed, the claim stands and Undo says so.
+func TestKanbanClaimPending(t *testing.T) {
+	b, clock, _ := kbBoard(t)
+	kbCreate(t, b, Task{ID: "t1", Title: "x"})
+	doc, events := kbRead(t, b.docPath("t1")), kbRead(t, b.eventsPath("t1"))
+	clock.Advance(time.Second)
+	p, err := b.ClaimPending("t1", time.Minute, "default", nil)
+	if err != nil || p.Task.Status != Running || p.Task.CurrentRun() == nil {
+		t.Fatalf("claim: %+v, %v", p, err)
+	}
+	faults[0].inject(t)
+	if err := b.FailRun("t1", p.Task.CurrentRunID, OutcomeSpawnFailed, "no worker", nil, ""); !errors.Is(err, storetest.ErrInjected) {
+		t.Fatalf("the failed start could be stored: %v", err)
+	}
+	if err := p.Undo(); err != nil {
+		t.Fatal(err)
+	}
+	if got := kbRead(t, b.docPath("t1")); !bytes.Equal(got, doc) {
+		t.Fatalf("after the undo the document is\n%s\nwant\n%s", got, doc)
+	}
+	if got := kbRead(t, b.eventsPath("t1")); !bytes.Equal(got, events) {
+		t.Fatalf("after the undo the events are\n%s\nwant\n%s", got, events)
+	}
+	if names := strings.Join(storetest.DirNames(t, b.tasksDir()), " "); strings.Contains(names, "undo") {
+		t.Fatalf("the kept document stays: %s", names)
+	}
+
+	storetest.SetSeams(t, os.CreateTemp, nil, nil)
+	clock.Advance(time.Second)
+	p, err = b.ClaimPending("t1", time.Minute, "default", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Keep()
+	if got, _ := b.Get("t1"); got.Status != Running || len(got.Runs) != 1 {
+		t.Fatalf("a kept claim: %+v", got)
+	}
+	if names := strings.Join(storetest.DirNames(t, b.tasksDir()), " "); strings.Contains(names, "undo") {
+		t.Fatalf("the kept document stays: %s", names)
+	}
+
+	kbCreate(t, b, Task{ID: "t2", Title: "y"})
+	p, err = b.ClaimPending("t2", time.Minute, "default", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Second)
+	if _, err := b.Complete("t2", nil, "done by hand"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Undo(); !errors.Is(err, fsstore.ErrRefused) {
+		t.Fatalf("undo after a change: %v, want ErrRefused", err)
+	}
+	if got, _ := b.Get("t2"); got.Status != Done {
+		t.Fatalf("the undo of a changed task changed it: %+v", got)
+	}
+}
+
+// fsck names the events log of a create that crashed before its document
+// and, with repair, moves it to lost+found. The logs of a task whose
+// document was quarantined stay, beside the copy kept aside.
+func TestKanbanCheckOrphanLog(t *testing.T) {
+	b, _, _ := kbBoard(t)
+	kbCreate(t, b, Task{ID: "t1", Title: "x"})
+	kbCreate(t, b, Task{ID: "t2", Title: "y"})
+	if err := os.Rename(b.docPath("t2"), b.docPath("t2")+".corrupt-1"); err != nil {
+		t.Fatal(err)
+	}
+	orphan := b.eventsPath("t3")
+	if err := os.WriteFile(orphan, []byte(`{"ts":"2026-01-01T00:00:00.000000Z","type":"created"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	lostFound := filepath.Join(t.TempDir(), "lost+found")
+	findings, err := b.Check(false, lostFound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var problems []string
+	for _, f := range findings {
+		if f.Problem {
+			problems = append(problems, f.Path+": "+f.What)
+		}
+	}
+	if len(problems) != 1 || !strings.Contains(problems[0], orphan+": log of a task that has no document") {
+		t.Fatalf("problems %q", problems)
+	}
+	findings, err = b.Check(true, lostFound)
+	if err != nil || len(findings) != 2 || !findings[1].Repaired {
+		t.Fatalf("repair: %+v, %v", findings, err)
+	}
+	if !kbExists(filepath.Join(lostFound, "t3.events.jsonl")) || kbExists(orphan) || !kbExists(b.eventsPath("t2")) {
+		t.Fatal("the orphan log was not moved to lost+found, or another was")
+	}
+}

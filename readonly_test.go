@@ -1,0 +1,115 @@
+package main
+
+import (
+	"bytes"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hermes/hermes/cmd"
+)
+
+// TestReadOnlyProfile runs every reader on a read-only copy of a profile
+// that has no *.lock files, as a backup restored for reading would be.
+// Root ignores file permissions, so a chmod of the copy would prove
+// nothing when the tests run as root: the copy is made read-only by a
+// read-only bind mount, which binds root too (skipped where mount is not
+// permitted; fsstore's TestRLockOnReadOnlyStore covers the same path
+// through the lock seam everywhere). Each reader exits 0 with its data;
+// a writer fails saying why, and the copy is unchanged.
+func TestReadOnlyProfile(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to bind-mount the copy read-only")
+	}
+	if testing.Short() {
+		t.Skip("mounts a read-only bind")
+	}
+	src := filepath.Join(t.TempDir(), "hermes")
+	run := func(home string, args ...string) (int, string, string) {
+		t.Helper()
+		var out, errb bytes.Buffer
+		code := cmd.Run(append([]string{"hermes", "--home", home}, args...), strings.NewReader(""), &out, &errb)
+		return code, out.String(), errb.String()
+	}
+	must := func(home string, args ...string) string {
+		t.Helper()
+		code, out, errs := run(home, args...)
+		if code != 0 {
+			t.Fatalf("hermes %v: exit %d: %s", args, code, errs)
+		}
+		return out
+	}
+	must(src, "sessions", "new", "--id", "s1", "--title", "first")
+	must(src, "sessions", "append", "s1", "--role", "user", "--content", "hello read-only world")
+	card := strings.TrimSpace(must(src, "kanban", "create", "a card"))
+	must(src, "kanban", "comment", card, "a comment")
+	must(src, "tasks", "run", "--wait", "--name", "job", "--", "echo", "done")
+	// A task that runs while the copy is taken: in the copy it stays
+	// running after its processes are gone, which a reader cannot record.
+	out, err := exec.Command("hermes", "--home", src, "tasks", "run", "--name", "sleeper", "--", "sleep", "60").Output()
+	if err != nil {
+		t.Fatalf("tasks run: %v", err)
+	}
+	sleeper := strings.TrimSpace(string(out))
+
+	// The copy, without its lock files.
+	ro := filepath.Join(t.TempDir(), "ro")
+	if out, err := exec.Command("cp", "-a", src, ro).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v: %s", err, out)
+	}
+	locks := 0
+	filepath.WalkDir(ro, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(path, ".lock") {
+			locks++
+			return os.Remove(path)
+		}
+		return err
+	})
+	if locks == 0 {
+		t.Fatal("the profile had no lock files to remove")
+	}
+	must(src, "tasks", "kill", "--grace", "1s", sleeper)
+	if out, err := exec.Command("mount", "--bind", ro, ro).CombinedOutput(); err != nil {
+		t.Skipf("cannot bind-mount: %v: %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", ro).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", ro, err, out)
+		}
+	})
+	if out, err := exec.Command("mount", "-o", "remount,ro,bind", ro).CombinedOutput(); err != nil {
+		t.Skipf("cannot remount read-only: %v: %s", err, out)
+	}
+	before := snapshot(t, ro)
+
+	for _, r := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sessions", "list"}, "s1"},
+		{[]string{"sessions", "show", "s1"}, "hello read-only world"},
+		{[]string{"sessions", "show", "first"}, "hello read-only world"},
+		{[]string{"sessions", "export", "s1"}, "hello read-only world"},
+		{[]string{"sessions", "export", "--format", "md", "s1"}, "hello read-only world"},
+		{[]string{"sessions", "search", "read-only"}, "s1"},
+		{[]string{"sessions", "stats"}, "sessions:"},
+		{[]string{"tasks", "history"}, "job"},
+		{[]string{"tasks", "list"}, "sleeper"},
+		{[]string{"tasks", "show", sleeper}, "running"},
+		{[]string{"kanban", "list"}, "a card"},
+		{[]string{"kanban", "show", card}, "a comment"},
+	} {
+		code, out, errs := run(ro, r.args...)
+		if code != 0 || !strings.Contains(out, r.want) {
+			t.Errorf("hermes %s on a read-only profile: exit %d, stdout %q, stderr %q; want exit 0 and %q", strings.Join(r.args, " "), code, out, errs, r.want)
+		}
+	}
+	code, _, errs := run(ro, "sessions", "append", "s1", "--role", "user", "--content", "more")
+	if code != 1 || !strings.Contains(errs, "read-only file system") {
+		t.Errorf("a write to a read-only profile: exit %d, stderr %q; want exit 1 saying read-only file system", code, errs)
+	}
+	diffSnapshots(t, "the readers", before, snapshot(t, ro))
+}
