@@ -80,6 +80,14 @@ func gatewayServe(e *env) error {
 	if g.MaxRequestBodyBytes < 0 {
 		return fsstore.Invalidf("gateway.max_request_body_bytes must be positive, not %d", g.MaxRequestBodyBytes)
 	}
+	hosts, err := gateway.ParseAllowedHosts(g.AllowedHosts)
+	if err != nil {
+		return fsstore.Invalidf("gateway.allowed_hosts: %w", err)
+	}
+	origins, err := gateway.ParseAllowedOrigins(g.AllowedOrigins)
+	if err != nil {
+		return fsstore.Invalidf("gateway.allowed_origins: %w", err)
+	}
 	keyEnv := firstSet(g.APIKeyEnv, gateway.DefaultAPIKeyEnv)
 	key := os.Getenv(keyEnv)
 	if key == "" && !gateway.IsLoopback(addr) {
@@ -126,6 +134,8 @@ func gatewayServe(e *env) error {
 			Provider:           prov,
 			Model:              pc.Model,
 			APIKey:             key,
+			AllowedHosts:       hosts,
+			AllowedOrigins:     origins,
 			MaxBodyBytes:       g.MaxRequestBodyBytes,
 			MaxStoredResponses: g.MaxStoredResponses,
 			ResumeFreshness:    freshness,

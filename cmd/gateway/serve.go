@@ -77,6 +77,12 @@ func Serve(o ServeOptions) error {
 	}
 	defer ln.Close()
 
+	// A gateway told to listen on a name answers to that name.
+	if host, _, err := net.SplitHostPort(o.Addr); err == nil {
+		if named, err := ParseAllowedHosts([]string{host}); err == nil && host != "" {
+			o.AllowedHosts = append(o.AllowedHosts, named...)
+		}
+	}
 	srv := New(o.Options)
 	prev, hadPrev, err := st.ReadState()
 	if err != nil {

@@ -48,7 +48,14 @@ type Options struct {
 	Model string
 	// APIKey, when set, is required as a bearer token on every route but
 	// /health.
-	APIKey             string
+	APIKey string
+	// AllowedHosts are the names, besides loopback ones and the address
+	// a request came in on, that a request's Host may carry
+	// (gateway.allowed_hosts); AllowedOrigins the origins a web page may
+	// call from (gateway.allowed_origins; none by default). Both as
+	// ParseAllowedHosts and ParseAllowedOrigins return them.
+	AllowedHosts       []string
+	AllowedOrigins     []string
 	MaxBodyBytes       int64         // 0: DefaultMaxBodyBytes
 	MaxStoredResponses int           // 0: DefaultMaxStoredResponses
 	ResumeFreshness    time.Duration // 0: DefaultResumeFreshness
@@ -136,7 +143,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "", "not_found", fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
 	})
-	return s.auth(mux)
+	return s.guard(s.auth(mux))
 }
 
 // auth requires the bearer token on every route but /health.
@@ -227,10 +234,14 @@ func (s *Server) toAPIError(err error) *apiError {
 func (s *Server) handle(h func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if err := h(w, r); err != nil {
-			ae := s.toAPIError(err)
-			writeError(w, ae.status, ae.typ, ae.param, ae.code, ae.msg)
+			s.fail(w, r, s.toAPIError(err))
 		}
 	}
+}
+
+// fail answers a request with an error.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, ae *apiError) {
+	writeError(w, ae.status, ae.typ, ae.param, ae.code, ae.msg)
 }
 
 // writeError writes the OpenAI error body: {"error":{"message","type",
@@ -271,9 +282,12 @@ func marshal(v any) ([]byte, error) {
 	return []byte(strings.TrimSuffix(b.String(), "\n")), nil
 }
 
-// decodeBody reads the JSON request body into v: 413 past the size limit,
-// 400 for JSON that does not parse.
+// decodeBody reads the JSON request body into v: 415 unless it is sent as
+// JSON, 413 past the size limit, 400 for JSON that does not parse.
 func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
+	if err := checkJSONType(r); err != nil {
+		return err
+	}
 	if r.ContentLength > s.opts.MaxBodyBytes {
 		return tooLarge(s.opts.MaxBodyBytes)
 	}
