@@ -36,6 +36,9 @@ func parseChatMessages(raw []json.RawMessage) ([]sessions.Message, error) {
 		if err != nil {
 			return nil, badRequest(fmt.Sprintf("messages[%d]", i), "messages[%d]: %v", i, err)
 		}
+		if err := refuseMarkers(m.Extra, fmt.Sprintf("messages[%d]", i)); err != nil {
+			return nil, err
+		}
 		msgs = append(msgs, m)
 	}
 	return msgs, nil

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"encoding/json"
 	"fmt"
 	"mime"
 	"net"
@@ -196,4 +197,29 @@ func checkJSONType(r *http.Request) error {
 	}
 	return &apiError{status: http.StatusUnsupportedMediaType, typ: "invalid_request_error", code: "unsupported_media_type",
 		msg: fmt.Sprintf("the request body must be JSON sent as Content-Type: application/json, not %s", ct)}
+}
+
+// markerPrefix begins the names of the fields that mark the messages
+// hermes puts in a transcript itself (agent.NoteMarker,
+// instructionsMarker, and any it adds later). A client's message carrying
+// one is refused rather than stripped: it could only come from a client
+// replaying hermes's own transcript, or one trying to pass its text off
+// as hermes's, and either should hear so.
+const markerPrefix = "hermes_"
+
+// refuseMarkers refuses the fields of a client's message (param names it)
+// whose names begin with markerPrefix, in any case.
+func refuseMarkers(fields map[string]json.RawMessage, param string) error {
+	var found []string
+	for k := range fields {
+		if strings.HasPrefix(strings.ToLower(k), markerPrefix) {
+			found = append(found, k)
+		}
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	slices.Sort(found)
+	return badRequest(param+"."+found[0], "%s.%s: fields named %s* mark hermes's own messages; a client's message cannot carry them",
+		param, found[0], markerPrefix)
 }

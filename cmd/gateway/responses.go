@@ -73,6 +73,11 @@ func parseInput(raw json.RawMessage) ([]sessions.Message, error) {
 		if err := json.Unmarshal(rawItem, &it); err != nil {
 			return nil, badRequest(param, "%s: %v", param, err)
 		}
+		var fields map[string]json.RawMessage
+		json.Unmarshal(rawItem, &fields) // an object: it decoded as an item
+		if err := refuseMarkers(fields, param); err != nil {
+			return nil, err
+		}
 		switch it.Type {
 		case "", "message":
 			role := it.Role
