@@ -29,3 +29,23 @@ func TestClientCannotSendHermesMarkers(t *testing.T) {
 	}
 	e.noSessions()
 }
+
+// JSON is UTF-8: a body with other bytes in its strings is refused, as the
+// command line refuses it (exit 2), never stored with U+FFFD in their
+// place.
+func TestInvalidUTF8Refused(t *testing.T) {
+	e := newTestEnv(t, nil)
+	for path, body := range map[string]string{
+		"/v1/responses":        "{\"input\":\"caf\xe9 au lait\"}",
+		"/v1/chat/completions": "{\"messages\":[{\"role\":\"user\",\"content\":\"\xff\xfe\"}]}",
+	} {
+		resp, out := e.send("POST", path, "", body, map[string]string{"Content-Type": jsonType})
+		er := mustError(t, resp, out, 400, "invalid_request_error")
+		if !strings.Contains(*er.Error.Message, "UTF-8") {
+			t.Fatalf("%s: %s", path, out)
+		}
+	}
+	e.noSessions()
+	resp, out := e.send("POST", "/v1/responses", "", `{"input":"café \u00e9 \ud83d\ude00"}`, map[string]string{"Content-Type": jsonType})
+	mustStatus(t, resp, out, 200)
+}

@@ -7,10 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hermes/hermes/cmd/agent"
 	"github.com/hermes/hermes/cmd/provider"
@@ -204,7 +209,9 @@ func notFound(param, code, format string, args ...any) *apiError {
 	return &apiError{status: http.StatusNotFound, typ: "invalid_request_error", param: param, code: code, msg: fmt.Sprintf(format, args...)}
 }
 
-// toAPIError maps an error of the stores or the provider to a status.
+// toAPIError maps an error of the stores or the provider to a status. A
+// message sent to a client names no path of the server's: an error that
+// carries one is logged (Options.Logf) and answered in general terms.
 func (s *Server) toAPIError(err error) *apiError {
 	var ae *apiError
 	var lockErr *fsstore.LockTimeoutError
@@ -215,16 +222,45 @@ func (s *Server) toAPIError(err error) *apiError {
 	case errors.Is(err, context.Canceled):
 		return &apiError{status: http.StatusServiceUnavailable, typ: "server_error", code: "canceled", msg: err.Error()}
 	case errors.As(err, &lockErr):
-		return &apiError{status: http.StatusServiceUnavailable, typ: "server_error", code: "lock_timeout", msg: err.Error()}
+		return &apiError{status: http.StatusServiceUnavailable, typ: "server_error", code: "lock_timeout",
+			msg: fmt.Sprintf("timed out after %s waiting for %s; try again", lockErr.Timeout, lockName(lockErr.Path))}
+	case errors.As(err, &provErr) && hasLocalPath(err):
+		s.opts.Logf("gateway: %v", err)
+		return &apiError{status: http.StatusBadGateway, typ: "server_error", code: "provider_error",
+			msg: fmt.Sprintf("the %s provider failed; the gateway's log has the details", provErr.Provider)}
+	case errors.As(err, &provErr):
+		return &apiError{status: http.StatusBadGateway, typ: "server_error", code: "provider_error", msg: err.Error()}
+	case hasLocalPath(err):
+		// Whatever its kind: answered below, as an internal error.
 	case errors.Is(err, fsstore.ErrInvalid):
 		return badRequest("", "%s", err.Error())
 	case errors.Is(err, fsstore.ErrNotFound):
 		return notFound("", "not_found", "%s", err.Error())
-	case errors.As(err, &provErr):
-		return &apiError{status: http.StatusBadGateway, typ: "server_error", code: "provider_error", msg: err.Error()}
 	}
 	s.opts.Logf("gateway: %v", err)
-	return &apiError{status: http.StatusInternalServerError, typ: "server_error", msg: err.Error()}
+	return &apiError{status: http.StatusInternalServerError, typ: "server_error", msg: "internal error; the gateway's log has the details"}
+}
+
+// hasLocalPath reports whether err carries a path of the server's files:
+// an operation on a file, a command, a damaged record.
+func hasLocalPath(err error) bool {
+	var pathErr *fs.PathError
+	var linkErr *os.LinkError
+	var execErr *exec.Error
+	var corrupt *fsstore.CorruptError
+	return errors.As(err, &pathErr) || errors.As(err, &linkErr) || errors.As(err, &execErr) || errors.As(err, &corrupt)
+}
+
+// lockName says which lock path is by the record it guards (the store's
+// directory names the kind), for a client that must not see the path:
+// "the lock of conversation c1", "the session catalog lock".
+func lockName(path string) string {
+	kind := strings.TrimSuffix(filepath.Base(filepath.Dir(path)), "s")
+	name := strings.TrimSuffix(filepath.Base(path), ".lock")
+	if whole, ok := strings.CutPrefix(name, "."); ok {
+		return "the " + kind + " " + whole + " lock"
+	}
+	return "the lock of " + kind + " " + name
 }
 
 // handle adapts a handler that returns its failure: the one place a
@@ -283,7 +319,9 @@ func marshal(v any) ([]byte, error) {
 }
 
 // decodeBody reads the JSON request body into v: 415 unless it is sent as
-// JSON, 413 past the size limit, 400 for JSON that does not parse.
+// JSON, 413 past the size limit, 400 for a body that is not UTF-8 (the
+// decoder would store U+FFFD in place of its bytes) or JSON that does not
+// parse.
 func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 	if err := checkJSONType(r); err != nil {
 		return err
@@ -299,6 +337,9 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) error
 	if err != nil {
 		return badRequest("", "reading the request body: %v", err)
 	}
+	if !utf8.Valid(body) {
+		return badRequest("", "the request body is not valid UTF-8 (at byte %d); JSON text must be UTF-8", invalidUTF8At(body))
+	}
 	if len(strings.TrimSpace(string(body))) == 0 {
 		return badRequest("", "the request body is empty; expected a JSON object")
 	}
@@ -306,6 +347,18 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) error
 		return badRequest("", "the request body is not valid JSON: %v", err)
 	}
 	return nil
+}
+
+// invalidUTF8At is the offset of the first byte of b that is not UTF-8.
+func invalidUTF8At(b []byte) int {
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 {
+			return i
+		}
+		i += size
+	}
+	return -1
 }
 
 func tooLarge(limit int64) error {
