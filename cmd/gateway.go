@@ -6,6 +6,7 @@ import (
 	"os/signal"
 	"sort"
 	"syscall"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -68,11 +69,20 @@ func gatewayServe(e *env) error {
 	if err != nil {
 		return err
 	}
-	freshness := gateway.DefaultResumeFreshness
-	if g.ResumeFreshness != "" {
-		if freshness, err = profiles.ParseDuration(g.ResumeFreshness); err != nil {
-			return fsstore.Invalidf("gateway.resume_freshness: %w", err)
-		}
+	freshness, err := durationSetting("gateway.resume_freshness", g.ResumeFreshness, gateway.DefaultResumeFreshness)
+	if err != nil {
+		return err
+	}
+	readTimeout, err := durationSetting("gateway.read_timeout", g.ReadTimeout, gateway.DefaultReadTimeout)
+	if err != nil {
+		return err
+	}
+	writeTimeout, err := durationSetting("gateway.write_timeout", g.WriteTimeout, gateway.DefaultWriteTimeout)
+	if err != nil {
+		return err
+	}
+	if g.MaxConnections < 0 {
+		return fsstore.Invalidf("gateway.max_connections must be positive, not %d", g.MaxConnections)
 	}
 	if g.MaxStoredResponses < 0 {
 		return fsstore.Invalidf("gateway.max_stored_responses must be positive, not %d", g.MaxStoredResponses)
@@ -139,19 +149,35 @@ func gatewayServe(e *env) error {
 			MaxBodyBytes:       g.MaxRequestBodyBytes,
 			MaxStoredResponses: g.MaxStoredResponses,
 			ResumeFreshness:    freshness,
+			ReadTimeout:        readTimeout,
+			WriteTimeout:       writeTimeout,
 			Tools:              tools,
 			Approver:           agent.Fixed(policy == agent.PolicyAuto),
 			ToolEnv:            *toolEnv,
 			MaxSteps:           steps,
 			Logf:               func(format string, args ...any) { fmt.Fprintf(e.stderr, "hermes: "+format+"\n", args...) },
 		},
-		Addr:         addr,
-		DrainTimeout: drain,
-		Signals:      sigs,
-		Stderr:       e.stderr,
-		Version:      Version,
-		Describe:     fmt.Sprintf(" (profile %s, provider %s%s)", e.profile.Name, prov.Name(), auth),
+		Addr:           addr,
+		DrainTimeout:   drain,
+		MaxConnections: g.MaxConnections,
+		Signals:        sigs,
+		Stderr:         e.stderr,
+		Version:        Version,
+		Describe:       fmt.Sprintf(" (profile %s, provider %s%s)", e.profile.Name, prov.Name(), auth),
 	})
+}
+
+// durationSetting is the duration a setting of config.yaml names, def
+// when it is not set.
+func durationSetting(name, value string, def time.Duration) (time.Duration, error) {
+	if value == "" {
+		return def, nil
+	}
+	d, err := profiles.ParseDuration(value)
+	if err != nil {
+		return 0, fsstore.Invalidf("%s: %w", name, err)
+	}
+	return d, nil
 }
 
 // gatewayStatusRecord is what status prints with --json: one object.

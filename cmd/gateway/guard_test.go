@@ -11,19 +11,24 @@ import (
 	"time"
 )
 
-// send sends a request whose Host, headers and body the test chooses, and
-// returns the response with its body read.
+// send sends a request whose Host (when set), headers and body the test
+// chooses, and returns the response with its body read.
 func (e *testEnv) send(method, path, host, body string, header map[string]string) (*http.Response, []byte) {
 	e.t.Helper()
+	return sendTo(e.t, e.ts.URL, method, path, host, body, header)
+}
+
+func sendTo(t *testing.T, base, method, path, host, body string, header map[string]string) (*http.Response, []byte) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // hang guard
 	defer cancel()
 	var r io.Reader
 	if body != "" {
 		r = strings.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, e.ts.URL+path, r)
+	req, err := http.NewRequestWithContext(ctx, method, base+path, r)
 	if err != nil {
-		e.t.Fatal(err)
+		t.Fatal(err)
 	}
 	if host != "" {
 		req.Host = host
@@ -33,12 +38,12 @@ func (e *testEnv) send(method, path, host, body string, header map[string]string
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		e.t.Fatalf("%s %s: %v", method, path, err)
+		t.Fatalf("%s %s: %v", method, path, err)
 	}
 	defer resp.Body.Close()
 	out, err := io.ReadAll(resp.Body)
 	if err != nil {
-		e.t.Fatalf("%s %s: reading body: %v", method, path, err)
+		t.Fatalf("%s %s: reading body: %v", method, path, err)
 	}
 	return resp, out
 }
@@ -225,5 +230,26 @@ func TestParseAllowedHostsAndOrigins(t *testing.T) {
 		if _, err := ParseAllowedOrigins([]string{bad}); err == nil {
 			t.Errorf("ParseAllowedOrigins(%q) took it", bad)
 		}
+	}
+}
+
+// gateway serve applies the settings of config.yaml: the names and
+// origins it allows, and refuses the others.
+func TestProcessAllowedHostsAndOrigins(t *testing.T) {
+	home := t.TempDir()
+	writeConfig(t, home, "gateway:\n  allowed_hosts: [hermes.test]\n  allowed_origins: [\"http://app.test\"]\n"+
+		"  read_timeout: 5s\n  write_timeout: 5s\n  max_connections: 16\n")
+	g := startGateway(t, home)
+	body := `{"input":"hi"}`
+	resp, out := sendTo(t, g.url, "POST", "/v1/responses", "evil.test:8642", body, map[string]string{"Content-Type": jsonType})
+	mustCode(t, resp, out, 403, "host_not_allowed")
+	resp, out = sendTo(t, g.url, "POST", "/v1/responses", "", body, map[string]string{"Content-Type": jsonType, "Origin": "http://evil.test"})
+	mustCode(t, resp, out, 403, "origin_not_allowed")
+	resp, out = sendTo(t, g.url, "POST", "/v1/responses", "", body, map[string]string{"Content-Type": "text/plain"})
+	mustCode(t, resp, out, 415, "unsupported_media_type")
+	resp, out = sendTo(t, g.url, "POST", "/v1/responses", "hermes.test:8642", body, map[string]string{"Content-Type": jsonType, "Origin": "http://app.test"})
+	mustStatus(t, resp, out, 200)
+	if resp.Header.Get("Access-Control-Allow-Origin") != "http://app.test" {
+		t.Fatalf("headers %v", resp.Header)
 	}
 }

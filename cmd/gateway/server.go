@@ -30,6 +30,9 @@ const (
 	DefaultMaxStoredResponses = 1000
 	DefaultResumeFreshness    = time.Hour
 	DefaultMaxBodyBytes       = 10 << 20
+	DefaultReadTimeout        = 30 * time.Second
+	DefaultWriteTimeout       = 30 * time.Second
+	DefaultMaxConnections     = 256
 	// DefaultAPIKeyEnv is the variable that holds the API key when
 	// gateway.api_key_env names none.
 	DefaultAPIKeyEnv = "HERMES_GATEWAY_API_KEY"
@@ -59,9 +62,14 @@ type Options struct {
 	// (gateway.allowed_hosts); AllowedOrigins the origins a web page may
 	// call from (gateway.allowed_origins; none by default). Both as
 	// ParseAllowedHosts and ParseAllowedOrigins return them.
-	AllowedHosts       []string
-	AllowedOrigins     []string
-	MaxBodyBytes       int64         // 0: DefaultMaxBodyBytes
+	AllowedHosts   []string
+	AllowedOrigins []string
+	MaxBodyBytes   int64 // 0: DefaultMaxBodyBytes
+	// ReadTimeout bounds the reading of a request's headers and, apart,
+	// its body (0: DefaultReadTimeout); WriteTimeout each write of a
+	// response (0: DefaultWriteTimeout).
+	ReadTimeout        time.Duration
+	WriteTimeout       time.Duration
 	MaxStoredResponses int           // 0: DefaultMaxStoredResponses
 	ResumeFreshness    time.Duration // 0: DefaultResumeFreshness
 	// Tools are the built-in tools a turn runs (gateway.tools; none by
@@ -106,6 +114,12 @@ func New(opts Options) *Server {
 	if opts.ResumeFreshness <= 0 {
 		opts.ResumeFreshness = DefaultResumeFreshness
 	}
+	if opts.ReadTimeout <= 0 {
+		opts.ReadTimeout = DefaultReadTimeout
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = DefaultWriteTimeout
+	}
 	if opts.Model == "" {
 		opts.Model = opts.Provider.Name()
 	}
@@ -141,17 +155,18 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/responses/{id}", s.handle(s.getResponse))
 	for _, p := range []string{"/health", "/v1/models", "/v1/chat/completions", "/v1/responses", "/v1/responses/{id}"} {
 		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
-			writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "", "method_not_allowed",
-				fmt.Sprintf("method %s is not allowed on %s", r.Method, r.URL.Path))
+			s.fail(w, r, &apiError{status: http.StatusMethodNotAllowed, typ: "invalid_request_error", code: "method_not_allowed",
+				msg: fmt.Sprintf("method %s is not allowed on %s", r.Method, r.URL.Path)})
 		})
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "invalid_request_error", "", "not_found", fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
+		s.fail(w, r, notFound("", "not_found", "no route %s %s", r.Method, r.URL.Path))
 	})
-	return s.guard(s.auth(mux))
+	return s.bound(s.guard(s.auth(mux)))
 }
 
-// auth requires the bearer token on every route but /health.
+// auth requires the bearer token on every route but /health, before
+// anything reads the request's body.
 func (s *Server) auth(next http.Handler) http.Handler {
 	if s.opts.APIKey == "" {
 		return next
@@ -169,7 +184,7 @@ func (s *Server) auth(next http.Handler) http.Handler {
 			if ok {
 				msg = "incorrect API key provided"
 			}
-			writeError(w, http.StatusUnauthorized, "invalid_request_error", "", "invalid_api_key", msg)
+			s.fail(w, r, &apiError{status: http.StatusUnauthorized, typ: "invalid_request_error", code: "invalid_api_key", msg: msg})
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -266,17 +281,29 @@ func lockName(path string) string {
 // handle adapts a handler that returns its failure: the one place a
 // failure is answered, with the status and error body toAPIError maps it
 // to. A handler that has begun a stream answers a failure inside it and
-// returns nil.
+// returns nil. The handler writes to a clientWriter, so that it never
+// waits on the client: what it wrote is sent after it returned, with the
+// locks it held released.
 func (s *Server) handle(h func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if err := h(w, r); err != nil {
-			s.fail(w, r, s.toAPIError(err))
+		cw := newClientWriter(w, s.opts.WriteTimeout)
+		defer cw.finish()
+		if err := h(cw, r); err != nil {
+			s.fail(cw, r, s.toAPIError(err))
 		}
 	}
 }
 
-// fail answers a request with an error.
+// fail answers a request with an error. A request that came with a body
+// may not have been read (a refusal comes first): its connection is
+// closed after the answer, and not read any more, since net/http would
+// otherwise read what is left of the body, with no deadline, before
+// sending the answer and after.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, ae *apiError) {
+	if r.ContentLength != 0 {
+		w.Header().Set("Connection", "close")
+		http.NewResponseController(w).SetReadDeadline(time.Now())
+	}
 	writeError(w, ae.status, ae.typ, ae.param, ae.code, ae.msg)
 }
 
@@ -333,6 +360,10 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) error
 	var maxErr *http.MaxBytesError
 	if errors.As(err, &maxErr) {
 		return tooLarge(s.opts.MaxBodyBytes)
+	}
+	if isTimeout(err) {
+		return &apiError{status: http.StatusRequestTimeout, typ: "invalid_request_error", code: "request_timeout",
+			msg: fmt.Sprintf("the request body did not arrive within %s (gateway.read_timeout)", s.opts.ReadTimeout)}
 	}
 	if err != nil {
 		return badRequest("", "reading the request body: %v", err)
