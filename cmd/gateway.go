@@ -29,7 +29,9 @@ func gatewayCommand() *cli.Command {
 				Description: `Replies come from the provider (the flags of chat). Loopback only unless an API
 key is set: a non-loopback --addr needs the key in the environment variable
 that gateway.api_key_env names (default HERMES_GATEWAY_API_KEY), and then every
-route but /health needs "Authorization: Bearer <key>".
+route but /health needs "Authorization: Bearer <key>". Web pages cannot call it
+unless gateway.allowed_origins names them, nor reach it under a name other
+than a loopback one, its address or one of gateway.allowed_hosts.
 
 On SIGTERM or SIGINT the gateway stops accepting and lets the turns in flight
 finish within --drain-timeout. Sessions whose turn did not finish become
