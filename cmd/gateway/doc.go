@@ -185,7 +185,10 @@
 // stripped: it can only come from a client replaying hermes's own
 // transcript or passing its text off as hermes's, and either should hear
 // so. A body that is not valid UTF-8 is a 400 naming the offset, as the
-// command line refuses such text (exit 2), never stored with U+FFFD.
+// command line refuses such text (exit 2), never stored with U+FFFD. The
+// stored responses of a session that a person deleted answer 404, to GET
+// and as previous_response_id, as unknown ones do: deleting a session
+// takes its replies from the API too (their documents go with eviction).
 //
 // No client can stall the gateway or hold its resources:
 //   - A request's headers and body must arrive within gateway.read_timeout

@@ -91,3 +91,26 @@ func TestProviderErrorNamesNoPath(t *testing.T) {
 		t.Fatalf("the log lacks the detail: %s", log.String())
 	}
 }
+
+// A deleted session takes its replies with it: its stored responses
+// answer 404, as an unknown one does, and cannot be chained from.
+func TestResponsesOfDeletedSessionNotFound(t *testing.T) {
+	e := newTestEnv(t, nil)
+	resp, out := e.send("POST", "/v1/responses", "", `{"input":"private"}`, map[string]string{"Content-Type": jsonType})
+	mustStatus(t, resp, out, 200)
+	id := decode[respObj](t, out).ID
+	sid := resp.Header.Get(SessionHeader)
+	if _, err := e.sessions.End(sid, "done"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.sessions.Delete(sid, false); err != nil {
+		t.Fatal(err)
+	}
+	resp, out = e.send("GET", "/v1/responses/"+id, "", "", nil)
+	mustCode(t, resp, out, 404, "response_not_found")
+	if strings.Contains(string(out), "private") {
+		t.Fatalf("the deleted session's reply was sent: %s", out)
+	}
+	resp, out = e.send("POST", "/v1/responses", "", `{"input":"more","previous_response_id":"`+id+`"}`, map[string]string{"Content-Type": jsonType})
+	mustCode(t, resp, out, 404, "previous_response_not_found")
+}

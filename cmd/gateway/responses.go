@@ -591,6 +591,10 @@ func responseObject(doc gatewaystate.Response, store bool) *apiResponse {
 func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
 	doc, err := s.opts.Store.GetResponse(id)
+	if err == nil {
+		// Deleting a session deletes its replies, as far as clients see.
+		_, err = s.opts.Sessions.Get(doc.SessionID)
+	}
 	if errors.Is(err, fsstore.ErrNotFound) || errors.Is(err, fsstore.ErrInvalid) {
 		return notFound("", "response_not_found", "response with id '%s' not found", id)
 	}
