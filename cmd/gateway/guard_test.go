@@ -253,3 +253,13 @@ func TestProcessAllowedHostsAndOrigins(t *testing.T) {
 		t.Fatalf("headers %v", resp.Header)
 	}
 }
+
+func TestListenHost(t *testing.T) {
+	for addr, want := range map[string][]string{
+		"Hermes.LAN:8642": {"hermes.lan"}, "[::1]:1": {"::1"}, "192.0.2.7:80": {"192.0.2.7"}, ":8642": nil, "nonsense": nil,
+	} {
+		if got := listenHost(addr); !slices.Equal(got, want) {
+			t.Errorf("listenHost(%q) = %q, want %q", addr, got, want)
+		}
+	}
+}

@@ -52,6 +52,21 @@ func (s *Server) httpServer(errorLog io.Writer) *http.Server {
 	}
 }
 
+// listenHost is the host of a listen address, as ParseAllowedHosts
+// returns it: a gateway told to listen on a name answers to that name.
+// An address for every interface (":8642") has none.
+func listenHost(addr string) []string {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil
+	}
+	named, err := ParseAllowedHosts([]string{host})
+	if err != nil {
+		return nil
+	}
+	return named
+}
+
 // serveLockWait is how long a starting gateway waits for the serve lock:
 // long enough to outlast a status probe, which holds it for an instant.
 const serveLockWait = time.Second
@@ -98,12 +113,7 @@ func Serve(o ServeOptions) error {
 	}
 	defer ln.Close()
 
-	// A gateway told to listen on a name answers to that name.
-	if host, _, err := net.SplitHostPort(o.Addr); err == nil {
-		if named, err := ParseAllowedHosts([]string{host}); err == nil && host != "" {
-			o.AllowedHosts = append(o.AllowedHosts, named...)
-		}
-	}
+	o.AllowedHosts = append(o.AllowedHosts, listenHost(o.Addr)...)
 	srv := New(o.Options)
 	prev, hadPrev, err := st.ReadState()
 	if err != nil {

@@ -65,9 +65,9 @@ type Options struct {
 	AllowedHosts   []string
 	AllowedOrigins []string
 	MaxBodyBytes   int64 // 0: DefaultMaxBodyBytes
-	// ReadTimeout bounds the reading of a request's headers and, apart,
-	// its body (0: DefaultReadTimeout); WriteTimeout each write of a
-	// response (0: DefaultWriteTimeout).
+	// ReadTimeout bounds the reading of a request, headers and body (0:
+	// DefaultReadTimeout); WriteTimeout each write of a response (0:
+	// DefaultWriteTimeout).
 	ReadTimeout        time.Duration
 	WriteTimeout       time.Duration
 	MaxStoredResponses int           // 0: DefaultMaxStoredResponses
