@@ -17,36 +17,24 @@ import (
 	"time"
 
 	"github.com/hermes/hermes/cmd/provider"
-	"github.com/hermes/hermes/fsstore/gatewaystate"
-	"github.com/hermes/hermes/fsstore/sessions"
 )
 
-// newServedEnv is newTestEnv served as Serve serves it: the http.Server
-// of httpServer on a listener limited to maxConns connections, whose
-// accepted connections get a send buffer of sndbuf bytes (0: the
-// system's), so that a client that stops reading blocks the server's
-// writes after a few kilobytes.
+// newServedEnv is newTestEnv's server served as Serve serves it: the
+// http.Server of httpServer on a listener limited to maxConns
+// connections, whose accepted connections get a send buffer of sndbuf
+// bytes (0: the system's), so that a client that stops reading blocks the
+// server's writes after a few kilobytes. (newTestEnv's own listener stays
+// unused.)
 func newServedEnv(t *testing.T, mod func(*Options), maxConns, sndbuf int) *testEnv {
 	t.Helper()
-	dir := t.TempDir()
-	warn := func(msg string) { t.Logf("warning: %s", msg) }
-	sessions := sessions.NewStore(dir, "default", 10*time.Second, warn)
-	store := gatewaystate.NewStore(dir, 10*time.Second, warn)
-	echo, err := provider.New(provider.Config{Name: "echo"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := Options{Sessions: sessions, Store: store, Provider: echo, Logf: t.Logf}
-	if mod != nil {
-		mod(&opts)
-	}
-	srv := New(opts)
+	e := newTestEnv(t, mod)
 	ts := httptest.NewUnstartedServer(nil)
-	ts.Config = srv.httpServer(io.Discard)
-	ts.Listener = limitListener(sndbufListener{ts.Listener, sndbuf}, maxConns, srv.opts.Logf)
+	ts.Config = e.srv.httpServer(io.Discard)
+	ts.Listener = limitListener(sndbufListener{ts.Listener, sndbuf}, maxConns, e.srv.opts.Logf)
 	ts.Start()
 	t.Cleanup(ts.Close)
-	return &testEnv{t: t, dir: dir, sessions: sessions, store: store, srv: srv, ts: ts}
+	e.ts = ts
+	return e
 }
 
 type sndbufListener struct {
