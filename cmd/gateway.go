@@ -6,6 +6,7 @@ import (
 	"os/signal"
 	"sort"
 	"syscall"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -28,7 +29,9 @@ func gatewayCommand() *cli.Command {
 				Description: `Replies come from the provider (the flags of chat). Loopback only unless an API
 key is set: a non-loopback --addr needs the key in the environment variable
 that gateway.api_key_env names (default HERMES_GATEWAY_API_KEY), and then every
-route but /health needs "Authorization: Bearer <key>".
+route but /health needs "Authorization: Bearer <key>". Web pages cannot call it
+unless gateway.allowed_origins names them, nor reach it under a name other
+than a loopback one, its address or one of gateway.allowed_hosts.
 
 On SIGTERM or SIGINT the gateway stops accepting and lets the turns in flight
 finish within --drain-timeout. Sessions whose turn did not finish become
@@ -68,17 +71,34 @@ func gatewayServe(e *env) error {
 	if err != nil {
 		return err
 	}
-	freshness := gateway.DefaultResumeFreshness
-	if g.ResumeFreshness != "" {
-		if freshness, err = profiles.ParseDuration(g.ResumeFreshness); err != nil {
-			return fsstore.Invalidf("gateway.resume_freshness: %w", err)
-		}
+	freshness, err := durationSetting("gateway.resume_freshness", g.ResumeFreshness, gateway.DefaultResumeFreshness)
+	if err != nil {
+		return err
+	}
+	readTimeout, err := durationSetting("gateway.read_timeout", g.ReadTimeout, gateway.DefaultReadTimeout)
+	if err != nil {
+		return err
+	}
+	writeTimeout, err := durationSetting("gateway.write_timeout", g.WriteTimeout, gateway.DefaultWriteTimeout)
+	if err != nil {
+		return err
+	}
+	if g.MaxConnections < 0 {
+		return fsstore.Invalidf("gateway.max_connections must be positive, not %d", g.MaxConnections)
 	}
 	if g.MaxStoredResponses < 0 {
 		return fsstore.Invalidf("gateway.max_stored_responses must be positive, not %d", g.MaxStoredResponses)
 	}
 	if g.MaxRequestBodyBytes < 0 {
 		return fsstore.Invalidf("gateway.max_request_body_bytes must be positive, not %d", g.MaxRequestBodyBytes)
+	}
+	hosts, err := gateway.ParseAllowedHosts(g.AllowedHosts)
+	if err != nil {
+		return fsstore.Invalidf("gateway.allowed_hosts: %w", err)
+	}
+	origins, err := gateway.ParseAllowedOrigins(g.AllowedOrigins)
+	if err != nil {
+		return fsstore.Invalidf("gateway.allowed_origins: %w", err)
 	}
 	keyEnv := firstSet(g.APIKeyEnv, gateway.DefaultAPIKeyEnv)
 	key := os.Getenv(keyEnv)
@@ -126,22 +146,40 @@ func gatewayServe(e *env) error {
 			Provider:           prov,
 			Model:              pc.Model,
 			APIKey:             key,
+			AllowedHosts:       hosts,
+			AllowedOrigins:     origins,
 			MaxBodyBytes:       g.MaxRequestBodyBytes,
 			MaxStoredResponses: g.MaxStoredResponses,
 			ResumeFreshness:    freshness,
+			ReadTimeout:        readTimeout,
+			WriteTimeout:       writeTimeout,
 			Tools:              tools,
 			Approver:           agent.Fixed(policy == agent.PolicyAuto),
 			ToolEnv:            *toolEnv,
 			MaxSteps:           steps,
 			Logf:               func(format string, args ...any) { fmt.Fprintf(e.stderr, "hermes: "+format+"\n", args...) },
 		},
-		Addr:         addr,
-		DrainTimeout: drain,
-		Signals:      sigs,
-		Stderr:       e.stderr,
-		Version:      Version,
-		Describe:     fmt.Sprintf(" (profile %s, provider %s%s)", e.profile.Name, prov.Name(), auth),
+		Addr:           addr,
+		DrainTimeout:   drain,
+		MaxConnections: g.MaxConnections,
+		Signals:        sigs,
+		Stderr:         e.stderr,
+		Version:        Version,
+		Describe:       fmt.Sprintf(" (profile %s, provider %s%s)", e.profile.Name, prov.Name(), auth),
 	})
+}
+
+// durationSetting is the duration a setting of config.yaml names, def
+// when it is not set.
+func durationSetting(name, value string, def time.Duration) (time.Duration, error) {
+	if value == "" {
+		return def, nil
+	}
+	d, err := profiles.ParseDuration(value)
+	if err != nil {
+		return 0, fsstore.Invalidf("%s: %w", name, err)
+	}
+	return d, nil
 }
 
 // gatewayStatusRecord is what status prints with --json: one object.

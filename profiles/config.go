@@ -39,6 +39,17 @@ type Config struct {
 		// Tools are the built-in tools the gateway's turns run; none by
 		// default (a client's own tool calls go back to the client).
 		Tools []string `yaml:"tools" json:"tools"`
+		// AllowedHosts are the names a request's Host may carry besides
+		// loopback ones and the server's own addresses; AllowedOrigins
+		// the web origins that may call the gateway (none by default).
+		AllowedHosts   []string `yaml:"allowed_hosts" json:"allowed_hosts"`
+		AllowedOrigins []string `yaml:"allowed_origins" json:"allowed_origins"`
+		// ReadTimeout bounds the reading of a request, WriteTimeout each
+		// write of a response (durations, e.g. 30s); MaxConnections the
+		// connections open at once.
+		ReadTimeout    string `yaml:"read_timeout" json:"read_timeout"`
+		WriteTimeout   string `yaml:"write_timeout" json:"write_timeout"`
+		MaxConnections int    `yaml:"max_connections" json:"max_connections"`
 	} `yaml:"gateway" json:"gateway"`
 	// Agent bounds the turn engine's loop (cmd/agent); zero values mean
 	// its defaults.

@@ -37,6 +37,9 @@ func parseChatMessages(raw []json.RawMessage) ([]sessions.Message, error) {
 		if err != nil {
 			return nil, badRequest(fmt.Sprintf("messages[%d]", i), "messages[%d]: %v", i, err)
 		}
+		if err := refuseMarkers(m.Extra, fmt.Sprintf("messages[%d]", i)); err != nil {
+			return nil, err
+		}
 		msgs = append(msgs, m)
 	}
 	return msgs, nil
@@ -173,9 +176,8 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		if writeJSON(w, http.StatusOK, chatCompletion(id, created, model, out)) == nil {
-			s.delivered(a.sess.ID, out.count)
-		}
+		writeJSON(w, http.StatusOK, chatCompletion(id, created, model, out))
+		s.whenDelivered(w, a.sess.ID, out.count)
 		return nil
 	}
 
@@ -221,9 +223,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 		})
 	}
 	sse.raw("", []byte("[DONE]"))
-	if sse.failed() == nil {
-		s.delivered(a.sess.ID, out.count)
-	}
+	s.whenDelivered(w, a.sess.ID, out.count)
 	return nil
 }
 

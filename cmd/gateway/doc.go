@@ -195,10 +195,86 @@
 // names (default HERMES_GATEWAY_API_KEY); without one serve exits 2. When
 // the key is set it is required on every route but /health, whatever the
 // address: Authorization: Bearer <key>, else 401 with an OpenAI error body
-// (code invalid_api_key). Request bodies are limited to
-// gateway.max_request_body_bytes (default 10 MiB): 413. Errors are
-// {"error": {"message", "type", "param", "code"}} with param and code null
-// when unset: 400 for malformed JSON or input, 404 for unknown routes,
-// sessions and responses, 405 for a wrong method, 502 when the provider
-// fails, 503 while stopping or when a lock wait times out.
+// (code invalid_api_key), answered before the body is read.
+//
+// A server on loopback is reachable from every web page the user opens,
+// so a request is not trusted for coming from 127.0.0.1 (what local model
+// servers such as Ollama and llama.cpp's learned from their DNS-rebinding
+// reports). Before anything else runs:
+//   - Host must name this server: localhost, a loopback address
+//     (127.0.0.0/8, [::1]), the address the request came in on (one the
+//     server listens on: a gateway on 0.0.0.0 reached at 192.0.2.7 answers
+//     to Host 192.0.2.7), the host of --addr when it is a name, or one of
+//     gateway.allowed_hosts (names or addresses, no port: the port is not
+//     compared). Else 403, code host_not_allowed, whatever the route: a
+//     DNS-rebinding page reaches the server under its own name, which
+//     resolving to the server does not make one of its names.
+//   - A request that carries an Origin (browsers send one with a page's
+//     cross-origin requests) must name one of gateway.allowed_origins
+//     (none by default; scheme://host[:port], as browsers send it; "*" and
+//     "null", which any sandboxed page sends, are refused when serve
+//     starts). Else 403, code origin_not_allowed, with no CORS header. An
+//     allowed origin gets CORS: its preflight (OPTIONS with
+//     Access-Control-Request-Method) is answered 204 before the API key is
+//     asked for, since browsers send none with it, allowing GET and POST
+//     and the headers Authorization, Content-Type, X-Hermes-Session-Id,
+//     Idempotency-Key, OpenAI-Beta, OpenAI-Organization, OpenAI-Project and
+//     the x-stainless-* headers of the official SDKs (and Chrome's private
+//     network access); every response echoes the origin, with Vary: Origin,
+//     and exposes X-Hermes-Session-Id. Credentials (cookies) are not
+//     allowed: the API key is a header.
+//   - A POST body must be sent as Content-Type: application/json (a
+//     charset, if any, utf-8): else 415, code unsupported_media_type. A page
+//     can send text/plain, a form or no type to any server without a
+//     preflight; JSON it cannot.
+//
+// A client's message (or input item) cannot carry a field named hermes_*
+// (400 naming the field, e.g. param messages[1].hermes_note): those fields
+// mark the messages hermes puts in a transcript itself (notes, the
+// Responses API's instructions), which the gateway skips when it compares
+// histories and shows as its own. Such a message is refused, not
+// stripped: it can only come from a client replaying hermes's own
+// transcript or passing its text off as hermes's, and either should hear
+// so. A body that is not valid UTF-8 is a 400 naming the offset, as the
+// command line refuses such text (exit 2), never stored with U+FFFD. The
+// stored responses of a session that a person deleted answer 404, to GET
+// and as previous_response_id, as unknown ones do: deleting a session
+// takes its replies from the API too (their documents go with eviction).
+//
+// No client can stall the gateway or hold its resources:
+//   - A request's headers and body must arrive within gateway.read_timeout
+//     (30s): a late body is a 408, late headers close the connection. The
+//     deadline ends when the body has been read, so it never bounds a turn.
+//   - Each write of a response (at most 32 KiB) must be taken within
+//     gateway.write_timeout (30s). Handlers never write to the connection
+//     themselves: what they write is queued and sent by a goroutine of its
+//     own (a stream) or after the handler returned (a whole response, sent
+//     with its length), so no session or conversation lock is ever held
+//     while waiting on a client. A streaming client that stops reading is
+//     dropped after the timeout, like a client that goes away: its turn is
+//     cancelled (the input stays stored; a retry continues it) and the
+//     next request on its conversation is served at once. A turn that
+//     finished is stored whatever its client does.
+//   - At most gateway.max_connections (256) connections are open at once,
+//     idle keep-alive ones included (closed after 2 minutes idle). One more
+//     is accepted and closed at once, unanswered (the client sees the
+//     connection closed or reset, and may retry), rather than left to wait
+//     in the kernel's queue: a flood of connections cannot take the
+//     process's file descriptors. The log says when the limit is reached
+//     and when connections are taken again.
+//   - An error answered to a request that came with a body closes the
+//     connection: the body may be unread (a refusal comes first), and
+//     net/http would read it, with no deadline, before answering.
+//
+// Request bodies are limited to gateway.max_request_body_bytes (default 10
+// MiB): 413. Errors are {"error": {"message", "type", "param", "code"}}
+// with param and code null when unset: 400 for malformed JSON or input,
+// 403 for a foreign Host or Origin, 404 for unknown routes, sessions and
+// responses, 405 for a wrong method, 408 for a late body, 415 for a body
+// that is not JSON, 502 when the provider fails, 503 while stopping or
+// when a lock wait times out. A message names no path of the server's: a
+// 500 says "internal error" and the detail goes to the log (stderr); a
+// provider failure that carries a local path (the exec provider's files)
+// names the provider only; a lock timeout names the lock by the record it
+// guards ("the lock of conversation c1").
 package gateway

@@ -270,6 +270,7 @@ func TestProcessDrainTimeoutResumes(t *testing.T) {
 	go func() {
 		// Cut off by the stop; its outcome is not the point.
 		req, _ := http.NewRequest("POST", g.url+"/v1/responses", strings.NewReader(`{"input":"long turn","conversation":"slow"}`))
+		req.Header.Set("Content-Type", "application/json")
 		if resp, err := http.DefaultClient.Do(req); err == nil {
 			resp.Body.Close()
 		}

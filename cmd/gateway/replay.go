@@ -191,11 +191,20 @@ func (s *Server) keyedTurn(ctx context.Context, k keyed) (a admission, reply []s
 	return admission{sess: sess}, reply, int64(to), unlockSess, nil
 }
 
-// delivered records that the client received the session's transcript up
-// to count messages (see gatewaystate.Delivery). A failure is reported,
-// not returned: the reply is already sent.
-func (s *Server) delivered(sid string, count int64) {
-	if err := s.opts.Store.SetDelivered(sid, count); err != nil {
-		s.opts.Logf("session %s: recording the delivery of its reply: %v", sid, err)
+// whenDelivered records, once the response written to w has reached the
+// connection whole, that the client received the session's transcript up
+// to count messages (see gatewaystate.Delivery). A response that fails
+// (the client went away, or stopped reading) records nothing, and neither
+// does a writer that is not the gateway's own (clientWriter). A failure to
+// record is reported, not returned: the reply is already sent.
+func (s *Server) whenDelivered(w http.ResponseWriter, sid string, count int64) {
+	cw, ok := w.(*clientWriter)
+	if !ok {
+		return
 	}
+	cw.whenSent(func() {
+		if err := s.opts.Store.SetDelivered(sid, count); err != nil {
+			s.opts.Logf("session %s: recording the delivery of its reply: %v", sid, err)
+		}
+	})
 }

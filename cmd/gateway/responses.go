@@ -73,6 +73,11 @@ func parseInput(raw json.RawMessage) ([]sessions.Message, error) {
 		if err := json.Unmarshal(rawItem, &it); err != nil {
 			return nil, badRequest(param, "%s: %v", param, err)
 		}
+		var fields map[string]json.RawMessage
+		json.Unmarshal(rawItem, &fields) // an object: it decoded as an item
+		if err := refuseMarkers(fields, param); err != nil {
+			return nil, err
+		}
 		switch it.Type {
 		case "", "message":
 			role := it.Role
@@ -329,16 +334,13 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	if rs == nil {
-		if writeJSON(w, http.StatusOK, responseObject(doc, store)) == nil {
-			s.delivered(a.sess.ID, out.count)
-		}
+		writeJSON(w, http.StatusOK, responseObject(doc, store))
+		s.whenDelivered(w, a.sess.ID, out.count)
 		return nil
 	}
 	rs.finish(doc, out)
 	rs.send("response.completed", map[string]any{"response": responseObject(doc, store)})
-	if rs.sse.failed() == nil {
-		s.delivered(a.sess.ID, out.count)
-	}
+	s.whenDelivered(w, a.sess.ID, out.count)
 	return nil
 }
 
@@ -657,18 +659,14 @@ func responseObject(doc gatewaystate.Response, store bool) *apiResponse {
 func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
 	doc, err := s.opts.Store.GetResponse(id)
+	if err == nil {
+		// Deleting a session deletes its replies, as far as clients see.
+		_, err = s.opts.Sessions.Get(doc.SessionID)
+	}
 	if errors.Is(err, fsstore.ErrNotFound) || errors.Is(err, fsstore.ErrInvalid) {
 		return notFound("", "response_not_found", "response with id '%s' not found", id)
 	}
 	if err != nil {
-		return err
-	}
-	// A response of a session a person deleted is gone with it: its text
-	// is that session's, and deleting a session must not leave it
-	// readable here.
-	if _, err := s.opts.Sessions.Get(doc.SessionID); errors.Is(err, fsstore.ErrNotFound) {
-		return notFound("", "response_not_found", "response with id '%s' not found: its session was deleted", id)
-	} else if err != nil {
 		return err
 	}
 	w.Header().Set(SessionHeader, doc.SessionID)

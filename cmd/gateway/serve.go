@@ -21,6 +21,9 @@ type ServeOptions struct {
 	Options
 	Addr         string
 	DrainTimeout time.Duration
+	// MaxConnections bounds the connections open at once (0:
+	// DefaultMaxConnections); one more is refused (limitListener).
+	MaxConnections int
 	// Signals delivers SIGTERM or SIGINT: stop accepting and drain. A second
 	// signal during the drain ends it at once, as a timeout would.
 	Signals <-chan os.Signal
@@ -29,6 +32,39 @@ type ServeOptions struct {
 	// Describe is printed after the address in the start line (profile,
 	// provider).
 	Describe string
+}
+
+// httpServer is the http.Server that serves s: a request's headers and
+// body must arrive within the read timeout. The read deadline ends when
+// the body has been read (net/http clears it to watch for the client
+// going away), so it never cancels a turn; a body nobody reads stays
+// under it, so a client that sends headers and no body holds nothing
+// past it. Writes have their deadlines per write (bound, clientWriter):
+// WriteTimeout would bound the whole response, a stream included.
+func (s *Server) httpServer(errorLog io.Writer) *http.Server {
+	return &http.Server{
+		Handler:           s.Handler(),
+		BaseContext:       func(net.Listener) context.Context { return s.BaseContext() },
+		ReadHeaderTimeout: s.opts.ReadTimeout,
+		ReadTimeout:       s.opts.ReadTimeout,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          log.New(errorLog, "hermes: gateway: ", 0),
+	}
+}
+
+// listenHost is the host of a listen address, as ParseAllowedHosts
+// returns it: a gateway told to listen on a name answers to that name.
+// An address for every interface (":8642") has none.
+func listenHost(addr string) []string {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil
+	}
+	named, err := ParseAllowedHosts([]string{host})
+	if err != nil {
+		return nil
+	}
+	return named
 }
 
 // serveLockWait is how long a starting gateway waits for the serve lock:
@@ -77,6 +113,7 @@ func Serve(o ServeOptions) error {
 	}
 	defer ln.Close()
 
+	o.AllowedHosts = append(o.AllowedHosts, listenHost(o.Addr)...)
 	srv := New(o.Options)
 	prev, hadPrev, err := st.ReadState()
 	if err != nil {
@@ -116,15 +153,13 @@ func Serve(o ServeOptions) error {
 		return err
 	}
 
-	hs := &http.Server{
-		Handler:           srv.Handler(),
-		BaseContext:       func(net.Listener) context.Context { return srv.BaseContext() },
-		ReadHeaderTimeout: 30 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          log.New(o.Stderr, "hermes: gateway: ", 0),
-	}
+	hs := srv.httpServer(o.Stderr)
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
+	maxConns := o.MaxConnections
+	if maxConns <= 0 {
+		maxConns = DefaultMaxConnections
+	}
+	go func() { served <- hs.Serve(limitListener(ln, maxConns, srv.opts.Logf)) }()
 	fmt.Fprintf(o.Stderr, "hermes: gateway serving on http://%s%s\n", ln.Addr(), o.Describe)
 
 	var sig os.Signal

@@ -7,10 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hermes/hermes/cmd/agent"
 	"github.com/hermes/hermes/cmd/provider"
@@ -25,6 +30,9 @@ const (
 	DefaultMaxStoredResponses = 1000
 	DefaultResumeFreshness    = time.Hour
 	DefaultMaxBodyBytes       = 10 << 20
+	DefaultReadTimeout        = 30 * time.Second
+	DefaultWriteTimeout       = 30 * time.Second
+	DefaultMaxConnections     = 256
 	// DefaultAPIKeyEnv is the variable that holds the API key when
 	// gateway.api_key_env names none.
 	DefaultAPIKeyEnv = "HERMES_GATEWAY_API_KEY"
@@ -48,8 +56,20 @@ type Options struct {
 	Model string
 	// APIKey, when set, is required as a bearer token on every route but
 	// /health.
-	APIKey             string
-	MaxBodyBytes       int64         // 0: DefaultMaxBodyBytes
+	APIKey string
+	// AllowedHosts are the names, besides loopback ones and the address
+	// a request came in on, that a request's Host may carry
+	// (gateway.allowed_hosts); AllowedOrigins the origins a web page may
+	// call from (gateway.allowed_origins; none by default). Both as
+	// ParseAllowedHosts and ParseAllowedOrigins return them.
+	AllowedHosts   []string
+	AllowedOrigins []string
+	MaxBodyBytes   int64 // 0: DefaultMaxBodyBytes
+	// ReadTimeout bounds the reading of a request, headers and body (0:
+	// DefaultReadTimeout); WriteTimeout each write of a response (0:
+	// DefaultWriteTimeout).
+	ReadTimeout        time.Duration
+	WriteTimeout       time.Duration
 	MaxStoredResponses int           // 0: DefaultMaxStoredResponses
 	ResumeFreshness    time.Duration // 0: DefaultResumeFreshness
 	// Tools are the built-in tools a turn runs (gateway.tools; none by
@@ -95,6 +115,12 @@ func New(opts Options) *Server {
 	if opts.ResumeFreshness <= 0 {
 		opts.ResumeFreshness = DefaultResumeFreshness
 	}
+	if opts.ReadTimeout <= 0 {
+		opts.ReadTimeout = DefaultReadTimeout
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = DefaultWriteTimeout
+	}
 	if opts.Model == "" {
 		opts.Model = opts.Provider.Name()
 	}
@@ -130,17 +156,18 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/responses/{id}", s.handle(s.getResponse))
 	for _, p := range []string{"/health", "/v1/models", "/v1/chat/completions", "/v1/responses", "/v1/responses/{id}"} {
 		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
-			writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "", "method_not_allowed",
-				fmt.Sprintf("method %s is not allowed on %s", r.Method, r.URL.Path))
+			s.fail(w, r, &apiError{status: http.StatusMethodNotAllowed, typ: "invalid_request_error", code: "method_not_allowed",
+				msg: fmt.Sprintf("method %s is not allowed on %s", r.Method, r.URL.Path)})
 		})
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "invalid_request_error", "", "not_found", fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
+		s.fail(w, r, notFound("", "not_found", "no route %s %s", r.Method, r.URL.Path))
 	})
-	return s.auth(mux)
+	return s.bound(s.guard(s.auth(mux)))
 }
 
-// auth requires the bearer token on every route but /health.
+// auth requires the bearer token on every route but /health, before
+// anything reads the request's body.
 func (s *Server) auth(next http.Handler) http.Handler {
 	if s.opts.APIKey == "" {
 		return next
@@ -158,7 +185,7 @@ func (s *Server) auth(next http.Handler) http.Handler {
 			if ok {
 				msg = "incorrect API key provided"
 			}
-			writeError(w, http.StatusUnauthorized, "invalid_request_error", "", "invalid_api_key", msg)
+			s.fail(w, r, &apiError{status: http.StatusUnauthorized, typ: "invalid_request_error", code: "invalid_api_key", msg: msg})
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -198,7 +225,9 @@ func notFound(param, code, format string, args ...any) *apiError {
 	return &apiError{status: http.StatusNotFound, typ: "invalid_request_error", param: param, code: code, msg: fmt.Sprintf(format, args...)}
 }
 
-// toAPIError maps an error of the stores or the provider to a status.
+// toAPIError maps an error of the stores or the provider to a status. A
+// message sent to a client names no path of the server's: an error that
+// carries one is logged (Options.Logf) and answered in general terms.
 func (s *Server) toAPIError(err error) *apiError {
 	var ae *apiError
 	var lockErr *fsstore.LockTimeoutError
@@ -209,29 +238,74 @@ func (s *Server) toAPIError(err error) *apiError {
 	case errors.Is(err, context.Canceled):
 		return &apiError{status: http.StatusServiceUnavailable, typ: "server_error", code: "canceled", msg: err.Error()}
 	case errors.As(err, &lockErr):
-		return &apiError{status: http.StatusServiceUnavailable, typ: "server_error", code: "lock_timeout", msg: err.Error()}
+		return &apiError{status: http.StatusServiceUnavailable, typ: "server_error", code: "lock_timeout",
+			msg: fmt.Sprintf("timed out after %s waiting for %s; try again", lockErr.Timeout, lockName(lockErr.Path))}
+	case errors.As(err, &provErr) && hasLocalPath(err):
+		s.opts.Logf("gateway: %v", err)
+		return &apiError{status: http.StatusBadGateway, typ: "server_error", code: "provider_error",
+			msg: fmt.Sprintf("the %s provider failed; the gateway's log has the details", provErr.Provider)}
+	case errors.As(err, &provErr):
+		return &apiError{status: http.StatusBadGateway, typ: "server_error", code: "provider_error", msg: err.Error()}
+	case hasLocalPath(err):
+		// Whatever its kind: answered below, as an internal error.
 	case errors.Is(err, fsstore.ErrInvalid):
 		return badRequest("", "%s", err.Error())
 	case errors.Is(err, fsstore.ErrNotFound):
 		return notFound("", "not_found", "%s", err.Error())
-	case errors.As(err, &provErr):
-		return &apiError{status: http.StatusBadGateway, typ: "server_error", code: "provider_error", msg: err.Error()}
 	}
 	s.opts.Logf("gateway: %v", err)
-	return &apiError{status: http.StatusInternalServerError, typ: "server_error", msg: err.Error()}
+	return &apiError{status: http.StatusInternalServerError, typ: "server_error", msg: "internal error; the gateway's log has the details"}
+}
+
+// hasLocalPath reports whether err carries a path of the server's files:
+// an operation on a file, a command, a damaged record.
+func hasLocalPath(err error) bool {
+	var pathErr *fs.PathError
+	var linkErr *os.LinkError
+	var execErr *exec.Error
+	var corrupt *fsstore.CorruptError
+	return errors.As(err, &pathErr) || errors.As(err, &linkErr) || errors.As(err, &execErr) || errors.As(err, &corrupt)
+}
+
+// lockName says which lock path is by the record it guards (the store's
+// directory names the kind), for a client that must not see the path:
+// "the lock of conversation c1", "the session catalog lock".
+func lockName(path string) string {
+	kind := strings.TrimSuffix(filepath.Base(filepath.Dir(path)), "s")
+	name := strings.TrimSuffix(filepath.Base(path), ".lock")
+	if whole, ok := strings.CutPrefix(name, "."); ok {
+		return "the " + kind + " " + whole + " lock"
+	}
+	return "the lock of " + kind + " " + name
 }
 
 // handle adapts a handler that returns its failure: the one place a
 // failure is answered, with the status and error body toAPIError maps it
 // to. A handler that has begun a stream answers a failure inside it and
-// returns nil.
+// returns nil. The handler writes to a clientWriter, so that it never
+// waits on the client: what it wrote is sent after it returned, with the
+// locks it held released.
 func (s *Server) handle(h func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if err := h(w, r); err != nil {
-			ae := s.toAPIError(err)
-			writeError(w, ae.status, ae.typ, ae.param, ae.code, ae.msg)
+		cw := newClientWriter(w, s.opts.WriteTimeout)
+		defer cw.finish()
+		if err := h(cw, r); err != nil {
+			s.fail(cw, r, s.toAPIError(err))
 		}
 	}
+}
+
+// fail answers a request with an error. A request that came with a body
+// may not have been read (a refusal comes first): its connection is
+// closed after the answer, and not read any more, since net/http would
+// otherwise read what is left of the body, with no deadline, before
+// sending the answer and after.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, ae *apiError) {
+	if r.ContentLength != 0 {
+		w.Header().Set("Connection", "close")
+		http.NewResponseController(w).SetReadDeadline(time.Now())
+	}
+	writeError(w, ae.status, ae.typ, ae.param, ae.code, ae.msg)
 }
 
 // writeError writes the OpenAI error body: {"error":{"message","type",
@@ -250,15 +324,14 @@ func errorBody(typ, param, code, msg string) map[string]any {
 	return map[string]any{"message": msg, "type": typ, "param": nullable(param), "code": nullable(code)}
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) error {
+func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := marshal(v)
 	if err != nil {
 		status, b = http.StatusInternalServerError, []byte(`{"error":{"message":"encoding the response failed","type":"server_error","param":null,"code":null}}`)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_, err = w.Write(append(b, '\n'))
-	return err
+	w.Write(append(b, '\n'))
 }
 
 // marshal is json.Marshal without the escaping of < > &, which model text
@@ -273,9 +346,14 @@ func marshal(v any) ([]byte, error) {
 	return []byte(strings.TrimSuffix(b.String(), "\n")), nil
 }
 
-// decodeBody reads the JSON request body into v: 413 past the size limit,
-// 400 for JSON that does not parse.
+// decodeBody reads the JSON request body into v: 415 unless it is sent as
+// JSON, 413 past the size limit, 400 for a body that is not UTF-8 (the
+// decoder would store U+FFFD in place of its bytes) or JSON that does not
+// parse.
 func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
+	if err := checkJSONType(r); err != nil {
+		return err
+	}
 	if r.ContentLength > s.opts.MaxBodyBytes {
 		return tooLarge(s.opts.MaxBodyBytes)
 	}
@@ -284,8 +362,15 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) error
 	if errors.As(err, &maxErr) {
 		return tooLarge(s.opts.MaxBodyBytes)
 	}
+	if isTimeout(err) {
+		return &apiError{status: http.StatusRequestTimeout, typ: "invalid_request_error", code: "request_timeout",
+			msg: fmt.Sprintf("the request body did not arrive within %s (gateway.read_timeout)", s.opts.ReadTimeout)}
+	}
 	if err != nil {
 		return badRequest("", "reading the request body: %v", err)
+	}
+	if !utf8.Valid(body) {
+		return badRequest("", "the request body is not valid UTF-8 (at byte %d); JSON text must be UTF-8", invalidUTF8At(body))
 	}
 	if len(strings.TrimSpace(string(body))) == 0 {
 		return badRequest("", "the request body is empty; expected a JSON object")
@@ -294,6 +379,18 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) error
 		return badRequest("", "the request body is not valid JSON: %v", err)
 	}
 	return nil
+}
+
+// invalidUTF8At is the offset of the first byte of b that is not UTF-8.
+func invalidUTF8At(b []byte) int {
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 {
+			return i
+		}
+		i += size
+	}
+	return -1
 }
 
 func tooLarge(limit int64) error {

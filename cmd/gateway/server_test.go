@@ -771,6 +771,7 @@ func TestAbandonMarksTurnsInFlight(t *testing.T) {
 	go func() {
 		defer close(done)
 		req, _ := http.NewRequest("POST", e.ts.URL+"/v1/responses", strings.NewReader(`{"input":"long job","conversation":"job"}`))
+		req.Header.Set("Content-Type", "application/json")
 		if resp, err := http.DefaultClient.Do(req); err == nil {
 			resp.Body.Close()
 		}

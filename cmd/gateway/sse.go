@@ -37,14 +37,6 @@ func (s *sseWriter) event(name string, v any) {
 	s.raw(name, b)
 }
 
-// failed returns the error that stopped the stream, or nil while every
-// event so far was written and flushed.
-func (s *sseWriter) failed() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.err
-}
-
 func (s *sseWriter) raw(name string, data []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -1,0 +1,269 @@
+package gateway
+
+import (
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// bound puts a write deadline on a request before anything answers it,
+// for what is written without a clientWriter (refusals, /health): the
+// connection's deadline is otherwise the one a previous request on it
+// left, or none.
+func (s *Server) bound(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
+		next.ServeHTTP(w, r)
+	})
+}
+
+// writePiece is the most a clientWriter writes to the connection under one
+// deadline: a client must take that much per write timeout.
+const writePiece = 32 << 10
+
+// clientWriter is the http.ResponseWriter the API's handlers write to. A
+// write never waits on the client: what a handler writes is queued, and
+// sent by a goroutine of its own once the handler flushes (a stream), or
+// by finish once the handler has returned (and released its locks), in
+// pieces each bounded by the write timeout. So a handler that holds a
+// session's locks never waits on a client that stopped reading, and such
+// a client is dropped after the timeout: its write fails, which cancels
+// the request's context, as when a client goes away.
+//
+// A handler sets its headers before its first flush: the goroutine sends
+// them then.
+type clientWriter struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+
+	mu      sync.Mutex
+	cond    *sync.Cond // signalled by a flush and by finish
+	status  int
+	queue   []byte
+	flushed bool // a flush asks for the queue to be sent
+	closed  bool // the handler returned: send the rest and stop
+	pumping bool
+	err     error // of the write that failed: later writes are dropped
+	done    chan struct{}
+	onSent  []func() // run by finish once everything was sent
+
+	headerSent bool // used by the one goroutine that sends
+}
+
+func newClientWriter(w http.ResponseWriter, timeout time.Duration) *clientWriter {
+	c := &clientWriter{w: w, rc: http.NewResponseController(w), timeout: timeout, done: make(chan struct{})}
+	c.cond = sync.NewCond(&c.mu)
+	return c
+}
+
+func (c *clientWriter) Header() http.Header { return c.w.Header() }
+
+func (c *clientWriter) WriteHeader(status int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.status == 0 {
+		c.status = status
+	}
+}
+
+// Write queues p. It fails only after a write to the client failed.
+func (c *clientWriter) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return 0, c.err
+	}
+	if c.status == 0 {
+		c.status = http.StatusOK
+	}
+	c.queue = append(c.queue, p...)
+	return len(p), nil
+}
+
+// FlushError has what is queued sent, without waiting for it: the first
+// flush starts the goroutine that sends. It returns the error of a write
+// that failed.
+func (c *clientWriter) FlushError() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.status == 0 {
+		c.status = http.StatusOK
+	}
+	if !c.pumping {
+		c.pumping = true
+		go c.pump()
+	}
+	c.flushed = true
+	c.cond.Signal()
+	return c.err
+}
+
+// SetReadDeadline is the connection's: fail ends the reading of a
+// request through it.
+func (c *clientWriter) SetReadDeadline(t time.Time) error { return c.rc.SetReadDeadline(t) }
+
+func (c *clientWriter) pump() {
+	defer close(c.done)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for {
+		for !c.flushed && !c.closed {
+			c.cond.Wait()
+		}
+		data, status, last := c.queue, c.status, c.closed
+		c.queue, c.flushed = nil, false
+		c.mu.Unlock()
+		err := c.send(status, data)
+		c.mu.Lock()
+		if err != nil {
+			c.err, c.queue = err, nil
+			return
+		}
+		if last && len(c.queue) == 0 {
+			return
+		}
+	}
+}
+
+// whenSent has fn run once the whole response has been sent without an
+// error: after the handler returned, by finish.
+func (c *clientWriter) whenSent(fn func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.onSent = append(c.onSent, fn)
+}
+
+// finish sends what the handler left queued, after it returned: by the
+// goroutine if it runs (waiting for it), else here. Then, if every write
+// went through, it runs what whenSent registered.
+func (c *clientWriter) finish() {
+	c.mu.Lock()
+	c.closed = true
+	c.cond.Signal()
+	if c.pumping {
+		c.mu.Unlock()
+		<-c.done
+	} else {
+		status, data := c.status, c.queue
+		c.mu.Unlock()
+		if status != 0 {
+			// The whole body is known: the client need not read chunks.
+			c.w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+			if err := c.send(status, data); err != nil {
+				c.mu.Lock()
+				c.err = err
+				c.mu.Unlock()
+			}
+		}
+	}
+	c.mu.Lock()
+	ok, fns := c.err == nil, c.onSent
+	c.mu.Unlock()
+	if ok {
+		for _, fn := range fns {
+			fn()
+		}
+	}
+}
+
+// send writes the status line and headers (the first time) and data, a
+// piece at a time, each under a new write deadline, flushing each.
+func (c *clientWriter) send(status int, data []byte) error {
+	if !c.headerSent {
+		c.headerSent = true
+		c.w.WriteHeader(status)
+	}
+	for {
+		if err := c.rc.SetWriteDeadline(time.Now().Add(c.timeout)); err != nil {
+			return err
+		}
+		n := min(len(data), writePiece)
+		if _, err := c.w.Write(data[:n]); err != nil {
+			return err
+		}
+		if err := c.rc.Flush(); err != nil {
+			return err
+		}
+		if data = data[n:]; len(data) == 0 {
+			return nil
+		}
+	}
+}
+
+// isTimeout reports whether err is a deadline of the connection that
+// passed.
+func isTimeout(err error) bool {
+	return errors.Is(err, os.ErrDeadlineExceeded)
+}
+
+// limitListener accepts at most max connections open at once. One more
+// is closed as soon as it is accepted, unanswered, rather than left
+// waiting in the kernel's queue: a flood of connections (idle, slow or
+// stalled ones) cannot take the process's file descriptors, and a client
+// learns at once that it should come back later. logf hears when the
+// limit is reached and when a connection is taken again.
+func limitListener(ln net.Listener, max int, logf func(string, ...any)) net.Listener {
+	return &limiter{Listener: ln, max: max, logf: logf}
+}
+
+type limiter struct {
+	net.Listener
+	max  int
+	logf func(string, ...any)
+
+	mu      sync.Mutex
+	open    int
+	refused int // since the limit was last reached
+}
+
+func (l *limiter) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if l.take() {
+			return &limitedConn{Conn: c, l: l}, nil
+		}
+		c.Close()
+	}
+}
+
+func (l *limiter) take() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.open < l.max {
+		l.open++
+		if l.refused > 0 {
+			l.logf("gateway: taking connections again, after refusing %d at the limit", l.refused)
+			l.refused = 0
+		}
+		return true
+	}
+	if l.refused == 0 {
+		l.logf("gateway: %d connections open (gateway.max_connections): refusing new ones until some close", l.max)
+	}
+	l.refused++
+	return false
+}
+
+type limitedConn struct {
+	net.Conn
+	l    *limiter
+	once sync.Once
+}
+
+func (c *limitedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() {
+		c.l.mu.Lock()
+		c.l.open--
+		c.l.mu.Unlock()
+	})
+	return err
+}
