@@ -25,24 +25,7 @@ import (
 // the last byte, `sessions new`, `kanban create` and `tasks run --wait`
 // fail the same way and leave nothing behind.
 func TestFullDisk(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to mount a tmpfs")
-	}
-	if testing.Short() {
-		t.Skip("mounts a tmpfs")
-	}
-	mnt := filepath.Join(t.TempDir(), "mnt")
-	if err := os.Mkdir(mnt, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=512k,mode=0700", "tmpfs", mnt).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs: %v: %s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", mnt, err, out)
-		}
-	})
+	mnt := mountTmpfs(t, "512k")
 	home := filepath.Join(mnt, "hermes")
 	profile := filepath.Join(home, "profiles", "default")
 
@@ -258,24 +241,7 @@ func short(s string) string {
 // the disk has room, fsck finds nothing half-made: no task, no empty
 // session, no task stuck running.
 func TestFullDiskEveryPage(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to mount a tmpfs")
-	}
-	if testing.Short() {
-		t.Skip("mounts a tmpfs")
-	}
-	mnt := filepath.Join(t.TempDir(), "mnt")
-	if err := os.Mkdir(mnt, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m,mode=0700", "tmpfs", mnt).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs: %v: %s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", mnt, err, out)
-		}
-	})
+	mnt := mountTmpfs(t, "1m")
 	home := filepath.Join(mnt, "hermes")
 	// hermes runs the real binary: the dispatcher and tasks run start
 	// supervisors, which run it again.
@@ -481,4 +447,30 @@ func TestFullDiskEveryPage(t *testing.T) {
 			t.Errorf("%s: %d failed, %d succeeded: the free pages did not span its needs", v.name, failed, succeeded)
 		}
 	}
+}
+
+// mountTmpfs mounts a tmpfs of size (mount's -o size=) for the rest of the
+// test and returns where. It skips the test where it cannot: not root, -short,
+// or mount refused.
+func mountTmpfs(t *testing.T, size string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a tmpfs")
+	}
+	if testing.Short() {
+		t.Skip("mounts a tmpfs")
+	}
+	mnt := filepath.Join(t.TempDir(), "mnt")
+	if err := os.Mkdir(mnt, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size+",mode=0700", "tmpfs", mnt).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs: %v: %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", mnt, err, out)
+		}
+	})
+	return mnt
 }

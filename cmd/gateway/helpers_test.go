@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -60,42 +59,28 @@ func (e *testEnv) do(method, path string, body any, header map[string]string) (*
 
 func doRequest(t *testing.T, base, method, path string, body any, header map[string]string) (*http.Response, []byte) {
 	t.Helper()
-	var r io.Reader
+	var text string
+	h := map[string]string{}
 	switch b := body.(type) {
 	case nil:
 	case string:
-		r = strings.NewReader(b)
+		text = b
 	case []byte:
-		r = bytes.NewReader(b)
+		text = string(b)
 	default:
 		j, err := json.Marshal(b)
 		if err != nil {
 			t.Fatal(err)
 		}
-		r = bytes.NewReader(j)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // hang guard
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, base+path, r)
-	if err != nil {
-		t.Fatal(err)
+		text = string(j)
 	}
 	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		h["Content-Type"] = "application/json"
 	}
 	for k, v := range header {
-		req.Header.Set(k, v)
+		h[k] = v
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	out, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("%s %s: reading body: %v", method, path, err)
-	}
-	return resp, out
+	return sendTo(t, base, method, path, "", text, h)
 }
 
 // mustStatus fails the test unless resp has status want.
