@@ -145,11 +145,14 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 			a, stored = admission{sess: sess, fresh: true}, nil
 		}
 	} else {
-		sess, err := s.newSession("", "")
+		// No session named: the conversation is found by its history.
+		rt, routed, err := s.routeHistory(ctx, msgs)
+		defer rt.release()
 		if err != nil {
 			return err
 		}
-		a, add = admission{sess: sess, fresh: true}, msgs
+		a, add, stored = rt.a, routed, rt.stored
+		replayed, replayCount = rt.replay, rt.replayCount
 	}
 	w.Header().Set(SessionHeader, a.sess.ID)
 	if replayed == nil {
@@ -164,6 +167,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 		out, err := s.runTurn(ctx, a, add, stream, started)
 		if err == nil {
 			s.done(&k, out)
+			s.indexHistory(msgs, out, a.sess.ID)
 		}
 		return out, err
 	}

@@ -242,6 +242,8 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 	}
 
 	var rt route
+	var byHistory []sessions.Message
+	viaHistory := false
 	switch {
 	case k.found:
 		var unlock func()
@@ -252,9 +254,10 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 	case prev != "":
 		rt, err = s.routePrevious(ctx, prev, input)
 	default:
-		var sess sessions.Session
-		sess, err = s.newSession("", "")
-		rt = route{a: admission{sess: sess, fresh: true}}
+		// No conversation named: it is found by its history, for a client
+		// that re-sends it whole (Codex CLI, store:false).
+		rt, byHistory, err = s.routeHistory(ctx, input)
+		viaHistory = true
 	}
 	defer rt.release()
 	if err != nil {
@@ -272,7 +275,10 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 				Extra:   map[string]json.RawMessage{instructionsMarker: jsonTrue},
 			})
 		}
-		if !isRetry(rt.pending, input) {
+		switch {
+		case viaHistory:
+			add = append(add, byHistory...)
+		case !isRetry(rt.pending, input):
 			add = append(add, input...)
 		}
 		if err := s.record(&k, a.sess.ID, len(rt.stored)+len(add)); err != nil {
@@ -311,6 +317,9 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 		out = replay(rt.replay, rt.replayCount, stream, started)
 	} else if out, err = s.runTurn(ctx, a, add, stream, started); err == nil {
 		s.done(&k, out)
+		if viaHistory {
+			s.indexHistory(input, out, a.sess.ID)
+		}
 	}
 	if err == nil {
 		doc = finishDoc(doc, out, rs)

@@ -211,3 +211,55 @@ func (g *Store) SuccessorOf(old string) (string, error) {
 	}
 	return s.Successor, err
 }
+
+// History is an entry of the history index: the session whose stored
+// history, at a turn's end, has Digest (of the conversation as its client
+// sees it), and the transcript's length then. A client that re-sends its
+// whole conversation and names none is found by the digest of what it
+// sends before its new messages. The index is a cache: an entry is
+// checked against the transcript it names before it is used.
+type History struct {
+	Digest       string       `json:"digest"`
+	SessionID    string       `json:"session_id"`
+	MessageCount int64        `json:"message_count"`
+	At           fsstore.Time `json:"at"`
+}
+
+func (g *Store) historyPath(digest string) string {
+	return filepath.Join(g.Dir, "history", digest+".json")
+}
+
+// PutHistory records that session sid had, after a turn, count messages
+// whose conversation has digest (a SHA-256 in hex), synced.
+func (g *Store) PutHistory(digest, sid string, count int64) error {
+	if len(digest) != sha256.Size*2 || strings.Trim(digest, "0123456789abcdef") != "" {
+		return fsstore.Invalidf("history digest %q is not a SHA-256 in hex", digest)
+	}
+	if err := fsstore.CheckID("session id", sid); err != nil {
+		return err
+	}
+	if err := fsstore.EnsureDir(filepath.Dir(g.historyPath(digest))); err != nil {
+		return err
+	}
+	return fsstore.WriteDoc(g.historyPath(digest), &History{Digest: digest, SessionID: sid, MessageCount: count, At: fsstore.TimeOf(g.Now())})
+}
+
+// GetHistory returns the entry of digest: ok is false when there is none.
+// An entry that does not parse is quarantined and reported.
+func (g *Store) GetHistory(digest string) (h History, ok bool, err error) {
+	if len(digest) != sha256.Size*2 || strings.Trim(digest, "0123456789abcdef") != "" {
+		return History{}, false, fsstore.Invalidf("history digest %q is not a SHA-256 in hex", digest)
+	}
+	err = fsstore.ReadDoc(g.historyPath(digest), &h)
+	if errors.Is(err, os.ErrNotExist) {
+		return History{}, false, nil
+	}
+	if err == nil && (h.Digest != digest || fsstore.CheckID("session id", h.SessionID) != nil) {
+		err = &fsstore.CorruptError{Path: g.historyPath(digest), Err: fmt.Errorf("document is not the history entry %s", digest)}
+	}
+	var corrupt *fsstore.CorruptError
+	if errors.As(err, &corrupt) {
+		return History{}, false, fsstore.Quarantine(g.historyPath(digest), g.Now().Unix(), err)
+	}
+	return h, err == nil, err
+}

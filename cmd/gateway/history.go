@@ -1,0 +1,190 @@
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"hash"
+
+	"github.com/hermes/hermes/cmd/agent"
+	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/gatewaystate"
+	"github.com/hermes/hermes/fsstore/sessions"
+)
+
+// conversationDigest is the digest of msgs as a client of the API keeps
+// them, so that a client's copy of a conversation and the stored
+// transcript it came from have the same digest. What clients drop or never
+// see is left out: hermes's notes, the Responses API's stored
+// instructions, ids of stored items, timestamps, and the gateway's own
+// tool steps inside a turn. So a run of assistant and tool messages (one
+// turn's reply, or a reply, the client's tool results and the reply after
+// them) counts as one reply: its text as the API returns it (replyText)
+// and the tool calls it ends with. A user or system message counts by its
+// role and text.
+func conversationDigest(msgs []sessions.Message) string {
+	h := sha256.New()
+	for i := 0; i < len(msgs); {
+		m := msgs[i]
+		switch {
+		case agent.IsNote(m) || marked(m, instructionsMarker):
+			i++
+		case isReplyRole(m.Role):
+			var run []sessions.Message
+			for ; i < len(msgs) && (isReplyRole(msgs[i].Role) || agent.IsNote(msgs[i])); i++ {
+				if !agent.IsNote(msgs[i]) {
+					run = append(run, msgs[i])
+				}
+			}
+			atom(h, "assistant", replyText(run))
+			for _, c := range pendingToolCalls(run) {
+				atom(h, "call", c.ID, c.Function.Name, c.Function.Arguments)
+			}
+		default:
+			atom(h, m.Role, m.Text())
+			i++
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// atom adds one element of a conversation to h, each field prefixed by its
+// length so that no two conversations write the same bytes.
+func atom(h hash.Hash, fields ...string) {
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], uint64(len(fields)))
+	h.Write(n[:])
+	for _, f := range fields {
+		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
+		h.Write(n[:])
+		h.Write([]byte(f))
+	}
+}
+
+// lastAssistant is the index of the last assistant message of msgs, or -1.
+func lastAssistant(msgs []sessions.Message) int {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == "assistant" {
+			return i
+		}
+	}
+	return -1
+}
+
+// routeHistory finds the session of a request that names none and sends
+// its whole conversation, msgs (chat completions' messages, a Responses
+// input re-sent whole, as Codex CLI does): the messages up to its last
+// assistant message are its history, those after are its turn's input.
+//   - The history is a stored session's at the end of one of its turns,
+//     and the session has not moved on: the session continues with the
+//     input. A restart in between changes nothing: the index is on disk.
+//   - The session holds the input after that point and no reply (a retry
+//     after a failed turn): it continues, the input is not stored again.
+//   - The session answered that input, and the answer was never delivered:
+//     the stored reply (see lastTurn).
+//   - The session moved on otherwise (a regenerate, an edited message): a
+//     new session, parent the old, holding its history up to that point;
+//     the old one is never rewritten.
+//   - No session has that history: a new session with the whole
+//     conversation.
+//
+// It returns the route and what the turn adds.
+func (s *Server) routeHistory(ctx context.Context, msgs []sessions.Message) (route, []sessions.Message, error) {
+	var rt route
+	last := lastAssistant(msgs)
+	if last < 0 {
+		sess, err := s.newSession("", "")
+		rt.a = admission{sess: sess, fresh: true}
+		return rt, msgs, err
+	}
+	prior, input := msgs[:last+1], msgs[last+1:]
+	digest := conversationDigest(prior)
+	h, ok, err := s.opts.Store.GetHistory(digest)
+	if err != nil {
+		s.opts.Logf("the history index: %v", err)
+	}
+	if ok {
+		found, add, err := s.continueHistory(ctx, &rt, h, digest, input)
+		if err != nil || found {
+			return rt, add, err
+		}
+	}
+	sess, err := s.newSession("", "")
+	rt.a = admission{sess: sess, fresh: true}
+	return rt, msgs, err
+}
+
+// continueHistory is routeHistory for a history the index names: found is
+// false when the entry does not hold (its session is gone, or its
+// transcript does not have that history: the transcript wins).
+func (s *Server) continueHistory(ctx context.Context, rt *route, h gatewaystate.History, digest string, input []sessions.Message) (found bool, add []sessions.Message, err error) {
+	unlock, err := s.sessions.lock(ctx, h.SessionID)
+	if err != nil {
+		return false, nil, err
+	}
+	rt.hold(unlock)
+	sess, err := s.opts.Sessions.Get(h.SessionID)
+	if errors.Is(err, fsstore.ErrNotFound) {
+		return false, nil, nil
+	}
+	if err != nil {
+		return false, nil, err
+	}
+	stored, err := s.opts.Sessions.Messages(sess.ID)
+	if err != nil {
+		return false, nil, err
+	}
+	k := int(h.MessageCount)
+	if k > len(stored) || conversationDigest(stored[:k]) != digest {
+		s.opts.Logf("the history index names session %s, whose transcript does not hold that history: not used", sess.ID)
+		return false, nil, nil
+	}
+	rt.a, rt.stored = admission{sess: sess}, stored
+	tail := stored[k:]
+	switch {
+	case len(tail) == 0 || isRetry(tail, input):
+		if rt.a, err = s.admit(sess); err != nil {
+			return true, nil, err
+		}
+		if rt.a.fresh {
+			// A successor of a suspended or expired session starts with
+			// the client's history, as a new session would.
+			if _, err := s.opts.Sessions.Append(rt.a.sess.ID, sessions.CopyMessages(stored[:k])); err != nil {
+				return true, nil, err
+			}
+			rt.stored = stored[:k]
+			return true, input, nil
+		}
+		if len(tail) > 0 {
+			return true, nil, nil // the retry's input is stored already
+		}
+		return true, input, nil
+	}
+	if err := s.findRepeat(rt, input, k); err != nil || rt.replay != nil {
+		return true, nil, err
+	}
+	fork, err := s.newSession(sess.ID, sess.SessionKey)
+	if err != nil {
+		return true, nil, err
+	}
+	if k > 0 {
+		if _, err := s.opts.Sessions.Append(fork.ID, sessions.CopyMessages(stored[:k])); err != nil {
+			return true, nil, err
+		}
+	}
+	rt.a, rt.stored = admission{sess: fork}, stored[:k]
+	return true, input, nil
+}
+
+// indexHistory records, after a turn, the conversation its client now
+// holds (what it sent and the reply) as the session's: the next request
+// that re-sends it continues there. A failure is reported, not returned:
+// the reply is stored, and the next request then starts a new session.
+func (s *Server) indexHistory(sent []sessions.Message, out turnOutcome, sid string) {
+	held := append(append([]sessions.Message(nil), sent...), out.reply.Messages...)
+	if err := s.opts.Store.PutHistory(conversationDigest(held), sid, out.count); err != nil {
+		s.opts.Logf("session %s: recording its history in the index: %v", sid, err)
+	}
+}
