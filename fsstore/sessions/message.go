@@ -236,6 +236,10 @@ func ContentText(content json.RawMessage) string {
 	}
 	switch content[0] {
 	case '"':
+		// Most content is a string without escapes: its text is its bytes.
+		if len(content) >= 2 && bytes.IndexByte(content, '\\') < 0 {
+			return string(content[1 : len(content)-1])
+		}
 		var s string
 		json.Unmarshal(content, &s)
 		return s

@@ -145,3 +145,18 @@ func TestParseMessageKeepsTheCause(t *testing.T) {
 		t.Fatalf("err %v (%T): want fsstore.ErrInvalid wrapping a *json.SyntaxError", err, err)
 	}
 }
+
+func TestContentText(t *testing.T) {
+	for raw, want := range map[string]string{
+		`"plain text"`:                    "plain text",
+		`"a \"quoted\" word\nand a line"`: "a \"quoted\" word\nand a line",
+		`"\u00e9t\u00e9"`:                 "été",
+		`""`:                              "",
+		`[{"type":"text","text":"one"},{"type":"image_url","image_url":{"url":"x"}},{"type":"output_text","text":"two"}]`: "one\ntwo",
+		`null`: "",
+	} {
+		if got := ContentText(json.RawMessage(raw)); got != want {
+			t.Errorf("ContentText(%s) = %q, want %q", raw, got, want)
+		}
+	}
+}
