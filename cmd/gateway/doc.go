@@ -78,12 +78,42 @@
 // interrupted by the restart (see below): a turn that got its reply before
 // the crash gets no restart note.
 //
+// # A conversation that names no session: found by its history
+//
+// Most clients (chat front-ends, the SDKs' loops, Codex CLI with
+// store:false) re-send the whole conversation at every turn and name no
+// session. Such a request (chat completions without X-Hermes-Session-Id;
+// a Responses request without conversation or previous_response_id) is
+// found by its history: the messages up to its last assistant message,
+// in the canonical form of conversationDigest (roles and texts; a reply
+// as the API returned it, its text and the tool calls it ends with;
+// nothing a client drops: notes, stored instructions, reasoning, ids,
+// timestamps, the gateway's own tool steps). After every such turn the
+// gateway records the digest of the conversation its client now holds
+// (what it sent and the reply) in gateway/history/<digest>.json, synced,
+// with the session and the transcript's length then. The next request's
+// history has that digest: one file read, whatever the number of
+// sessions, and after a restart too. The entry is checked against the
+// transcript it names (the digest of its first messages) and not used
+// when they differ. Then (routeHistory): the session continues; or, when
+// it already holds the new messages and no reply, the turn is retried
+// without storing them again; or, when it answered them and the answer
+// was never delivered, the stored reply is returned; or, when it moved on
+// otherwise (a regenerate, an edited message), the conversation forks: a
+// new session, parent the old, holding the history up to that point. A
+// conversation with no assistant message yet, or whose history no
+// session has (an edited first message shares nothing with any session),
+// starts a new session. Two clients whose conversations are the same text
+// share its session until they differ, and then fork, as one client's
+// regenerate does: one gateway serves one user.
+//
 // # Chat completions: where a request goes
 //
 // With X-Hermes-Session-Id the session continues; an unknown id is a 404
 // (code session_not_found) rather than a new session, so a typo never
 // starts a stranger's conversation; an id that cannot be one is a 400.
-// Without it, a new session (source gateway). The client sends its whole
+// Without it, the session is found by the conversation's history (above),
+// or is a new one (source gateway). The client sends its whole
 // conversation; it is compared with the stored transcript message by
 // message (sessions.Message.SameAs on role, content, tool calls, tool call id
 // and name; extra fields that client libraries echo back, such as refusal or
