@@ -6,6 +6,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/hermes/hermes/cmd/gateway"
 	"github.com/hermes/hermes/fsstore"
 	"github.com/hermes/hermes/fsstore/gatewaystate"
 	"github.com/hermes/hermes/fsstore/kanban"
@@ -45,6 +46,19 @@ func fsck(e *env) error {
 			return err
 		}
 		findings = append(findings, more...)
+	}
+	if repair {
+		// The gateway's history index is a cache written without a sync:
+		// entries a power cut lost are written again from the transcripts.
+		gs := gatewaystate.NewStore(dir, e.lockTimeout, e.warn)
+		n, err := gateway.RebuildHistory(e.sessions(), gs)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			findings = append(findings, fsstore.Finding{Path: filepath.Join(gs.Dir, "history"),
+				What: fmt.Sprintf("history index: %d entries written from the transcripts", n), Repaired: true})
+		}
 	}
 	problems := 0
 	for _, f := range findings {

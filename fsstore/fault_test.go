@@ -182,3 +182,23 @@ func TestFullDiskAtEveryStep(t *testing.T) {
 		})
 	}
 }
+
+// WriteCacheFile replaces a file as WriteFileAtomic does, but syncs
+// nothing: with every sync failing it still writes, and no temp file stays.
+func TestWriteCacheFileSyncsNothing(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "cache.json")
+	if err := WriteFileAtomic(path, []byte("old\n")); err != nil {
+		t.Fatal(err)
+	}
+	storetest.SetSeams(t, nil, nil, func(*os.File) error { return storetest.ErrInjected })
+	if err := WriteCacheFile(path, []byte("new\n")); err != nil {
+		t.Fatalf("WriteCacheFile with failing syncs: %v", err)
+	}
+	if got := string(storetest.MustRead(t, path)); got != "new\n" {
+		t.Fatalf("cache holds %q", got)
+	}
+	if names := storetest.DirNames(t, dir); len(names) != 1 {
+		t.Fatalf("directory holds %v", names)
+	}
+}

@@ -151,7 +151,24 @@ func WriteAtomic(path string, fill func(io.Writer) error) error {
 // one, until something syncs the directory. It is for rewrites whose loss
 // a crash makes harmless (a task's pids), and for writers that sync the
 // directory once after several of them.
-func ReplaceFile(path string, fill func(io.Writer) error) (err error) {
+func ReplaceFile(path string, fill func(io.Writer) error) error {
+	return replaceFile(path, fill, true)
+}
+
+// WriteCacheFile is WriteFileAtomic for a cache its owner can rebuild: the
+// same temp file and rename, so that no reader ever sees a mix, but no
+// sync of the file or of its directory, so that it costs no flush of the
+// disk. A crash of the process loses nothing (the kernel has the write);
+// after a power cut the file may hold its old content, none, or be empty
+// (a reader quarantines it), and its owner rebuilds it.
+func WriteCacheFile(path string, data []byte) error {
+	return replaceFile(path, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	}, false)
+}
+
+func replaceFile(path string, fill func(io.Writer) error, sync bool) (err error) {
 	dir := filepath.Dir(path)
 	f, err := seam.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -170,8 +187,10 @@ func ReplaceFile(path string, fill func(io.Writer) error) (err error) {
 	if err := fill(f); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := seam.Sync(f); err != nil {
-		return fmt.Errorf("write %s: sync: %w", path, err)
+	if sync {
+		if err := seam.Sync(f); err != nil {
+			return fmt.Errorf("write %s: sync: %w", path, err)
+		}
 	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("write %s: close: %w", path, err)

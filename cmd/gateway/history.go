@@ -26,6 +26,15 @@ import (
 // role and text.
 func conversationDigest(msgs []sessions.Message) string {
 	h := sha256.New()
+	walkConversation(h, msgs, nil)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// walkConversation writes the canonical form of msgs to h (see
+// conversationDigest) and, when atEnd is set, calls it after each reply:
+// n is the index after the reply's last message, and h then holds the
+// digest of msgs[:n].
+func walkConversation(h hash.Hash, msgs []sessions.Message, atEnd func(n int)) {
 	for i := 0; i < len(msgs); {
 		m := msgs[i]
 		switch {
@@ -33,21 +42,25 @@ func conversationDigest(msgs []sessions.Message) string {
 			i++
 		case isReplyRole(m.Role):
 			var run []sessions.Message
+			end := i
 			for ; i < len(msgs) && (isReplyRole(msgs[i].Role) || agent.IsNote(msgs[i])); i++ {
 				if !agent.IsNote(msgs[i]) {
 					run = append(run, msgs[i])
+					end = i + 1
 				}
 			}
 			atom(h, "assistant", replyText(run))
 			for _, c := range pendingToolCalls(run) {
 				atom(h, "call", c.ID, c.Function.Name, c.Function.Arguments)
 			}
+			if atEnd != nil {
+				atEnd(end)
+			}
 		default:
 			atom(h, m.Role, m.Text())
 			i++
 		}
 	}
-	return hex.EncodeToString(h.Sum(nil))
 }
 
 // atom adds one element of a conversation to h, each field prefixed by its
@@ -176,6 +189,53 @@ func (s *Server) continueHistory(ctx context.Context, rt *route, h gatewaystate.
 	}
 	rt.a, rt.stored = admission{sess: fork}, stored[:k]
 	return true, input, nil
+}
+
+// RebuildHistory writes the entries of the history index that the
+// gateway's sessions imply, one at the end of each reply, where the index
+// lacks them or names a session that does not hold that history (fsck
+// --repair, while no gateway runs). It returns how many it wrote.
+func RebuildHistory(st *sessions.Store, gs *gatewaystate.Store) (int, error) {
+	all, err := st.All()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, sess := range all {
+		if sess.Source != "gateway" {
+			continue
+		}
+		msgs, err := st.Messages(sess.ID)
+		if err != nil {
+			return n, err
+		}
+		h := sha256.New()
+		var werr error
+		walkConversation(h, msgs, func(end int) {
+			if werr != nil {
+				return
+			}
+			digest := hex.EncodeToString(h.Sum(nil))
+			if cur, ok, err := gs.GetHistory(digest); err == nil && ok && cur.SessionID != sess.ID && holds(st, cur, digest) {
+				return // another session has this history too: it keeps it
+			} else if err == nil && ok && cur.SessionID == sess.ID && cur.MessageCount == int64(end) {
+				return
+			}
+			if werr = gs.PutHistory(digest, sess.ID, int64(end)); werr == nil {
+				n++
+			}
+		})
+		if werr != nil {
+			return n, werr
+		}
+	}
+	return n, nil
+}
+
+// holds reports whether the session an entry names has its history.
+func holds(st *sessions.Store, h gatewaystate.History, digest string) bool {
+	msgs, err := st.Messages(h.SessionID)
+	return err == nil && int(h.MessageCount) <= len(msgs) && conversationDigest(msgs[:h.MessageCount]) == digest
 }
 
 // indexHistory records, after a turn, the conversation its client now

@@ -5,6 +5,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -197,5 +199,37 @@ func TestStaleHistoryIndexIsNotTrusted(t *testing.T) {
 	mustStatus(t, resp, body, 200)
 	if got := resp.Header.Get(SessionHeader); got == sid {
 		t.Fatal("the stale entry was followed into a session without that history")
+	}
+}
+
+// The history index is a cache: lost whole (a power cut before the page
+// cache reached the disk), RebuildHistory (fsck --repair) writes it again
+// from the transcripts, and the conversation goes on in its session.
+func TestRebuildHistory(t *testing.T) {
+	e := newTestEnv(t, nil)
+	var history []any
+	var sid string
+	for _, text := range []string{"one", "two", "three"} {
+		history = append(history, userMsg(text))
+		resp, body := e.do("POST", "/v1/chat/completions", map[string]any{"messages": history}, nil)
+		mustStatus(t, resp, body, 200)
+		sid = resp.Header.Get(SessionHeader)
+		history = append(history, asstMsg(decode[chatResp](t, body).Choices[0].Message.Content))
+	}
+	if err := os.RemoveAll(filepath.Join(e.store.Dir, "history")); err != nil {
+		t.Fatal(err)
+	}
+	n, err := RebuildHistory(e.sessions, e.store)
+	if err != nil || n != 3 {
+		t.Fatalf("RebuildHistory = %d, %v; want the 3 turns' entries", n, err)
+	}
+	if n, err := RebuildHistory(e.sessions, e.store); err != nil || n != 0 {
+		t.Fatalf("a second RebuildHistory = %d, %v; want nothing to write", n, err)
+	}
+	history = append(history, userMsg("four"))
+	resp, body := e.do("POST", "/v1/chat/completions", map[string]any{"messages": history}, nil)
+	mustStatus(t, resp, body, 200)
+	if got := resp.Header.Get(SessionHeader); got != sid {
+		t.Fatalf("after the rebuild the conversation went to %s, not %s", got, sid)
 	}
 }

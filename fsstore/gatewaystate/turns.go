@@ -230,7 +230,9 @@ func (g *Store) historyPath(digest string) string {
 }
 
 // PutHistory records that session sid had, after a turn, count messages
-// whose conversation has digest (a SHA-256 in hex), synced.
+// whose conversation has digest (a SHA-256 in hex). It is a cache, written
+// without a sync (fsstore.WriteCacheFile): a power cut may lose recent
+// entries, which fsck --repair writes again from the transcripts.
 func (g *Store) PutHistory(digest, sid string, count int64) error {
 	if len(digest) != sha256.Size*2 || strings.Trim(digest, "0123456789abcdef") != "" {
 		return fsstore.Invalidf("history digest %q is not a SHA-256 in hex", digest)
@@ -241,7 +243,11 @@ func (g *Store) PutHistory(digest, sid string, count int64) error {
 	if err := fsstore.EnsureDir(filepath.Dir(g.historyPath(digest))); err != nil {
 		return err
 	}
-	return fsstore.WriteDoc(g.historyPath(digest), &History{Digest: digest, SessionID: sid, MessageCount: count, At: fsstore.TimeOf(g.Now())})
+	b, err := fsstore.EncodeDoc(g.historyPath(digest), &History{Digest: digest, SessionID: sid, MessageCount: count, At: fsstore.TimeOf(g.Now())})
+	if err != nil {
+		return err
+	}
+	return fsstore.WriteCacheFile(g.historyPath(digest), b)
 }
 
 // GetHistory returns the entry of digest: ok is false when there is none.
