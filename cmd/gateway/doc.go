@@ -90,8 +90,10 @@
 // nothing a client drops: notes, stored instructions, reasoning, ids,
 // timestamps, the gateway's own tool steps). After every such turn the
 // gateway records the digest of the conversation its client now holds
-// (what it sent and the reply) in gateway/history/<digest>.json, synced,
-// with the session and the transcript's length then. The next request's
+// (what it sent and the reply) in gateway/history/<digest>.json, with the
+// session and the transcript's length then. The index is a cache, written
+// without a sync: a power cut may lose its latest entries, and fsck
+// --repair writes them again from the transcripts (RebuildHistory). The next request's
 // history has that digest: one file read, whatever the number of
 // sessions, and after a restart too. The entry is checked against the
 // transcript it names (the digest of its first messages) and not used

@@ -16,4 +16,11 @@
 // the turn runs, and the delivery mark of each session
 // (delivered/<session>.json: how much of its transcript a client received
 // whole), written after a reply is sent.
+//
+// The history index (history/<digest>.json) maps the digest of a
+// conversation as its client holds it to the session that holds it, so
+// that a client that re-sends its whole conversation and names none finds
+// its session with one read. It is a cache written without a sync
+// (fsstore.WriteCacheFile), checked against the transcript it names, and
+// rebuilt from the transcripts by fsck --repair.
 package gatewaystate

@@ -32,6 +32,8 @@ import (
 //	serve.lock                    held by the running gateway, for its life
 //	keys/<sha256>.json            the turn of an Idempotency-Key
 //	delivered/<session>.json      how much of a session a client received
+//	successors/<session>.json     the session that replaced one the gateway ended
+//	history/<digest>.json         the session a conversation's history is in
 //
 // The response documents are the truth for GET; the index is a cache of
 // their order. It is appended to after the document is written, so a crash
