@@ -35,18 +35,29 @@ type responsesRequest struct {
 // inputItem is one item of a Responses API input list.
 type inputItem struct {
 	Type      string          `json:"type"`
+	ID        string          `json:"id"`
 	Role      string          `json:"role"`
 	Content   json.RawMessage `json:"content"`
 	CallID    string          `json:"call_id"`
 	Name      string          `json:"name"`
 	Arguments string          `json:"arguments"`
+	Input     string          `json:"input"`
+	Action    json.RawMessage `json:"action"`
 	Output    json.RawMessage `json:"output"`
 }
 
+// skippedItems are the input item types that are not stored: what they
+// hold only the API's own models can use (reasoning, with its encrypted
+// content), or a call the API ran itself, whose result is in the message
+// after it and which no tool message answers (web_search_call).
+var skippedItems = map[string]bool{"reasoning": true, "web_search_call": true}
+
 // parseInput turns the input (a string, or a list of items) into chat
 // messages: message items keep their role (developer becomes system) and
-// their text and image parts; function_call items become an assistant
-// message with tool_calls and function_call_output items tool messages.
+// their text and image parts; function_call, custom_tool_call and
+// local_shell_call items become an assistant message with tool_calls, and
+// function_call_output and custom_tool_call_output items tool messages;
+// skippedItems are left out.
 func parseInput(raw json.RawMessage) ([]sessions.Message, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
@@ -93,18 +104,13 @@ func parseInput(raw json.RawMessage) ([]sessions.Message, error) {
 				return nil, badRequest(param, "%s: %v", param, err)
 			}
 			msgs = append(msgs, sessions.Message{Role: role, Content: content})
-		case "function_call":
-			call := provider.ToolCall{ID: it.CallID, Type: "function"}
-			call.Function.Name, call.Function.Arguments = it.Name, it.Arguments
-			if n := len(msgs); n > 0 && msgs[n-1].Role == "assistant" && hasToolCalls(msgs[n-1]) && len(msgs[n-1].Content) == 0 {
-				var calls []provider.ToolCall
-				json.Unmarshal(msgs[n-1].ToolCalls, &calls)
-				msgs[n-1].ToolCalls, _ = json.Marshal(append(calls, call))
-				continue
+		case "function_call", "custom_tool_call", "local_shell_call":
+			call, err := toolCall(it)
+			if err != nil {
+				return nil, badRequest(param, "%s: %v", param, err)
 			}
-			tc, _ := json.Marshal([]provider.ToolCall{call})
-			msgs = append(msgs, sessions.Message{Role: "assistant", ToolCalls: tc})
-		case "function_call_output":
+			msgs = appendCall(msgs, call)
+		case "function_call_output", "custom_tool_call_output":
 			out := it.Output
 			if len(out) > 0 && out[0] == '[' {
 				var err error
@@ -117,10 +123,59 @@ func parseInput(raw json.RawMessage) ([]sessions.Message, error) {
 			}
 			msgs = append(msgs, sessions.Message{Role: "tool", ToolCallID: it.CallID, Content: out})
 		default:
-			return nil, badRequest(param, "%s: item type %q is not supported", param, it.Type)
+			if !skippedItems[it.Type] {
+				return nil, badRequest(param, "%s: item type %q is not supported", param, it.Type)
+			}
 		}
 	}
+	if len(msgs) == 0 {
+		return nil, badRequest("input", "input holds no message or tool call, only items that are not stored (reasoning, web_search_call)")
+	}
 	return msgs, nil
+}
+
+// toolCall is the chat tool call of a call item. A custom tool's
+// free-form input is its arguments as they are; a local shell call is a
+// call of the tool local_shell (the API's name for it) whose arguments
+// are its action, so that the command is kept and its result, a
+// function_call_output, answers it.
+func toolCall(it inputItem) (provider.ToolCall, error) {
+	call := provider.ToolCall{ID: it.CallID, Type: "function"}
+	switch it.Type {
+	case "function_call":
+		call.Function.Name, call.Function.Arguments = it.Name, it.Arguments
+	case "custom_tool_call":
+		call.Function.Name, call.Function.Arguments = it.Name, it.Input
+	case "local_shell_call":
+		if call.ID == "" {
+			call.ID = it.ID
+		}
+		action := bytes.TrimSpace(it.Action)
+		if len(action) == 0 || action[0] != '{' {
+			return call, errors.New("local_shell_call needs an action object")
+		}
+		var compact bytes.Buffer
+		json.Compact(&compact, action) // valid: the item decoded
+		call.Function.Name, call.Function.Arguments = "local_shell", compact.String()
+	}
+	if call.ID == "" {
+		return call, fmt.Errorf("%s needs a call_id", it.Type)
+	}
+	return call, nil
+}
+
+// appendCall adds call to msgs: to the assistant message before it when
+// that message holds only tool calls (calls made in parallel are one
+// message in the chat API), else as a new assistant message.
+func appendCall(msgs []sessions.Message, call provider.ToolCall) []sessions.Message {
+	if n := len(msgs); n > 0 && msgs[n-1].Role == "assistant" && hasToolCalls(msgs[n-1]) && len(msgs[n-1].Content) == 0 {
+		var calls []provider.ToolCall
+		json.Unmarshal(msgs[n-1].ToolCalls, &calls)
+		msgs[n-1].ToolCalls, _ = json.Marshal(append(calls, call))
+		return msgs
+	}
+	tc, _ := json.Marshal([]provider.ToolCall{call})
+	return append(msgs, sessions.Message{Role: "assistant", ToolCalls: tc})
 }
 
 // convertContent turns message content (a string, or a list of input_text,
