@@ -659,7 +659,7 @@ type apiResponse struct {
 	Tools       []any          `json:"tools"`
 	TopP        float64        `json:"top_p"`
 	Truncation  string         `json:"truncation"`
-	Usage       any            `json:"usage"`
+	Usage       any            `json:"usage,omitempty"`
 	Metadata    map[string]any `json:"metadata"`
 }
 
@@ -795,10 +795,18 @@ func (rs *responseStream) finish(doc gatewaystate.Response, out turnOutcome) {
 		index++
 	}
 	for _, c := range calls {
+		// The added item's arguments are empty and the deltas carry them,
+		// as the API streams them: a client that appends each delta to the
+		// added item (openai-node's ResponseStream does) would otherwise
+		// hold them twice. The provider's reply is whole, so one delta.
 		item := functionCallItem(c, "in_progress")
+		item["arguments"] = ""
 		rs.sendLocked("response.output_item.added", map[string]any{"output_index": index, "item": item})
+		rs.sendLocked("response.function_call_arguments.delta", map[string]any{
+			"item_id": item["id"], "output_index": index, "delta": c.Function.Arguments,
+		})
 		rs.sendLocked("response.function_call_arguments.done", map[string]any{
-			"item_id": item["id"], "output_index": index, "arguments": c.Function.Arguments,
+			"item_id": item["id"], "output_index": index, "name": c.Function.Name, "arguments": c.Function.Arguments,
 		})
 		rs.sendLocked("response.output_item.done", map[string]any{"output_index": index, "item": functionCallItem(c, "completed")})
 		index++
