@@ -297,7 +297,10 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 	}
 
 	var rt route
+	sid := r.Header.Get(SessionHeader)
 	switch {
+	case sid != "" && !k.found:
+		rt, input, err = s.routeSession(ctx, sid, input)
 	case k.found:
 		var unlock func()
 		rt.a, rt.replay, rt.replayCount, unlock, err = s.keyedTurn(ctx, k)
@@ -509,6 +512,85 @@ func (s *Server) routeConversation(ctx context.Context, conv string, input []ses
 	}
 	rt.pending = rt.stored[lastReplyEnd(rt.stored):]
 	return rt, nil
+}
+
+// routeSession continues the session sid that X-Hermes-Session-Id names
+// (and its successors, see follow), under their locks, and returns the
+// input to append. An input that begins with the session's whole history
+// (a client that re-sends it each time, as Codex does with store:false)
+// has that history left out. An input of more than one message that
+// begins as the history does and then departs from it (a regenerate, an
+// edit) goes to a new session whose parent is sid, whole, as on chat
+// completions. Any other input is new items, appended as the Responses
+// API appends them.
+func (s *Server) routeSession(ctx context.Context, sid string, input []sessions.Message) (route, []sessions.Message, error) {
+	var rt route
+	if err := fsstore.CheckID("session id", sid); err != nil {
+		return rt, input, badRequest(SessionHeader, "%s: %v", SessionHeader, err)
+	}
+	unlock, err := s.sessions.lock(ctx, sid)
+	if err != nil {
+		return rt, input, err
+	}
+	rt.hold(unlock)
+	sess, err := s.opts.Sessions.Get(sid)
+	if errors.Is(err, fsstore.ErrNotFound) {
+		return rt, input, notFound(SessionHeader, "session_not_found", "session %s not found", sid)
+	}
+	if err != nil {
+		return rt, input, err
+	}
+	sess, unlockNext, err := s.follow(ctx, sess)
+	rt.hold(unlockNext)
+	if err != nil {
+		return rt, input, err
+	}
+	if rt.stored, err = s.opts.Sessions.Messages(sess.ID); err != nil {
+		return rt, input, err
+	}
+	// A retry of the session's last turn whose reply was never delivered
+	// is answered from it, whatever its state (see routeConversation):
+	// its input alone, or the whole history up to it.
+	rt.a = admission{sess: sess}
+	_, end, reply, undelivered, err := s.lastTurn(sess.ID, rt.stored)
+	if err != nil {
+		return rt, input, err
+	}
+	if n, ok := reconcile(withoutInstructions(rt.stored[:end]), input); undelivered && ok && n == len(input) {
+		rt.replay, rt.replayCount = reply, int64(len(rt.stored))
+		return rt, input, nil
+	}
+	if err := s.findRepeat(&rt, input, -1); err != nil || rt.replay != nil {
+		return rt, input, err
+	}
+	if rt.a, err = s.admit(sess); err != nil || rt.a.fresh {
+		rt.stored = nil
+		return rt, input, err
+	}
+	kept := withoutInstructions(rt.stored)
+	if n, ok := reconcile(kept, input); ok && n > 0 {
+		input = input[n:]
+	} else if len(input) > 1 && len(kept) > 0 && sameMessage(kept[0], input[0]) {
+		fork, err := s.newSession(rt.a.sess.ID, rt.a.sess.SessionKey)
+		if err != nil {
+			return rt, input, err
+		}
+		rt.a, rt.stored = admission{sess: fork, fresh: true}, nil
+	}
+	rt.pending = rt.stored[lastReplyEnd(rt.stored):]
+	return rt, input, nil
+}
+
+// withoutInstructions is msgs without the instructions the gateway stored,
+// which a client's history does not hold.
+func withoutInstructions(msgs []sessions.Message) []sessions.Message {
+	var out []sessions.Message
+	for _, m := range msgs {
+		if !marked(m, instructionsMarker) {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // routePrevious continues the session of response prev, under the
