@@ -132,6 +132,17 @@
 //
 // # Responses: where a request goes
 //
+// X-Hermes-Session-Id continues that session, as on chat completions (an
+// unknown id is a 404 session_not_found, an invalid one a 400), and wins
+// over conversation and previous_response_id, whose mapping and chain it
+// leaves alone. Its input is new items, appended, unless it begins with
+// the session's whole history, instructions aside (a client that re-sends
+// it each time, as Codex does with store:false): then only the rest is
+// appended, nothing for the retry of a turn that got no reply. Such a
+// history that departs from the stored one (more than one message, the
+// first as stored: a regenerate, an edit) goes whole to a new session
+// whose parent is the named one, as on chat completions.
+//
 // conversation (a slug, or {"id": slug}; checked with fsstore.CheckID) maps
 // to a session through conversations/<slug>.json, written when the
 // conversation starts (before its first turn, so a crash during it does not
@@ -148,10 +159,27 @@
 // message marked "hermes_instructions": true before the input, and only when
 // they differ from the last instructions stored. store:false keeps no
 // response document (so no GET and no chaining), but the turn is in the
-// session like any other: hermes keeps transcripts. Input items: messages
-// (string content, or input_text/output_text/input_image parts; developer
-// becomes system), function_call and function_call_output; other item types
-// are a 400. The object returned has the API's fields (no output_text
+// session like any other: hermes keeps transcripts. Input items, as Codex
+// CLI and the SDKs send them:
+//   - message (string content, or input_text/output_text/input_image parts;
+//     developer becomes system): a message;
+//   - function_call, custom_tool_call and local_shell_call: a tool call of
+//     an assistant message (calls in a row are one message, as parallel
+//     calls are in the chat API). A custom tool's free-form input is its
+//     arguments as sent; a local shell call is a call of local_shell whose
+//     arguments are its action (the command, its directory, timeout and
+//     environment), since Codex answers it with a function_call_output. A
+//     call without a call_id (a local shell call's id stands in) is a 400:
+//     nothing could answer it;
+//   - function_call_output and custom_tool_call_output: a tool message;
+//   - reasoning and web_search_call: skipped. A reasoning item is not a
+//     message: its summary is the model's notes and its encrypted content
+//     only OpenAI's models can read. A web search is a call the API ran
+//     itself, whose findings are in the message after it; stored as a tool
+//     call it would have no result, a history the chat API rejects.
+//
+// An input of skipped items only is a 400, as an empty one is; other item
+// types are a 400 naming the type. The object returned has the API's fields (no output_text
 // convenience field: the SDKs compute it). Stored responses beyond
 // gateway.max_stored_responses (default 1000) are evicted oldest first,
 // through an index, without reading documents.
@@ -166,10 +194,16 @@
 // is a data: {"error": …} line and no [DONE]. Responses: response.created,
 // response.in_progress, response.output_item.added, content_part.added,
 // output_text.delta …, output_text.done, content_part.done,
-// output_item.done (and function_call items), response.completed, each with
-// type and sequence_number; a failure is response.failed. The response is
-// stored before response.completed is sent, so a client may chain from it at
-// once.
+// output_item.done, then for each function call the reply ends with
+// output_item.added (its arguments empty), function_call_arguments.delta,
+// function_call_arguments.done (with the name) and output_item.done, as the
+// API streams them, so a client that appends the deltas to the added item
+// (openai-node's ResponseStream) ends with the arguments once; then
+// response.completed. Each event has type and sequence_number; a failure is
+// response.failed. The response is stored before response.completed is
+// sent, so a client may chain from it at once. usage, in response objects
+// and chat completions, is given when the provider reported it and left out
+// (not null) when it did not.
 //
 // # Sessions that a restart interrupted
 //

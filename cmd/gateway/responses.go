@@ -35,18 +35,29 @@ type responsesRequest struct {
 // inputItem is one item of a Responses API input list.
 type inputItem struct {
 	Type      string          `json:"type"`
+	ID        string          `json:"id"`
 	Role      string          `json:"role"`
 	Content   json.RawMessage `json:"content"`
 	CallID    string          `json:"call_id"`
 	Name      string          `json:"name"`
 	Arguments string          `json:"arguments"`
+	Input     string          `json:"input"`
+	Action    json.RawMessage `json:"action"`
 	Output    json.RawMessage `json:"output"`
 }
 
+// skippedItems are the input item types that are not stored: what they
+// hold only the API's own models can use (reasoning, with its encrypted
+// content), or a call the API ran itself, whose result is in the message
+// after it and which no tool message answers (web_search_call).
+var skippedItems = map[string]bool{"reasoning": true, "web_search_call": true}
+
 // parseInput turns the input (a string, or a list of items) into chat
 // messages: message items keep their role (developer becomes system) and
-// their text and image parts; function_call items become an assistant
-// message with tool_calls and function_call_output items tool messages.
+// their text and image parts; function_call, custom_tool_call and
+// local_shell_call items become an assistant message with tool_calls, and
+// function_call_output and custom_tool_call_output items tool messages;
+// skippedItems are left out.
 func parseInput(raw json.RawMessage) ([]sessions.Message, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
@@ -93,18 +104,13 @@ func parseInput(raw json.RawMessage) ([]sessions.Message, error) {
 				return nil, badRequest(param, "%s: %v", param, err)
 			}
 			msgs = append(msgs, sessions.Message{Role: role, Content: content})
-		case "function_call":
-			call := provider.ToolCall{ID: it.CallID, Type: "function"}
-			call.Function.Name, call.Function.Arguments = it.Name, it.Arguments
-			if n := len(msgs); n > 0 && msgs[n-1].Role == "assistant" && hasToolCalls(msgs[n-1]) && len(msgs[n-1].Content) == 0 {
-				var calls []provider.ToolCall
-				json.Unmarshal(msgs[n-1].ToolCalls, &calls)
-				msgs[n-1].ToolCalls, _ = json.Marshal(append(calls, call))
-				continue
+		case "function_call", "custom_tool_call", "local_shell_call":
+			call, err := toolCall(it)
+			if err != nil {
+				return nil, badRequest(param, "%s: %v", param, err)
 			}
-			tc, _ := json.Marshal([]provider.ToolCall{call})
-			msgs = append(msgs, sessions.Message{Role: "assistant", ToolCalls: tc})
-		case "function_call_output":
+			msgs = appendCall(msgs, call)
+		case "function_call_output", "custom_tool_call_output":
 			out := it.Output
 			if len(out) > 0 && out[0] == '[' {
 				var err error
@@ -117,10 +123,59 @@ func parseInput(raw json.RawMessage) ([]sessions.Message, error) {
 			}
 			msgs = append(msgs, sessions.Message{Role: "tool", ToolCallID: it.CallID, Content: out})
 		default:
-			return nil, badRequest(param, "%s: item type %q is not supported", param, it.Type)
+			if !skippedItems[it.Type] {
+				return nil, badRequest(param, "%s: item type %q is not supported", param, it.Type)
+			}
 		}
 	}
+	if len(msgs) == 0 {
+		return nil, badRequest("input", "input holds no message or tool call, only items that are not stored (reasoning, web_search_call)")
+	}
 	return msgs, nil
+}
+
+// toolCall is the chat tool call of a call item. A custom tool's
+// free-form input is its arguments as they are; a local shell call is a
+// call of the tool local_shell (the API's name for it) whose arguments
+// are its action, so that the command is kept and its result, a
+// function_call_output, answers it.
+func toolCall(it inputItem) (provider.ToolCall, error) {
+	call := provider.ToolCall{ID: it.CallID, Type: "function"}
+	switch it.Type {
+	case "function_call":
+		call.Function.Name, call.Function.Arguments = it.Name, it.Arguments
+	case "custom_tool_call":
+		call.Function.Name, call.Function.Arguments = it.Name, it.Input
+	case "local_shell_call":
+		if call.ID == "" {
+			call.ID = it.ID
+		}
+		action := bytes.TrimSpace(it.Action)
+		if len(action) == 0 || action[0] != '{' {
+			return call, errors.New("local_shell_call needs an action object")
+		}
+		var compact bytes.Buffer
+		json.Compact(&compact, action) // valid: the item decoded
+		call.Function.Name, call.Function.Arguments = "local_shell", compact.String()
+	}
+	if call.ID == "" {
+		return call, fmt.Errorf("%s needs a call_id", it.Type)
+	}
+	return call, nil
+}
+
+// appendCall adds call to msgs: to the assistant message before it when
+// that message holds only tool calls (calls made in parallel are one
+// message in the chat API), else as a new assistant message.
+func appendCall(msgs []sessions.Message, call provider.ToolCall) []sessions.Message {
+	if n := len(msgs); n > 0 && msgs[n-1].Role == "assistant" && hasToolCalls(msgs[n-1]) && len(msgs[n-1].Content) == 0 {
+		var calls []provider.ToolCall
+		json.Unmarshal(msgs[n-1].ToolCalls, &calls)
+		msgs[n-1].ToolCalls, _ = json.Marshal(append(calls, call))
+		return msgs
+	}
+	tc, _ := json.Marshal([]provider.ToolCall{call})
+	return append(msgs, sessions.Message{Role: "assistant", ToolCalls: tc})
 }
 
 // convertContent turns message content (a string, or a list of input_text,
@@ -213,8 +268,10 @@ func sameInstructions(msgs []sessions.Message, text string) bool {
 }
 
 // createResponse serves POST /v1/responses. The session is, in order: the
+// turn of a seen Idempotency-Key's, the one X-Hermes-Session-Id names, the
 // conversation's (made on its first request), the session of
-// previous_response_id, or a new one.
+// previous_response_id, the one the input's history is found in, or a new
+// one.
 func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 	var req responsesRequest
 	if err := s.decodeBody(w, r, &req); err != nil {
@@ -244,7 +301,10 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 	var rt route
 	var byHistory []sessions.Message
 	viaHistory := false
+	sid := r.Header.Get(SessionHeader)
 	switch {
+	case sid != "" && !k.found:
+		rt, input, err = s.routeSession(ctx, sid, input)
 	case k.found:
 		var unlock func()
 		rt.a, rt.replay, rt.replayCount, unlock, err = s.keyedTurn(ctx, k)
@@ -465,6 +525,85 @@ func (s *Server) routeConversation(ctx context.Context, conv string, input []ses
 	return rt, nil
 }
 
+// routeSession continues the session sid that X-Hermes-Session-Id names
+// (and its successors, see follow), under their locks, and returns the
+// input to append. An input that begins with the session's whole history
+// (a client that re-sends it each time, as Codex does with store:false)
+// has that history left out. An input of more than one message that
+// begins as the history does and then departs from it (a regenerate, an
+// edit) goes to a new session whose parent is sid, whole, as on chat
+// completions. Any other input is new items, appended as the Responses
+// API appends them.
+func (s *Server) routeSession(ctx context.Context, sid string, input []sessions.Message) (route, []sessions.Message, error) {
+	var rt route
+	if err := fsstore.CheckID("session id", sid); err != nil {
+		return rt, input, badRequest(SessionHeader, "%s: %v", SessionHeader, err)
+	}
+	unlock, err := s.sessions.lock(ctx, sid)
+	if err != nil {
+		return rt, input, err
+	}
+	rt.hold(unlock)
+	sess, err := s.opts.Sessions.Get(sid)
+	if errors.Is(err, fsstore.ErrNotFound) {
+		return rt, input, notFound(SessionHeader, "session_not_found", "session %s not found", sid)
+	}
+	if err != nil {
+		return rt, input, err
+	}
+	sess, unlockNext, err := s.follow(ctx, sess)
+	rt.hold(unlockNext)
+	if err != nil {
+		return rt, input, err
+	}
+	if rt.stored, err = s.opts.Sessions.Messages(sess.ID); err != nil {
+		return rt, input, err
+	}
+	// A retry of the session's last turn whose reply was never delivered
+	// is answered from it, whatever its state (see routeConversation):
+	// its input alone, or the whole history up to it.
+	rt.a = admission{sess: sess}
+	_, end, reply, undelivered, err := s.lastTurn(sess.ID, rt.stored)
+	if err != nil {
+		return rt, input, err
+	}
+	if n, ok := reconcile(withoutInstructions(rt.stored[:end]), input); undelivered && ok && n == len(input) {
+		rt.replay, rt.replayCount = reply, int64(len(rt.stored))
+		return rt, input, nil
+	}
+	if err := s.findRepeat(&rt, input, -1); err != nil || rt.replay != nil {
+		return rt, input, err
+	}
+	if rt.a, err = s.admit(sess); err != nil || rt.a.fresh {
+		rt.stored = nil
+		return rt, input, err
+	}
+	kept := withoutInstructions(rt.stored)
+	if n, ok := reconcile(kept, input); ok && n > 0 {
+		input = input[n:]
+	} else if len(input) > 1 && len(kept) > 0 && sameMessage(kept[0], input[0]) {
+		fork, err := s.newSession(rt.a.sess.ID, rt.a.sess.SessionKey)
+		if err != nil {
+			return rt, input, err
+		}
+		rt.a, rt.stored = admission{sess: fork, fresh: true}, nil
+	}
+	rt.pending = rt.stored[lastReplyEnd(rt.stored):]
+	return rt, input, nil
+}
+
+// withoutInstructions is msgs without the instructions the gateway stored,
+// which a client's history does not hold.
+func withoutInstructions(msgs []sessions.Message) []sessions.Message {
+	var out []sessions.Message
+	for _, m := range msgs {
+		if !marked(m, instructionsMarker) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 // routePrevious continues the session of response prev, under the
 // session's lock. A response that is not its session's latest answered
 // turn branches: a new session (parent the old) that starts with the
@@ -613,7 +752,7 @@ type apiResponse struct {
 	Tools       []any          `json:"tools"`
 	TopP        float64        `json:"top_p"`
 	Truncation  string         `json:"truncation"`
-	Usage       any            `json:"usage"`
+	Usage       any            `json:"usage,omitempty"`
 	Metadata    map[string]any `json:"metadata"`
 }
 
@@ -749,10 +888,18 @@ func (rs *responseStream) finish(doc gatewaystate.Response, out turnOutcome) {
 		index++
 	}
 	for _, c := range calls {
+		// The added item's arguments are empty and the deltas carry them,
+		// as the API streams them: a client that appends each delta to the
+		// added item (openai-node's ResponseStream does) would otherwise
+		// hold them twice. The provider's reply is whole, so one delta.
 		item := functionCallItem(c, "in_progress")
+		item["arguments"] = ""
 		rs.sendLocked("response.output_item.added", map[string]any{"output_index": index, "item": item})
+		rs.sendLocked("response.function_call_arguments.delta", map[string]any{
+			"item_id": item["id"], "output_index": index, "delta": c.Function.Arguments,
+		})
 		rs.sendLocked("response.function_call_arguments.done", map[string]any{
-			"item_id": item["id"], "output_index": index, "arguments": c.Function.Arguments,
+			"item_id": item["id"], "output_index": index, "name": c.Function.Name, "arguments": c.Function.Arguments,
 		})
 		rs.sendLocked("response.output_item.done", map[string]any{"output_index": index, "item": functionCallItem(c, "completed")})
 		index++
