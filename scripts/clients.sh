@@ -93,36 +93,31 @@ stop_gateway() {
 sessions() { "$tmp/hermes" --json sessions list --limit 0 | wc -l; }
 
 # codex_run ARGS...: codex exec with ARGS in the scratch directory; its
-# answer (stdout) is printed, its log kept in codex.log. Codex reads stdin
-# as more of the prompt when it is not a terminal: it gets none.
+# answer (stdout) is printed, its log shown only when it fails. Codex reads
+# stdin as more of the prompt when it is not a terminal: it gets none.
 codex_run() {
   echo "\$ codex exec $*"
-  (cd "$tmp/work" && timeout 120 "$codex" exec --skip-git-repo-check "$@" </dev/null 2>>"$tmp/codex.log")
+  if ! (cd "$tmp/work" && timeout 120 "$codex" exec --skip-git-repo-check "$@" </dev/null 2>"$tmp/codex.log"); then
+    say "codex exec $* failed:"
+    tail -20 "$tmp/codex.log" >&2
+    return 1
+  fi
 }
 
 rows=()
 failed=0
 # scenario NAME COMMAND...: runs COMMAND, and records the sessions it made.
 scenario() {
-  local name=$1 before after made status=ok
+  local name=$1 before made result=pass
   shift
-  before=$(sessions)
   say "scenario: $name"
-  if ! "$@"; then
-    status="client failed"
-    say "$name: the client failed; Codex's log:"
-    tail -20 "$tmp/codex.log" >&2
-  fi
-  after=$(sessions)
-  made=$((after - before))
-  local result=pass
-  if [[ $status != ok ]]; then
-    result="fail ($status)"
-    failed=1
-  elif ((made != 1)); then
+  before=$(sessions)
+  "$@" || result="fail (the client failed)"
+  made=$(($(sessions) - before))
+  if [[ $result == pass ]] && ((made != 1)); then
     result=fail
-    failed=1
   fi
+  [[ $result == pass ]] || failed=1
   rows+=("| $name | $made | 1 | $result |")
 }
 
@@ -132,7 +127,7 @@ codex_resume() {
 codex_tool() { codex_run "run a command"; }
 sdk_loop() {
   echo "\$ node sdk-loops.js $1 $base_url $TURNS"
-  node scripts/clients/sdk-loops.js "$1" "$base_url" "$TURNS"
+  timeout 120 node scripts/clients/sdk-loops.js "$1" "$base_url" "$TURNS"
 }
 
 start_gateway --provider echo
