@@ -130,7 +130,6 @@ func TestOpenAIGoChat(t *testing.T) {
 
 	// A stateless client: the whole history each turn, no session named.
 	t.Run("history continues its session", func(t *testing.T) {
-		t.Skip("issue 15: continuity by history; today each turn starts a session")
 		e := newTestEnv(t, nil)
 		var first string
 		history := []openai.ChatCompletionMessageParamUnion{openai.UserMessage("turn 1")}
@@ -261,7 +260,6 @@ func TestOpenAIGoResponses(t *testing.T) {
 	// Codex's loop: store:false, the whole input each turn with the
 	// output items appended as they came, no previous_response_id.
 	t.Run("store false input continues its session", func(t *testing.T) {
-		t.Skip("issue 15: continuity by history; today each turn starts a session")
 		e := newTestEnv(t, nil)
 		var first string
 		input := responses.ResponseInputParam{responses.ResponseInputItemParamOfMessage("turn 1", responses.EasyInputMessageRoleUser)}
