@@ -60,13 +60,21 @@ func benchStatelessTurn(b *testing.B, entries int, byHeader bool) {
 	if _, err := st.Append(sess.ID, sessions.CopyMessages(history)); err != nil {
 		b.Fatal(err)
 	}
-	if err := gs.PutHistory(conversationDigest(history), sess.ID, int64(len(history))); err != nil {
-		b.Fatal(err)
+	// index records the stored history as a gateway turn's end would.
+	index := func() {
+		stored, err := st.Messages(sess.ID)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := gs.PutHistory(conversationDigest(history), sess.ID, int64(len(stored)), stored[len(stored)-1].TS); err != nil {
+			b.Fatal(err)
+		}
 	}
+	index()
 	// The other conversations' entries (they name other sessions).
 	for i := 1; i < entries; i++ {
 		d := conversationDigest([]sessions.Message{{Role: "user", Content: sessions.TextContent(fmt.Sprint("other ", i))}})
-		if err := gs.PutHistory(d, fmt.Sprintf("other%05d", i), 2); err != nil {
+		if err := gs.PutHistory(d, fmt.Sprintf("other%05d", i), 2, ""); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -94,6 +102,7 @@ func benchStatelessTurn(b *testing.B, entries int, byHeader bool) {
 		if _, err := st.Save(sess.ID, history, true); err != nil {
 			b.Fatal(err)
 		}
+		index()
 		b.StartTimer()
 	}
 }

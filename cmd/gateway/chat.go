@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"net/http"
 
@@ -87,6 +88,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 	}
 	var a admission
 	var add, stored, replayed []sessions.Message
+	var prior hash.Hash // the digest state of msgs' history, when found by it
 	var replayCount int64
 	if k.found {
 		var unlock func()
@@ -153,6 +155,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 		}
 		a, add, stored = rt.a, routed, rt.stored
 		replayed, replayCount = rt.replay, rt.replayCount
+		prior = rt.history
 	}
 	w.Header().Set(SessionHeader, a.sess.ID)
 	if replayed == nil {
@@ -167,7 +170,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 		out, err := s.runTurn(ctx, a, add, stream, started)
 		if err == nil {
 			s.done(&k, out)
-			s.indexHistory(msgs, out, a.sess.ID)
+			s.indexHistory(msgs, prior, out, a.sess.ID)
 		}
 		return out, err
 	}

@@ -113,7 +113,9 @@ func (s *Server) routeHistory(ctx context.Context, msgs []sessions.Message) (rou
 		return rt, msgs, err
 	}
 	prior, input := msgs[:last+1], msgs[last+1:]
-	digest := conversationDigest(prior)
+	rt.history = sha256.New()
+	walkConversation(rt.history, prior, nil)
+	digest := hex.EncodeToString(rt.history.Sum(nil))
 	h, ok, err := s.opts.Store.GetHistory(digest)
 	if err != nil {
 		s.opts.Logf("the history index: %v", err)
@@ -150,8 +152,8 @@ func (s *Server) continueHistory(ctx context.Context, rt *route, h gatewaystate.
 		return false, nil, err
 	}
 	k := int(h.MessageCount)
-	if k > len(stored) || conversationDigest(stored[:k]) != digest {
-		s.opts.Logf("the history index names session %s, whose transcript does not hold that history: not used", sess.ID)
+	if k < 1 || k > len(stored) || stored[k-1].TS != h.LastTS {
+		s.opts.Logf("the history index names session %s, whose transcript has changed since: not used", sess.ID)
 		return false, nil, nil
 	}
 	rt.a, rt.stored = admission{sess: sess}, stored
@@ -221,7 +223,7 @@ func RebuildHistory(st *sessions.Store, gs *gatewaystate.Store) (int, error) {
 			} else if err == nil && ok && cur.SessionID == sess.ID && cur.MessageCount == int64(end) {
 				return
 			}
-			if werr = gs.PutHistory(digest, sess.ID, int64(end)); werr == nil {
+			if werr = gs.PutHistory(digest, sess.ID, int64(end), msgs[end-1].TS); werr == nil {
 				n++
 			}
 		})
@@ -235,16 +237,28 @@ func RebuildHistory(st *sessions.Store, gs *gatewaystate.Store) (int, error) {
 // holds reports whether the session an entry names has its history.
 func holds(st *sessions.Store, h gatewaystate.History, digest string) bool {
 	msgs, err := st.Messages(h.SessionID)
-	return err == nil && int(h.MessageCount) <= len(msgs) && conversationDigest(msgs[:h.MessageCount]) == digest
+	return err == nil && h.MessageCount >= 1 && int(h.MessageCount) <= len(msgs) &&
+		msgs[h.MessageCount-1].TS == h.LastTS && conversationDigest(msgs[:h.MessageCount]) == digest
 }
 
 // indexHistory records, after a turn, the conversation its client now
 // holds (what it sent and the reply) as the session's: the next request
-// that re-sends it continues there. A failure is reported, not returned:
-// the reply is stored, and the next request then starts a new session.
-func (s *Server) indexHistory(sent []sessions.Message, out turnOutcome, sid string) {
-	held := append(append([]sessions.Message(nil), sent...), out.reply.Messages...)
-	if err := s.opts.Store.PutHistory(conversationDigest(held), sid, out.count); err != nil {
+// that re-sends it continues there. prior, when set, already holds the
+// digest state of sent's history (routeHistory's), which is carried on
+// when sent's new messages begin a new element of the conversation. A
+// failure is reported, not returned: the reply is stored, and the next
+// request then starts a new session.
+func (s *Server) indexHistory(sent []sessions.Message, prior hash.Hash, out turnOutcome, sid string) {
+	if len(out.reply.Messages) == 0 {
+		return
+	}
+	h, rest := prior, sent[lastAssistant(sent)+1:]
+	if h == nil || (len(rest) > 0 && isReplyRole(rest[0].Role)) {
+		h, rest = sha256.New(), sent
+	}
+	walkConversation(h, append(append([]sessions.Message(nil), rest...), out.reply.Messages...), nil)
+	last := out.reply.Messages[len(out.reply.Messages)-1]
+	if err := s.opts.Store.PutHistory(hex.EncodeToString(h.Sum(nil)), sid, out.count, last.TS); err != nil {
 		s.opts.Logf("session %s: recording its history in the index: %v", sid, err)
 	}
 }

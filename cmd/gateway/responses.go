@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"net/http"
 	"strings"
@@ -378,7 +379,7 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 	} else if out, err = s.runTurn(ctx, a, add, stream, started); err == nil {
 		s.done(&k, out)
 		if viaHistory {
-			s.indexHistory(input, out, a.sess.ID)
+			s.indexHistory(input, rt.history, out, a.sess.ID)
 		}
 	}
 	if err == nil {
@@ -425,7 +426,10 @@ type route struct {
 	// is the transcript's length after it.
 	replay      []sessions.Message
 	replayCount int64
-	unlocks     []func()
+	// history is the digest state of the request's history, when the route
+	// was found by it (routeHistory): indexHistory carries it on.
+	history hash.Hash
+	unlocks []func()
 }
 
 // findRepeat sets rt.replay when input repeats the last turn of the

@@ -217,23 +217,28 @@ func (g *Store) SuccessorOf(old string) (string, error) {
 // sees it), and the transcript's length then. A client that re-sends its
 // whole conversation and names none is found by the digest of what it
 // sends before its new messages. The index is a cache: an entry is
-// checked against the transcript it names before it is used.
+// checked against the transcript it names before it is used (LastTS).
 type History struct {
-	Digest       string       `json:"digest"`
-	SessionID    string       `json:"session_id"`
-	MessageCount int64        `json:"message_count"`
-	At           fsstore.Time `json:"at"`
+	Digest       string `json:"digest"`
+	SessionID    string `json:"session_id"`
+	MessageCount int64  `json:"message_count"`
+	// LastTS is the ts of the transcript's message MessageCount: a
+	// transcript rewritten since (save --force, import --force) has
+	// other times there, and the entry is not used.
+	LastTS fsstore.Time `json:"last_ts"`
+	At     fsstore.Time `json:"at"`
 }
 
 func (g *Store) historyPath(digest string) string {
 	return filepath.Join(g.Dir, "history", digest+".json")
 }
 
-// PutHistory records that session sid had, after a turn, count messages
-// whose conversation has digest (a SHA-256 in hex). It is a cache, written
+// PutHistory records that session sid had, after a turn, count messages,
+// the last stored at lastTS, whose conversation has digest (a SHA-256 in
+// hex). It is a cache, written
 // without a sync (fsstore.WriteCacheFile): a power cut may lose recent
 // entries, which fsck --repair writes again from the transcripts.
-func (g *Store) PutHistory(digest, sid string, count int64) error {
+func (g *Store) PutHistory(digest, sid string, count int64, lastTS fsstore.Time) error {
 	if len(digest) != sha256.Size*2 || strings.Trim(digest, "0123456789abcdef") != "" {
 		return fsstore.Invalidf("history digest %q is not a SHA-256 in hex", digest)
 	}
@@ -243,7 +248,7 @@ func (g *Store) PutHistory(digest, sid string, count int64) error {
 	if err := fsstore.EnsureDir(filepath.Dir(g.historyPath(digest))); err != nil {
 		return err
 	}
-	b, err := fsstore.EncodeDoc(g.historyPath(digest), &History{Digest: digest, SessionID: sid, MessageCount: count, At: fsstore.TimeOf(g.Now())})
+	b, err := fsstore.EncodeDoc(g.historyPath(digest), &History{Digest: digest, SessionID: sid, MessageCount: count, LastTS: lastTS, At: fsstore.TimeOf(g.Now())})
 	if err != nil {
 		return err
 	}
