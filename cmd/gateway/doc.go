@@ -132,6 +132,15 @@
 //
 // # Responses: where a request goes
 //
+// In this order, the first that applies: an Idempotency-Key seen before
+// (its turn's session), X-Hermes-Session-Id, conversation,
+// previous_response_id, the thread a client names in its own headers
+// (Codex CLI's thread-id or session-id: a conversation whose slug is
+// "thread-" and the id, whose input is the whole history, or a compacted
+// one, continued as with X-Hermes-Session-Id; prompt_cache_key is not
+// used, since clients share one key across conversations), then the
+// input's history (above), else a new session.
+//
 // X-Hermes-Session-Id continues that session, as on chat completions (an
 // unknown id is a 404 session_not_found, an invalid one a 400), and wins
 // over conversation and previous_response_id, whose mapping and chain it

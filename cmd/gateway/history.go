@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"hash"
+	"net/http"
 
 	"github.com/hermes/hermes/cmd/agent"
 	"github.com/hermes/hermes/fsstore"
@@ -261,4 +262,79 @@ func (s *Server) indexHistory(sent []sessions.Message, prior hash.Hash, out turn
 	if err := s.opts.Store.PutHistory(hex.EncodeToString(h.Sum(nil)), sid, out.count, last.TS); err != nil {
 		s.opts.Logf("session %s: recording its history in the index: %v", sid, err)
 	}
+}
+
+// threadHeaders are the headers in which a client names its own thread:
+// Codex CLI sends its thread's id in thread-id and session-id (and
+// session_id in versions before). A thread is a conversation whose client
+// re-sends its whole input: its slug is "thread-" and the id. A request's
+// prompt_cache_key is not one: clients share one key across conversations
+// to share a cache.
+var threadHeaders = []string{"Thread-Id", "Session-Id", "Session_id"}
+
+// threadOf is the slug of the thread r names, or "".
+func threadOf(r *http.Request) string {
+	for _, name := range threadHeaders {
+		if v := r.Header.Get(name); v != "" && fsstore.CheckID("thread id", "thread-"+v) == nil {
+			return "thread-" + v
+		}
+	}
+	return ""
+}
+
+// routeThread finds the session of a client's thread (see threadOf),
+// under the thread's locks: the session its mapping names, continued as
+// routeSession continues a named session (the input may be the whole
+// history, or what a client made of it, a compacted one); or, for a
+// thread not seen before (or whose session a person deleted), the
+// session its history is found in, or a new one (routeHistory). The
+// mapping is written before the turn when the session changes. It
+// returns the route, what the turn adds, and whether the history found
+// it (then the turn's end is indexed).
+func (s *Server) routeThread(ctx context.Context, slug string, input []sessions.Message) (route, []sessions.Message, bool, error) {
+	var held route
+	unlock, err := s.convs.lock(ctx, slug)
+	if err != nil {
+		return held, nil, false, err
+	}
+	held.hold(unlock)
+	unlockFile, err := s.opts.Store.LockConversation(slug)
+	if err != nil {
+		return held, nil, false, err
+	}
+	held.hold(unlockFile)
+	c, err := s.opts.Store.GetConversation(slug)
+	switch {
+	case errors.Is(err, fsstore.ErrNotFound):
+		c = gatewaystate.Conversation{Conversation: slug}
+	case err != nil:
+		return held, nil, false, err
+	}
+	known := false
+	if c.SessionID != "" {
+		_, err := s.opts.Sessions.Get(c.SessionID)
+		if err != nil && !errors.Is(err, fsstore.ErrNotFound) {
+			return held, nil, false, err
+		}
+		known = err == nil
+	}
+	var rt route
+	var add []sessions.Message
+	if known {
+		rt, add, err = s.routeSession(ctx, c.SessionID, input)
+	} else {
+		rt, add, err = s.routeHistory(ctx, input)
+	}
+	rt.unlocks = append(held.unlocks, rt.unlocks...)
+	if err != nil {
+		return rt, nil, false, err
+	}
+	if rt.replay == nil && rt.a.sess.ID != c.SessionID {
+		c.SessionID, c.MessageCount = rt.a.sess.ID, 0
+		if err := s.opts.Store.PutConversation(c); err != nil {
+			return rt, nil, false, err
+		}
+	}
+	rt.mapping = &c
+	return rt, add, !known, nil
 }

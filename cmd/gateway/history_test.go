@@ -233,3 +233,49 @@ func TestRebuildHistory(t *testing.T) {
 		t.Fatalf("after the rebuild the conversation went to %s, not %s", got, sid)
 	}
 }
+
+// A client that names its own thread (Codex CLI's thread-id header) keeps
+// its session when what it re-sends is no longer the stored history (a
+// compacted one, which no digest finds), and a thread not seen before is
+// still found by its history.
+func TestThreadHeader(t *testing.T) {
+	e := newTestEnv(t, nil)
+	item := func(role, text string) map[string]any {
+		kind := "input_text"
+		if role == "assistant" {
+			kind = "output_text"
+		}
+		return map[string]any{"type": "message", "role": role, "content": []any{map[string]any{"type": kind, "text": text}}}
+	}
+	turn := func(thread string, input []any) (string, string) {
+		t.Helper()
+		hdr := map[string]string{}
+		if thread != "" {
+			hdr["thread-id"] = thread
+		}
+		resp, body := e.do("POST", "/v1/responses", map[string]any{"input": input, "store": false}, hdr)
+		mustStatus(t, resp, body, 200)
+		return resp.Header.Get(SessionHeader), decode[respObj](t, body).text()
+	}
+	// A first turn without the header, then the thread's: found by its
+	// history, and the thread maps to that session from then on.
+	input := []any{item("user", "one")}
+	sid, reply := turn("", input)
+	input = append(input, item("assistant", reply), item("user", "two"))
+	if got, _ := turn("0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", input); got != sid {
+		t.Fatalf("the thread's first request went to %s, not %s", got, sid)
+	}
+	// Compacted: a summary in place of the history. No digest finds it;
+	// the thread does, and its text is appended.
+	compacted := []any{item("user", "summary of the conversation so far"), item("user", "three")}
+	if got, _ := turn("0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", compacted); got != sid {
+		t.Fatalf("the compacted thread went to %s, not %s", got, sid)
+	}
+	if got := texts(messages(t, e.sessions, sid)); strings.Count(got, "user:") != 4 || !strings.HasSuffix(got, "assistant:"+echoText(6, "three")) {
+		t.Fatalf("transcript %s", got)
+	}
+	// Another thread with a history no session has: a new session.
+	if got, _ := turn("another-thread", []any{item("user", "elsewhere")}); got == sid {
+		t.Fatal("another thread went to the first one's session")
+	}
+}

@@ -271,7 +271,8 @@ func sameInstructions(msgs []sessions.Message, text string) bool {
 // createResponse serves POST /v1/responses. The session is, in order: the
 // turn of a seen Idempotency-Key's, the one X-Hermes-Session-Id names, the
 // conversation's (made on its first request), the session of
-// previous_response_id, the one the input's history is found in, or a new
+// previous_response_id, the one of the thread a client names in its own
+// headers (threadOf), the one the input's history is found in, or a new
 // one.
 func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 	var req responsesRequest
@@ -314,6 +315,13 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 		rt, err = s.routeConversation(ctx, conv, input)
 	case prev != "":
 		rt, err = s.routePrevious(ctx, prev, input)
+	case threadOf(r) != "":
+		var add []sessions.Message
+		if rt, add, viaHistory, err = s.routeThread(ctx, threadOf(r), input); viaHistory {
+			byHistory = add
+		} else {
+			input = add
+		}
 	default:
 		// No conversation named: it is found by its history, for a client
 		// that re-sends it whole (Codex CLI, store:false).
