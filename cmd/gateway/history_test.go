@@ -279,3 +279,36 @@ func TestThreadHeader(t *testing.T) {
 		t.Fatal("another thread went to the first one's session")
 	}
 }
+
+// An edited first message forks when anything links it to the session: a
+// session the client names, or a thread; sent with no id at all, it
+// shares nothing with any stored conversation and starts a new session
+// (cmd/gateway/doc.go).
+func TestEditedFirstMessageForks(t *testing.T) {
+	e := newTestEnv(t, nil)
+	resp, body := e.do("POST", "/v1/chat/completions", map[string]any{"messages": []any{userMsg("one")}}, nil)
+	mustStatus(t, resp, body, 200)
+	sid := resp.Header.Get(SessionHeader)
+	history := []any{userMsg("one"), asstMsg(decode[chatResp](t, body).Choices[0].Message.Content), userMsg("two")}
+	resp, body = e.do("POST", "/v1/chat/completions", map[string]any{"messages": history}, nil)
+	mustStatus(t, resp, body, 200)
+	original := texts(messages(t, e.sessions, sid))
+
+	resp, body = e.do("POST", "/v1/chat/completions", map[string]any{"messages": []any{userMsg("ONE, edited")}}, map[string]string{SessionHeader: sid})
+	mustStatus(t, resp, body, 200)
+	fork := resp.Header.Get(SessionHeader)
+	if fork == sid || getSession(t, e.sessions, fork).ParentSessionID != sid {
+		t.Fatalf("the edit went to %s (parent %q), want a fork of %s", fork, getSession(t, e.sessions, fork).ParentSessionID, sid)
+	}
+	if got := texts(messages(t, e.sessions, fork)); !strings.HasPrefix(got, "user:ONE, edited | assistant:") {
+		t.Fatalf("fork holds %s", got)
+	}
+	if got := texts(messages(t, e.sessions, sid)); got != original {
+		t.Fatalf("the original changed: %s", got)
+	}
+	resp, body = e.do("POST", "/v1/chat/completions", map[string]any{"messages": []any{userMsg("ONE, edited again")}}, nil)
+	mustStatus(t, resp, body, 200)
+	if got := resp.Header.Get(SessionHeader); got == sid || got == fork || getSession(t, e.sessions, got).ParentSessionID != "" {
+		t.Fatalf("an unlinked first message went to %s", got)
+	}
+}
