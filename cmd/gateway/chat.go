@@ -90,14 +90,26 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 	var add, stored, replayed []sessions.Message
 	var prior hash.Hash // the digest state of msgs' history, when found by it
 	var replayCount int64
+	sid := r.Header.Get(SessionHeader)
 	if k.found {
 		var unlock func()
 		a, replayed, replayCount, unlock, err = s.keyedTurn(ctx, k)
-		defer unlock()
 		if err != nil {
+			unlock()
 			return err
 		}
-	} else if sid := r.Header.Get(SessionHeader); sid != "" {
+		if replayed != nil {
+			defer unlock()
+		} else {
+			// The key's turn got no reply (it failed, or a crash came
+			// before its input was even stored): it runs again in its
+			// session, as a request naming that session would, which
+			// stores nothing twice.
+			unlock()
+			sid = k.rec.SessionID
+		}
+	}
+	if replayed == nil && sid != "" {
 		if err := fsstore.CheckID("session id", sid); err != nil {
 			return badRequest(SessionHeader, "%s: %v", SessionHeader, err)
 		}
@@ -146,7 +158,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 			}
 			a, stored = admission{sess: sess, fresh: true}, nil
 		}
-	} else {
+	} else if replayed == nil {
 		// No session named: the conversation is found by its history.
 		rt, routed, err := s.routeHistory(ctx, msgs)
 		defer rt.release()

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/hermes/hermes/cmd/provider"
+	"github.com/hermes/hermes/fsstore/gatewaystate"
 	"github.com/hermes/hermes/fsstore/sessions"
 )
 
@@ -238,4 +240,70 @@ func TestRetryOfAnUndeliveredReply(t *testing.T) {
 			t.Fatalf("transcript %s", got)
 		}
 	})
+}
+
+// A keyed turn killed before even its input was stored (its key's record
+// is written first): the retry stores the input once and answers it, not
+// the message before it. The crash loop's gateway phase found a retry
+// answered with the previous turn's reply.
+func TestIdempotencyKeyBeforeTheInputWasStored(t *testing.T) {
+	var calls atomic.Int64
+	e := newTestEnv(t, countingEcho(&calls))
+	for _, c := range []struct {
+		name, path  string
+		first, next map[string]any
+		text        func([]byte) string
+	}{
+		{"chat", "/v1/chat/completions",
+			map[string]any{"messages": []any{userMsg("one")}},
+			nil,
+			func(b []byte) string { return decode[chatResp](t, b).Choices[0].Message.Content }},
+		{"responses", "/v1/responses",
+			map[string]any{"input": "one", "conversation": "kb"},
+			map[string]any{"input": "two", "conversation": "kb"},
+			func(b []byte) string { return decode[respObj](t, b).text() }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			resp, body := e.do("POST", c.path, c.first, nil)
+			mustStatus(t, resp, body, 200)
+			sid := resp.Header.Get(SessionHeader)
+			next := c.next
+			if next == nil {
+				next = map[string]any{"messages": []any{userMsg("one"), asstMsg(c.text(body)), userMsg("two")}}
+			}
+			// What the first attempt left: its key's record, pointing past
+			// the transcript's end, and nothing else.
+			key := "killed-" + c.name
+			req := httptest.NewRequest("POST", c.path, nil)
+			req.Header.Set(SessionHeader, map[bool]string{true: sid, false: ""}[c.name == "chat"])
+			var decoded any
+			if c.name == "chat" {
+				var r chatRequest
+				b, _ := json.Marshal(next)
+				json.Unmarshal(b, &r)
+				decoded = &r
+			} else {
+				var r responsesRequest
+				b, _ := json.Marshal(next)
+				json.Unmarshal(b, &r)
+				decoded = &r
+			}
+			rec := gatewaystate.Key{KeySHA256: gatewaystate.KeyDigest(key), RequestSHA256: requestDigest(req, decoded), SessionID: sid, From: 3}
+			if err := e.store.PutKey(rec); err != nil {
+				t.Fatal(err)
+			}
+			hdr := map[string]string{IdempotencyHeader: key}
+			if c.name == "chat" {
+				hdr[SessionHeader] = sid
+			}
+			resp, body = e.do("POST", c.path, next, hdr)
+			mustStatus(t, resp, body, 200)
+			if got := c.text(body); got != echoText(3, "two") {
+				t.Fatalf("the retry answered %q, want the answer to its own message", got)
+			}
+			if got := texts(messages(t, e.sessions, sid)); strings.Count(got, "user:two") != 1 {
+				t.Fatalf("transcript %s", got)
+			}
+		})
+	}
 }

@@ -305,12 +305,20 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 	viaHistory := false
 	sid := r.Header.Get(SessionHeader)
 	switch {
-	case sid != "" && !k.found:
-		rt, input, err = s.routeSession(ctx, sid, input)
 	case k.found:
 		var unlock func()
 		rt.a, rt.replay, rt.replayCount, unlock, err = s.keyedTurn(ctx, k)
 		rt.hold(unlock)
+		if err == nil && rt.replay == nil {
+			// The key's turn got no reply (it failed, or a crash came
+			// before its input was even stored): it runs again in its
+			// session, as a request naming that session would, which
+			// stores nothing twice.
+			rt.release()
+			rt, input, err = s.routeSession(ctx, k.rec.SessionID, input)
+		}
+	case sid != "":
+		rt, input, err = s.routeSession(ctx, sid, input)
 	case conv != "":
 		rt, err = s.routeConversation(ctx, conv, input)
 	case prev != "":
@@ -336,7 +344,7 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set(SessionHeader, a.sess.ID)
 
 	var add []sessions.Message
-	if !k.found && rt.replay == nil {
+	if rt.replay == nil {
 		if instructions != "" && !sameInstructions(rt.stored, instructions) {
 			add = append(add, sessions.Message{
 				Role:    "system",
