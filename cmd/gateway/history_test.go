@@ -45,6 +45,23 @@ func gatewaySessions(t *testing.T, st *sessions.Store) []string {
 	return ids
 }
 
+// statelessChat has a stateless client send texts, one turn each, the
+// whole history every time, and returns the session of the last turn and
+// the history the client then holds.
+func statelessChat(e *testEnv, texts ...string) (string, []any) {
+	e.t.Helper()
+	var history []any
+	var sid string
+	for _, text := range texts {
+		history = append(history, userMsg(text))
+		resp, body := e.do("POST", "/v1/chat/completions", map[string]any{"messages": history}, nil)
+		mustStatus(e.t, resp, body, 200)
+		sid = resp.Header.Get(SessionHeader)
+		history = append(history, asstMsg(decode[chatResp](e.t, body).Choices[0].Message.Content))
+	}
+	return sid, history
+}
+
 // A client that re-sends its whole conversation and names none (the SDKs'
 // stateless loops) has one session, across a restart.
 func TestStatelessChatIsOneSession(t *testing.T) {
@@ -111,15 +128,7 @@ func TestStatelessResponsesIsOneSession(t *testing.T) {
 // depart; the original is never touched.
 func TestStatelessRegenerateAndEditFork(t *testing.T) {
 	e := newTestEnv(t, nil)
-	var history []any
-	var sid string
-	for _, text := range []string{"one", "two", "three"} {
-		history = append(history, userMsg(text))
-		resp, body := e.do("POST", "/v1/chat/completions", map[string]any{"messages": history}, nil)
-		mustStatus(t, resp, body, 200)
-		sid = resp.Header.Get(SessionHeader)
-		history = append(history, asstMsg(decode[chatResp](t, body).Choices[0].Message.Content))
-	}
+	sid, history := statelessChat(e, "one", "two", "three")
 	original := texts(messages(t, e.sessions, sid))
 
 	for name, c := range map[string]struct {
@@ -207,15 +216,7 @@ func TestStaleHistoryIndexIsNotTrusted(t *testing.T) {
 // from the transcripts, and the conversation goes on in its session.
 func TestRebuildHistory(t *testing.T) {
 	e := newTestEnv(t, nil)
-	var history []any
-	var sid string
-	for _, text := range []string{"one", "two", "three"} {
-		history = append(history, userMsg(text))
-		resp, body := e.do("POST", "/v1/chat/completions", map[string]any{"messages": history}, nil)
-		mustStatus(t, resp, body, 200)
-		sid = resp.Header.Get(SessionHeader)
-		history = append(history, asstMsg(decode[chatResp](t, body).Choices[0].Message.Content))
-	}
+	sid, history := statelessChat(e, "one", "two", "three")
 	if err := os.RemoveAll(filepath.Join(e.store.Dir, "history")); err != nil {
 		t.Fatal(err)
 	}
