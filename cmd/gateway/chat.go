@@ -4,14 +4,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash"
 	"io"
 	"net/http"
 
 	"github.com/hermes/hermes/cmd/provider"
-	"github.com/hermes/hermes/fsstore"
 	"github.com/hermes/hermes/fsstore/sessions"
 )
 
@@ -110,23 +108,8 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	if replayed == nil && sid != "" {
-		if err := fsstore.CheckID("session id", sid); err != nil {
-			return badRequest(SessionHeader, "%s: %v", SessionHeader, err)
-		}
-		unlock, err := s.sessions.lock(ctx, sid)
-		if err != nil {
-			return err
-		}
+		sess, unlock, err := s.namedSession(ctx, sid)
 		defer unlock()
-		sess, err := s.opts.Sessions.Get(sid)
-		if errors.Is(err, fsstore.ErrNotFound) {
-			return notFound(SessionHeader, "session_not_found", "session %s not found", sid)
-		}
-		if err != nil {
-			return err
-		}
-		sess, unlockNext, err := s.follow(ctx, sess)
-		defer unlockNext()
 		if err != nil {
 			return err
 		}

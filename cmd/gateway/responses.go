@@ -556,23 +556,8 @@ func (s *Server) routeConversation(ctx context.Context, conv string, input []ses
 // API appends them.
 func (s *Server) routeSession(ctx context.Context, sid string, input []sessions.Message) (route, []sessions.Message, error) {
 	var rt route
-	if err := fsstore.CheckID("session id", sid); err != nil {
-		return rt, input, badRequest(SessionHeader, "%s: %v", SessionHeader, err)
-	}
-	unlock, err := s.sessions.lock(ctx, sid)
-	if err != nil {
-		return rt, input, err
-	}
+	sess, unlock, err := s.namedSession(ctx, sid)
 	rt.hold(unlock)
-	sess, err := s.opts.Sessions.Get(sid)
-	if errors.Is(err, fsstore.ErrNotFound) {
-		return rt, input, notFound(SessionHeader, "session_not_found", "session %s not found", sid)
-	}
-	if err != nil {
-		return rt, input, err
-	}
-	sess, unlockNext, err := s.follow(ctx, sess)
-	rt.hold(unlockNext)
 	if err != nil {
 		return rt, input, err
 	}

@@ -105,6 +105,30 @@ func (s *Server) successor(old sessions.Session) (admission, error) {
 	return admission{sess: sess, fresh: true}, s.opts.Store.SetSuccessor(old.ID, sess.ID)
 }
 
+// namedSession is the session a request names by id (X-Hermes-Session-Id),
+// under its lock, followed to the session that replaced it (follow): an
+// id that cannot be one is a 400, an unknown one a 404. unlock releases
+// the locks taken, also after an error.
+func (s *Server) namedSession(ctx context.Context, sid string) (_ sessions.Session, unlock func(), err error) {
+	unlock = func() {}
+	if err := fsstore.CheckID("session id", sid); err != nil {
+		return sessions.Session{}, unlock, badRequest(SessionHeader, "%s: %v", SessionHeader, err)
+	}
+	unlockSess, err := s.sessions.lock(ctx, sid)
+	if err != nil {
+		return sessions.Session{}, unlock, err
+	}
+	sess, err := s.opts.Sessions.Get(sid)
+	if errors.Is(err, fsstore.ErrNotFound) {
+		err = notFound(SessionHeader, "session_not_found", "session %s not found", sid)
+	}
+	if err != nil {
+		return sessions.Session{}, unlockSess, err
+	}
+	sess, unlockNext, err := s.follow(ctx, sess)
+	return sess, func() { unlockNext(); unlockSess() }, err
+}
+
 // follow takes a session a client named to the session that replaced it,
 // and so on to the newest, taking each one's lock (the caller holds the
 // first's): a client that kept the id of a session the gateway ended
