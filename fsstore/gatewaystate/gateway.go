@@ -334,17 +334,9 @@ func (g *Store) GetResponse(id string) (Response, error) {
 	if err := fsstore.CheckID("response id", id); err != nil {
 		return Response{}, err
 	}
-	var r Response
-	err := fsstore.ReadDoc(g.responsePath(id), &r)
-	if errors.Is(err, os.ErrNotExist) {
-		return Response{}, fsstore.NotFoundf("response %s not found", id)
-	}
-	if err == nil && r.ID != id {
-		err = &fsstore.CorruptError{Path: g.responsePath(id), Err: fmt.Errorf("document has id %q, not %q", r.ID, id)}
-	}
-	var corrupt *fsstore.CorruptError
-	if errors.As(err, &corrupt) {
-		return Response{}, fsstore.Quarantine(g.responsePath(id), g.Now().Unix(), err)
+	r, ok, err := readDoc(g, g.responsePath(id), "response "+id, func(r *Response) bool { return r.ID == id })
+	if err == nil && !ok {
+		err = fsstore.NotFoundf("response %s not found", id)
 	}
 	return r, err
 }
@@ -369,20 +361,34 @@ func (g *Store) GetConversation(slug string) (Conversation, error) {
 	if err := fsstore.CheckID("conversation", slug); err != nil {
 		return Conversation{}, err
 	}
-	path := filepath.Join(g.conversationsDir(), slug+".json")
-	var c Conversation
-	err := fsstore.ReadDoc(path, &c)
-	if errors.Is(err, os.ErrNotExist) {
-		return Conversation{}, fsstore.NotFoundf("conversation %s not found", slug)
+	c, ok, err := readDoc(g, filepath.Join(g.conversationsDir(), slug+".json"), "the mapping of conversation "+slug, func(c *Conversation) bool {
+		return c.Conversation == slug && c.SessionID != ""
+	})
+	if err == nil && !ok {
+		err = fsstore.NotFoundf("conversation %s not found", slug)
 	}
-	if err == nil && (c.Conversation != slug || c.SessionID == "") {
-		err = &fsstore.CorruptError{Path: path, Err: fmt.Errorf("document is not the mapping of conversation %q", slug)}
+	return c, err
+}
+
+// readDoc reads the document at path, written by this store: ok is false
+// when there is none. One that does not parse, or that belongs says is
+// not what it should hold (what names it) ("null", "{}", another id: taking it for one would
+// rewrite it as an empty default), is quarantined and reported; nothing
+// takes its place.
+func readDoc[T any](g *Store, path, what string, belongs func(*T) bool) (v T, ok bool, err error) {
+	var zero T
+	err = fsstore.ReadDoc(path, &v)
+	if errors.Is(err, os.ErrNotExist) {
+		return zero, false, nil
+	}
+	if err == nil && !belongs(&v) {
+		err = &fsstore.CorruptError{Path: path, Err: fmt.Errorf("document is not %s", what)}
 	}
 	var corrupt *fsstore.CorruptError
 	if errors.As(err, &corrupt) {
-		return Conversation{}, fsstore.Quarantine(path, g.Now().Unix(), err)
+		return zero, false, fsstore.Quarantine(path, g.Now().Unix(), err)
 	}
-	return c, err
+	return v, err == nil, err
 }
 
 // PutConversation writes the mapping of c.Conversation, atomically. The

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,18 +43,11 @@ func (g *Store) keysDir() string { return filepath.Join(g.Dir, "keys") }
 // record that does not parse is quarantined and reported.
 func (g *Store) GetKey(key string) (Key, error) {
 	digest := KeyDigest(key)
-	path := filepath.Join(g.keysDir(), digest+".json")
-	var k Key
-	err := fsstore.ReadDoc(path, &k)
-	if errors.Is(err, os.ErrNotExist) {
-		return Key{}, fsstore.NotFoundf("idempotency key not found")
-	}
-	if err == nil && (k.KeySHA256 != digest || k.SessionID == "") {
-		err = &fsstore.CorruptError{Path: path, Err: fmt.Errorf("document is not the record of key %s", digest)}
-	}
-	var corrupt *fsstore.CorruptError
-	if errors.As(err, &corrupt) {
-		return Key{}, fsstore.Quarantine(path, g.Now().Unix(), err)
+	k, ok, err := readDoc(g, filepath.Join(g.keysDir(), digest+".json"), "the record of key "+digest, func(k *Key) bool {
+		return k.KeySHA256 == digest && k.SessionID != ""
+	})
+	if err == nil && !ok {
+		err = fsstore.NotFoundf("idempotency key not found")
 	}
 	return k, err
 }
@@ -148,18 +140,7 @@ func (g *Store) Delivered(sid string) (int64, error) {
 	if err := fsstore.CheckID("session id", sid); err != nil {
 		return 0, err
 	}
-	var d Delivery
-	err := fsstore.ReadDoc(g.deliveredPath(sid), &d)
-	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
-	}
-	if err == nil && d.SessionID != sid {
-		err = &fsstore.CorruptError{Path: g.deliveredPath(sid), Err: fmt.Errorf("document is not the delivery of session %s", sid)}
-	}
-	var corrupt *fsstore.CorruptError
-	if errors.As(err, &corrupt) {
-		return 0, fsstore.Quarantine(g.deliveredPath(sid), g.Now().Unix(), err)
-	}
+	d, _, err := readDoc(g, g.deliveredPath(sid), "the delivery of session "+sid, func(d *Delivery) bool { return d.SessionID == sid })
 	return d.MessageCount, err
 }
 
@@ -197,18 +178,9 @@ func (g *Store) SuccessorOf(old string) (string, error) {
 	if err := fsstore.CheckID("session id", old); err != nil {
 		return "", err
 	}
-	var s Successor
-	err := fsstore.ReadDoc(g.successorPath(old), &s)
-	if errors.Is(err, os.ErrNotExist) {
-		return "", nil
-	}
-	if err == nil && (s.SessionID != old || fsstore.CheckID("session id", s.Successor) != nil) {
-		err = &fsstore.CorruptError{Path: g.successorPath(old), Err: fmt.Errorf("document is not the successor of session %s", old)}
-	}
-	var corrupt *fsstore.CorruptError
-	if errors.As(err, &corrupt) {
-		return "", fsstore.Quarantine(g.successorPath(old), g.Now().Unix(), err)
-	}
+	s, _, err := readDoc(g, g.successorPath(old), "the successor of session "+old, func(s *Successor) bool {
+		return s.SessionID == old && fsstore.CheckID("session id", s.Successor) == nil
+	})
 	return s.Successor, err
 }
 
@@ -261,16 +233,7 @@ func (g *Store) GetHistory(digest string) (h History, ok bool, err error) {
 	if len(digest) != sha256.Size*2 || strings.Trim(digest, "0123456789abcdef") != "" {
 		return History{}, false, fsstore.Invalidf("history digest %q is not a SHA-256 in hex", digest)
 	}
-	err = fsstore.ReadDoc(g.historyPath(digest), &h)
-	if errors.Is(err, os.ErrNotExist) {
-		return History{}, false, nil
-	}
-	if err == nil && (h.Digest != digest || fsstore.CheckID("session id", h.SessionID) != nil) {
-		err = &fsstore.CorruptError{Path: g.historyPath(digest), Err: fmt.Errorf("document is not the history entry %s", digest)}
-	}
-	var corrupt *fsstore.CorruptError
-	if errors.As(err, &corrupt) {
-		return History{}, false, fsstore.Quarantine(g.historyPath(digest), g.Now().Unix(), err)
-	}
-	return h, err == nil, err
+	return readDoc(g, g.historyPath(digest), "the history entry "+digest, func(h *History) bool {
+		return h.Digest == digest && fsstore.CheckID("session id", h.SessionID) == nil
+	})
 }
