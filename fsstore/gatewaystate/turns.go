@@ -37,6 +37,15 @@ func KeyDigest(key string) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// checkDigest refuses a digest that is not a SHA-256 in lower-case hex,
+// before it names a file.
+func checkDigest(what, digest string) error {
+	if len(digest) != sha256.Size*2 || strings.Trim(digest, "0123456789abcdef") != "" {
+		return fsstore.Invalidf("%s digest %q is not a SHA-256 in hex", what, digest)
+	}
+	return nil
+}
+
 func (g *Store) keysDir() string { return filepath.Join(g.Dir, "keys") }
 
 // GetKey reads the record of key: ErrNotFound when the key is new. A
@@ -59,8 +68,8 @@ func (g *Store) PutKey(k Key) error {
 	if err := fsstore.CheckID("session id", k.SessionID); err != nil {
 		return err
 	}
-	if len(k.KeySHA256) != sha256.Size*2 || strings.Trim(k.KeySHA256, "0123456789abcdef") != "" {
-		return fsstore.Invalidf("key digest %q is not a SHA-256 in hex", k.KeySHA256)
+	if err := checkDigest("key", k.KeySHA256); err != nil {
+		return err
 	}
 	if err := fsstore.EnsureDir(g.keysDir()); err != nil {
 		return err
@@ -211,8 +220,8 @@ func (g *Store) historyPath(digest string) string {
 // without a sync (fsstore.WriteCacheFile): a power cut may lose recent
 // entries, which fsck --repair writes again from the transcripts.
 func (g *Store) PutHistory(digest, sid string, count int64, lastTS fsstore.Time) error {
-	if len(digest) != sha256.Size*2 || strings.Trim(digest, "0123456789abcdef") != "" {
-		return fsstore.Invalidf("history digest %q is not a SHA-256 in hex", digest)
+	if err := checkDigest("history", digest); err != nil {
+		return err
 	}
 	if err := fsstore.CheckID("session id", sid); err != nil {
 		return err
@@ -230,8 +239,8 @@ func (g *Store) PutHistory(digest, sid string, count int64, lastTS fsstore.Time)
 // GetHistory returns the entry of digest: ok is false when there is none.
 // An entry that does not parse is quarantined and reported.
 func (g *Store) GetHistory(digest string) (h History, ok bool, err error) {
-	if len(digest) != sha256.Size*2 || strings.Trim(digest, "0123456789abcdef") != "" {
-		return History{}, false, fsstore.Invalidf("history digest %q is not a SHA-256 in hex", digest)
+	if err := checkDigest("history", digest); err != nil {
+		return History{}, false, err
 	}
 	return readDoc(g, g.historyPath(digest), "the history entry "+digest, func(h *History) bool {
 		return h.Digest == digest && fsstore.CheckID("session id", h.SessionID) == nil
