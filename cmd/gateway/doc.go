@@ -88,7 +88,9 @@
 // in the canonical form of conversationDigest (roles and texts; a reply
 // as the API returned it, its text and the tool calls it ends with;
 // nothing a client drops: notes, stored instructions, reasoning, ids,
-// timestamps, the gateway's own tool steps). After every such turn the
+// timestamps, the gateway's own tool steps). After every such turn, and
+// every chat completions turn (whose client always sends the whole
+// conversation, so that it may later leave out its session's id), the
 // gateway records the digest of the conversation its client now holds
 // (what it sent and the reply) in gateway/history/<digest>.json, with the
 // session and the transcript's length then. The index is a cache, written
