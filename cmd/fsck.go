@@ -57,7 +57,7 @@ func fsck(e *env) error {
 		}
 		if n > 0 {
 			findings = append(findings, fsstore.Finding{Path: filepath.Join(gs.Dir, "history"),
-				What: fmt.Sprintf("history index: %d entries written from the transcripts", n), Repaired: true})
+				What: fmt.Sprintf("history index entries written from the transcripts: %d", n), Repaired: true})
 		}
 	}
 	problems := 0
