@@ -61,6 +61,8 @@ func providerConfig(e *env, cfg profiles.Config) (provider.Config, error) {
 		APIKey:      firstSet(os.Getenv("HERMES_API_KEY"), os.Getenv("OPENAI_API_KEY")),
 		ExecCommand: firstSet(e.c.String("exec-command"), os.Getenv("HERMES_EXEC_COMMAND"), cfg.ExecCommand),
 		Timeout:     timeout,
+		// Only config.yaml sets it: it describes the server a profile talks to.
+		ReasoningContent: cfg.ReasoningContent,
 	}, nil
 }
 
