@@ -50,7 +50,7 @@ func firstSet(values ...string) string {
 // providerConfig resolves the provider settings: flag, else environment,
 // else config.yaml, else the embedded default (echo).
 func providerConfig(e *env, cfg profiles.Config) (provider.Config, error) {
-	timeout, err := profiles.ParseDuration(e.c.String("timeout"))
+	timeout, err := durationFlag(e.c, "timeout", profiles.ParsePeriod)
 	if err != nil {
 		return provider.Config{}, err
 	}
