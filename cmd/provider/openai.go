@@ -542,12 +542,8 @@ func (st *streamState) reply() (Reply, *Error) {
 			calls = append(calls, c)
 		}
 		var b bytes.Buffer
-		enc := json.NewEncoder(&b)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(calls); err != nil {
-			return Reply{}, badResponse("encoding tool calls: %v", err)
-		}
-		toolCalls = bytes.TrimRight(b.Bytes(), "\n")
+		writeJSON(&b, calls)
+		toolCalls = b.Bytes()
 	}
 	var content json.RawMessage
 	if st.content.Len() > 0 {
