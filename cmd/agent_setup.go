@@ -28,15 +28,13 @@ func toolFlags() []cli.Flag {
 // newToolEnv builds what the tools of a turn may use, all but the session
 // and its directory, which each turn sets.
 func newToolEnv(e *env, cfg profiles.Config) (*agent.Env, error) {
-	taskStore, err := e.tasks()
+	timeout, err := durationSetting("agent.terminal_timeout", cfg.Agent.TerminalTimeout, agent.DefaultTerminalTimeout, profiles.ParsePeriod)
 	if err != nil {
 		return nil, err
 	}
-	timeout := agent.DefaultTerminalTimeout
-	if s := cfg.Agent.TerminalTimeout; s != "" {
-		if timeout, err = profiles.ParseDuration(s); err != nil {
-			return nil, fsstore.Invalidf("agent.terminal_timeout: %w", err)
-		}
+	taskStore, err := e.tasks()
+	if err != nil {
+		return nil, err
 	}
 	maxOutput := agent.DefaultMaxOutput
 	switch {

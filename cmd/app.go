@@ -194,7 +194,8 @@ func newEnv(c *cli.Context) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	lt, err := parseLockTimeout(c.String("lock-timeout"))
+	// A lock wait of zero is a try: fail at once (exit 5) if it is held.
+	lt, err := durationFlag(c, "lock-timeout", profiles.ParseDuration)
 	if err != nil {
 		return nil, err
 	}
@@ -209,11 +210,30 @@ func newEnv(c *cli.Context) (*env, error) {
 	}, nil
 }
 
-func parseLockTimeout(s string) (time.Duration, error) {
-	if s == "0" || s == "0s" {
-		return 0, nil
+// durationFlag reads flag name's value with parse: profiles.ParseDuration
+// for a cutoff or a wait, where zero means now; profiles.ParsePeriod for
+// a timeout, an interval or a TTL, which must be longer. A refusal names
+// the flag and the text.
+func durationFlag(c *cli.Context, name string, parse func(string) (time.Duration, error)) (time.Duration, error) {
+	d, err := parse(c.String(name))
+	if err != nil {
+		return 0, fmt.Errorf("--%s: %w", name, err)
 	}
-	return profiles.ParseDuration(s)
+	return d, nil
+}
+
+// durationSetting is the duration a setting of config.yaml names, read
+// with parse as durationFlag does, def when it is not set. A refusal
+// names the setting and the text.
+func durationSetting(name, value string, def time.Duration, parse func(string) (time.Duration, error)) (time.Duration, error) {
+	if value == "" {
+		return def, nil
+	}
+	d, err := parse(value)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", name, err)
+	}
+	return d, nil
 }
 
 // warn prints a report of recovered damage to stderr.

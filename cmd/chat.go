@@ -50,7 +50,7 @@ func firstSet(values ...string) string {
 // providerConfig resolves the provider settings: flag, else environment,
 // else config.yaml, else the embedded default (echo).
 func providerConfig(e *env, cfg profiles.Config) (provider.Config, error) {
-	timeout, err := profiles.ParseDuration(e.c.String("timeout"))
+	timeout, err := durationFlag(e.c, "timeout", profiles.ParsePeriod)
 	if err != nil {
 		return provider.Config{}, err
 	}
@@ -61,6 +61,8 @@ func providerConfig(e *env, cfg profiles.Config) (provider.Config, error) {
 		APIKey:      firstSet(os.Getenv("HERMES_API_KEY"), os.Getenv("OPENAI_API_KEY")),
 		ExecCommand: firstSet(e.c.String("exec-command"), os.Getenv("HERMES_EXEC_COMMAND"), cfg.ExecCommand),
 		Timeout:     timeout,
+		// Only config.yaml sets it: it describes the server a profile talks to.
+		ReasoningContent: cfg.ReasoningContent,
 	}, nil
 }
 

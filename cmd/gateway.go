@@ -6,7 +6,6 @@ import (
 	"os/signal"
 	"sort"
 	"syscall"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -67,19 +66,19 @@ func gatewayServe(e *env) error {
 	}
 	g := cfg.Gateway
 	addr := firstSet(e.c.String("addr"), g.Addr, gateway.DefaultAddr)
-	drain, err := profiles.ParseDuration(e.c.String("drain-timeout"))
+	drain, err := durationFlag(e.c, "drain-timeout", profiles.ParsePeriod)
 	if err != nil {
 		return err
 	}
-	freshness, err := durationSetting("gateway.resume_freshness", g.ResumeFreshness, gateway.DefaultResumeFreshness)
+	freshness, err := durationSetting("gateway.resume_freshness", g.ResumeFreshness, gateway.DefaultResumeFreshness, profiles.ParsePeriod)
 	if err != nil {
 		return err
 	}
-	readTimeout, err := durationSetting("gateway.read_timeout", g.ReadTimeout, gateway.DefaultReadTimeout)
+	readTimeout, err := durationSetting("gateway.read_timeout", g.ReadTimeout, gateway.DefaultReadTimeout, profiles.ParsePeriod)
 	if err != nil {
 		return err
 	}
-	writeTimeout, err := durationSetting("gateway.write_timeout", g.WriteTimeout, gateway.DefaultWriteTimeout)
+	writeTimeout, err := durationSetting("gateway.write_timeout", g.WriteTimeout, gateway.DefaultWriteTimeout, profiles.ParsePeriod)
 	if err != nil {
 		return err
 	}
@@ -167,19 +166,6 @@ func gatewayServe(e *env) error {
 		Version:        Version,
 		Describe:       fmt.Sprintf(" (profile %s, provider %s%s)", e.profile.Name, prov.Name(), auth),
 	})
-}
-
-// durationSetting is the duration a setting of config.yaml names, def
-// when it is not set.
-func durationSetting(name, value string, def time.Duration) (time.Duration, error) {
-	if value == "" {
-		return def, nil
-	}
-	d, err := profiles.ParseDuration(value)
-	if err != nil {
-		return 0, fsstore.Invalidf("%s: %w", name, err)
-	}
-	return d, nil
 }
 
 // gatewayStatusRecord is what status prints with --json: one object.

@@ -523,7 +523,7 @@ func kanbanClaim(e *env) error {
 	if err != nil {
 		return err
 	}
-	ttl, err := profiles.ParseDuration(e.c.String("ttl"))
+	ttl, err := durationFlag(e.c, "ttl", profiles.ParsePeriod)
 	if err != nil {
 		return err
 	}

@@ -34,12 +34,12 @@ func kanbanDispatch(e *env) error {
 		return usagef("--max-workers must be at least 1")
 	}
 	var err error
-	if d.ClaimTTL, err = profiles.ParseDuration(e.c.String("claim-ttl")); err != nil {
+	if d.ClaimTTL, err = durationFlag(e.c, "claim-ttl", profiles.ParsePeriod); err != nil {
 		return err
 	}
 	var interval time.Duration
-	if s := e.c.String("interval"); s != "" {
-		if interval, err = profiles.ParseDuration(s); err != nil {
+	if e.c.String("interval") != "" {
+		if interval, err = durationFlag(e.c, "interval", profiles.ParsePeriod); err != nil {
 			return err
 		}
 	}

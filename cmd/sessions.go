@@ -669,16 +669,20 @@ func sessionsPrune(e *env) error {
 		return usagef("prune takes no arguments")
 	}
 	olderThan := e.c.String("older-than")
-	if olderThan == "" {
-		cfg, err := e.config()
-		if err != nil {
-			return err
+	var d time.Duration
+	var err error
+	if olderThan != "" {
+		d, err = durationFlag(e.c, "older-than", profiles.ParseDuration)
+	} else {
+		cfg, cerr := e.config()
+		if cerr != nil {
+			return cerr
 		}
 		if olderThan = cfg.Retention.Sessions; olderThan == "" {
 			return usagef("prune needs --older-than (or retention.sessions in config.yaml)")
 		}
+		d, err = durationSetting("retention.sessions", olderThan, 0, profiles.ParseDuration)
 	}
-	d, err := profiles.ParseDuration(olderThan)
 	if err != nil {
 		return err
 	}

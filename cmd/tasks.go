@@ -466,8 +466,8 @@ func tasksHistory(e *env) error {
 	if opts.Status != "" && !finishedStatus(opts.Status) {
 		return usagef("unknown --status %q (succeeded, failed, killed, lost)", opts.Status)
 	}
-	if s := e.c.String("since"); s != "" {
-		d, err := profiles.ParseDuration(s)
+	if e.c.String("since") != "" {
+		d, err := durationFlag(e.c, "since", profiles.ParseDuration)
 		if err != nil {
 			return err
 		}
@@ -607,8 +607,8 @@ func tasksWait(e *env) error {
 	// Bad input is bad input whether or not the task exists: check the
 	// flags before looking the task up.
 	var timeout time.Duration
-	if s := e.c.String("timeout"); s != "" {
-		d, err := profiles.ParseDuration(s)
+	if e.c.String("timeout") != "" {
+		d, err := durationFlag(e.c, "timeout", profiles.ParsePeriod)
 		if err != nil {
 			return err
 		}
@@ -648,7 +648,7 @@ func tasksKill(e *env) error {
 	if err != nil {
 		return usageError{err}
 	}
-	grace, err := profiles.ParseDuration(e.c.String("grace"))
+	grace, err := durationFlag(e.c, "grace", profiles.ParsePeriod)
 	if err != nil {
 		return err
 	}
@@ -675,7 +675,7 @@ func tasksPrune(e *env) error {
 	if olderThan == "" {
 		return usagef("prune needs --older-than, e.g. 30d")
 	}
-	d, err := profiles.ParseDuration(olderThan)
+	d, err := durationFlag(e.c, "older-than", profiles.ParseDuration)
 	if err != nil {
 		return err
 	}

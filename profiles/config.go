@@ -21,7 +21,11 @@ type Config struct {
 	BaseURL  string `yaml:"base_url" json:"base_url"`
 	// ExecCommand is the exec provider's command.
 	ExecCommand string `yaml:"exec_command" json:"exec_command"`
-	Retention   struct {
+	// ReasoningContent is auto (the default), replay or drop: whether the
+	// openai provider sends assistant messages' reasoning_content back
+	// (cmd/provider).
+	ReasoningContent string `yaml:"reasoning_content" json:"reasoning_content"`
+	Retention        struct {
 		// Sessions is how long ended sessions are kept by a prune that
 		// names no --older-than (a duration such as 90d).
 		Sessions string `yaml:"sessions" json:"sessions"`

@@ -7,27 +7,34 @@ import (
 	"github.com/hermes/hermes/fsstore"
 )
 
-// ParseDuration is time.ParseDuration plus the units people use for
-// retention: d (24h) and w (7d), alone or combined ("1w2d", "90d", "12h",
-// "1h30m"). The duration must be positive; anything else is ErrInvalid.
+// ParseDuration reads a duration: time.ParseDuration's units plus the ones
+// people use for retention, d (24h) and w (7d), alone or combined ("1w2d",
+// "90d", "12h", "1h30m"). Zero ("0", "0s", "0d") is a duration: it is what
+// a cutoff takes to mean now ("prune --older-than 0s" selects everything
+// already ended); a period uses ParsePeriod, which refuses it. Anything
+// else, a negative duration included, is ErrInvalid naming the text as
+// given.
 func ParseDuration(s string) (time.Duration, error) {
 	bad := func() (time.Duration, error) {
 		return 0, fsstore.Invalidf("invalid duration %q (use a number and a unit: s m h d w, e.g. 90d, 12h, 30s)", s)
+	}
+	if s == "0" {
+		return 0, nil
 	}
 	if s == "" {
 		return bad()
 	}
 	var total time.Duration
-	for len(s) > 0 {
+	for rest := s; len(rest) > 0; {
 		i := 0
-		for i < len(s) && (s[i] >= '0' && s[i] <= '9' || s[i] == '.') {
+		for i < len(rest) && (rest[i] >= '0' && rest[i] <= '9' || rest[i] == '.') {
 			i++
 		}
 		j := i
-		for j < len(s) && !(s[j] >= '0' && s[j] <= '9' || s[j] == '.') {
+		for j < len(rest) && !(rest[j] >= '0' && rest[j] <= '9' || rest[j] == '.') {
 			j++
 		}
-		num, unit := s[:i], s[i:j]
+		num, unit := rest[:i], rest[i:j]
 		if num == "" || unit == "" {
 			return bad()
 		}
@@ -56,10 +63,18 @@ func ParseDuration(s string) (time.Duration, error) {
 			return bad()
 		}
 		total += d
-		s = s[j:]
-	}
-	if total <= 0 {
-		return bad()
+		rest = rest[j:]
 	}
 	return total, nil
+}
+
+// ParsePeriod is ParseDuration for a period: a timeout, an interval, a
+// TTL, which must be longer than zero (a zero timeout would fail every
+// call, a zero interval spin). Zero is ErrInvalid naming the text.
+func ParsePeriod(s string) (time.Duration, error) {
+	d, err := ParseDuration(s)
+	if err == nil && d == 0 {
+		return 0, fsstore.Invalidf("invalid duration %q: it must be longer than zero", s)
+	}
+	return d, err
 }

@@ -6,6 +6,14 @@
 // <root>/active_profile, else "default". A profile's directory is
 // <root>/profiles/<name>/, made on the first write. Names match
 // ^[a-z0-9][a-z0-9_-]{0,63}$ and are checked before they touch a path.
+//
+// Durations, on the command line and in config.yaml, are of two kinds. A
+// cutoff (prune's --older-than, retention.sessions, tasks history
+// --since) and the lock wait read with ParseDuration, which takes zero: a
+// cutoff of 0s is now, a lock wait of 0 one try. A period (a timeout, an
+// interval, a TTL) reads with ParsePeriod, which refuses zero: no call
+// fits in a zero timeout, and a zero interval would spin. Either refusal
+// names the text as typed; the command line adds the flag or setting.
 package profiles
 
 import (

@@ -37,28 +37,38 @@ func FuzzCheckName(f *testing.F) {
 
 var unitDur = map[string]time.Duration{"s": time.Second, "m": time.Minute, "h": time.Hour, "d": 24 * time.Hour, "w": 7 * 24 * time.Hour}
 
-// FuzzParseDuration: ParseDuration never panics, accepts only positive
-// durations, and reads one integer with one unit exactly.
+// FuzzParseDuration: ParseDuration never panics, accepts only durations of
+// zero or more, names the text in every refusal, and reads one integer with
+// one unit exactly; ParsePeriod is the same without zero.
 func FuzzParseDuration(f *testing.F) {
 	for _, s := range []string{
 		"90d", "12h", "30s", "1h30m", "1w2d", "1.5d", "0d", "0", "", "d", "-1d", "1x", "1e3d",
 		"106751d", "106752d", "15250w", "15251w", "9223372036854775807s", "9223372036854775808ns",
-		"1w1w1w", ".d", "1..5d", "0.0000000000001d", "1d-1h", "5µs", "1ms", "NaNd", "+1d",
+		"1w1w1w", ".d", "1..5d", "0.0000000000001d", "1d-1h", "5µs", "1ms", "NaNd", "+1d", "00", "0s0s",
 	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		d, err := ParseDuration(s)
+		p, perr := ParsePeriod(s)
 		if err != nil {
-			if !errors.Is(err, fsstore.ErrInvalid) {
-				t.Fatalf("ParseDuration(%q) = %v, not ErrInvalid", s, err)
+			if !errors.Is(err, fsstore.ErrInvalid) || !strings.Contains(err.Error(), fmt.Sprintf("%q", s)) {
+				t.Fatalf("ParseDuration(%q) = %v, not ErrInvalid naming the text", s, err)
 			}
-		} else if d <= 0 {
-			t.Fatalf("ParseDuration(%q) = %v, not positive", s, d)
+		} else if d < 0 {
+			t.Fatalf("ParseDuration(%q) = %v, negative", s, d)
+		}
+		switch {
+		case err == nil && d > 0 && (perr != nil || p != d):
+			t.Fatalf("ParsePeriod(%q) = %v, %v; ParseDuration says %v", s, p, perr, d)
+		case (err != nil || d == 0) && perr == nil:
+			t.Fatalf("ParsePeriod(%q) = %v; want an error (ParseDuration: %v, %v)", s, p, d, err)
+		case perr != nil && (!errors.Is(perr, fsstore.ErrInvalid) || !strings.Contains(perr.Error(), fmt.Sprintf("%q", s))):
+			t.Fatalf("ParsePeriod(%q) = %v, not ErrInvalid naming the text", s, perr)
 		}
 
 		// One integer and one unit: the exact value, or an error exactly
-		// when it is zero or does not fit.
+		// when it does not fit.
 		var n uint64
 		var unit string
 		if k, _ := fmt.Sscanf(s, "%d%s", &n, &unit); k != 2 || fmt.Sprintf("%d%s", n, unit) != s {
@@ -76,9 +86,9 @@ func FuzzParseDuration(f *testing.F) {
 		}
 		fits := n <= limit/uint64(per)
 		switch {
-		case n == 0 || !fits:
+		case !fits:
 			if err == nil {
-				t.Fatalf("ParseDuration(%q) = %v, want an error (zero or out of range)", s, d)
+				t.Fatalf("ParseDuration(%q) = %v, want an error (out of range)", s, d)
 			}
 		case err != nil:
 			t.Fatalf("ParseDuration(%q) = %v, want %v", s, err, time.Duration(n)*per)

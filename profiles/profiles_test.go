@@ -2,6 +2,7 @@ package profiles
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,14 +20,30 @@ func TestParseDuration(t *testing.T) {
 		"30s": 30 * time.Second, "12h": 12 * time.Hour, "90d": 90 * day, "1w": 7 * day,
 		"1w2d": 9 * day, "1h30m": 90 * time.Minute, "1.5d": 36 * time.Hour, "500ms": 500 * time.Millisecond,
 	} {
-		got, err := ParseDuration(in)
-		if err != nil || got != want {
-			t.Errorf("ParseDuration(%q) = %v, %v; want %v", in, got, err, want)
+		for _, parse := range []func(string) (time.Duration, error){ParseDuration, ParsePeriod} {
+			got, err := parse(in)
+			if err != nil || got != want {
+				t.Errorf("%q = %v, %v; want %v", in, got, err, want)
+			}
 		}
 	}
-	for _, in := range []string{"", "5", "d", "5x", "-1d", "0d", "0s", "1d-", "1 d", "9999999999999w", "1e3d"} {
-		if _, err := ParseDuration(in); !errors.Is(err, fsstore.ErrInvalid) {
-			t.Errorf("ParseDuration(%q): %v, want ErrInvalid", in, err)
+	// Zero is a cutoff (everything older than now), never a period.
+	for _, in := range []string{"0", "0s", "0d", "0w0d", "0.0h"} {
+		if got, err := ParseDuration(in); err != nil || got != 0 {
+			t.Errorf("ParseDuration(%q) = %v, %v; want 0", in, got, err)
+		}
+		_, err := ParsePeriod(in)
+		if !errors.Is(err, fsstore.ErrInvalid) || !strings.Contains(err.Error(), fmt.Sprintf("%q", in)) || !strings.Contains(err.Error(), "longer than zero") {
+			t.Errorf("ParsePeriod(%q): %v, want ErrInvalid naming it and saying it must be longer than zero", in, err)
+		}
+	}
+	// Every refusal names the text as typed, not what was left of it.
+	for _, in := range []string{"", "5", "d", "5x", "-1d", "1d-", "1h30x", "1 d", "9999999999999w", "1e3d", "1w1w99999999999999999h", "00"} {
+		for _, parse := range []func(string) (time.Duration, error){ParseDuration, ParsePeriod} {
+			_, err := parse(in)
+			if !errors.Is(err, fsstore.ErrInvalid) || !strings.Contains(err.Error(), fmt.Sprintf("invalid duration %q", in)) {
+				t.Errorf("%q: %v, want ErrInvalid naming %q", in, err, in)
+			}
 		}
 	}
 }

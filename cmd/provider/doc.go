@@ -33,16 +33,50 @@
 //
 // openai POSTs {BaseURL}/chat/completions (BaseURL defaults to
 // https://api.openai.com/v1, so any OpenAI-compatible server works: llama.cpp,
-// vLLM, Ollama) with {"model": …, "messages": […], "tools": […]}, each
-// message as the store keeps it without seq and ts, the tools (when
-// Request.Tools offers any) as function-calling entries, and the API key,
-// when set, as a bearer token.
+// vLLM, Ollama) with {"model": …, "messages": […], "tools": […]}, the tools
+// (when Request.Tools offers any) as function-calling entries, and the API
+// key, when set, as a bearer token.
+//
+// Each message carries the fields the chat completions API defines for its
+// role and nothing else, whatever the transcript holds besides (an
+// importer's keys, "tool_calls": null, call_id and response_item_id inside
+// a tool call, a refusal): strict servers (Groq, Cerebras, Mistral) answer
+// 400 or 422 to a field they do not know. A transcript is lossless, so the
+// cleaning is done on each request, never stored:
+//
+//   - role; content as stored (a string or a list of parts), null only on
+//     an assistant message with tool calls, "" where the transcript has
+//     none, since the API requires it;
+//   - name, when set (on a tool message, the function's name, as OpenAI's
+//     and Groq's tool-use examples send it);
+//   - tool_calls on an assistant message that holds at least one call,
+//     each as id, type ("function" when missing) and function (name and
+//     arguments) only; calls that do not decode as such are left out, as
+//     the turn engine does not see them as calls either;
+//   - tool_call_id on tool messages;
+//   - reasoning_content on assistant messages when it is replayed.
+//
+// A reply's reasoning_content (a thinking model's chain of thought) is
+// stored with its message. Whether requests send it back is
+// Config.ReasoningContent (config.yaml reasoning_content): DeepSeek's,
+// Moonshot's (Kimi) and Xiaomi's (MiMo) thinking models answer 400 to a
+// history whose tool-call messages lack it, while the strict servers above
+// answer 400 or 422 to the field itself. ReasoningAuto, the default,
+// replays it when the base URL's host is deepseek.com, moonshot.ai,
+// moonshot.cn, kimi.com or xiaomimimo.com, or a subdomain of one, and drops
+// it otherwise; the host decides, not the model's name, since a host that
+// re-serves those models speaks its own dialect. ReasoningReplay sends it
+// on every assistant message, "" where none was stored (a transcript
+// imported from another model has none, and DeepSeek refuses the message
+// without the field), for a proxy or a self-hosted server; ReasoningDrop
+// never sends it.
+//
 // The reply is one assistant message: its content (null when it only calls
 // tools) and its tool_calls as the server sent them. With a Request.Stream
 // it asks for a stream ("stream": true, usage included), writes content
 // deltas to the stream as they arrive, and assembles the message from the
-// deltas: content concatenated; tool calls by index, id and type taken
-// whole, function name and arguments concatenated.
+// deltas: content and reasoning_content concatenated; tool calls by index,
+// id and type taken whole, function name and arguments concatenated.
 //
 // Retries: a 429, a 5xx, or a connection error (refused, reset, a stream
 // that broke off) is retried up to Config.MaxRetries times (default 3,

@@ -43,6 +43,9 @@ type openAI struct {
 	timeout    time.Duration
 	maxRetries int
 	client     *http.Client
+	// replayReasoning: assistant messages carry their reasoning_content
+	// (Config.ReasoningContent resolved for the base URL).
+	replayReasoning bool
 }
 
 func newOpenAI(cfg Config, timeout time.Duration) (Provider, error) {
@@ -66,12 +69,13 @@ func newOpenAI(cfg Config, timeout time.Duration) (Provider, error) {
 		retries = 0
 	}
 	return &openAI{
-		url:        base + "/chat/completions",
-		model:      cfg.Model,
-		apiKey:     cfg.APIKey,
-		timeout:    timeout,
-		maxRetries: retries,
-		client:     &http.Client{}, // no client timeout: the context bounds the whole call, body included
+		url:             base + "/chat/completions",
+		model:           cfg.Model,
+		apiKey:          cfg.APIKey,
+		timeout:         timeout,
+		maxRetries:      retries,
+		client:          &http.Client{}, // no client timeout: the context bounds the whole call, body included
+		replayReasoning: replaysReasoning(cfg.ReasoningContent, base),
 	}, nil
 }
 
@@ -80,7 +84,7 @@ func (p *openAI) Name() string { return "openai" }
 func (p *openAI) Complete(ctx context.Context, req Request) (Reply, error) {
 	ctx, cancel := withTimeout(ctx, p.timeout)
 	defer cancel()
-	body, err := requestBody(p.model, req.History, req.Tools, req.Stream != nil)
+	body, err := requestBody(p.model, req.History, req.Tools, req.Stream != nil, p.replayReasoning)
 	if err != nil {
 		return Reply{}, &Error{Provider: "openai", Message: "openai: reading the transcript: " + oneLine(err.Error()), Err: err}
 	}
@@ -145,11 +149,10 @@ func parseRetryAfter(h string) time.Duration {
 	return -1
 }
 
-// requestBody is the chat completions request. The messages' chat fields
-// are written as the store keeps them (ChatJSON), so content parts and tool
-// calls reach the server unchanged; fields the API does not define are not
-// sent. Tools, when there are any, go as they are.
-func requestBody(model string, history History, tools []json.RawMessage, stream bool) ([]byte, error) {
+// requestBody is the chat completions request: each message as
+// writeMessage cleans it (content parts reach the server unchanged), and
+// the tools, when there are any, as they are.
+func requestBody(model string, history History, tools []json.RawMessage, stream, replayReasoning bool) ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteString(`{"model":`)
 	m, _ := json.Marshal(model) // a string always encodes
@@ -161,7 +164,7 @@ func requestBody(model string, history History, tools []json.RawMessage, stream 
 			b.WriteByte(',')
 		}
 		first = false
-		b.Write(msg.ChatJSON())
+		writeMessage(&b, msg, replayReasoning)
 		return nil
 	})
 	if err != nil {
@@ -285,9 +288,10 @@ func readResponse(body io.Reader) (Reply, *Error) {
 	var r struct {
 		Choices []struct {
 			Message struct {
-				Content   json.RawMessage `json:"content"`
-				ToolCalls json.RawMessage `json:"tool_calls"`
-				Refusal   *string         `json:"refusal"`
+				Content          json.RawMessage `json:"content"`
+				ToolCalls        json.RawMessage `json:"tool_calls"`
+				Refusal          *string         `json:"refusal"`
+				ReasoningContent *string         `json:"reasoning_content"`
 			} `json:"message"`
 		} `json:"choices"`
 		Usage *Usage          `json:"usage"`
@@ -308,7 +312,7 @@ func readResponse(body io.Reader) (Reply, *Error) {
 		return Reply{}, badResponse("response has no choices")
 	}
 	c := r.Choices[0].Message
-	m, perr := assistantMessage(c.Content, c.ToolCalls, c.Refusal)
+	m, perr := assistantMessage(c.Content, c.ToolCalls, c.Refusal, c.ReasoningContent)
 	if perr != nil {
 		return Reply{}, perr
 	}
@@ -316,9 +320,10 @@ func readResponse(body io.Reader) (Reply, *Error) {
 }
 
 // assistantMessage builds the reply message from the fields a request may
-// carry back. Fields only responses have (annotations, audio, reasoning)
-// are dropped: the API can refuse a later request that sends them.
-func assistantMessage(content, toolCalls json.RawMessage, refusal *string) (sessions.Message, *Error) {
+// carry back, and refusal and reasoning_content, which the transcript
+// keeps (writeMessage decides what a later request sends). Other fields
+// only responses have (annotations, audio) are dropped.
+func assistantMessage(content, toolCalls json.RawMessage, refusal, reasoning *string) (sessions.Message, *Error) {
 	m := sessions.Message{Role: "assistant"}
 	if !isNull(toolCalls) && string(toolCalls) != "[]" {
 		if toolCalls[0] != '[' {
@@ -338,8 +343,17 @@ func assistantMessage(content, toolCalls json.RawMessage, refusal *string) (sess
 		// The API refuses an assistant message with neither content nor tool calls.
 		m.Content = sessions.TextContent("")
 	}
+	extra := func(key, text string) {
+		if m.Extra == nil {
+			m.Extra = map[string]json.RawMessage{}
+		}
+		m.Extra[key] = sessions.TextContent(text)
+	}
 	if refusal != nil && *refusal != "" {
-		m.Extra = map[string]json.RawMessage{"refusal": sessions.TextContent(*refusal)}
+		extra("refusal", *refusal)
+	}
+	if reasoning != nil && *reasoning != "" {
+		extra("reasoning_content", *reasoning)
 	}
 	return m, nil
 }
@@ -361,9 +375,10 @@ type streamChunk struct {
 	Choices []struct {
 		Index int `json:"index"`
 		Delta struct {
-			Content   *string `json:"content"`
-			Refusal   *string `json:"refusal"`
-			ToolCalls []struct {
+			Content          *string `json:"content"`
+			Refusal          *string `json:"refusal"`
+			ReasoningContent *string `json:"reasoning_content"`
+			ToolCalls        []struct {
 				Index    *int   `json:"index"`
 				ID       string `json:"id"`
 				Type     string `json:"type"`
@@ -381,12 +396,13 @@ type streamChunk struct {
 
 // streamState assembles the reply from its deltas.
 type streamState struct {
-	content  strings.Builder
-	refusal  strings.Builder
-	calls    map[int]*ToolCall
-	usage    *Usage
-	finished bool // a finish_reason was seen
-	done     bool // data: [DONE] was seen
+	content   strings.Builder
+	refusal   strings.Builder
+	reasoning strings.Builder
+	calls     map[int]*ToolCall
+	usage     *Usage
+	finished  bool // a finish_reason was seen
+	done      bool // data: [DONE] was seen
 }
 
 // readStream reads server-sent events until data: [DONE], writing content
@@ -481,6 +497,9 @@ func (st *streamState) event(data []byte, stream *streamWriter) *Error {
 		if d.Refusal != nil {
 			st.refusal.WriteString(*d.Refusal)
 		}
+		if d.ReasoningContent != nil {
+			st.reasoning.WriteString(*d.ReasoningContent)
+		}
 		for i, tc := range d.ToolCalls {
 			index := i
 			if tc.Index != nil {
@@ -523,23 +542,15 @@ func (st *streamState) reply() (Reply, *Error) {
 			calls = append(calls, c)
 		}
 		var b bytes.Buffer
-		enc := json.NewEncoder(&b)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(calls); err != nil {
-			return Reply{}, badResponse("encoding tool calls: %v", err)
-		}
-		toolCalls = bytes.TrimRight(b.Bytes(), "\n")
+		writeJSON(&b, calls)
+		toolCalls = b.Bytes()
 	}
 	var content json.RawMessage
 	if st.content.Len() > 0 {
 		content = sessions.TextContent(st.content.String())
 	}
-	var refusal *string
-	if st.refusal.Len() > 0 {
-		s := st.refusal.String()
-		refusal = &s
-	}
-	m, err := assistantMessage(content, toolCalls, refusal)
+	refusal, reasoning := st.refusal.String(), st.reasoning.String()
+	m, err := assistantMessage(content, toolCalls, &refusal, &reasoning)
 	if err != nil {
 		return Reply{}, err
 	}

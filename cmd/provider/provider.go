@@ -22,7 +22,18 @@ type Config struct {
 	ExecCommand string        // exec: run through `sh -c`
 	Timeout     time.Duration // whole-call timeout; 0 means 10 minutes; negative means none
 	MaxRetries  int           // openai: retries on 429/5xx/connection errors; 0 means default 3; negative means none
+	// ReasoningContent is what openai does with the reasoning_content of
+	// stored assistant messages: ReasoningAuto (default when empty),
+	// ReasoningReplay or ReasoningDrop.
+	ReasoningContent string
 }
+
+// The values of Config.ReasoningContent.
+const (
+	ReasoningAuto   = "auto"   // replay to the hosts that require it, drop for the others
+	ReasoningReplay = "replay" // send it on every assistant message, empty when there is none
+	ReasoningDrop   = "drop"   // never send it
+)
 
 // Request is one turn: the transcript so far, the new user message last.
 type Request struct {
@@ -86,10 +97,15 @@ var ErrUnknownProvider = errors.New("unknown provider")
 const defaultTimeout = 10 * time.Minute
 
 // New returns the provider cfg names. A bad Config (unknown name, openai
-// without a model, exec without a command, a malformed base URL) is an
-// error that also matches fsstore.ErrInvalid: it is bad input, not a
+// without a model, exec without a command, a malformed base URL, an
+// unknown ReasoningContent) is an error that also matches fsstore.ErrInvalid: it is bad input, not a
 // provider failure.
 func New(cfg Config) (Provider, error) {
+	switch cfg.ReasoningContent {
+	case "", ReasoningAuto, ReasoningReplay, ReasoningDrop:
+	default:
+		return nil, configErrorf("reasoning_content %q is not one of auto, replay, drop", cfg.ReasoningContent)
+	}
 	timeout := cfg.Timeout
 	if timeout == 0 {
 		timeout = defaultTimeout
