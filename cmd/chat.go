@@ -429,16 +429,15 @@ func (ch *chatter) lineMode() error {
 		fmt.Fprintf(e.stderr, "hermes: resuming session %s\n", ch.sessionID)
 	}
 	fmt.Fprintln(e.stderr, "hermes: type a message; /help for commands, Ctrl-D to exit")
-	in := ch.in
-	prompt := "> "
-	if !e.stdinIsTerminal() {
-		prompt = "" // lines come from a pipe: no prompt between them
+	in, err := ch.newLineReader()
+	if err != nil {
+		return err
 	}
+	defer in.Close()
 	var numbered []string
 	for {
-		fmt.Fprint(e.stderr, prompt)
-		line, err := in.ReadString('\n')
-		if err != nil && line == "" {
+		line, err := in.ReadLine()
+		if err != nil {
 			if errors.Is(err, io.EOF) {
 				fmt.Fprintln(e.stderr)
 				return nil
@@ -487,6 +486,9 @@ const lineModeHelp = `/resume ID|TITLE|N  continue another session (N from /sess
 /tasks              this session's running and recent background tasks
 /tasks VERB [ARGS]  hermes tasks VERB ARGS: history, log ID, prune --older-than 30d --yes, …
 /exit               quit (or Ctrl-D)`
+
+// slashCommands are the commands slash knows, for Tab completion.
+var slashCommands = []string{"/background", "/exit", "/help", "/history", "/new", "/quit", "/resume", "/sessions", "/tasks", "/title"}
 
 // slash runs a line-mode command. done means the loop should end.
 func (ch *chatter) slash(line string, numbered *[]string) (done bool, err error) {
