@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/hermes/hermes/fsstore"
@@ -99,6 +100,10 @@ func (s *Store) Check(repair bool, lostFound string) ([]fsstore.Finding, error) 
 			return out, err
 		}
 		records[id] = true
+		if slices.Contains(ids, id) {
+			// Half removed by the interrupted prune, reported above.
+			continue
+		}
 		switch {
 		case t.Finished() && !listed[id]:
 			add(fsstore.Finding{Path: s.finishedPath(), What: "finished log lacks task " + id, Problem: true})
