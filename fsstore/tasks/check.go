@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/hermes/hermes/fsstore"
@@ -12,20 +13,41 @@ import (
 
 // Check reads every task record and the indexes. It reports records that
 // do not parse, tasks that the running markers or the finished log do not
-// agree with, a torn tail of the finished log and stray temp files. With
-// repair, unreadable records are quarantined, the indexes rebuilt from the
+// agree with, a torn tail of the finished log, an interrupted prune and
+// stray temp files. With repair, the interrupted prune is completed,
+// unreadable records are quarantined, the indexes rebuilt from the
 // records, stray temp files moved to lostFound. A log (a task's output) is
 // the command's own bytes and is not checked.
 func (s *Store) Check(repair bool, lostFound string) ([]fsstore.Finding, error) {
-	entries, err := os.ReadDir(s.Dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
 	var out []fsstore.Finding
 	add := func(f fsstore.Finding) { out = append(out, f) }
+	ids, err := s.journal()
+	if err != nil || ids != nil {
+		f := fsstore.Finding{Path: s.journalPath(), What: fmt.Sprintf("interrupted prune of %d tasks", len(ids)), Problem: true}
+		if err != nil {
+			f.What = "interrupted prune: " + err.Error()
+		} else if repair {
+			unlock, err := fsstore.Lock(s.pruneLockPath(), s.LockTimeout)
+			if err != nil {
+				return nil, err
+			}
+			err = s.removeTasks(ids)
+			unlock()
+			if err != nil {
+				return nil, err
+			}
+			f.Repaired = true
+			f.What += "; completed"
+		}
+		add(f)
+	}
+	entries, err := os.ReadDir(s.Dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return out, nil
+	}
+	if err != nil {
+		return out, err
+	}
 	running, err := s.Running()
 	if err != nil {
 		return nil, err
@@ -34,13 +56,16 @@ func (s *Store) Check(repair bool, lostFound string) ([]fsstore.Finding, error) 
 	for _, id := range running {
 		marked[id] = true
 	}
-	listed := map[string]bool{}
+	// listed: the tasks the finished log names; lineRecords: those whose
+	// line is their record.
+	listed, lineRecords := map[string]bool{}, map[string]bool{}
 	finished, err := s.finishedEntries()
 	if err != nil {
-		return nil, err
+		return out, err
 	}
 	for _, e := range finished {
 		listed[e.TaskID] = true
+		lineRecords[e.TaskID] = e.Record != nil
 	}
 	// logDamaged: the finished log itself is wrong, not only the markers;
 	// only then is it copied aside before it is rebuilt.
@@ -75,6 +100,10 @@ func (s *Store) Check(repair bool, lostFound string) ([]fsstore.Finding, error) 
 			return out, err
 		}
 		records[id] = true
+		if slices.Contains(ids, id) {
+			// Half removed by the interrupted prune, reported above.
+			continue
+		}
 		switch {
 		case t.Finished() && !listed[id]:
 			add(fsstore.Finding{Path: s.finishedPath(), What: "finished log lacks task " + id, Problem: true})
@@ -88,7 +117,12 @@ func (s *Store) Check(repair bool, lostFound string) ([]fsstore.Finding, error) 
 		}
 	}
 	for id := range marked {
-		if !records[id] {
+		switch {
+		case records[id]:
+		case lineRecords[id]:
+			add(fsstore.Finding{Path: s.runningMarker(id), What: "running marker of finished task " + id, Problem: true})
+			indexOK = false
+		default:
 			add(fsstore.Finding{Path: s.runningMarker(id), What: "running marker without a record", Problem: true})
 			indexOK = false
 		}

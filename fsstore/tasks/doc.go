@@ -5,19 +5,29 @@
 //
 // A task's record (<id>.json) is rewritten atomically when the task starts
 // and when it finishes; its output (<id>.log) is written by the command
-// itself, so it survives its supervisor. Two indexes keep the common
-// questions from reading every record: a marker in .running/ for each task
-// not yet finished (recovery looks only there) and .finished.jsonl, one
-// line per finished task in the order they finished (history reads it
-// backwards). The markers are written before the record and the finished
-// line before the record's final write, so a crash leaves an index stale
-// only in ways its readers detect (an entry whose record says otherwise is
-// skipped). The records are the truth: RebuildIndex (fsck --repair) makes
-// the indexes again from them. A Finish whose record cannot be written
+// itself, so it survives its supervisor. A marker in .running/ names each
+// task not yet finished (recovery looks only there). .finished.jsonl holds
+// one line per finished task, in the order they finished: its whole final
+// record, appended before the record file's final write (the commit
+// point); once that is done the record file is removed, and the line is
+// the record (history reads the log backwards and opens nothing else).
+// A record file, where there is one, is the truth: a crash between the
+// line and the commit leaves a line whose file says running, which
+// readers skip. Profiles written before finished records moved into the
+// log hold short entries naming <id>.json, and are read as they are, not
+// migrated. RebuildIndex (fsck --repair) makes the markers and the log
+// again from the record files and the log's whole records. A Finish whose record cannot be written
 // cuts its finished line off again, and a task whose command could not
 // start, when not even that can be recorded, is discarded (Discard), so
 // that a failure leaves no record of a command that never ran.
 //
 // Deletion is explicit: Prune removes only finished tasks, says what it
-// removes, and has a dry run.
+// removes, and has a dry run. It takes one store-level lock (.prune.lock),
+// no lock per task, lists the directory once, and commits by syncing a
+// journal (.pruning) of the ids it removes; then it rewrites the finished
+// log once, removes each task's record file, log and lock sidecar, syncs
+// the directory once and removes the journal. A crash after the journal is
+// completed by the next Prune or fsck --repair; a finished record freed
+// no block per task, which on a file system that discards freed blocks
+// synchronously is most of what removing a file costs.
 package tasks

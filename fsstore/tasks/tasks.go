@@ -63,17 +63,23 @@ const PreviewBytes = 2048
 
 // Store keeps the background tasks of one profile in Dir:
 //
-//	<id>.json           the record
+//	<id>.json           the record of a task that runs (and, in profiles
+//	                    written before finished records moved to the
+//	                    finished log, of a finished one)
 //	<id>.log            the command's output, written by the command itself
 //	<id>.lock           the sidecar lock of the record
 //	.running/<id>       a marker for each task not yet finished, so that
 //	                    recovery looks at running tasks only
 //	.finished.jsonl     one line per finished task, in the order they
-//	                    finished: history reads it backwards, so showing
-//	                    the last 20 opens 20 records, not all of them
+//	                    finished: its whole final record (older profiles
+//	                    hold entries naming <id>.json instead); history
+//	                    reads it backwards
+//	.prune.lock         held by Prune, so that one prune runs at a time
+//	.pruning            the ids an interrupted prune was removing
 //
-// The records are the truth; the markers and the finished log are indexes,
-// rebuilt from the records by RebuildIndex when they are lost.
+// A record file, where there is one, is the truth about its task; a
+// finished line without one is the record. The markers are an index,
+// rebuilt by RebuildIndex when lost.
 type Store struct {
 	Dir         string
 	LockTimeout time.Duration
@@ -92,6 +98,8 @@ func (s *Store) lockPath(id string) string      { return filepath.Join(s.Dir, id
 func (s *Store) runningDir() string             { return filepath.Join(s.Dir, ".running") }
 func (s *Store) finishedPath() string           { return filepath.Join(s.Dir, ".finished.jsonl") }
 func (s *Store) finishedLockPath() string       { return filepath.Join(s.Dir, ".finished.lock") }
+func (s *Store) pruneLockPath() string          { return filepath.Join(s.Dir, ".prune.lock") }
+func (s *Store) journalPath() string            { return filepath.Join(s.Dir, ".pruning") }
 func (s *Store) runningMarker(id string) string { return filepath.Join(s.runningDir(), id) }
 
 // LogPath is where the output of task id goes.
@@ -181,9 +189,47 @@ func (s *Store) Get(id string) (Task, error) {
 	return s.read(id, false)
 }
 
+// read returns the record of task id: its record file, else its line in
+// the finished log, found by reading the log backwards, so that a task
+// that has just finished is found at once.
 func (s *Store) read(id string, locked bool) (Task, error) {
-	return fsstore.ReadRecord(fsstore.Record{What: "task", ID: id, Path: s.docPath(id), Lock: s.lockPath(id),
+	t, err := fsstore.ReadRecord(fsstore.Record{What: "task", ID: id, Path: s.docPath(id), Lock: s.lockPath(id),
 		Locked: locked, Timeout: s.LockTimeout, Now: s.Now}, func(v *Task) string { return v.ID })
+	if !errors.Is(err, fsstore.ErrNotFound) {
+		return t, err
+	}
+	if r, ferr := s.finishedRecord(id); ferr != nil || r != nil {
+		if r == nil {
+			return Task{}, ferr
+		}
+		return *r, nil
+	}
+	return Task{}, err
+}
+
+// finishedRecord returns the last record of task id in the finished log,
+// or nil. Only lines that start as a record of id does are decoded.
+func (s *Store) finishedRecord(id string) (*Task, error) {
+	f, size, err := fsstore.OpenSized(s.finishedPath())
+	if f == nil || err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	quoted, _ := json.Marshal(id)
+	prefix := append(append([]byte(`{"id":`), quoted...), ',')
+	var found *Task
+	err = fsstore.EachLineBackward(f, size, func(line []byte, _ int64) bool {
+		if !bytes.HasPrefix(line, prefix) {
+			return true
+		}
+		e, ok := parseFinished(line)
+		if ok && e.Record != nil && e.TaskID == id {
+			found = e.Record
+			return false
+		}
+		return true
+	})
+	return found, err
 }
 
 // Update applies change to the record of a running task under its lock.
@@ -221,23 +267,57 @@ func (s *Store) Update(id string, change func(*Task)) (Task, error) {
 	return t, fsstore.ReplaceFile(s.docPath(id), func(w io.Writer) error { _, err := w.Write(after); return err })
 }
 
-// finishedEntry is a line of the finished log.
+// finishedLine is a line of the finished log as it is decoded: a task's
+// whole final record, or, in a profile written before finished records
+// moved into the log, an entry (task_id, name, status, finished_at) whose
+// record is <task_id>.json. Both spell name, status and finished_at alike.
+type finishedLine struct {
+	Task
+	TaskID string `json:"task_id"`
+}
+
+// finishedEntry is what the store knows of a line of the finished log.
 type finishedEntry struct {
-	TaskID     string       `json:"task_id"`
-	Name       string       `json:"name"`
-	Status     string       `json:"status"`
-	FinishedAt fsstore.Time `json:"finished_at"`
+	TaskID     string
+	Name       string
+	Status     string
+	FinishedAt fsstore.Time
+	// Record is the whole record; nil for an old entry.
+	Record *Task
+	// Size is the line's length with its newline.
+	Size int64
+}
+
+// parseFinished decodes a line of the finished log; ok is false for a
+// line that is not one (which readers skip).
+func parseFinished(line []byte) (e finishedEntry, ok bool) {
+	var l finishedLine
+	if json.Unmarshal(line, &l) != nil {
+		return e, false
+	}
+	e = finishedEntry{TaskID: l.TaskID, Name: l.Name, Status: l.Status, FinishedAt: l.FinishedAt, Size: int64(len(line)) + 1}
+	if l.TaskID == "" {
+		if !l.Task.Finished() {
+			return e, false
+		}
+		e.TaskID, e.Record = l.ID, &l.Task
+	}
+	return e, fsstore.CheckID("task id", e.TaskID) == nil
 }
 
 // Finish records the end of a running task: change sets the outcome
 // (status, exit code, signal, error); Finish fills in finished_at, the
 // duration, the log's size and its last PreviewBytes. The finished log gets
-// its line before the record is rewritten, the commit point, so a crash
-// between the two leaves a line whose record still says running, which
-// readers skip, never a finished record that history cannot find; a
-// failure to rewrite the record cuts the line off again. A task already
-// finished is returned unchanged with finished=false; so is one that
-// change leaves running, and nothing is written.
+// the whole final record as its line before the record file is rewritten,
+// the commit point, so a crash between the two leaves a line whose record
+// file still says running, which readers skip (the file is the truth),
+// never a finished record that history cannot find; a failure to rewrite
+// the record file cuts the line off again. After the commit the record
+// file is removed: the line is the record from then on, so that a prune
+// removes one log per task and rewrites one file, and frees no block of a
+// record file per task. A task already finished is returned unchanged
+// with finished=false; so is one that change leaves running, and nothing
+// is written.
 func (s *Store) Finish(id string, change func(*Task)) (t Task, finished bool, err error) {
 	if err := fsstore.CheckID("task id", id); err != nil {
 		return Task{}, false, err
@@ -270,7 +350,7 @@ func (s *Store) Finish(id string, change func(*Task)) (t Task, finished bool, er
 		t.DurationMS = now.Sub(start).Milliseconds()
 	}
 	t.LogBytes, t.OutputPreview = logTail(s.LogPath(id), PreviewBytes)
-	line, _ := json.Marshal(finishedEntry{TaskID: t.ID, Name: t.Name, Status: t.Status, FinishedAt: t.FinishedAt})
+	line, _ := json.Marshal(t)
 	err = s.appendFinished(line, now, func() error { return fsstore.WriteDoc(s.docPath(id), &t) })
 	if err != nil {
 		return Task{}, false, err
@@ -279,6 +359,11 @@ func (s *Store) Finish(id string, change func(*Task)) (t Task, finished bool, er
 	// readers skip and the next Finish or fsck --repair removes.
 	if err := os.Remove(s.runningMarker(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		s.Warn(fmt.Sprintf("task %s has finished, but its running marker stays: %v", id, err))
+	}
+	// Unsynced: a record file that a crash brings back says what the line
+	// says, and readers take either.
+	if err := os.Remove(s.docPath(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		s.Warn(fmt.Sprintf("task %s has finished, but its record file stays: %v", id, err))
 	}
 	return t, true, nil
 }
@@ -379,8 +464,9 @@ type HistoryOptions struct {
 }
 
 // History returns finished tasks, the most recently finished first. It
-// reads the finished log backwards and opens only the records it returns,
-// so its cost follows the limit, not the number of tasks.
+// reads the finished log backwards and opens only the record files of the
+// tasks it returns that have one, so its cost follows the limit, not the
+// number of tasks.
 func (s *Store) History(opts HistoryOptions) ([]Task, error) {
 	f, size, err := fsstore.OpenSized(s.finishedPath())
 	if f == nil || err != nil {
@@ -395,8 +481,8 @@ func (s *Store) History(opts HistoryOptions) ([]Task, error) {
 	var out []Task
 	var readErr error
 	err = fsstore.EachLineBackward(f, size, func(line []byte, _ int64) bool {
-		var e finishedEntry
-		if json.Unmarshal(line, &e) != nil || seen[e.TaskID] || fsstore.CheckID("task id", e.TaskID) != nil {
+		e, ok := parseFinished(line)
+		if !ok || seen[e.TaskID] {
 			return true
 		}
 		seen[e.TaskID] = true
@@ -406,7 +492,7 @@ func (s *Store) History(opts HistoryOptions) ([]Task, error) {
 		if (opts.Name != "" && e.Name != opts.Name) || (opts.Status != "" && e.Status != opts.Status) {
 			return true
 		}
-		t, err := s.read(e.TaskID, false)
+		t, err := s.entryRecord(e)
 		if errors.Is(err, fsstore.ErrNotFound) {
 			return true
 		}
@@ -424,6 +510,23 @@ func (s *Store) History(opts HistoryOptions) ([]Task, error) {
 		err = readErr
 	}
 	return out, err
+}
+
+// entryRecord returns the record a line of the finished log stands for:
+// the task's record file where it has one (the truth: a crash may have
+// left a line whose file still says running), else the line's record.
+func (s *Store) entryRecord(e finishedEntry) (Task, error) {
+	if e.Record != nil {
+		if _, err := os.Lstat(s.docPath(e.TaskID)); errors.Is(err, os.ErrNotExist) {
+			return *e.Record, nil
+		}
+	}
+	t, err := fsstore.ReadRecord(fsstore.Record{What: "task", ID: e.TaskID, Path: s.docPath(e.TaskID), Lock: s.lockPath(e.TaskID),
+		Timeout: s.LockTimeout, Now: s.Now}, func(v *Task) string { return v.ID })
+	if errors.Is(err, fsstore.ErrNotFound) && e.Record != nil {
+		return *e.Record, nil
+	}
+	return t, err
 }
 
 // Removal is one task removed by Prune (or that a dry run would remove).
@@ -444,11 +547,40 @@ type PruneOptions struct {
 }
 
 // Prune removes finished tasks, record and log together, that finished
-// before opts.Before, sparing the opts.KeepLast most recently finished. A
-// running task is never removed: each candidate is re-read under its lock.
-// The finished log is then rewritten without the removed tasks.
+// before opts.Before, sparing the opts.KeepLast most recently finished.
+// One prune runs at a time (.prune.lock); it takes no lock of a task. A
+// running task is never removed: a task's line in the finished log is its
+// record only once it has no record file (Finish removes the file after
+// its commit point), and a task that has one is removed only when the
+// file says finished. The files are listed after the finished log is read,
+// so a task finishing meanwhile is either not in what was read, or is
+// seen with its final record.
+//
+// The removal has one commit point: the journal .pruning, naming the tasks
+// to remove, synced. Then the finished log is rewritten without them
+// (lines appended meanwhile are kept), their record files, logs and lock
+// sidecars are removed, the directory is synced once, and the journal is
+// removed. A crash after the commit point leaves the journal, and the next
+// prune (or fsck --repair) completes it; before, nothing has changed.
 func (s *Store) Prune(opts PruneOptions) ([]Removal, error) {
+	if _, err := os.Lstat(s.Dir); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	unlock, err := fsstore.Lock(s.pruneLockPath(), s.LockTimeout)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if !opts.DryRun {
+		if err := s.completePrune(); err != nil {
+			return nil, err
+		}
+	}
 	entries, err := s.finishedEntries()
+	if err != nil {
+		return nil, err
+	}
+	docs, err := s.docIDs()
 	if err != nil {
 		return nil, err
 	}
@@ -468,25 +600,134 @@ func (s *Store) Prune(opts PruneOptions) ([]Removal, error) {
 		if e.FinishedAt >= before {
 			continue
 		}
-		r, err := s.removeFinished(e.TaskID, opts.DryRun)
-		if errors.Is(err, fsstore.ErrNotFound) {
-			continue
-		}
+		r, ok, err := s.removal(e, docs[e.TaskID])
 		if err != nil {
-			return out, err
+			return nil, err
 		}
-		if r.TaskID != "" {
+		if ok {
 			out = append(out, r)
 		}
 	}
 	if opts.DryRun || len(out) == 0 {
 		return out, nil
 	}
-	removed := make(map[string]bool, len(out))
-	for _, r := range out {
-		removed[r.TaskID] = true
+	ids := make([]string, len(out))
+	for i, r := range out {
+		ids[i] = r.TaskID
 	}
-	return out, s.dropFinished(removed)
+	if err := fsstore.WriteFileAtomic(s.journalPath(), []byte(strings.Join(ids, "\n")+"\n")); err != nil {
+		return nil, err
+	}
+	if err := fsstore.SyncDir(s.Dir); err != nil {
+		return nil, err
+	}
+	return out, s.removeTasks(ids)
+}
+
+// removal says what removing the task of entry e frees, and whether it is
+// to be removed: a task with a record file only if that says finished.
+func (s *Store) removal(e finishedEntry, hasDoc bool) (Removal, bool, error) {
+	var t Task
+	var size int64
+	switch {
+	case hasDoc:
+		var err error
+		t, err = s.read(e.TaskID, false)
+		if errors.Is(err, fsstore.ErrNotFound) {
+			return Removal{}, false, nil
+		}
+		if err != nil || !t.Finished() {
+			return Removal{}, false, err
+		}
+		if fi, err := os.Lstat(s.docPath(e.TaskID)); err == nil {
+			size = fi.Size()
+		} else if e.Record != nil {
+			// Finish removed the file meanwhile: its line is the record.
+			size = e.Size
+		}
+	case e.Record != nil:
+		t, size = *e.Record, e.Size
+	default:
+		// An old entry whose record file is gone.
+		return Removal{}, false, nil
+	}
+	if fi, err := os.Lstat(s.LogPath(e.TaskID)); err == nil {
+		size += fi.Size()
+	}
+	return Removal{TaskID: t.ID, Name: t.Name, Status: t.Status, FinishedAt: t.FinishedAt, Bytes: size}, true, nil
+}
+
+// removeTasks removes the tasks ids, which the journal names: their lines
+// from the finished log, their files, then the journal. Each step may have
+// been done before (a crash after it); none fails for that.
+func (s *Store) removeTasks(ids []string) error {
+	removed := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		removed[id] = true
+	}
+	if err := s.dropFinished(removed); err != nil {
+		return err
+	}
+	// The record file goes before the log, so that no record is ever left
+	// without its log; whatever a crash leaves, the journal names.
+	for _, id := range ids {
+		for _, p := range []string{s.docPath(id), s.LogPath(id), s.lockPath(id)} {
+			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("prune task %s: %w", id, err)
+			}
+		}
+	}
+	if err := fsstore.SyncDir(s.Dir); err != nil {
+		return err
+	}
+	if err := os.Remove(s.journalPath()); err != nil {
+		return fmt.Errorf("prune: %w", err)
+	}
+	return nil
+}
+
+// completePrune completes a prune that a crash interrupted, which left
+// its journal; the caller holds the prune lock. No journal: nothing to do.
+func (s *Store) completePrune() error {
+	ids, err := s.journal()
+	if err != nil || ids == nil {
+		return err
+	}
+	s.Warn(fmt.Sprintf("completing an interrupted prune of %d tasks", len(ids)))
+	return s.removeTasks(ids)
+}
+
+// journal returns the task ids in the journal of an interrupted prune, or
+// nil when there is none. A journal with a bad id is not completed.
+func (s *Store) journal() ([]string, error) {
+	b, err := os.ReadFile(s.journalPath())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	ids := strings.Fields(string(b))
+	for _, id := range ids {
+		if err := fsstore.CheckID("task id", id); err != nil {
+			return nil, &fsstore.CorruptError{Path: s.journalPath(), Err: err}
+		}
+	}
+	return ids, nil
+}
+
+// docIDs returns the ids of the tasks that have a record file, from one
+// listing of the directory.
+func (s *Store) docIDs() (map[string]bool, error) {
+	ids, err := fsstore.DocIDs(s.Dir)
+	if err != nil {
+		return nil, err
+	}
+	docs := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		docs[id] = true
+	}
+	return docs, nil
 }
 
 // dropFinished rewrites the finished log without the lines of removed
@@ -497,19 +738,17 @@ func (s *Store) dropFinished(removed map[string]bool) error {
 		return err
 	}
 	defer unlock()
-	f, err := os.Open(s.finishedPath())
-	if err != nil {
+	f, size, err := fsstore.OpenSized(s.finishedPath())
+	if f == nil || err != nil {
 		return err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return err
-	}
 	var b bytes.Buffer
-	if _, err := fsstore.ScanLines(f, fi.Size(), func(line []byte, _ int64) error {
-		var e finishedEntry
-		if json.Unmarshal(line, &e) == nil && removed[e.TaskID] {
+	b.Grow(int(size))
+	dropped := false
+	if _, err := fsstore.ScanLines(f, size, func(line []byte, _ int64) error {
+		if e, ok := parseFinished(line); ok && removed[e.TaskID] {
+			dropped = true
 			return nil
 		}
 		b.Write(line)
@@ -517,6 +756,9 @@ func (s *Store) dropFinished(removed map[string]bool) error {
 		return nil
 	}); err != nil {
 		return err
+	}
+	if !dropped {
+		return nil
 	}
 	if err := fsstore.WriteFileAtomic(s.finishedPath(), b.Bytes()); err != nil {
 		return err
@@ -535,11 +777,9 @@ func (s *Store) finishedEntries() ([]finishedEntry, error) {
 	defer f.Close()
 	var all []finishedEntry
 	_, err = fsstore.ScanLines(f, size, func(line []byte, _ int64) error {
-		var e finishedEntry
-		if json.Unmarshal(line, &e) != nil || fsstore.CheckID("task id", e.TaskID) != nil {
-			return nil
+		if e, ok := parseFinished(line); ok {
+			all = append(all, e)
 		}
-		all = append(all, e)
 		return nil
 	})
 	if err != nil {
@@ -557,37 +797,29 @@ func (s *Store) finishedEntries() ([]finishedEntry, error) {
 	return entries, nil
 }
 
-func (s *Store) removeFinished(id string, dryRun bool) (Removal, error) {
-	unlock, err := fsstore.Lock(s.lockPath(id), s.LockTimeout)
+// IDs returns the ids of all tasks, those with a record file and those
+// whose record is a line of the finished log, newest first.
+func (s *Store) IDs() ([]string, error) {
+	docs, err := s.docIDs()
 	if err != nil {
-		return Removal{}, err
+		return nil, err
 	}
-	defer unlock()
-	t, err := s.read(id, true)
-	if err != nil || !t.Finished() {
-		return Removal{}, err
+	entries, err := s.finishedEntries()
+	if err != nil {
+		return nil, err
 	}
-	r := Removal{TaskID: id, Name: t.Name, Status: t.Status, FinishedAt: t.FinishedAt}
-	paths := []string{s.docPath(id), s.LogPath(id)}
-	for _, p := range paths {
-		if fi, err := os.Lstat(p); err == nil {
-			r.Bytes += fi.Size()
+	for _, e := range entries {
+		if e.Record != nil {
+			docs[e.TaskID] = true
 		}
 	}
-	if dryRun {
-		return r, nil
+	ids := make([]string, 0, len(docs))
+	for id := range docs {
+		ids = append(ids, id)
 	}
-	for _, p := range paths {
-		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return r, fmt.Errorf("prune task %s: %w", id, err)
-		}
-	}
-	os.Remove(s.lockPath(id))
-	return r, nil
+	sort.Sort(sort.Reverse(sort.StringSlice(ids)))
+	return ids, nil
 }
-
-// IDs returns the ids of all task records, newest first.
-func (s *Store) IDs() ([]string, error) { return fsstore.DocIDs(s.Dir) }
 
 // Resolve turns what a user typed into a task id: an exact id, else a
 // unique id prefix. An ambiguous prefix is ErrInvalid listing the
@@ -603,6 +835,9 @@ func (s *Store) Resolve(ref string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if slices.Contains(ids, ref) {
+		return ref, nil
+	}
 	switch matches := fsstore.WithPrefix(ids, ref); len(matches) {
 	case 0:
 		return "", fsstore.NotFoundf("no task with id or id prefix %q", ref)
@@ -614,9 +849,11 @@ func (s *Store) Resolve(ref string) (string, error) {
 }
 
 // RebuildIndex rewrites the finished log from the records (one line per
-// finished task, in the order they finished) and the running markers, and
-// syncs the directory. Prune calls it to drop removed tasks; fsck --repair
-// when the indexes disagree with the records.
+// finished task, its whole record, in the order they finished) and the
+// running markers, and syncs the directory; fsck --repair calls it when
+// the indexes disagree with the records. The records are the record files
+// and the whole records in the finished log; where a task has both, the
+// file wins (a crash left a line whose file still says running).
 func (s *Store) RebuildIndex() error {
 	if err := fsstore.EnsureDir(s.runningDir()); err != nil {
 		return err
@@ -626,13 +863,22 @@ func (s *Store) RebuildIndex() error {
 		return err
 	}
 	defer unlock()
-	ids, err := s.IDs()
+	entries, err := s.finishedEntries()
 	if err != nil {
 		return err
 	}
-	var finished []finishedEntry
+	records := map[string]Task{}
+	for _, e := range entries {
+		if e.Record != nil {
+			records[e.TaskID] = *e.Record
+		}
+	}
+	docs, err := fsstore.DocIDs(s.Dir)
+	if err != nil {
+		return err
+	}
 	running := map[string]bool{}
-	for _, id := range ids {
+	for _, id := range docs {
 		// A plain read: quarantining an unreadable record would take its
 		// lock after the finished log's, which Finish takes in the other
 		// order. Check quarantines it.
@@ -643,14 +889,24 @@ func (s *Store) RebuildIndex() error {
 		}
 		if !t.Finished() {
 			running[id] = true
+			delete(records, id)
 			continue
 		}
-		finished = append(finished, finishedEntry{TaskID: t.ID, Name: t.Name, Status: t.Status, FinishedAt: t.FinishedAt})
+		records[id] = t
 	}
-	sort.SliceStable(finished, func(i, j int) bool { return finished[i].FinishedAt < finished[j].FinishedAt })
+	finished := make([]Task, 0, len(records))
+	for _, t := range records {
+		finished = append(finished, t)
+	}
+	sort.Slice(finished, func(i, j int) bool {
+		if finished[i].FinishedAt != finished[j].FinishedAt {
+			return finished[i].FinishedAt < finished[j].FinishedAt
+		}
+		return finished[i].ID < finished[j].ID
+	})
 	var b bytes.Buffer
-	for _, e := range finished {
-		line, _ := json.Marshal(e)
+	for _, t := range finished {
+		line, _ := json.Marshal(t)
 		b.Write(line)
 		b.WriteByte('\n')
 	}

@@ -67,13 +67,24 @@ func finishedLines(t testing.TB, s *Store) []string {
 	}
 	var ids []string
 	for _, line := range bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n")) {
-		var e finishedEntry
-		if err := json.Unmarshal(line, &e); err != nil {
-			t.Fatalf("finished log line %q: %v", line, err)
+		e, ok := parseFinished(line)
+		if !ok {
+			t.Fatalf("finished log line %q does not parse", line)
 		}
 		ids = append(ids, e.TaskID)
 	}
 	return ids
+}
+
+// oldEntry is a line of the finished log as profiles written before
+// finished records moved into it hold them: an entry naming <id>.json.
+func oldEntry(id, status string, at time.Time) []byte {
+	line, _ := json.Marshal(struct {
+		TaskID     string       `json:"task_id"`
+		Status     string       `json:"status"`
+		FinishedAt fsstore.Time `json:"finished_at"`
+	}{id, status, fsstore.TimeOf(at)})
+	return line
 }
 
 func markers(t testing.TB, s *Store) []string {
@@ -138,14 +149,18 @@ func TestTaskCreateFinishRecord(t *testing.T) {
 		t.Fatalf("finished log %v", got)
 	}
 
+	// The finished log's line is the record now; the record file is gone.
+	if _, err := os.Lstat(s.docPath("t1")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("record file of a finished task: %v", err)
+	}
 	// Finishing again changes nothing and writes no second line.
-	before := storetest.MustRead(t, s.docPath("t1"))
+	before := storetest.MustRead(t, s.finishedPath())
 	clock.Advance(time.Minute)
 	again, finished, err := s.Finish("t1", func(t *Task) { t.Status = Killed })
 	if err != nil || finished || again.Status != Failed {
 		t.Fatalf("second finish: %+v finished=%v err=%v", again, finished, err)
 	}
-	if !bytes.Equal(before, storetest.MustRead(t, s.docPath("t1"))) {
+	if !bytes.Equal(before, storetest.MustRead(t, s.finishedPath())) {
 		t.Fatal("second finish rewrote the record")
 	}
 	if got := finishedLines(t, s); len(got) != 1 {
@@ -155,7 +170,7 @@ func TestTaskCreateFinishRecord(t *testing.T) {
 	if _, err := s.Update("t1", func(t *Task) { t.Name = "renamed" }); err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(before, storetest.MustRead(t, s.docPath("t1"))) {
+	if !bytes.Equal(before, storetest.MustRead(t, s.finishedPath())) {
 		t.Fatal("update rewrote a finished record")
 	}
 
@@ -275,7 +290,7 @@ func TestTaskCrashBetweenFinishedLineAndRecord(t *testing.T) {
 	mustFinishTask(t, s, "a", Succeeded, intp(0))
 	clock.Advance(time.Second)
 	// The crash: b's line is written, its record is not.
-	line, _ := json.Marshal(finishedEntry{TaskID: "b", Status: Succeeded, FinishedAt: fsstore.TimeOf(clock.Now())})
+	line := oldEntry("b", Succeeded, clock.Now())
 	if err := s.appendFinished(line, clock.Now(), noCommit); err != nil {
 		t.Fatal(err)
 	}
@@ -311,13 +326,7 @@ func TestTaskCrashBetweenFinishedLineAndRecord(t *testing.T) {
 		t.Fatalf("history after b finished: %q %v", taskIDs(got), err)
 	}
 
-	// A lost finished log is rebuilt from the records, in finish order.
-	if err := os.Remove(s.finishedPath()); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := s.History(HistoryOptions{}); err != nil || len(got) != 0 {
-		t.Fatalf("history without a finished log: %q %v", taskIDs(got), err)
-	}
+	// A rebuild keeps the records that the finished log holds.
 	if err := s.RebuildIndex(); err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +379,7 @@ func TestTaskPrune(t *testing.T) {
 	}
 	mustCreateTask(t, s, "r", "")
 	// r even has a line in the finished log (the crash above), an old one.
-	line, _ := json.Marshal(finishedEntry{TaskID: "r", Status: Succeeded, FinishedAt: fsstore.TimeOf(storetest.Epoch)})
+	line := oldEntry("r", Succeeded, storetest.Epoch)
 	if err := s.appendFinished(line, storetest.Epoch, noCommit); err != nil {
 		t.Fatal(err)
 	}
@@ -391,7 +400,7 @@ func TestTaskPrune(t *testing.T) {
 		return strings.Join(ids, " ")
 	}
 	exists := func(id string) bool {
-		_, errDoc := os.Stat(s.docPath(id))
+		_, errDoc := s.Get(id)
 		_, errLog := os.Stat(s.LogPath(id))
 		if (errDoc == nil) != (errLog == nil) {
 			t.Fatalf("%s: record and log disagree: %v / %v", id, errDoc, errLog)
@@ -468,7 +477,7 @@ func TestTaskPruneKeepLastUsesLastLine(t *testing.T) {
 	for _, id := range []string{"a", "b", "c"} {
 		mustCreateTask(t, s, id, "")
 	}
-	line, _ := json.Marshal(finishedEntry{TaskID: "c", Status: Succeeded, FinishedAt: fsstore.TimeOf(storetest.Epoch)})
+	line := oldEntry("c", Succeeded, storetest.Epoch)
 	if err := s.appendFinished(line, storetest.Epoch, noCommit); err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -154,37 +153,29 @@ func writeSQL(out *os.File, profileDir string) error {
 			return err
 		}
 	}
-	if err := writeTasksSQL(w, filepath.Join(profileDir, "tasks")); err != nil {
+	if err := writeTasksSQL(w, profileDir); err != nil {
 		return err
 	}
 	w.WriteString("COMMIT;\n")
 	return w.Flush()
 }
 
-// writeTasksSQL writes a row for each finished task record in dir. The
-// logs stay files, as they would beside a database.
-func writeTasksSQL(w *bufio.Writer, dir string) error {
-	names, err := filepath.Glob(filepath.Join(dir, "*.json"))
+// writeTasksSQL writes a row for each finished task of the task store in
+// profileDir, as the store reads them (a finished record is a line of its
+// finished log). The logs stay files, as they would beside a database.
+func writeTasksSQL(w *bufio.Writer, profileDir string) error {
+	list, err := tasks.NewStore(profileDir, time.Second, func(w string) { fmt.Fprintln(os.Stderr, "baseline:", w) }).History(tasks.HistoryOptions{})
 	if err != nil {
 		return err
 	}
-	sort.Strings(names)
-	for _, name := range names {
-		data, err := os.ReadFile(name)
-		if err != nil {
-			return err
-		}
-		var t tasks.Task
-		if err := json.Unmarshal(data, &t); err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
+	for _, t := range list {
 		exit := "NULL"
 		if t.ExitCode != nil {
 			exit = fmt.Sprint(*t.ExitCode)
 		}
 		fmt.Fprintf(w, "INSERT INTO tasks VALUES(%s,%s,%s,%s,%s,%s,%s,%s);\n",
 			quote(t.ID), quote(t.Name), quote(strings.Join(t.Command, " ")), quote(t.Status), exit,
-			unix(t.StartedAt), unix(t.FinishedAt), quote(strings.TrimSuffix(filepath.Base(name), ".json")+".log"))
+			unix(t.StartedAt), unix(t.FinishedAt), quote(t.ID+".log"))
 	}
 	return nil
 }

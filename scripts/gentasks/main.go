@@ -4,10 +4,10 @@
 //
 //	go run ./scripts/gentasks -home DIR -tasks N [-age 48h]
 //
-// Each task is a record DIR/profiles/<profile>/tasks/<id>.json as
-// tasks.Store.Finish leaves it, an empty log <id>.log, and a line
-// in .finished.jsonl, in the order the tasks finished; the .running
-// directory exists and is empty. Tasks start a minute apart, each runs for
+// Each task is an empty log DIR/profiles/<profile>/tasks/<id>.log and its
+// record, as tasks.Store.Finish leaves it, as a line of .finished.jsonl, in
+// the order the tasks finished (a finished task has no <id>.json); the
+// .running directory exists and is empty. Tasks start a minute apart, each runs for
 // a second, and the last one finished -age ago; one in ten failed.
 // main_test.go proves the bytes are the store's; `hermes --home DIR fsck`
 // passes on the result. The tasks directory must not hold tasks yet.
@@ -119,15 +119,10 @@ func Record(sp Spec) tasks.Task {
 	}
 }
 
-// FinishedLine is the line of .finished.jsonl for a finished record,
-// with its newline.
+// FinishedLine is the line of .finished.jsonl for a finished record (the
+// record itself), with its newline.
 func FinishedLine(t tasks.Task) ([]byte, error) {
-	line, err := json.Marshal(struct {
-		TaskID     string       `json:"task_id"`
-		Name       string       `json:"name"`
-		Status     string       `json:"status"`
-		FinishedAt fsstore.Time `json:"finished_at"`
-	}{t.ID, t.Name, t.Status, t.FinishedAt})
+	line, err := json.Marshal(t)
 	return append(line, '\n'), err
 }
 
@@ -156,12 +151,5 @@ func Write(dir string, specs []Spec) error {
 }
 
 func writeTask(dir string, sp Spec) error {
-	doc, err := fsstore.EncodeDocument(Record(sp))
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, sp.ID+".log"), nil, 0o600); err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, sp.ID+".json"), doc, 0o600)
+	return os.WriteFile(filepath.Join(dir, sp.ID+".log"), nil, 0o600)
 }
