@@ -17,6 +17,41 @@ import (
 
 const fixtures = "../../testdata/import"
 
+// TestMain reads naive times in UTC, whatever the machine's zone, unless a
+// test says otherwise.
+func TestMain(m *testing.M) {
+	time.Local = time.UTC
+	os.Exit(m.Run())
+}
+
+// TestTimesNaiveAndEpoch: a time without a zone is local time where the
+// file was written, read in this process's zone; Unix seconds keep their
+// microseconds.
+func TestTimesNaiveAndEpoch(t *testing.T) {
+	tokyo, err := time.LoadLocation("Asia/Tokyo")
+	if err != nil {
+		t.Skip(err)
+	}
+	time.Local = tokyo
+	defer func() { time.Local = time.UTC }()
+	got, err := parseTimeJSON(json.RawMessage(`"2025-03-01T19:15:00.123456"`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantTime(t, "naive Tokyo time", got, "2025-03-01T10:15:00.123456Z")
+	for raw, want := range map[string]string{
+		`1750000000.123456`: "2025-06-15T15:06:40.123456Z",
+		`1750000000.000001`: "2025-06-15T15:06:40.000001Z",
+		`1750000000`:        "2025-06-15T15:06:40Z",
+	} {
+		got, err := parseTimeJSON(json.RawMessage(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantTime(t, raw, got, want)
+	}
+}
+
 func readFixture(t *testing.T, name string) []byte {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(fixtures, name))
@@ -160,10 +195,15 @@ func TestParseHermesJSON(t *testing.T) {
 	}
 	wantContent(t, s.Messages[3], `"a.txt\nb.txt"`)
 	wantContent(t, s.Messages[4], `"Two files: a.txt and b.txt."`)
+	// A snapshot's messages have no times: they get its last_updated.
 	for i, m := range s.Messages {
-		if m.Seq != 0 || m.TS != "" {
-			t.Errorf("message %d: seq %d ts %q, want 0 and \"\"", i, m.Seq, m.TS)
+		if m.Seq != 0 || m.TS != "2025-03-01T10:17:42.000001Z" {
+			t.Errorf("message %d: seq %d ts %q, want 0 and last_updated", i, m.Seq, m.TS)
 		}
+	}
+	wantTime(t, "UpdatedAt", s.UpdatedAt, "2025-03-01T10:17:42.000001Z")
+	if got := string(s.Meta); got != `{"base_url":"https://openrouter.ai/api/v1"}` {
+		t.Errorf("Meta = %s", got)
 	}
 }
 
@@ -387,9 +427,10 @@ func TestParseCodexBareFormat(t *testing.T) {
 	if m := s.Messages[3]; m.ToolCallID != "call_1" || m.Text() != "go.mod\n" {
 		t.Errorf("tool message = %q %q", m.ToolCallID, m.Text())
 	}
+	// Bare lines have no timestamp: the messages get the session's.
 	for i, m := range s.Messages {
-		if m.TS != "" {
-			t.Errorf("message %d ts = %q, want none: bare lines have no timestamp", i, m.TS)
+		if m.TS != "2025-07-01T10:00:00.000000Z" {
+			t.Errorf("message %d ts = %q, want the session_meta's", i, m.TS)
 		}
 	}
 }
