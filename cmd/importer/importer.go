@@ -52,11 +52,14 @@ type Session struct {
 	Skipped map[string]int
 }
 
-// settleTimes gives the messages without a time the session's last
-// activity as the source states it (last_updated, else ended_at, else the
-// start), then takes the last activity and the start from the messages:
-// a session is last active at its last message, whatever the import's
-// moment.
+// settleTimes gives a time to the messages without one, then takes the
+// session's last activity, and its start when the source has none, from
+// the messages: a session is last active at its last message, whatever
+// the moment of the import. When no message has a time (a Python hermes
+// snapshot), each gets the session's last activity as the source states
+// it (last_updated, else ended_at, else the start); otherwise one gets the
+// time of the message before it, and one before any timed message (a
+// system prompt put first) the session's start, else the first time.
 func (s *Session) settleTimes() {
 	fallback := s.UpdatedAt
 	for _, t := range []time.Time{s.EndedAt, s.CreatedAt} {
@@ -64,12 +67,24 @@ func (s *Session) settleTimes() {
 			fallback = t
 		}
 	}
-	latest := time.Time{}
+	var prev fsstore.Time
+	timed := slices.IndexFunc(s.Messages, func(m sessions.Message) bool { return m.TS != "" })
+	switch {
+	case timed < 0 && !fallback.IsZero():
+		prev = fsstore.TimeOf(fallback)
+	case timed < 0:
+	case !s.CreatedAt.IsZero():
+		prev = fsstore.TimeOf(s.CreatedAt)
+	default:
+		prev = s.Messages[timed].TS
+	}
+	var latest time.Time
 	for i := range s.Messages {
 		m := &s.Messages[i]
-		if m.TS == "" && !fallback.IsZero() {
-			m.TS = fsstore.TimeOf(fallback)
+		if m.TS == "" {
+			m.TS = prev
 		}
+		prev = m.TS
 		at, err := m.TS.Instant()
 		if err != nil {
 			continue
@@ -234,6 +249,10 @@ func Detect(data []byte) (string, error) {
 	case h.multiline && has("messages"):
 		return FormatHermesJSON, nil
 	case has("messages") && !has("type"):
+		return FormatHermesJSONL, nil
+	case !has("type") && has("id") && (has("started_at") || has("parent_session_id")):
+		// The Python agent's export puts its messages after the session's
+		// row, which may fill the prefix read.
 		return FormatHermesJSONL, nil
 	case has("sessionId") || has("parentUuid") || has("leafUuid") || claudeEntryTypes[h.typ]:
 		return FormatClaudeCode, nil
