@@ -1,12 +1,18 @@
 package cmd
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 
+	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
 
 	"github.com/hermes/hermes/cmd/importer"
@@ -22,8 +28,15 @@ func sessionsImportCommand() *cli.Command {
 ` + strings.Join(importer.Formats, ", ") + `. A session keeps its source's id. Importing
 a session that exists obeys the truncation guard: the import must extend the
 stored history (only the new messages are appended), else exit 4 and nothing
-changes. Malformed input: exit 2, nothing written.`,
-		ArgsUsage: "FILE|-",
+changes. Malformed input: exit 2, nothing written.
+
+DIR (~/.claude/projects, ~/.codex/sessions, ~/.hermes/sessions) is walked:
+every .json and .jsonl file below it is imported in turn, a file that is no
+transcript is skipped, and a second run changes nothing. One bad file is
+reported and the others go on; the exit code is 1 when any file failed, else
+4 when any was refused by the guard. The summary counts created, extended,
+unchanged, refused, failed and skipped, per format.`,
+		ArgsUsage: "FILE|DIR|-",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "format", Usage: "one of " + strings.Join(importer.Formats, ", ") + " (default: detect)"},
 			&cli.BoolFlag{Name: "force", Usage: "replace a stored transcript the import does not extend, keeping the old one beside it"},
@@ -32,16 +45,33 @@ changes. Malformed input: exit 2, nothing written.`,
 	}
 }
 
-// importResult is one imported session.
+// importResult is what became of one imported session, or of a file that
+// gave none (skipped, failed).
 type importResult struct {
-	SessionID    string `json:"session_id"`
-	Status       string `json:"status"` // created, extended, unchanged, replaced
-	Appended     int    `json:"appended"`
-	MessageCount int64  `json:"message_count"`
+	File         string         `json:"file,omitempty"`   // a directory import's file
+	Format       string         `json:"format,omitempty"` // a directory import's file's format
+	SessionID    string         `json:"session_id"`
+	Status       string         `json:"status"` // created, extended, unchanged, replaced, refused, failed, skipped
+	Appended     int            `json:"appended"`
+	MessageCount int64          `json:"message_count"`
+	Skipped      map[string]int `json:"skipped,omitempty"` // the source's lines or items that hold no message, by type
+	Error        string         `json:"error,omitempty"`
+}
+
+func (r importResult) print(w io.Writer) {
+	fmt.Fprintf(w, "%s  %s  %d messages", r.SessionID, r.Status, r.MessageCount)
+	if len(r.Skipped) > 0 {
+		var parts []string
+		for _, k := range sortedKeys(r.Skipped) {
+			parts = append(parts, fmt.Sprintf("%s %d", k, r.Skipped[k]))
+		}
+		fmt.Fprintf(w, "  (skipped: %s)", strings.Join(parts, ", "))
+	}
+	fmt.Fprintln(w)
 }
 
 func sessionsImport(e *env) error {
-	name, err := oneArg(e.c, "FILE (or - for stdin)")
+	name, err := oneArg(e.c, "FILE, DIR (or - for stdin)")
 	if err != nil {
 		return err
 	}
@@ -55,6 +85,9 @@ func sessionsImport(e *env) error {
 			return err
 		}
 		defer f.Close()
+		if fi, err := f.Stat(); err == nil && fi.IsDir() {
+			return importDir(e, name)
+		}
 		r = f
 	}
 	// Everything is parsed before anything is written.
@@ -76,7 +109,7 @@ func sessionsImport(e *env) error {
 		if e.json {
 			printJSON(e.stdout, res)
 		} else {
-			fmt.Fprintf(e.stdout, "%s  %s  %d messages\n", res.SessionID, res.Status, res.MessageCount)
+			res.print(e.stdout)
 		}
 	}
 	return firstErr
@@ -90,18 +123,24 @@ func importOne(e *env, store *sessions.Store, in importer.Session) (importResult
 	}
 	if id != "" {
 		if _, err := store.Get(id); err == nil {
-			return importInto(e, store, id, in.Messages)
+			return importInto(e, store, id, in)
 		} else if !errors.Is(err, fsstore.ErrNotFound) {
 			return importResult{}, err
 		}
 	}
 	// An imported conversation is history, not a chat in progress: it is
-	// ended (reason "imported"), and a chat --resume reopens it. It is
-	// created with its transcript in one step, so a failure leaves no
-	// session behind.
-	sess := sessions.Session{ID: id, Title: in.Title, Source: in.Source, Model: in.Model, State: sessions.StateEnded, EndReason: "imported"}
-	if !in.CreatedAt.IsZero() {
-		sess.CreatedAt = fsstore.TimeOf(in.CreatedAt)
+	// ended (with its source's reason, else "imported"), and a chat
+	// --resume reopens it. It is created with its transcript in one step,
+	// so a failure leaves no session behind. Its times are its history's:
+	// it was last active at its last message.
+	sess := sessions.Session{
+		ID: id, Title: in.Title, Source: in.Source, Model: in.Model,
+		ParentSessionID: in.ParentSessionID, SessionKey: in.SessionKey, Meta: in.Meta,
+		State: sessions.StateEnded, EndReason: in.EndReason,
+		CreatedAt: timeOrEmpty(in.CreatedAt), UpdatedAt: timeOrEmpty(in.UpdatedAt), EndedAt: timeOrEmpty(in.EndedAt),
+	}
+	if sess.EndReason == "" {
+		sess.EndReason = "imported"
 	}
 	created, made, err := store.CreateWith(sess, in.Messages)
 	if errors.Is(err, fsstore.ErrRefused) && sess.Title != "" {
@@ -114,15 +153,22 @@ func importOne(e *env, store *sessions.Store, in importer.Session) (importResult
 	}
 	if !made {
 		// Created by another writer since it was looked up.
-		return importInto(e, store, created.ID, in.Messages)
+		return importInto(e, store, created.ID, in)
 	}
-	return importResult{SessionID: created.ID, Status: "created", Appended: len(in.Messages), MessageCount: created.MessageCount}, nil
+	return importResult{SessionID: created.ID, Status: "created", Appended: len(in.Messages), MessageCount: created.MessageCount, Skipped: in.Skipped}, nil
 }
 
-// importInto imports msgs into session id, which exists: the guarded
+func timeOrEmpty(t time.Time) fsstore.Time {
+	if t.IsZero() {
+		return ""
+	}
+	return fsstore.TimeOf(t)
+}
+
+// importInto imports in into session id, which exists: the guarded
 // whole-transcript write.
-func importInto(e *env, store *sessions.Store, id string, msgs []sessions.Message) (importResult, error) {
-	res, err := store.Save(id, msgs, e.c.Bool("force"))
+func importInto(e *env, store *sessions.Store, id string, in importer.Session) (importResult, error) {
+	res, err := store.Save(id, in.Messages, e.c.Bool("force"))
 	if err != nil {
 		return importResult{}, err
 	}
@@ -134,5 +180,157 @@ func importInto(e *env, store *sessions.Store, id string, msgs []sessions.Messag
 	case res.Appended == 0:
 		status = "unchanged"
 	}
-	return importResult{SessionID: id, Status: status, Appended: res.Appended, MessageCount: res.Count}, nil
+	return importResult{SessionID: id, Status: status, Appended: res.Appended, MessageCount: res.Count, Skipped: in.Skipped}, nil
+}
+
+// importStatuses are the statuses a directory import counts, in the order
+// its summary names them.
+var importStatuses = []string{"created", "extended", "unchanged", "replaced", "refused", "failed", "skipped"}
+
+// importDir imports every .json and .jsonl file below dir, in lexical
+// order, each as `import FILE` would, and reports each file that fails
+// without stopping. A file whose format is not recognized is no transcript
+// (a settings file, an index): it is skipped, which is no failure.
+func importDir(e *env, dir string) error {
+	var files []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			// An unreadable directory is reported as a failed file; the
+			// walk goes on.
+			files = append(files, path)
+			return nil
+		}
+		// Symlinks are not followed: the tree is the user's own history.
+		if d.Type().IsRegular() && (strings.HasSuffix(path, ".jsonl") || strings.HasSuffix(path, ".json")) {
+			files = append(files, path)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	var bar *progressbar.ProgressBar
+	if f, ok := e.stderr.(*os.File); ok && !e.json && isTerminal(f) {
+		bar = progressbar.NewOptions(len(files),
+			progressbar.OptionSetWriter(f),
+			progressbar.OptionSetDescription("importing"),
+			progressbar.OptionShowCount(),
+			progressbar.OptionThrottle(100*time.Millisecond),
+			progressbar.OptionClearOnFinish())
+	}
+	// A message on stderr clears the bar's line first.
+	report := func(format string, args ...any) {
+		if bar != nil {
+			bar.Clear()
+		}
+		fmt.Fprintf(e.stderr, "hermes: "+format+"\n", args...)
+	}
+	store := e.sessions()
+	counts := map[string]map[string]int{} // format -> status -> sessions
+	total := map[string]int{}
+	count := func(format, status string) {
+		if counts[format] == nil {
+			counts[format] = map[string]int{}
+		}
+		counts[format][status]++
+		total[status]++
+	}
+	code := ExitOK
+	for _, path := range files {
+		results := importFile(e, store, path)
+		for _, res := range results {
+			count(res.Format, res.Status)
+			switch res.Status {
+			case "failed":
+				code = ExitFailed
+				report("import %s: %s", path, res.Error)
+			case "refused":
+				if code == ExitOK {
+					code = ExitRefused
+				}
+				report("import %s: %s", path, res.Error)
+			}
+			if e.json {
+				printJSON(e.stdout, res)
+			}
+		}
+		if bar != nil {
+			bar.Add(1)
+		}
+	}
+	if bar != nil {
+		bar.Finish()
+	}
+	out := e.stdout
+	if e.json {
+		out = e.stderr // stdout holds the results, one a line
+	}
+	var parts []string
+	for _, st := range importStatuses {
+		if st != "replaced" || total[st] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", total[st], st))
+		}
+	}
+	fmt.Fprintf(out, "%s: %d files: %s\n", dir, len(files), strings.Join(parts, ", "))
+	formats := sortedKeys(counts)
+	formats = slices.DeleteFunc(formats, func(f string) bool { return f == "" })
+	for _, f := range formats {
+		parts = parts[:0]
+		for _, st := range importStatuses {
+			if n := counts[f][st]; n > 0 {
+				parts = append(parts, fmt.Sprintf("%d %s", n, st))
+			}
+		}
+		fmt.Fprintf(out, "  %s: %s\n", f, strings.Join(parts, ", "))
+	}
+	if code != ExitOK {
+		return silentExit{code}
+	}
+	return nil
+}
+
+// importFile imports one file of a directory import: a result for each
+// session it holds, or one saying why it gave none.
+func importFile(e *env, store *sessions.Store, path string) []importResult {
+	fail := func(format string, err error) []importResult {
+		status := "failed"
+		if errors.Is(err, importer.ErrUnrecognized) {
+			status = "skipped"
+		}
+		return []importResult{{File: path, Format: format, Status: status, Error: errorText(err)}}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return fail("", err)
+	}
+	defer f.Close()
+	// The format is detected here, from the prefix Parse would read, so
+	// that the result can name it.
+	head, err := io.ReadAll(io.LimitReader(f, importer.DetectLimit))
+	if err != nil {
+		return fail("", err)
+	}
+	format := e.c.String("format")
+	if format == "" {
+		if format, err = importer.Detect(head); err != nil {
+			return fail("", err)
+		}
+	}
+	parsed, err := importer.Parse(io.MultiReader(bytes.NewReader(head), f), format)
+	if err != nil {
+		return fail(format, err)
+	}
+	var out []importResult
+	for _, in := range parsed {
+		res, err := importOne(e, store, in)
+		if err != nil {
+			res = importResult{SessionID: in.ID, Status: "failed", Error: errorText(err)}
+			if errors.Is(err, fsstore.ErrRefused) {
+				res.Status = "refused"
+			}
+		}
+		res.File, res.Format = path, format
+		out = append(out, res)
+	}
+	return out
 }

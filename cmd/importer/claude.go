@@ -18,6 +18,7 @@ type claudeEntry struct {
 	SessionID         string          `json:"sessionId"`
 	Timestamp         string          `json:"timestamp"`
 	IsSidechain       bool            `json:"isSidechain"`
+	AgentID           string          `json:"agentId"`
 	Message           json.RawMessage `json:"message"`
 	Summary           string          `json:"summary"`
 	LeafUUID          string          `json:"leafUuid"`
@@ -76,7 +77,8 @@ func parseClaudeCode(data []byte) (Session, error) {
 			last = e
 		}
 	}
-	if last == nil {
+	subagent := last == nil
+	if subagent {
 		last = lastSide
 	}
 	if len(entries) == 0 {
@@ -109,6 +111,16 @@ func parseClaudeCode(data []byte) (Session, error) {
 	}
 
 	s := Session{ID: last.SessionID, Source: "import:" + format}
+	if subagent && s.ID != "" {
+		// A sub-agent's transcript carries its parent's sessionId: it is a
+		// session of its own, named after the agent, whose parent is the
+		// main one, whichever of the two is imported first.
+		agent := last.AgentID
+		if agent == "" {
+			agent = chain[0].UUID
+		}
+		s.ID, s.ParentSessionID = s.ID+"-agent-"+agent, s.ID
+	}
 	// Claude Code may write several summaries; the one whose leaf is on the
 	// chain names this conversation, else the first one.
 	var firstSummary string
@@ -132,6 +144,9 @@ func parseClaudeCode(data []byte) (Session, error) {
 	for _, e := range chain {
 		if s.ID == "" {
 			s.ID = e.SessionID
+		}
+		if e.IsSidechain != subagent {
+			continue // a sub-agent's entries in the main file, or the reverse
 		}
 		if s.CreatedAt.IsZero() && e.Timestamp != "" {
 			t, err := parseTime(e.Timestamp)

@@ -26,8 +26,20 @@ type codexMeta struct {
 	ID           string `json:"id"`
 	Timestamp    string `json:"timestamp"`
 	Instructions string `json:"instructions"`
-	Model        string `json:"model"`
+	// BaseInstructions is the system prompt, {"text": …}, in the rollouts
+	// of Codex 0.16x and later.
+	BaseInstructions *struct {
+		Text string `json:"text"`
+	} `json:"base_instructions"`
+	Model string `json:"model"`
 }
+
+// codexMetaKnown are the session_meta keys the Session's fields take; the
+// others (cwd, git, cli_version, originator, …) are its meta.
+var codexMetaKnown = map[string]bool{"id": true, "timestamp": true, "instructions": true, "base_instructions": true, "model": true}
+
+// codexChatItems are the response item types that become chat messages.
+var codexChatItems = map[string]bool{"message": true, "function_call": true, "custom_tool_call": true, "local_shell_call": true, "function_call_output": true, "custom_tool_call_output": true}
 
 type codexItem struct {
 	Type      string          `json:"type"`
@@ -44,8 +56,8 @@ type codexItem struct {
 
 func parseCodex(data []byte) (Session, error) {
 	const format = FormatCodex
-	s := Session{Source: "import:" + format}
-	var instructions string
+	s := Session{Source: "import:" + format, Skipped: map[string]int{}}
+	var instructions, system string
 	var sawMeta bool
 	first := true
 	var msgs []sessions.Message
@@ -62,12 +74,14 @@ func parseCodex(data []byte) (Session, error) {
 		case len(payload) > 0 && string(payload) != "null":
 			// the wrapped format
 		case l.RecordType != "":
+			s.Skipped[l.RecordType]++
 			continue
 		case isFirst && l.Type == "" && l.ID != "":
 			kind, payload = "session_meta", raw
 		case l.Type != "":
 			kind, payload = "response_item", raw
 		default:
+			s.Skipped["untyped"]++
 			continue
 		}
 		switch kind {
@@ -77,10 +91,23 @@ func parseCodex(data []byte) (Session, error) {
 				return Session{}, invalidf(format, n, "session_meta: %v", err)
 			}
 			if sawMeta {
+				s.Skipped[kind]++
 				continue // a forked or resumed rollout repeats its parent's meta
 			}
 			sawMeta = true
 			s.ID, instructions = m.ID, m.Instructions
+			if m.BaseInstructions != nil {
+				system = m.BaseInstructions.Text
+			}
+			var fields map[string]json.RawMessage
+			if err := json.Unmarshal(payload, &fields); err != nil {
+				return Session{}, invalidf(format, n, "session_meta: %v", err)
+			}
+			meta, err := metaObject(fields, codexMetaKnown, nil)
+			if err != nil {
+				return Session{}, invalidf(format, n, "session_meta: %v", err)
+			}
+			s.Meta = meta
 			if s.Model == "" {
 				s.Model = m.Model
 			}
@@ -114,21 +141,35 @@ func parseCodex(data []byte) (Session, error) {
 			if err != nil {
 				return Session{}, invalidf(format, n, "timestamp: %v", err)
 			}
+			if !codexChatItems[it.Type] {
+				s.Skipped[it.Type]++ // reasoning, web_search_call, ghost_snapshot, …
+				continue
+			}
 			if msgs, err = codexAppend(msgs, it, stamp); err != nil {
 				return Session{}, invalidf(format, n, "%s: %v", it.Type, err)
 			}
+		default:
+			// event_msg, compacted and unknown line types repeat or
+			// summarize what the response items hold.
+			s.Skipped[kind]++
 		}
-		// event_msg, compacted and unknown line types repeat or summarize
-		// what the response items hold.
 	}
 	if !sawMeta && len(msgs) == 0 {
 		return Session{}, invalidf(format, 0, "no session_meta line and no messages")
 	}
-	// Codex records the instructions as a message too; add them only when
-	// no message carries them.
+	// Codex records the user's instructions as a message too; they are
+	// added only when no message carries them. The base instructions, the
+	// system prompt, are in no message: they come first.
 	if instructions = strings.TrimSpace(instructions); instructions != "" && !anyContains(msgs, instructions) {
 		sys := sessions.Message{Role: "system", Content: sessions.TextContent(instructions)}
 		msgs = append([]sessions.Message{sys}, msgs...)
+	}
+	if system != "" {
+		sys := sessions.Message{Role: "system", Content: sessions.TextContent(system)}
+		msgs = append([]sessions.Message{sys}, msgs...)
+	}
+	if len(s.Skipped) == 0 {
+		s.Skipped = nil
 	}
 	s.Messages = msgs
 	return s, nil
@@ -163,7 +204,7 @@ func codexAppend(msgs []sessions.Message, it codexItem, stamp fsstore.Time) ([]s
 	case "function_call_output", "custom_tool_call_output":
 		return append(msgs, sessions.Message{TS: stamp, Role: "tool", Content: sessions.TextContent(codexOutputText(it.Output)), ToolCallID: it.CallID}), nil
 	default:
-		return msgs, nil // reasoning, web_search_call, ghost_snapshot, …
+		panic("unreachable: " + it.Type + " is not in codexChatItems")
 	}
 	if call.ID == "" {
 		return nil, fmt.Errorf("no call_id")

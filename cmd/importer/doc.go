@@ -21,6 +21,26 @@
 // silently drop a turn. Blank lines, CRLF line ends and a UTF-8 BOM are
 // accepted.
 //
+// Times: a time without a zone (Python's isoformat() of datetime.now())
+// is local time where the file was written, read in this process's zone
+// (TZ), and stored as UTC; Unix seconds (a float) are rounded to the
+// microsecond, which is all a float64 of them holds. When no message has
+// a time (a snapshot), each gets the session's last activity as the
+// source states it (last_updated, else ended_at, else the start);
+// otherwise a message without one gets the time of the message before it,
+// and one before any timed message (a system prompt put first) the
+// session's start. Session.UpdatedAt, the last activity, is then the
+// latest message time, and a missing start the first one.
+//
+// Lossless: Session.Meta holds, as a JSON object, what a hermes snapshot
+// or export, or a Codex session_meta, says of the session beyond the
+// Session's fields (tokens, costs, model_config, user_id, cwd, base_url,
+// tools, git, cli_version, …), leaving out null and "" values and keys
+// that start with "_". A message key that starts with "_" (the Python
+// agent's _db_persisted, set once a message reaches its database) is
+// private to its writer and dropped, so that a grown snapshot extends
+// the session it was imported into.
+//
 // Every message built satisfies sessions.ParseMessage. Content is a string
 // when the source had one text, a list of {"type":"text"} and
 // {"type":"image_url"} parts otherwise, and null for an assistant message
@@ -35,15 +55,17 @@
 // message_count and messages (OpenAI chat messages).
 //
 //   - ID = session_id, Model = model, Title = title if present, Source =
-//     platform ("import:hermes-json" without one), CreatedAt = session_start
-//     (an ISO time without a zone is UTC; Unix seconds are accepted).
+//     platform ("import:hermes-json" without one), CreatedAt = session_start,
+//     UpdatedAt = last_updated (ISO or Unix seconds), and
+//     parent_session_id, end_reason, ended_at and session_key when present.
 //   - system_prompt becomes a leading system message unless the first
 //     message is already a system message with the same text.
 //   - Each message is checked by sessions.ParseMessage; keys it does not know
 //     (reasoning, finish_reason, …) are kept in Extra. seq is zeroed; ts, or
 //     failing that a "timestamp" key (ISO or Unix seconds, then removed from
 //     Extra), becomes TS. A ts that is not a time is an error.
-//   - Dropped: last_updated, message_count and other top-level keys.
+//   - Other top-level keys (base_url, tools, …) go to Meta; message_count
+//     is a cache the store recomputes.
 //
 // # hermes-jsonl
 //
@@ -51,10 +73,13 @@
 // source, model, created_at, …) with its transcript in "messages". One
 // Session per line, in file order. Messages are read as for hermes-json,
 // keeping ts and zeroing seq. Source = source ("import:hermes-jsonl"
-// without one). started_at (the Python agent's export) stands in for a
-// missing created_at, and a system_prompt field is handled as in
-// hermes-json. Dropped: the other document fields (state, updated_at,
-// message_count, …), which the store recomputes or sets itself.
+// without one). started_at (the Python agent's export, with Unix-second
+// times and a "timestamp" on each message) stands in for a missing
+// created_at, and a system_prompt field is handled as in hermes-json.
+// parent_session_id, end_reason, ended_at and session_key are kept; the
+// document fields the store recomputes or sets itself (state,
+// message_count, profile, preview, …) are dropped, and every other key
+// (the Python row's tokens and costs, an export's own meta) goes to Meta.
 //
 // # claude-code
 //
@@ -62,6 +87,10 @@
 // uuid, parentUuid, sessionId, timestamp and, for "user" and "assistant",
 // message {role, content}.
 //
+//   - A sub-agent's transcript (<session>/subagents/agent-<agentId>.jsonl,
+//     every entry a sidechain carrying the main sessionId) is a session of
+//     its own: ID = <sessionId>-agent-<agentId> (the chain root's uuid
+//     without an agentId), ParentSessionID = sessionId.
 //   - The conversation is the parentUuid chain from the last user or
 //     assistant entry that is not a sidechain (sub-agent) back to the root,
 //     emitted root first (a sub-agent's agent-*.jsonl, all sidechain, is
@@ -92,7 +121,11 @@
 //
 // ~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl. Each line is
 // {"timestamp","type","payload"}; the first is session_meta {id,
-// timestamp, cwd, instructions, …}. The older rollout (before Codex
+// timestamp, cwd, instructions, base_instructions, …}. Its
+// base_instructions.text (Codex 0.16x and later) is the system prompt,
+// which no message carries: it becomes the first, system, message. Its
+// other keys but id and timestamp go to Meta. Session.Skipped counts the
+// lines and items the import leaves out, by type. The older rollout (before Codex
 // moved to the wrapper) is read too: a bare meta object on the first line,
 // then bare response items, with {"record_type":…} lines skipped; its
 // messages have no TS.

@@ -2,52 +2,118 @@ package importer
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"strings"
+	"time"
 
 	"github.com/hermes/hermes/fsstore"
 	"github.com/hermes/hermes/fsstore/sessions"
 )
 
+// hermesDoc is what the hermes formats say of a session, in either
+// program's names: the Python agent's snapshot (session_id, platform,
+// session_start, last_updated) and export (id, source, started_at, epoch
+// times), and this program's export (its document fields).
+type hermesDoc struct {
+	ID              string             `json:"id"`
+	SessionID       string             `json:"session_id"`
+	Title           string             `json:"title"`
+	Source          string             `json:"source"`
+	Platform        string             `json:"platform"`
+	Model           string             `json:"model"`
+	ParentSessionID string             `json:"parent_session_id"`
+	SessionKey      string             `json:"session_key"`
+	EndReason       string             `json:"end_reason"`
+	CreatedAt       json.RawMessage    `json:"created_at"`
+	StartedAt       json.RawMessage    `json:"started_at"`
+	SessionStart    json.RawMessage    `json:"session_start"`
+	UpdatedAt       json.RawMessage    `json:"updated_at"`
+	LastUpdated     json.RawMessage    `json:"last_updated"`
+	EndedAt         json.RawMessage    `json:"ended_at"`
+	SystemPrompt    string             `json:"system_prompt"`
+	Meta            json.RawMessage    `json:"meta"`
+	Messages        *[]json.RawMessage `json:"messages"`
+}
+
+// hermesKnown are the keys a hermes document's fields take, or that this
+// program recomputes (counts, state, its own caches): the rest is meta.
+var hermesKnown = map[string]bool{
+	"id": true, "session_id": true, "title": true, "source": true, "platform": true, "model": true,
+	"parent_session_id": true, "session_key": true, "end_reason": true,
+	"created_at": true, "started_at": true, "session_start": true, "updated_at": true, "last_updated": true, "ended_at": true,
+	"system_prompt": true, "meta": true, "messages": true, "message_count": true,
+	"state": true, "resume_reason": true, "resume_pending_at": true, "interrupt_count": true, "profile": true, "preview": true,
+}
+
+// session builds the Session of a hermes document whose raw fields are
+// fields; where names what to blame in an error.
+func (d *hermesDoc) session(format string, fields map[string]json.RawMessage, fail func(error) error) (Session, error) {
+	s := Session{
+		ID: cmp.Or(d.ID, d.SessionID), Title: d.Title, Model: d.Model,
+		Source:          cmp.Or(d.Source, d.Platform, "import:"+format),
+		ParentSessionID: d.ParentSessionID, SessionKey: d.SessionKey, EndReason: d.EndReason,
+	}
+	for _, t := range []struct {
+		name string
+		into *time.Time
+		raws []json.RawMessage
+	}{
+		{"created_at", &s.CreatedAt, []json.RawMessage{d.CreatedAt, d.StartedAt, d.SessionStart}},
+		{"updated_at", &s.UpdatedAt, []json.RawMessage{d.UpdatedAt, d.LastUpdated}},
+		{"ended_at", &s.EndedAt, []json.RawMessage{d.EndedAt}},
+	} {
+		for _, raw := range t.raws {
+			v, err := parseTimeJSON(raw)
+			if err != nil {
+				return Session{}, fail(fmt.Errorf("%s: %v", t.name, err))
+			}
+			if !v.IsZero() {
+				*t.into = v
+				break
+			}
+		}
+	}
+	meta, err := metaObject(fields, hermesKnown, d.Meta)
+	if err != nil {
+		return Session{}, fail(err)
+	}
+	s.Meta = meta
+	return s, nil
+}
+
 // parseHermesJSON reads the Python agent's one-object session snapshot.
 func parseHermesJSON(data []byte) (Session, error) {
 	const format = FormatHermesJSON
-	var doc struct {
-		SessionID    string            `json:"session_id"`
-		Title        string            `json:"title"`
-		Model        string            `json:"model"`
-		Platform     string            `json:"platform"`
-		SessionStart json.RawMessage   `json:"session_start"`
-		SystemPrompt string            `json:"system_prompt"`
-		Messages     []json.RawMessage `json:"messages"`
-	}
+	var doc hermesDoc
 	data = trimBOM(data)
 	start := bytes.TrimLeft(data, " \t\r\n")
 	if len(start) > 0 && start[0] != '{' {
 		return Session{}, invalidf(format, lineAt(data, int64(len(data)-len(start))), "not a JSON object")
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&doc); err != nil {
+	var fields map[string]json.RawMessage
+	if err := dec.Decode(&fields); err != nil {
 		return Session{}, jsonError(format, data, dec, err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return Session{}, invalidf(format, lineAt(data, dec.InputOffset()), "data after the session object")
 	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return Session{}, jsonError(format, data, dec, err)
+	}
 	if doc.Messages == nil {
 		return Session{}, invalidf(format, 0, "no \"messages\" list")
 	}
-	s := Session{ID: doc.SessionID, Title: doc.Title, Source: "import:" + format, Model: doc.Model}
-	if doc.Platform != "" {
-		s.Source = doc.Platform
+	s, err := doc.session(format, fields, func(err error) error { return invalidf(format, 0, "%v", err) })
+	if err != nil {
+		return Session{}, err
 	}
-	var err error
-	if s.CreatedAt, err = parseTimeJSON(doc.SessionStart); err != nil {
-		return Session{}, invalidf(format, 0, "session_start: %v", err)
-	}
-	if s.Messages, err = hermesMessages(doc.Messages, doc.SystemPrompt, func(i int, err error) error {
-		return invalidf(format, rawLine(data, doc.Messages, i), "message %d: %v", i+1, err)
+	if s.Messages, err = hermesMessages(*doc.Messages, doc.SystemPrompt, func(i int, err error) error {
+		return invalidf(format, rawLine(data, *doc.Messages, i), "message %d: %v", i+1, err)
 	}); err != nil {
 		return Session{}, err
 	}
@@ -60,33 +126,20 @@ func parseHermesJSONL(data []byte) ([]Session, error) {
 	const format = FormatHermesJSONL
 	var out []Session
 	for n, line := range lines(data) {
-		var doc struct {
-			ID           string             `json:"id"`
-			Title        string             `json:"title"`
-			Source       string             `json:"source"`
-			Model        string             `json:"model"`
-			CreatedAt    json.RawMessage    `json:"created_at"`
-			StartedAt    json.RawMessage    `json:"started_at"`
-			SystemPrompt string             `json:"system_prompt"`
-			Messages     *[]json.RawMessage `json:"messages"`
+		var fields map[string]json.RawMessage
+		if err := decodeLine(format, n, line, &fields); err != nil {
+			return nil, err
 		}
+		var doc hermesDoc
 		if err := decodeLine(format, n, line, &doc); err != nil {
 			return nil, err
 		}
 		if doc.Messages == nil {
 			return nil, invalidf(format, n, "no \"messages\" list")
 		}
-		s := Session{ID: doc.ID, Title: doc.Title, Source: "import:" + format, Model: doc.Model}
-		if doc.Source != "" {
-			s.Source = doc.Source
-		}
-		created := doc.CreatedAt
-		if len(created) == 0 || string(created) == "null" {
-			created = doc.StartedAt // the Python agent's export
-		}
-		var err error
-		if s.CreatedAt, err = parseTimeJSON(created); err != nil {
-			return nil, invalidf(format, n, "created_at: %v", err)
+		s, err := doc.session(format, fields, func(err error) error { return invalidf(format, n, "%v", err) })
+		if err != nil {
+			return nil, err
 		}
 		if s.Messages, err = hermesMessages(*doc.Messages, doc.SystemPrompt, func(i int, err error) error {
 			return invalidf(format, n, "message %d: %v", i+1, err)
@@ -116,6 +169,15 @@ func hermesMessages(raws []json.RawMessage, systemPrompt string, fail func(i int
 			return nil, fail(i, err)
 		}
 		m.Seq = 0
+		// A key its writer keeps for itself (the Python agent's
+		// "_db_persisted", stamped once a message reaches its database) is
+		// no part of the message the API sees, and would make a grown
+		// snapshot of the session differ from the one imported before.
+		for k := range m.Extra {
+			if strings.HasPrefix(k, "_") {
+				delete(m.Extra, k)
+			}
+		}
 		// The Python agent stamps some messages with "timestamp" (ISO or
 		// Unix seconds): it is the message's ts.
 		if v, ok := m.Extra["timestamp"]; ok && m.TS == "" {
@@ -127,9 +189,9 @@ func hermesMessages(raws []json.RawMessage, systemPrompt string, fail func(i int
 				m.TS = fsstore.TimeOf(t)
 			}
 			delete(m.Extra, "timestamp")
-			if len(m.Extra) == 0 {
-				m.Extra = nil
-			}
+		}
+		if len(m.Extra) == 0 {
+			m.Extra = nil
 		}
 		msgs = append(msgs, m)
 	}

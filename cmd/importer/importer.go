@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"iter"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -31,12 +33,74 @@ var Formats = []string{FormatHermesJSON, FormatHermesJSONL, FormatClaudeCode, Fo
 
 // Session is one conversation read from another tool, ready to be stored.
 type Session struct {
-	ID        string // the source's session id when it has one ("" otherwise)
-	Title     string
-	Source    string // "import:<format>" unless the data names a platform/source (hermes-json: platform; hermes-jsonl: source field)
-	Model     string
-	CreatedAt time.Time          // zero if unknown
-	Messages  []sessions.Message // Seq left 0; TS set when the source gives a timestamp (in fsstore.TimeLayout), else ""
+	ID              string // the source's session id when it has one ("" otherwise)
+	Title           string
+	Source          string // "import:<format>" unless the data names a platform/source (hermes-json: platform; hermes-jsonl: source field)
+	Model           string
+	ParentSessionID string // the session it continues or was spawned by (a compression, a branch, a sub-agent)
+	SessionKey      string
+	EndReason       string    // the source's ("" when it does not say)
+	CreatedAt       time.Time // zero if unknown
+	UpdatedAt       time.Time // the last activity: the last message's time (zero if no time is known)
+	EndedAt         time.Time // the source's (zero when it does not say)
+	// Meta holds what the source said of the session beyond these fields,
+	// as a JSON object (nil when nothing).
+	Meta     json.RawMessage
+	Messages []sessions.Message // Seq left 0; TS set wherever a time is known (in fsstore.TimeLayout), else ""
+	// Skipped counts the source's lines or items, by type, that hold
+	// nothing a chat message keeps (Codex's event_msg, reasoning, …).
+	Skipped map[string]int
+}
+
+// settleTimes gives a time to the messages without one, then takes the
+// session's last activity, and its start when the source has none, from
+// the messages: a session is last active at its last message, whatever
+// the moment of the import. When no message has a time (a Python hermes
+// snapshot), each gets the session's last activity as the source states
+// it (last_updated, else ended_at, else the start); otherwise one gets the
+// time of the message before it, and one before any timed message (a
+// system prompt put first) the session's start, else the first time.
+func (s *Session) settleTimes() {
+	fallback := s.UpdatedAt
+	for _, t := range []time.Time{s.EndedAt, s.CreatedAt} {
+		if fallback.IsZero() {
+			fallback = t
+		}
+	}
+	var prev fsstore.Time
+	timed := slices.IndexFunc(s.Messages, func(m sessions.Message) bool { return m.TS != "" })
+	switch {
+	case timed < 0 && !fallback.IsZero():
+		prev = fsstore.TimeOf(fallback)
+	case timed < 0:
+	case !s.CreatedAt.IsZero():
+		prev = fsstore.TimeOf(s.CreatedAt)
+	default:
+		prev = s.Messages[timed].TS
+	}
+	var latest time.Time
+	for i := range s.Messages {
+		m := &s.Messages[i]
+		if m.TS == "" {
+			m.TS = prev
+		}
+		prev = m.TS
+		at, err := m.TS.Instant()
+		if err != nil {
+			continue
+		}
+		if s.CreatedAt.IsZero() {
+			s.CreatedAt = at
+		}
+		if at.After(latest) {
+			latest = at
+		}
+	}
+	if !latest.IsZero() {
+		s.UpdatedAt = latest
+	} else {
+		s.UpdatedAt = fallback
+	}
 }
 
 // parseError is the one error type the package returns for bad input. It
@@ -54,7 +118,14 @@ func (e *parseError) Error() string {
 	return e.format + ": " + e.msg
 }
 
-func (e *parseError) Is(target error) bool { return target == fsstore.ErrInvalid }
+func (e *parseError) Is(target error) bool {
+	return target == fsstore.ErrInvalid || (target == ErrUnrecognized && e.format == "detect")
+}
+
+// ErrUnrecognized matches the error of an input whose format Detect cannot
+// name (it also matches fsstore.ErrInvalid): a directory import skips such
+// a file as not a transcript.
+var ErrUnrecognized = errors.New("not a transcript of a known format")
 
 func invalidf(format string, line int, msgFormat string, args ...any) error {
 	return &parseError{format: format, line: line, msg: fmt.Sprintf(msgFormat, args...)}
@@ -115,29 +186,37 @@ func Parse(r io.Reader, format string) ([]Session, error) {
 		}
 		return nil, invalidf(format, lineAt(data, int64(off)), "not valid UTF-8")
 	}
+	var out []Session
 	switch format {
 	case FormatHermesJSON:
 		s, err := parseHermesJSON(data)
 		if err != nil {
 			return nil, err
 		}
-		return []Session{s}, nil
+		out = []Session{s}
 	case FormatHermesJSONL:
-		return parseHermesJSONL(data)
+		if out, err = parseHermesJSONL(data); err != nil {
+			return nil, err
+		}
 	case FormatClaudeCode:
 		s, err := parseClaudeCode(data)
 		if err != nil {
 			return nil, err
 		}
-		return []Session{s}, nil
+		out = []Session{s}
 	case FormatCodex:
 		s, err := parseCodex(data)
 		if err != nil {
 			return nil, err
 		}
-		return []Session{s}, nil
+		out = []Session{s}
+	default:
+		panic("unreachable: format " + format + " is in Formats but has no parser")
 	}
-	panic("unreachable: format " + format + " is in Formats but has no parser")
+	for i := range out {
+		out[i].settleTimes()
+	}
+	return out, nil
 }
 
 // Detect reads the start of the data and names its format, or returns an
@@ -170,6 +249,10 @@ func Detect(data []byte) (string, error) {
 	case h.multiline && has("messages"):
 		return FormatHermesJSON, nil
 	case has("messages") && !has("type"):
+		return FormatHermesJSONL, nil
+	case !has("type") && has("id") && (has("started_at") || has("parent_session_id")):
+		// The Python agent's export puts its messages after the session's
+		// row, which may fill the prefix read.
 		return FormatHermesJSONL, nil
 	case has("sessionId") || has("parentUuid") || has("leafUuid") || claudeEntryTypes[h.typ]:
 		return FormatClaudeCode, nil
@@ -273,7 +356,8 @@ func lineAt(data []byte, off int64) int {
 }
 
 // Layouts for the timestamps other tools write. Python's isoformat() has no
-// zone for a naive datetime; those are read as UTC.
+// zone for a naive datetime (datetime.now()): that is the local time where
+// the file was written, read in this process's zone (TZ).
 var timeLayouts = []string{
 	time.RFC3339Nano,
 	"2006-01-02T15:04:05.999999999",
@@ -283,7 +367,7 @@ var timeLayouts = []string{
 
 func parseTime(s string) (time.Time, error) {
 	for _, layout := range timeLayouts {
-		if t, err := time.Parse(layout, s); err == nil {
+		if t, err := time.ParseInLocation(layout, s, time.Local); err == nil {
 			return t.UTC(), nil
 		}
 	}
@@ -310,8 +394,32 @@ func parseTimeJSON(v json.RawMessage) (time.Time, error) {
 	if err := json.Unmarshal(v, &secs); err != nil {
 		return time.Time{}, fmt.Errorf("timestamp %s is neither a string nor a number", v)
 	}
-	whole := int64(secs)
-	return time.Unix(whole, int64((secs-float64(whole))*1e9)).UTC(), nil
+	// A float64 of Unix seconds holds microseconds, not nanoseconds:
+	// truncating its nanoseconds would lose the last digit written.
+	return time.UnixMicro(int64(math.Round(secs * 1e6))).UTC(), nil
+}
+
+// metaObject returns the fields of doc that known does not name, that are
+// not private to their writer (a name beginning with "_") and that say
+// something (not null, not ""), as a JSON object, or nil when there are
+// none. base, an object, is the start (an
+// export's own "meta").
+func metaObject(doc map[string]json.RawMessage, known map[string]bool, base json.RawMessage) (json.RawMessage, error) {
+	meta := map[string]json.RawMessage{}
+	if len(base) > 0 && string(base) != "null" {
+		if err := json.Unmarshal(base, &meta); err != nil {
+			return nil, fmt.Errorf("meta: %v", err)
+		}
+	}
+	for k, v := range doc {
+		if !known[k] && !strings.HasPrefix(k, "_") && string(v) != "null" && string(v) != `""` {
+			meta[k] = v
+		}
+	}
+	if len(meta) == 0 {
+		return nil, nil
+	}
+	return mustMarshal(meta), nil
 }
 
 // ts formats a source timestamp for Message.TS: "" stays "".

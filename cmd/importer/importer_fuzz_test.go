@@ -3,6 +3,7 @@ package importer
 import (
 	"bytes"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -15,16 +16,16 @@ import (
 // every error is ErrInvalid; every message of an accepted session is one
 // the store accepts once written (MarshalJSON, then sessions.ParseMessage).
 func FuzzImport(f *testing.F) {
-	fixtures, err := filepath.Glob(filepath.Join("..", "..", "testdata", "import", "*"))
+	err := filepath.WalkDir(filepath.Join("..", "..", "testdata", "import"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		f.Add(data)
+		return err
+	})
 	if err != nil {
 		f.Fatal(err)
-	}
-	for _, p := range fixtures {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(data)
 	}
 	for _, s := range []string{
 		"", "\xef\xbb\xbf", "[]", "null", "{", `{"messages":null}`,

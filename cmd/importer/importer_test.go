@@ -17,6 +17,41 @@ import (
 
 const fixtures = "../../testdata/import"
 
+// TestMain reads naive times in UTC, whatever the machine's zone, unless a
+// test says otherwise.
+func TestMain(m *testing.M) {
+	time.Local = time.UTC
+	os.Exit(m.Run())
+}
+
+// TestTimesNaiveAndEpoch: a time without a zone is local time where the
+// file was written, read in this process's zone; Unix seconds keep their
+// microseconds.
+func TestTimesNaiveAndEpoch(t *testing.T) {
+	tokyo, err := time.LoadLocation("Asia/Tokyo")
+	if err != nil {
+		t.Skip(err)
+	}
+	time.Local = tokyo
+	defer func() { time.Local = time.UTC }()
+	got, err := parseTimeJSON(json.RawMessage(`"2025-03-01T19:15:00.123456"`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantTime(t, "naive Tokyo time", got, "2025-03-01T10:15:00.123456Z")
+	for raw, want := range map[string]string{
+		`1750000000.123456`: "2025-06-15T15:06:40.123456Z",
+		`1750000000.000001`: "2025-06-15T15:06:40.000001Z",
+		`1750000000`:        "2025-06-15T15:06:40Z",
+	} {
+		got, err := parseTimeJSON(json.RawMessage(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantTime(t, raw, got, want)
+	}
+}
+
 func readFixture(t *testing.T, name string) []byte {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(fixtures, name))
@@ -98,6 +133,11 @@ func TestDetectFixtures(t *testing.T) {
 		{"hermes_export.jsonl", FormatHermesJSONL},
 		{"claude_code.jsonl", FormatClaudeCode},
 		{"codex_rollout.jsonl", FormatCodex},
+		{"hermes/session_20250610_091500_aa11bb.json", FormatHermesJSON},
+		{"hermes_export_chain.jsonl", FormatHermesJSONL},
+		{claudeMain, FormatClaudeCode},
+		{claudeAgent, FormatClaudeCode},
+		{codexBase, FormatCodex},
 	} {
 		data := readFixture(t, tc.file)
 		got, err := Detect(data)
@@ -160,10 +200,15 @@ func TestParseHermesJSON(t *testing.T) {
 	}
 	wantContent(t, s.Messages[3], `"a.txt\nb.txt"`)
 	wantContent(t, s.Messages[4], `"Two files: a.txt and b.txt."`)
+	// A snapshot's messages have no times: they get its last_updated.
 	for i, m := range s.Messages {
-		if m.Seq != 0 || m.TS != "" {
-			t.Errorf("message %d: seq %d ts %q, want 0 and \"\"", i, m.Seq, m.TS)
+		if m.Seq != 0 || m.TS != "2025-03-01T10:17:42.000001Z" {
+			t.Errorf("message %d: seq %d ts %q, want 0 and last_updated", i, m.Seq, m.TS)
 		}
+	}
+	wantTime(t, "UpdatedAt", s.UpdatedAt, "2025-03-01T10:17:42.000001Z")
+	if got := string(s.Meta); got != `{"base_url":"https://openrouter.ai/api/v1"}` {
+		t.Errorf("Meta = %s", got)
 	}
 }
 
@@ -387,9 +432,10 @@ func TestParseCodexBareFormat(t *testing.T) {
 	if m := s.Messages[3]; m.ToolCallID != "call_1" || m.Text() != "go.mod\n" {
 		t.Errorf("tool message = %q %q", m.ToolCallID, m.Text())
 	}
+	// Bare lines have no timestamp: the messages get the session's.
 	for i, m := range s.Messages {
-		if m.TS != "" {
-			t.Errorf("message %d ts = %q, want none: bare lines have no timestamp", i, m.TS)
+		if m.TS != "2025-07-01T10:00:00.000000Z" {
+			t.Errorf("message %d ts = %q, want the session_meta's", i, m.TS)
 		}
 	}
 }
@@ -482,5 +528,102 @@ func TestMessagesRoundTrip(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+const (
+	claudeMain  = "claude/-home-ann-proj/7d3e2f10-5a6b-4c7d-8e9f-0a1b2c3d4e5f.jsonl"
+	claudeAgent = "claude/-home-ann-proj/7d3e2f10-5a6b-4c7d-8e9f-0a1b2c3d4e5f/subagents/agent-a9f4657.jsonl"
+	codexBase   = "codex/2025/09/20/rollout-2025-09-20T10-00-00-0199a0b1-c2d3-7e4f-8a5b-6c7d8e9f0a1b.jsonl"
+)
+
+// TestParseHermesExportChain: an export keeps its lineage, its end, its
+// session key and the rest of its row as meta; epoch times keep their
+// microseconds; the system prompt takes the session's start.
+func TestParseHermesExportChain(t *testing.T) {
+	got := parseFixture(t, "hermes_export_chain.jsonl")
+	if len(got) != 2 {
+		t.Fatalf("%d sessions, want 2", len(got))
+	}
+	p, c := got[0], got[1]
+	if p.EndReason != "compression" || p.ParentSessionID != "" || p.Title != "Kyoto weekend" || p.SessionKey != "agent:main:telegram:dm:4242" {
+		t.Errorf("parent = %+v", p)
+	}
+	if c.ParentSessionID != p.ID || c.EndReason != "" || !c.EndedAt.IsZero() {
+		t.Errorf("child: parent %q, end %q at %v", c.ParentSessionID, c.EndReason, c.EndedAt)
+	}
+	wantTime(t, "parent CreatedAt", p.CreatedAt, "2025-01-15T08:00:00.123456Z")
+	wantTime(t, "parent EndedAt", p.EndedAt, "2025-01-15T09:00:00.654321Z")
+	wantTime(t, "parent UpdatedAt", p.UpdatedAt, "2025-01-15T08:00:10.999999Z")
+	if p.Messages[0].Role != "system" || p.Messages[0].TS != "2025-01-15T08:00:00.123456Z" || p.Messages[1].TS != "2025-01-15T08:00:01.000001Z" {
+		t.Errorf("first messages: %s %s, %s", p.Messages[0].Role, p.Messages[0].TS, p.Messages[1].TS)
+	}
+	var meta map[string]any
+	if err := json.Unmarshal(p.Meta, &meta); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"input_tokens", "model_config", "user_id", "estimated_cost_usd", "api_call_count"} {
+		if _, ok := meta[k]; !ok {
+			t.Errorf("meta lacks %s: %s", k, p.Meta)
+		}
+	}
+	for _, k := range []string{"id", "messages", "title", "actual_cost_usd", "session_key"} {
+		if _, ok := meta[k]; ok {
+			t.Errorf("meta has %s: %s", k, p.Meta)
+		}
+	}
+}
+
+// TestParseHermesSnapshotPrivateKeys: "_db_persisted" is not kept, so the
+// grown snapshot starts with the messages of the first.
+func TestParseHermesSnapshotPrivateKeys(t *testing.T) {
+	first := parseFixture(t, "hermes/session_20250610_091500_aa11bb.json")[0]
+	grown := parseFixture(t, "hermes_snapshot_grown.json")[0]
+	for i, m := range first.Messages {
+		a, _ := m.MarshalJSON()
+		b, _ := grown.Messages[i].MarshalJSON()
+		if strings.Contains(string(b), "_db_persisted") {
+			t.Fatalf("message %d keeps a private key: %s", i+1, b)
+		}
+		a, b = bytes.Replace(a, []byte(m.TS), nil, 1), bytes.Replace(b, []byte(grown.Messages[i].TS), nil, 1)
+		if !bytes.Equal(a, b) {
+			t.Errorf("message %d differs:\n%s\n%s", i+1, a, b)
+		}
+	}
+}
+
+// TestParseClaudeSubagent: a sub-agent's transcript is a session of its
+// own whose parent is the main one; the main one leaves out sidechains.
+func TestParseClaudeSubagent(t *testing.T) {
+	main := parseFixture(t, claudeMain)[0]
+	agent := parseFixture(t, claudeAgent)[0]
+	if main.ID != "7d3e2f10-5a6b-4c7d-8e9f-0a1b2c3d4e5f" || main.ParentSessionID != "" {
+		t.Errorf("main: id %q parent %q", main.ID, main.ParentSessionID)
+	}
+	if agent.ID != main.ID+"-agent-a9f4657" || agent.ParentSessionID != main.ID {
+		t.Errorf("agent: id %q parent %q", agent.ID, agent.ParentSessionID)
+	}
+	wantRoles(t, main.Messages, "user,assistant,tool,assistant")
+	wantRoles(t, agent.Messages, "user,assistant,tool,assistant")
+	for _, m := range main.Messages {
+		if strings.Contains(m.Text(), "SIDECHAIN") {
+			t.Errorf("main holds a sidechain message: %s", m.Content)
+		}
+	}
+}
+
+// TestParseCodexBaseInstructions: the system prompt of a 0.16x rollout
+// comes first; skipped lines and items are counted.
+func TestParseCodexBaseInstructions(t *testing.T) {
+	s := parseFixture(t, codexBase)[0]
+	wantRoles(t, s.Messages, "system,system,user,user,assistant,tool,assistant")
+	if !strings.HasPrefix(s.Messages[0].Text(), "You are Codex") {
+		t.Errorf("first message = %s", s.Messages[0].Content)
+	}
+	if s.Skipped["event_msg"] != 3 || s.Skipped["reasoning"] != 1 {
+		t.Errorf("Skipped = %v", s.Skipped)
+	}
+	if !strings.Contains(string(s.Meta), `"cli_version":"0.164.0"`) || strings.Contains(string(s.Meta), "base_instructions") {
+		t.Errorf("Meta = %s", s.Meta)
 	}
 }

@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"bytes"
+	"container/heap"
 	"encoding/json"
 	"errors"
 	"os"
@@ -22,6 +23,15 @@ import (
 // the first line seen for each session is its latest activity. Appends to
 // it are serialized by .catalog.lock, held only for the one write and sync.
 //
+// "at" is the session's activity, which is the moment of the write except
+// for an import: a session whose history ended 200 days ago was last
+// active then, not when it was imported. Such a line also carries
+// "written", the moment of the write. Since every "at" is at most its
+// line's write time, and lines are in write order, a reader walking
+// backwards knows that no line still unread is more recent than the write
+// time of the line it is at: List holds back the sessions of older
+// activity until then, so it orders by activity and still stops early.
+//
 // The catalog is a cache. The documents are the truth: a line whose session
 // has no document is skipped; a missing catalog is rebuilt from the
 // documents; `fsck --repair` rebuilds it when it lacks a session. It is
@@ -35,13 +45,22 @@ const (
 type catalogEntry struct {
 	SessionID string       `json:"session_id"`
 	At        fsstore.Time `json:"at"`
+	Written   fsstore.Time `json:"written,omitempty"` // set when it is not At (an import)
+}
+
+// written is when the line was appended.
+func (e *catalogEntry) written() fsstore.Time {
+	if e.Written != "" {
+		return e.Written
+	}
+	return e.At
 }
 
 func (s *Store) catalogPath() string { return filepath.Join(s.Dir, catalogName) }
 
-// touchCatalog records activity on id, synced.
-func (s *Store) touchCatalog(id string, now time.Time) error {
-	f, err := s.writeCatalog(id, now)
+// touchCatalog records activity on id at time at, written now, synced.
+func (s *Store) touchCatalog(id string, at, now time.Time) error {
+	f, err := s.writeCatalog(id, at, now)
 	if err != nil || f == nil {
 		return err
 	}
@@ -49,17 +68,22 @@ func (s *Store) touchCatalog(id string, now time.Time) error {
 	return fsstore.SyncLog(f)
 }
 
-// writeCatalog appends the line that records activity on id and returns
+// writeCatalog appends the line that records activity on id at time at
+// (now, but for an import's older history) and returns
 // the catalog, still to be synced by the caller (nil when the append made
 // the catalog compact itself, which syncs). The lock is held for the
 // write only: a sync covers whatever other writers appended meanwhile.
-func (s *Store) writeCatalog(id string, now time.Time) (*os.File, error) {
+func (s *Store) writeCatalog(id string, at, now time.Time) (*os.File, error) {
 	unlock, err := fsstore.Lock(filepath.Join(s.Dir, catalogLockName), s.LockTimeout)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	line, _ := json.Marshal(catalogEntry{SessionID: id, At: fsstore.TimeOf(now)})
+	e := catalogEntry{SessionID: id, At: fsstore.TimeOf(at)}
+	if w := fsstore.TimeOf(now); w != e.At {
+		e.Written = w
+	}
+	line, _ := json.Marshal(e)
 	_, err = os.Lstat(s.catalogPath())
 	made := errors.Is(err, os.ErrNotExist)
 	f, moved, err := fsstore.OpenAppend(s.catalogPath(), now)
@@ -93,7 +117,10 @@ type ListOptions struct {
 // List returns sessions by most recent activity first. It walks the
 // catalog backwards and opens only the documents it returns (and those the
 // filters reject), so its cost follows the limit, not the number of
-// sessions. Message counts are checked against the transcripts.
+// sessions. A session whose line says it was last active before the line
+// was written (an import) is held back until the walk reaches lines
+// written before that activity. Message counts are checked against the
+// transcripts.
 func (s *Store) List(opts ListOptions) ([]Session, error) {
 	f, size, err := s.openCatalog()
 	if f == nil || err != nil {
@@ -101,30 +128,74 @@ func (s *Store) List(opts ListOptions) ([]Session, error) {
 	}
 	defer f.Close()
 	seen := map[string]bool{}
+	var held heldSessions
 	var out []Session
+	// emit lists held sessions active at or after bound; false when the
+	// limit is reached.
+	emit := func(bound fsstore.Time) bool {
+		for len(held) > 0 && !held[0].at.Before(bound) {
+			id := heap.Pop(&held).(heldSession).id
+			sess, err := s.readDocument(id, false)
+			if err != nil {
+				if !errors.Is(err, fsstore.ErrNotFound) {
+					s.Warn(err.Error())
+				}
+				continue
+			}
+			// A transcript whose last line is damaged leaves the document's
+			// own count: the session is still listed, and fsck names it.
+			s.current(&sess)
+			if (opts.Source != "" && sess.Source != opts.Source) || (opts.State != "" && sess.State != opts.State) {
+				continue
+			}
+			out = append(out, sess)
+			if opts.Limit > 0 && len(out) >= opts.Limit {
+				return false
+			}
+		}
+		return true
+	}
 	err = fsstore.EachLineBackward(f, size, func(line []byte, _ int64) bool {
 		var e catalogEntry
 		if json.Unmarshal(line, &e) != nil || seen[e.SessionID] || fsstore.CheckID("session id", e.SessionID) != nil {
 			return true
 		}
 		seen[e.SessionID] = true
-		sess, err := s.readDocument(e.SessionID, false)
-		if err != nil {
-			if !errors.Is(err, fsstore.ErrNotFound) {
-				s.Warn(err.Error())
-			}
-			return true
-		}
-		// A transcript whose last line is damaged leaves the document's
-		// own count: the session is still listed, and fsck names it.
-		s.current(&sess)
-		if (opts.Source != "" && sess.Source != opts.Source) || (opts.State != "" && sess.State != opts.State) {
-			return true
-		}
-		out = append(out, sess)
-		return opts.Limit <= 0 || len(out) < opts.Limit
+		heap.Push(&held, heldSession{id: e.SessionID, at: e.At, n: len(seen)})
+		return emit(e.written())
 	})
+	if err == nil && (opts.Limit <= 0 || len(out) < opts.Limit) {
+		emit("")
+	}
 	return out, err
+}
+
+// heldSession is a session List has seen in the catalog and not yet
+// listed: its activity, and n, the order it was seen in, which breaks ties
+// (the line written later first).
+type heldSession struct {
+	id string
+	at fsstore.Time
+	n  int
+}
+
+// heldSessions is a container/heap, most recent activity first.
+type heldSessions []heldSession
+
+func (h heldSessions) Len() int { return len(h) }
+func (h heldSessions) Less(i, j int) bool {
+	if h[i].at != h[j].at {
+		return h[j].at.Before(h[i].at)
+	}
+	return h[i].n < h[j].n
+}
+func (h heldSessions) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *heldSessions) Push(x any)   { *h = append(*h, x.(heldSession)) }
+func (h *heldSessions) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
 
 // openCatalog opens the catalog and returns its size, rebuilding it from

@@ -52,7 +52,10 @@
 // or that is more than a minute after the store's clock, is
 // fsstore.ErrInvalid, and nothing is written. Check reports a document whose times are in another
 // form (written before that rule) and repairs it without moving an
-// instant.
+// instant. A session made by CreateWith with its own created_at,
+// updated_at and ended_at (an import's, from its history) keeps them: it
+// was last active when its history says, and the catalog lists and the
+// prune selects it by that time (catalog.go).
 //
 // # Recovery
 //

@@ -210,3 +210,55 @@ func TestSearchEscapedContent(t *testing.T) {
 		}
 	}
 }
+
+// TestListOrdersImportsByTheirHistory: a session created with an old
+// history (an import) is listed where its last activity puts it, not first
+// because its catalog line is the newest; ActiveSince does not stop at it,
+// and Prune sees its history's time.
+func TestListOrdersImportsByTheirHistory(t *testing.T) {
+	s, clock, _ := newTestStore(t)
+	start := clock.Now()
+	mustCreate(t, s, "old")
+	clock.Advance(200 * 24 * time.Hour)
+	mustCreate(t, s, "recent")
+	clock.Advance(time.Second)
+	mustCreate(t, s, "newest")
+	clock.Advance(time.Second)
+	at := func(d time.Duration) fsstore.Time { return fsstore.TimeOf(start.Add(d)) }
+	msgs := []Message{textMsg("user", "long ago"), textMsg("assistant", "indeed")}
+	msgs[0].TS, msgs[1].TS = at(time.Hour), at(2*time.Hour)
+	imported, _, err := s.CreateWith(Session{ID: "imported", State: StateEnded, CreatedAt: at(time.Hour), UpdatedAt: at(2 * time.Hour)}, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if imported.UpdatedAt != at(2*time.Hour) || imported.EndedAt != at(2*time.Hour) {
+		t.Fatalf("imported: updated_at %s, ended_at %s; want both %s", imported.UpdatedAt, imported.EndedAt, at(2*time.Hour))
+	}
+	for _, limit := range []int{0, 3, 4} {
+		list, err := s.List(ListOptions{Limit: limit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "newest,recent,imported,old"
+		if limit > 0 {
+			want = strings.Join(strings.Split(want, ",")[:limit], ",")
+		}
+		if got := ids(list); got != want {
+			t.Fatalf("List(limit %d) = %s, want %s", limit, got, want)
+		}
+	}
+	active, err := s.ActiveSince(clock.Now().Add(-time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(active); got != "newest,recent" {
+		t.Fatalf("ActiveSince = %s, want newest,recent", got)
+	}
+	removed, err := s.Prune(clock.Now().Add(-90*24*time.Hour), "", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(removed) != 1 || removed[0].SessionID != "imported" {
+		t.Fatalf("Prune = %+v, want the imported session", removed)
+	}
+}

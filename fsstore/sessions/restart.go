@@ -28,10 +28,13 @@ func (s *Store) ActiveSince(cutoff time.Time) ([]Session, error) {
 			return true
 		}
 		at, err := e.At.Instant()
-		if err != nil {
+		written, werr := e.written().Instant()
+		if err != nil || werr != nil {
 			return true
 		}
-		if at.Before(stop) {
+		// An import's line says its session was active long before the
+		// line was written: only the write time says where to stop.
+		if written.Before(stop) {
 			return false
 		}
 		if seen[e.SessionID] || at.Before(cutoff) {

@@ -55,8 +55,12 @@ type Session struct {
 	InterruptCount  int          `json:"interrupt_count"`
 	// Cwd is the working directory of the session's tools (the agent's
 	// terminal, read_file, write_file): relative paths start there.
-	Cwd     string `json:"cwd"`
-	Preview string `json:"preview"`
+	Cwd string `json:"cwd"`
+	// Meta is what an imported session's source said of it beyond these
+	// fields (its token counts, costs, model settings, …), kept as the
+	// source wrote it; null for a session made here.
+	Meta    json.RawMessage `json:"meta"`
+	Preview string          `json:"preview"`
 }
 
 // times are the document's time fields, by name.
@@ -193,9 +197,10 @@ func (s *Store) current(sess *Session) error {
 }
 
 // Create makes a session document with an empty transcript. The id is
-// sess.ID, or a new one when empty; created_at is sess.CreatedAt (an
-// import's), or now. Creating a session that exists is a
-// no-op that returns the stored document and created=false: never an error
+// sess.ID, or a new one when empty; created_at and updated_at are sess's
+// (an import's, from its history), or now, and an ended session's
+// ended_at is sess's, or its updated_at. Creating a session that exists
+// is a no-op that returns the stored document and created=false: never an error
 // that would stop later writes. A non-empty title must not be taken by
 // another session; it is checked and written under the titles lock.
 func (s *Store) Create(sess Session) (Session, bool, error) {
@@ -245,17 +250,32 @@ func (s *Store) CreateWith(sess Session, msgs []Message) (_ Session, created boo
 		}
 	}
 	ts := fsstore.TimeOf(now)
-	sess.UpdatedAt = ts
-	if sess.CreatedAt == "" {
-		sess.CreatedAt = ts
-	} else if sess.CreatedAt, err = sess.CreatedAt.Canonical(); err != nil {
-		return Session{}, false, fsstore.Invalidf("created_at: %w", err)
-	}
 	if sess.State == "" {
 		sess.State = StateActive
 	}
+	for _, p := range []*fsstore.Time{&sess.CreatedAt, &sess.UpdatedAt} {
+		if *p == "" {
+			*p = ts
+		}
+	}
 	if sess.State == StateEnded && sess.EndedAt == "" {
-		sess.EndedAt = ts
+		sess.EndedAt = sess.UpdatedAt
+	}
+	for name, p := range map[string]*fsstore.Time{"created_at": &sess.CreatedAt, "updated_at": &sess.UpdatedAt, "ended_at": &sess.EndedAt} {
+		if *p != "" {
+			if *p, err = p.Canonical(); err != nil {
+				return Session{}, false, fsstore.Invalidf("%s: %w", name, err)
+			}
+		}
+	}
+	// An import's last activity is its history's, which the catalog
+	// records as such.
+	active, err := sess.UpdatedAt.Instant()
+	if err != nil {
+		return Session{}, false, err
+	}
+	if active.After(now.Add(maxFutureTS)) {
+		return Session{}, false, fsstore.Invalidf("updated_at %s is more than %v in the future (the clock says %s)", sess.UpdatedAt, maxFutureTS, ts)
 	}
 	sess.Profile = s.Profile
 	// A transcript may exist without a document (its document was
@@ -288,7 +308,7 @@ func (s *Store) CreateWith(sess Session, msgs []Message) (_ Session, created boo
 	}
 	sess.MessageCount = seq
 	err = fsstore.AppendThen(f, made, lines, func() error {
-		if err := s.touchCatalog(sess.ID, now); err != nil {
+		if err := s.touchCatalog(sess.ID, active, now); err != nil {
 			return err
 		}
 		return fsstore.WriteDoc(s.docPath(sess.ID), &sess)
@@ -455,9 +475,17 @@ func (s *Store) appendLocked(sess *Session, msgs []Message) (int64, error) {
 	if err := fsstore.WriteLines(f, lines); err != nil {
 		return 0, err
 	}
+	// The session was last active at its last message's time: now, but
+	// for an import extending an old history.
+	active := now
+	if n := len(msgs); n > 0 {
+		if at, err := msgs[n-1].TS.Instant(); err == nil {
+			active = at
+		}
+	}
 	// The transcript and the catalog lines are both written before either
 	// is synced, and then synced at once (see SyncLogs).
-	catalog, err := s.writeCatalog(sess.ID, now)
+	catalog, err := s.writeCatalog(sess.ID, active, now)
 	if err == nil && catalog != nil {
 		err = fsstore.SyncLogs(f, catalog)
 		catalog.Close()
@@ -635,7 +663,7 @@ func (s *Store) replaceLocked(sess *Session, msgs []Message) (_ SaveResult, err 
 		}
 		fsstore.SyncDir(s.Dir)
 	}()
-	if err := s.touchCatalog(sess.ID, now); err != nil {
+	if err := s.touchCatalog(sess.ID, now, now); err != nil {
 		return SaveResult{}, err
 	}
 	err = fsstore.WriteAtomic(path, func(w io.Writer) error {
@@ -905,7 +933,7 @@ func (s *Store) update(id string, change func(*Session) error) (Session, error) 
 	}
 	now := s.Now()
 	sess.UpdatedAt = fsstore.TimeOf(now)
-	if err := s.touchCatalog(id, now); err != nil {
+	if err := s.touchCatalog(id, now, now); err != nil {
 		return Session{}, err
 	}
 	return sess, fsstore.WriteDoc(s.docPath(id), &sess)
