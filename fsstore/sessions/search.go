@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -66,15 +64,10 @@ func (s *Store) Search(query string, limit int) ([]Hit, error) {
 	r.stop.Store(int64(len(ids)))
 	m := newFoldMatcher(query)
 	dirfd := int(d.Fd())
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(ids)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r.work(&searcher{m: m, dir: s.Dir, dirfd: dirfd, buf: make([]byte, 256<<10)})
-		}()
-	}
-	wg.Wait()
+	eachOnWorkers(len(ids), func() func(int) {
+		w := &searcher{m: m, lineReader: newLineReader(s.Dir, dirfd)}
+		return func(i int) { r.search(w, i) }
+	})
 	var hits []Hit
 	for i, found := range r.results[:r.stop.Load()] {
 		if r.errs[i] != nil {
@@ -120,18 +113,17 @@ func transcriptIDs(d *os.File) ([]string, error) {
 	return ids, nil
 }
 
-// searchRun is one search's shared state. Workers take transcripts by
-// index from next, with no channel and no lock, and each writes only its
-// own slots of results and errs. With a limit, the first worker to see
-// that enough hits may have been found walks the finished prefix of ids
-// (under mu) and sets stop past the transcript that completes the limit.
+// searchRun is one search's shared state. Each worker writes only the
+// slots of results and errs of the transcripts it takes. With a limit,
+// the first worker to see that enough hits may have been found walks the
+// finished prefix of ids (under mu) and sets stop past the transcript
+// that completes the limit; the transcripts after it are not read.
 type searchRun struct {
 	ids     []string
 	limit   int
 	results [][]Hit
 	errs    []error
 	done    []atomic.Bool
-	next    atomic.Int64
 	stop    atomic.Int64 // transcripts from this index on are not read
 	found   atomic.Int64 // hits in all finished transcripts
 
@@ -140,20 +132,14 @@ type searchRun struct {
 	prefix   int // their hits
 }
 
-func (r *searchRun) work(w *searcher) {
-	for {
-		i := r.next.Add(1) - 1
-		if i >= r.stop.Load() {
-			return
-		}
-		r.results[i], r.errs[i] = w.transcript(r.ids[i], r.limit)
-		r.done[i].Store(true)
-		if r.limit <= 0 {
-			continue
-		}
-		if r.found.Add(int64(len(r.results[i]))) >= int64(r.limit) {
-			r.advance()
-		}
+func (r *searchRun) search(w *searcher, i int) {
+	if int64(i) >= r.stop.Load() {
+		return
+	}
+	r.results[i], r.errs[i] = w.transcript(r.ids[i], r.limit)
+	r.done[i].Store(true)
+	if r.limit > 0 && r.found.Add(int64(len(r.results[i]))) >= int64(r.limit) {
+		r.advance()
 	}
 }
 
@@ -171,12 +157,10 @@ func (r *searchRun) advance() {
 	}
 }
 
-// searcher reads transcripts for one worker, into a buffer it keeps.
+// searcher searches transcripts for one worker.
 type searcher struct {
+	*lineReader
 	m     *foldMatcher
-	dir   string
-	dirfd int
-	buf   []byte
 	lower []byte // the lowered block, for a query beyond ASCII
 }
 
@@ -186,61 +170,31 @@ type searcher struct {
 // without its newline is skipped.
 func (w *searcher) transcript(id string, limit int) ([]Hit, error) {
 	name := id + ".jsonl"
-	var st unix.Stat_t
-	if err := ignoringEINTR(func() error { return unix.Fstatat(w.dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) }); err != nil {
-		if err == unix.ENOENT {
-			return nil, nil // removed since the listing
-		}
-		return nil, &os.PathError{Op: "stat", Path: filepath.Join(w.dir, name), Err: err}
+	st, err := w.stat(name, false)
+	if errors.Is(err, unix.ENOENT) {
+		return nil, nil // removed since the listing
+	}
+	if err != nil {
+		return nil, err
 	}
 	// A transcript that is a symlink is not followed, as everywhere.
 	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size == 0 {
 		return nil, nil
 	}
-	var fd int
-	err := ignoringEINTR(func() (err error) {
-		fd, err = seam.OpenRead(w.dirfd, name)
-		return err
-	})
-	if err == unix.ENOENT {
+	fd, err := w.open(name, seam.OpenRead)
+	if errors.Is(err, unix.ENOENT) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: filepath.Join(w.dir, name), Err: err}
+		return nil, err
 	}
 	defer unix.Close(fd)
 	var hits []Hit
-	left, n := st.Size, 0 // n: bytes of a line begun in the last read, kept at the front of buf
-	for left > 0 && (limit <= 0 || len(hits) < limit) {
-		if n == len(w.buf) {
-			w.buf = append(w.buf, make([]byte, len(w.buf))...)
-		}
-		var got int
-		err := ignoringEINTR(func() (err error) {
-			got, err = unix.Read(fd, w.buf[n:n+int(min(int64(len(w.buf)-n), left))])
-			return err
-		})
-		if err != nil {
-			return nil, &os.PathError{Op: "read", Path: filepath.Join(w.dir, name), Err: err}
-		}
-		if got == 0 {
-			break // cut short since it was looked at
-		}
-		n += got
-		left -= int64(got)
-		end := bytes.LastIndexByte(w.buf[:n], '\n') + 1
-		hits = w.block(id, w.buf[:end], hits, limit)
-		n = copy(w.buf, w.buf[end:n])
-	}
-	return hits, nil
-}
-
-func ignoringEINTR(fn func() error) error {
-	for {
-		if err := fn(); err != unix.EINTR {
-			return err
-		}
-	}
+	_, _, err = w.each(fd, name, st.Size, func(b []byte, _ int64) bool {
+		hits = w.block(id, b, hits, limit)
+		return limit <= 0 || len(hits) < limit
+	})
+	return hits, err
 }
 
 // block appends to hits those of the complete lines in b. With a query
