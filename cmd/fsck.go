@@ -3,6 +3,7 @@ package cmd
 import (
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -20,6 +21,7 @@ func fsckCommand() *cli.Command {
 		ArgsUsage: " ",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "repair", Usage: "fix what can be fixed without deleting a byte (move aside, never remove)"},
+			&cli.BoolFlag{Name: "stats", Usage: "say how many sessions were checked and at what rate (the default on a terminal)"},
 		},
 		Action: withEnv(fsck),
 	}
@@ -31,10 +33,12 @@ func fsck(e *env) error {
 	}
 	repair := e.c.Bool("repair")
 	lostFound := filepath.Join(e.profile.Dir(), "lost+found")
-	findings, err := e.sessions().Check(repair, lostFound)
+	start := time.Now()
+	findings, checked, err := e.sessions().CheckSessions(repair, lostFound)
 	if err != nil {
 		return err
 	}
+	took := time.Since(start)
 	dir := e.profile.Dir()
 	for _, check := range []func(bool, string) ([]fsstore.Finding, error){
 		tasks.NewStore(dir, e.lockTimeout, e.warn).Check,
@@ -59,6 +63,10 @@ func fsck(e *env) error {
 			findings = append(findings, fsstore.Finding{Path: filepath.Join(gs.Dir, "history"),
 				What: fmt.Sprintf("history index entries written from the transcripts: %d", n), Repaired: true})
 		}
+	}
+	if e.c.Bool("stats") || isTerminalWriter(e.stderr) {
+		fmt.Fprintf(e.stderr, "hermes: fsck: profile %s: %d sessions checked in %.2fs (%.0f sessions/s)\n",
+			e.profile.Name, checked, took.Seconds(), float64(checked)/max(took.Seconds(), 1e-6))
 	}
 	problems := 0
 	for _, f := range findings {

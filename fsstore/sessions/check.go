@@ -1,6 +1,7 @@
 package sessions
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,9 @@ import (
 	"sort"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/hermes/hermes/fsstore"
 )
@@ -21,19 +25,34 @@ import (
 // for an orphan transcript, stray temp files moved to lostFound, the
 // catalog rebuilt. Damage inside a transcript is reported, not repaired.
 func (s *Store) Check(repair bool, lostFound string) ([]fsstore.Finding, error) {
+	out, _, err := s.CheckSessions(repair, lostFound)
+	return out, err
+}
+
+// CheckSessions is Check, and also returns how many sessions (documents
+// and transcripts without one) it checked. Documents, then transcripts,
+// are read in parallel, each once (a document twice with repair, since a
+// repair may rewrite it between the two); what they show is reported,
+// and repaired, one at a time in the order of their names, so the result
+// is that of a sequential check.
+func (s *Store) CheckSessions(repair bool, lostFound string) ([]fsstore.Finding, int, error) {
 	entries, err := os.ReadDir(s.Dir)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return nil, 0, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	var out []fsstore.Finding
 	add := func(f fsstore.Finding) { out = append(out, f) }
 	docs := map[string]bool{}
+	// parsed holds the documents that parse, for the count check: without
+	// repair nothing is written in between, so each is read once.
+	parsed := map[string]*Session{}
 	byTitle := map[string][]Session{}
 	var logs []string
-	for _, e := range entries {
+	read := s.readDocuments(entries)
+	for i, e := range entries {
 		name := e.Name()
 		path := filepath.Join(s.Dir, name)
 		switch {
@@ -43,10 +62,12 @@ func (s *Store) Check(repair bool, lostFound string) ([]fsstore.Finding, error) 
 			logs = append(logs, strings.TrimSuffix(name, ".jsonl"))
 		case strings.HasSuffix(name, ".json"):
 			id := strings.TrimSuffix(name, ".json")
-			var sess Session
-			err := fsstore.ReadDoc(path, &sess)
-			if err == nil && sess.ID != id {
-				err = &fsstore.CorruptError{Path: path, Err: fmt.Errorf("document has id %q, not %q", sess.ID, id)}
+			sess, err := read[i].sess, read[i].err
+			if err == nil {
+				parsed[id] = sess
+				if sess.ID != id {
+					err = &fsstore.CorruptError{Path: path, Err: fmt.Errorf("document has id %q, not %q", sess.ID, id)}
+				}
 			}
 			var corrupt *fsstore.CorruptError
 			if errors.As(err, &corrupt) {
@@ -60,11 +81,11 @@ func (s *Store) Check(repair bool, lostFound string) ([]fsstore.Finding, error) 
 				continue
 			}
 			if err != nil {
-				return out, err
+				return out, 0, err
 			}
 			docs[id] = true
 			if sess.Title != "" {
-				byTitle[sess.Title] = append(byTitle[sess.Title], sess)
+				byTitle[sess.Title] = append(byTitle[sess.Title], *sess)
 			}
 			if fields := sess.nonCanonicalTimes(); len(fields) > 0 {
 				f := fsstore.Finding{Path: path, What: "times not in the store's form (" + strings.Join(fields, ", ") + ")", Problem: true}
@@ -76,12 +97,25 @@ func (s *Store) Check(repair bool, lostFound string) ([]fsstore.Finding, error) 
 		}
 	}
 	out = append(out, s.checkTitles(byTitle, repair)...)
-	for _, id := range logs {
-		out = append(out, s.checkTranscript(id, docs[id], repair)...)
+	scans, err := s.scanTranscripts(logs)
+	if err != nil {
+		return out, 0, err
+	}
+	for i, id := range logs {
+		doc := parsed[id]
+		if repair {
+			// A repair above may have rewritten it.
+			doc = nil
+			var sess Session
+			if fsstore.ReadDoc(s.docPath(id), &sess) == nil {
+				doc = &sess
+			}
+		}
+		out = append(out, s.checkTranscript(id, scans[i], docs[id], doc, repair)...)
 	}
 	catalog, err := s.catalogIDs()
 	if err != nil {
-		return out, err
+		return out, 0, err
 	}
 	for id := range docs {
 		if !catalog[id] {
@@ -93,7 +127,13 @@ func (s *Store) Check(repair bool, lostFound string) ([]fsstore.Finding, error) 
 			break
 		}
 	}
-	return out, nil
+	checked := len(docs)
+	for _, id := range logs {
+		if !docs[id] {
+			checked++
+		}
+	}
+	return out, checked, nil
 }
 
 // checkTitles reports every session whose title an older session has
@@ -179,39 +219,146 @@ func truncateUTF8(s string, n int) string {
 	return s[:n]
 }
 
-func (s *Store) checkTranscript(id string, hasDoc, repair bool) []fsstore.Finding {
-	path := s.logPath(id)
-	var out []fsstore.Finding
-	f, err := os.Open(path)
+// docRead is a document as read by readDocuments.
+type docRead struct {
+	sess *Session
+	err  error
+}
+
+// readDocuments reads, in parallel, the entries that may be session
+// documents (<id>.json), each once.
+func (s *Store) readDocuments(entries []os.DirEntry) []docRead {
+	read := make([]docRead, len(entries))
+	eachOnWorkers(len(entries), func() func(int) {
+		return func(i int) {
+			name := entries[i].Name()
+			if strings.HasPrefix(name, ".") || !strings.HasSuffix(name, ".json") {
+				return
+			}
+			var sess Session
+			if read[i].err = fsstore.ReadDoc(filepath.Join(s.Dir, name), &sess); read[i].err == nil {
+				read[i].sess = &sess
+			}
+		}
+	})
+	return read
+}
+
+// transcriptScan is what one read of a transcript found: the damage of its
+// lines, its torn tail, and its last complete line's seq (the count).
+type transcriptScan struct {
+	findings []fsstore.Finding
+	failed   bool // it could not be read: findings says why
+	torn     *fsstore.TornTail
+	count    int64
+	countErr error // the last line's seq could not be read
+}
+
+// scanTranscripts reads the transcripts of ids in parallel, each once.
+func (s *Store) scanTranscripts(ids []string) ([]transcriptScan, error) {
+	d, err := os.Open(s.Dir)
 	if err != nil {
-		return []fsstore.Finding{{Path: path, What: err.Error(), Problem: true}}
+		return nil, err
 	}
-	defer f.Close()
-	fi, err := f.Stat()
+	defer d.Close()
+	dirfd := int(d.Fd())
+	scans := make([]transcriptScan, len(ids))
+	eachOnWorkers(len(ids), func() func(int) {
+		r := newLineReader(s.Dir, dirfd)
+		return func(i int) { scans[i] = r.scanTranscript(ids[i]) }
+	})
+	return scans, nil
+}
+
+// scanTranscript checks every line of the transcript of id: it parses as
+// a message (the fast reader first, the full decoder for what it leaves)
+// and has the next seq. A transcript with nothing in it is not opened.
+func (r *lineReader) scanTranscript(id string) transcriptScan {
+	name := id + ".jsonl"
+	path := filepath.Join(r.dir, name)
+	failed := func(err error) transcriptScan {
+		return transcriptScan{findings: []fsstore.Finding{{Path: path, What: err.Error(), Problem: true}}, failed: true}
+	}
+	st, err := r.stat(name, true)
 	if err != nil {
-		return []fsstore.Finding{{Path: path, What: err.Error(), Problem: true}}
+		return failed(err)
 	}
+	if st.Size == 0 {
+		return transcriptScan{}
+	}
+	fd, err := r.open(name, openFollow)
+	if err != nil {
+		return failed(err)
+	}
+	defer unix.Close(fd)
+	var sc transcriptScan
 	var want int64 = 1
-	torn, err := fsstore.ScanLines(f, fi.Size(), func(line []byte, off int64) error {
-		var pos struct {
-			Seq int64 `json:"seq"`
+	var last []byte
+	hasLast := false
+	tailOff, tailSize, err := r.each(fd, name, st.Size, func(b []byte, base int64) bool {
+		for off := 0; off < len(b); {
+			end := off + bytes.IndexByte(b[off:], '\n')
+			line := b[off:end]
+			seq, ok := lineSeq(line)
+			switch {
+			case !ok:
+				sc.findings = append(sc.findings, fsstore.Finding{Path: path, What: fmt.Sprintf("corrupt record at offset %d (not repaired: it is not at the tail)", base+int64(off)), Problem: true})
+				want++
+			default:
+				if seq != want {
+					sc.findings = append(sc.findings, fsstore.Finding{Path: path, What: fmt.Sprintf("seq %d at offset %d, expected %d", seq, base+int64(off), want), Problem: true})
+				}
+				want = seq + 1
+			}
+			if end+1 == len(b) {
+				last, hasLast = append(last[:0], line...), true
+			}
+			off = end + 1
 		}
-		if _, perr := ParseMessage(line); perr != nil || json.Unmarshal(line, &pos) != nil {
-			out = append(out, fsstore.Finding{Path: path, What: fmt.Sprintf("corrupt record at offset %d (not repaired: it is not at the tail)", off), Problem: true})
-			want++
-			return nil
-		}
-		if pos.Seq != want {
-			out = append(out, fsstore.Finding{Path: path, What: fmt.Sprintf("seq %d at offset %d, expected %d", pos.Seq, off, want), Problem: true})
-		}
-		want = pos.Seq + 1
-		return nil
+		return true
 	})
 	if err != nil {
-		return append(out, fsstore.Finding{Path: path, What: err.Error(), Problem: true})
+		sc.findings = append(sc.findings, fsstore.Finding{Path: path, What: err.Error(), Problem: true})
+		sc.failed = true
+		return sc
 	}
-	if torn != nil {
-		fd := fsstore.Finding{Path: path, What: fmt.Sprintf("torn tail of %d bytes at offset %d", torn.Size, torn.Offset), Problem: true}
+	if tailSize > 0 {
+		sc.torn = &fsstore.TornTail{Path: path, Offset: tailOff, Size: tailSize}
+	}
+	if hasLast {
+		sc.count, _, sc.countErr = linePosition(last)
+	}
+	return sc
+}
+
+// lineSeq returns the seq of a transcript line, and false when the line
+// is not a message.
+func lineSeq(line []byte) (int64, bool) {
+	// The message is dropped before line changes: unsafe.String's terms.
+	if m, ok := parseStored(line, unsafe.String(unsafe.SliceData(line), len(line))); ok {
+		return m.Seq, true
+	}
+	var pos struct {
+		Seq int64 `json:"seq"`
+	}
+	if _, err := ParseMessage(line); err != nil || json.Unmarshal(line, &pos) != nil {
+		return 0, false
+	}
+	return pos.Seq, true
+}
+
+// checkTranscript reports what the scan of the transcript of id found, and
+// with repair cuts its torn tail, makes its missing document, or rewrites
+// a document (doc, nil when it does not parse) that counts more messages
+// than the transcript has.
+func (s *Store) checkTranscript(id string, sc transcriptScan, hasDoc bool, doc *Session, repair bool) []fsstore.Finding {
+	path := s.logPath(id)
+	out := sc.findings
+	if sc.failed {
+		return out
+	}
+	if sc.torn != nil {
+		fd := fsstore.Finding{Path: path, What: fmt.Sprintf("torn tail of %d bytes at offset %d", sc.torn.Size, sc.torn.Offset), Problem: true}
 		if repair {
 			fd.Repaired, fd.What = s.cutTail(id, fd.What)
 		}
@@ -224,18 +371,14 @@ func (s *Store) checkTranscript(id string, hasDoc, repair bool) []fsstore.Findin
 		}
 		return append(out, fd)
 	}
-	var sess Session
-	if fsstore.ReadDoc(s.docPath(id), &sess) == nil {
-		// A document behind its transcript is the normal state (appends
-		// do not rewrite it); one ahead counts messages the transcript
-		// lost.
-		if n, err := s.transcriptCount(id); err == nil && n < sess.MessageCount {
-			fd := fsstore.Finding{Path: s.docPath(id), What: fmt.Sprintf("message_count %d, transcript has %d", sess.MessageCount, n), Problem: true}
-			if repair {
-				fd.Repaired = s.rewriteDoc(id) == nil
-			}
-			out = append(out, fd)
+	// A document behind its transcript is the normal state (appends do
+	// not rewrite it); one ahead counts messages the transcript lost.
+	if doc != nil && sc.countErr == nil && sc.count < doc.MessageCount {
+		fd := fsstore.Finding{Path: s.docPath(id), What: fmt.Sprintf("message_count %d, transcript has %d", doc.MessageCount, sc.count), Problem: true}
+		if repair {
+			fd.Repaired = s.rewriteDoc(id) == nil
 		}
+		out = append(out, fd)
 	}
 	return out
 }

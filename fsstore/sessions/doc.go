@@ -57,6 +57,33 @@
 // was last active when its history says, and the catalog lists and the
 // prune selects it by that time (catalog.go).
 //
+// # Search
+//
+// Search reads transcripts, never an index: its cost is the bytes read,
+// not the number of sessions. One listing of the directory names the
+// sessions; a fixed set of workers (one per processor, each with a buffer
+// it keeps) take them by an atomic index and read them through raw
+// descriptors, without a lock: appends add whole lines, so the bytes
+// after the last newline (a torn tail, or an append in progress) are
+// skipped, and a line is never seen half written. A transcript of size 0
+// costs a stat and no open. The raw bytes are scanned for the query's
+// rarest byte, in both cases; a line is decoded only around a raw match
+// or a JSON escape that could spell part of the query, and a session's
+// document (its title) is read only when its transcript matched. With a
+// limit, reading stops once the newest sessions hold that many hits.
+//
+// A message matches in its text, in a tool call (the function's name and
+// its arguments, as the model wrote them) or, for a tool result, in its
+// content: what the Python hermes's full-text index covers. A hit in a
+// tool call shows the call as its snippet, name(arguments), cut around
+// the match like text: read_file({"path":"notes.md"}). Call ids and the
+// keys of a line are not text.
+//
+// Check (fsck) reads the documents in parallel, then the transcripts,
+// each once, and reports what it found (and repairs it) one at a time in
+// the order of the names, so its findings are those of a sequential
+// check.
+//
 // # Recovery
 //
 // A torn last line is skipped by readers and moved aside by the next

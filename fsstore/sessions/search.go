@@ -2,14 +2,20 @@ package sessions
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
 	"os"
-	"runtime"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/internal/seam"
 )
 
 // Hit is one message that matched a search.
@@ -25,51 +31,57 @@ type Hit struct {
 // side of the match.
 const snippetRadius = 40
 
-// Search finds messages whose text content contains query, ignoring case.
-// Transcripts are scanned in parallel, one per worker; a line is decoded
-// only when its raw bytes could contain the query. Hits come newest session
-// first, in transcript order within a session; limit <= 0 means all.
+// Search finds messages whose text content, tool calls (a call's name and
+// arguments) or tool results contain query, ignoring case. Hits come newest
+// session first, in transcript order within a session; limit <= 0 means all.
+//
+// Its cost is the bytes it reads, not the number of sessions: one listing of
+// the directory, then a fixed set of workers, each with one buffer, that
+// take transcripts in turn. A transcript is read without a lock (appends
+// add whole lines; the bytes after the last newline, a torn tail or an
+// append in progress, are skipped), and one with nothing in it is never
+// opened. The query is looked for in the raw bytes first; a line is decoded
+// only when its bytes could hold it, and a session's document (for its
+// title) is read only when its transcript matched. Once the sessions read
+// in order hold limit hits, the others are not read.
 func (s *Store) Search(query string, limit int) ([]Hit, error) {
 	if query == "" {
 		return nil, fsstore.Invalidf("empty search query")
 	}
-	ids, err := s.IDs()
+	d, err := os.Open(s.Dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}
+	defer d.Close()
+	ids, err := transcriptIDs(d)
+	if err != nil {
+		return nil, err
+	}
+	r := &searchRun{ids: ids, limit: limit, results: make([][]Hit, len(ids)), errs: make([]error, len(ids)), done: make([]atomic.Bool, len(ids))}
+	r.stop.Store(int64(len(ids)))
 	m := newFoldMatcher(query)
-	results := make([][]Hit, len(ids))
-	errs := make([]error, len(ids))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range runtime.GOMAXPROCS(0) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				results[i], errs[i] = s.searchOne(ids[i], m, limit)
-			}
-		}()
-	}
-	for i := range ids {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+	dirfd := int(d.Fd())
+	eachOnWorkers(len(ids), func() func(int) {
+		w := &searcher{m: m, lineReader: newLineReader(s.Dir, dirfd)}
+		return func(i int) { r.search(w, i) }
+	})
 	var hits []Hit
-	for i, r := range results {
-		if errs[i] != nil {
-			return nil, errs[i]
+	for i, found := range r.results[:r.stop.Load()] {
+		if r.errs[i] != nil {
+			return nil, r.errs[i]
 		}
-		if len(r) == 0 {
+		if len(found) == 0 {
 			continue
 		}
 		if sess, err := s.readDocument(ids[i], false); err == nil {
-			for j := range r {
-				r[j].Title = sess.Title
+			for j := range found {
+				found[j].Title = sess.Title
 			}
 		}
-		hits = append(hits, r...)
+		hits = append(hits, found...)
 		if limit > 0 && len(hits) >= limit {
 			return hits[:limit], nil
 		}
@@ -77,38 +89,229 @@ func (s *Store) Search(query string, limit int) ([]Hit, error) {
 	return hits, nil
 }
 
-func (s *Store) searchOne(id string, m *foldMatcher, limit int) ([]Hit, error) {
-	f, err := os.Open(s.logPath(id))
+// transcriptIDs returns the ids of the sessions in dir that have both a
+// document and a transcript, newest first, from one listing of names.
+func transcriptIDs(d *os.File) ([]string, error) {
+	names, err := d.Readdirnames(-1)
 	if err != nil {
-		if os.IsNotExist(err) {
-			return nil, nil
+		return nil, err
+	}
+	logs := make(map[string]bool, len(names)/2)
+	for _, name := range names {
+		if id, ok := strings.CutSuffix(name, ".jsonl"); ok {
+			logs[id] = true
 		}
-		return nil, err
 	}
-	defer f.Close()
-	fi, err := f.Stat()
+	var ids []string
+	for _, name := range names {
+		if id, ok := strings.CutSuffix(name, ".json"); ok && !strings.HasPrefix(name, ".") && logs[id] {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	slices.Reverse(ids)
+	return ids, nil
+}
+
+// searchRun is one search's shared state. Each worker writes only the
+// slots of results and errs of the transcripts it takes. With a limit,
+// the first worker to see that enough hits may have been found walks the
+// finished prefix of ids (under mu) and sets stop past the transcript
+// that completes the limit; the transcripts after it are not read.
+type searchRun struct {
+	ids     []string
+	limit   int
+	results [][]Hit
+	errs    []error
+	done    []atomic.Bool
+	stop    atomic.Int64 // transcripts from this index on are not read
+	found   atomic.Int64 // hits in all finished transcripts
+
+	mu       sync.Mutex
+	frontier int // the transcripts before it are finished
+	prefix   int // their hits
+}
+
+func (r *searchRun) search(w *searcher, i int) {
+	if int64(i) >= r.stop.Load() {
+		return
+	}
+	r.results[i], r.errs[i] = w.transcript(r.ids[i], r.limit)
+	r.done[i].Store(true)
+	if r.limit > 0 && r.found.Add(int64(len(r.results[i]))) >= int64(r.limit) {
+		r.advance()
+	}
+}
+
+// advance moves the frontier over the finished transcripts and sets stop
+// once the hits before it reach the limit.
+func (r *searchRun) advance() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for r.frontier < len(r.ids) && r.prefix < r.limit && r.done[r.frontier].Load() {
+		r.prefix += len(r.results[r.frontier])
+		r.frontier++
+		if r.prefix >= r.limit {
+			r.stop.Store(int64(r.frontier))
+		}
+	}
+}
+
+// searcher searches transcripts for one worker.
+type searcher struct {
+	*lineReader
+	m     *foldMatcher
+	lower []byte // the lowered block, for a query beyond ASCII
+}
+
+// transcript returns the hits in the transcript of id, at most limit of
+// them (limit <= 0: all). It reads the bytes the transcript had when it
+// was looked at; lines appended after are not seen, and a last line
+// without its newline is skipped.
+func (w *searcher) transcript(id string, limit int) ([]Hit, error) {
+	name := id + ".jsonl"
+	st, err := w.stat(name, false)
+	if errors.Is(err, unix.ENOENT) {
+		return nil, nil // removed since the listing
+	}
 	if err != nil {
 		return nil, err
 	}
+	// A transcript that is a symlink is not followed, as everywhere.
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size == 0 {
+		return nil, nil
+	}
+	fd, err := w.open(name, seam.OpenRead)
+	if errors.Is(err, unix.ENOENT) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
 	var hits []Hit
-	_, err = fsstore.ScanLines(f, fi.Size(), func(line []byte, _ int64) error {
-		if limit > 0 && len(hits) >= limit {
-			return nil
-		}
-		if m.raw && !m.match(line) && !mayHideText(line) {
-			return nil
-		}
-		msg, err := ParseMessage(line)
-		if err != nil {
-			return nil // fsck reports damage; search shows what it can read
-		}
-		text := msg.Text()
-		if at := m.index(text); at >= 0 {
-			hits = append(hits, Hit{SessionID: id, Seq: msg.Seq, Role: msg.Role, Snippet: snippet(text, at, len(m.query))})
-		}
-		return nil
+	_, _, err = w.each(fd, name, st.Size, func(b []byte, _ int64) bool {
+		hits = w.block(id, b, hits, limit)
+		return limit <= 0 || len(hits) < limit
 	})
 	return hits, err
+}
+
+// block appends to hits those of the complete lines in b. With a query
+// JSON writes as it is, only the lines where the raw bytes hold the query
+// (or an escape that could spell part of it) are decoded.
+func (w *searcher) block(id string, b []byte, hits []Hit, limit int) []Hit {
+	full := func() bool { return limit > 0 && len(hits) >= limit }
+	if !w.m.raw || !w.m.ascii {
+		if w.m.raw && !w.mayHold(b) {
+			return hits
+		}
+		for len(b) > 0 && !full() {
+			i := bytes.IndexByte(b, '\n')
+			hits = w.line(id, b[:i], hits)
+			b = b[i+1:]
+		}
+		return hits
+	}
+	var match [2]cursor
+	var esc cursor
+	for from := 0; from < len(b) && !full(); {
+		at := min(w.m.next(b, from, &match), nextEscape(b, from, &esc))
+		if at >= len(b) {
+			break
+		}
+		start := bytes.LastIndexByte(b[:at], '\n') + 1
+		end := at + bytes.IndexByte(b[at:], '\n')
+		hits = w.line(id, b[start:end], hits)
+		from = end + 1
+	}
+	return hits
+}
+
+// mayHold reports whether a block of lines may hold a query beyond ASCII:
+// its lowered bytes hold the lowered query, or it has an escape.
+func (w *searcher) mayHold(b []byte) bool {
+	var esc cursor
+	if nextEscape(b, 0, &esc) < len(b) {
+		return true
+	}
+	w.lower = appendLower(w.lower[:0], b)
+	return bytes.Contains(w.lower, []byte(w.m.lower))
+}
+
+// line appends the hit of one line to hits, if it has one: the first
+// match in its text, else in its tool calls. A line that does not parse
+// is skipped: fsck reports damage, search shows what it can read.
+func (w *searcher) line(id string, line []byte, hits []Hit) []Hit {
+	if w.m.raw && !w.m.ascii && !mayHideText(line) && !bytes.Contains(appendLower(w.lower[:0], line), []byte(w.m.lower)) {
+		return hits
+	}
+	msg, ok := parseStored(line, string(line))
+	if !ok {
+		var err error
+		if msg, err = ParseMessage(line); err != nil {
+			return hits
+		}
+	}
+	text := msg.Text()
+	if at := w.m.index(text); at >= 0 {
+		return append(hits, Hit{SessionID: id, Seq: msg.Seq, Role: msg.Role, Snippet: snippet(text, at, len(w.m.query))})
+	}
+	for _, call := range toolCallTexts(msg.ToolCalls) {
+		if at := w.m.index(call); at >= 0 {
+			return append(hits, Hit{SessionID: id, Seq: msg.Seq, Role: msg.Role, Snippet: snippet(call, at, len(w.m.query))})
+		}
+	}
+	return hits
+}
+
+// toolCallTexts returns the searchable text of each tool call: the name,
+// then the arguments in parentheses, as the model wrote them (a JSON text):
+// read_file({"path":"notes.md"}). A search hit in a call shows it so.
+func toolCallTexts(calls json.RawMessage) []string {
+	if len(calls) == 0 || calls[0] != '[' {
+		return nil
+	}
+	var list []struct {
+		Function struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"function"`
+	}
+	if json.Unmarshal(calls, &list) != nil {
+		return nil
+	}
+	out := make([]string, 0, len(list))
+	for _, c := range list {
+		args := string(c.Function.Arguments)
+		if len(args) > 0 && args[0] == '"' {
+			json.Unmarshal(c.Function.Arguments, &args)
+		} else if args == "null" {
+			args = ""
+		}
+		out = append(out, c.Function.Name+"("+args+")")
+	}
+	return out
+}
+
+// appendLower appends b lowered as bytes.ToLower lowers it, without an
+// allocation of its own.
+func appendLower(dst, b []byte) []byte {
+	for i := 0; i < len(b); {
+		c := b[i]
+		if c < utf8.RuneSelf {
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			dst = append(dst, c)
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(b[i:])
+		dst = utf8.AppendRune(dst, unicode.ToLower(r))
+		i += size
+	}
+	return dst
 }
 
 // mayHideText reports whether a raw line has JSON escapes that can spell
@@ -119,6 +322,42 @@ func mayHideText(line []byte) bool {
 	return bytes.Contains(line, []byte(`\u`)) || bytes.Contains(line, []byte(`\/`))
 }
 
+// cursor remembers where the next occurrence of a byte is in a block, so
+// that a block is scanned once for it however often it is asked.
+type cursor struct {
+	at int // len(block) when there is none
+	c  byte
+}
+
+// next returns the index of the first c in b at or after from.
+func (k *cursor) next(b []byte, from int, c byte) int {
+	if k.at < from || k.c != c {
+		k.c = c
+		if from >= len(b) {
+			k.at = len(b)
+		} else if i := bytes.IndexByte(b[from:], c); i >= 0 {
+			k.at = from + i
+		} else {
+			k.at = len(b)
+		}
+	}
+	return k.at
+}
+
+// nextEscape returns the index of the first \u or \/ in b at or after
+// from, or len(b).
+func nextEscape(b []byte, from int, k *cursor) int {
+	for {
+		at := k.next(b, from, '\\')
+		if at+1 >= len(b) {
+			return len(b)
+		}
+		if b[at+1] == 'u' || b[at+1] == '/' {
+			return at
+		}
+		from = at + 2 // the byte after a backslash is escaped, never one
+	}
+}
 func snippet(text string, at, n int) string {
 	start, end := at, at+n
 	for i := 0; i < snippetRadius && start > 0; i++ {
@@ -141,14 +380,22 @@ func snippet(text string, at, n int) string {
 
 // foldMatcher finds a query in text ignoring case. For queries that JSON
 // writes unescaped (no quotes, backslashes or control characters), it also
-// pre-filters raw transcript lines, so most lines are never decoded.
+// pre-filters raw transcript bytes, so most lines are never decoded.
 type foldMatcher struct {
 	query string
 	lower string
 	raw   bool
 	ascii bool
-	first [2]byte // the query's first byte in both cases, for ASCII queries
+	// For an ASCII query: the position in the query of its rarest byte,
+	// and that byte in both cases. Raw bytes are searched for it (memchr),
+	// and a match checked around each one found.
+	rareAt int
+	rare   [2]byte
 }
+
+// commonBytes are the bytes of transcripts, most common first (a rough
+// English and JSON frequency); those not listed are the rarest.
+const commonBytes = ` etaoinsrhldcumpfgywbvk",:.xjqz_-0123456789{}/\[]`
 
 func newFoldMatcher(q string) *foldMatcher {
 	m := &foldMatcher{query: q, lower: strings.ToLower(q), raw: true, ascii: true}
@@ -160,41 +407,43 @@ func newFoldMatcher(q string) *foldMatcher {
 			m.raw = false
 		}
 	}
-	if m.ascii {
-		m.first = [2]byte{byte(unicode.ToLower(rune(q[0]))), byte(unicode.ToUpper(rune(q[0])))}
+	if !m.ascii {
+		return m
 	}
+	rank := func(c byte) int {
+		if i := strings.IndexByte(commonBytes, byte(unicode.ToLower(rune(c)))); i >= 0 {
+			return len(commonBytes) - i
+		}
+		return 0
+	}
+	for i := 1; i < len(q); i++ {
+		if rank(q[i]) < rank(q[m.rareAt]) {
+			m.rareAt = i
+		}
+	}
+	c := rune(q[m.rareAt])
+	m.rare = [2]byte{byte(unicode.ToLower(c)), byte(unicode.ToUpper(c))}
 	return m
 }
 
-// match reports whether line may contain the query.
-func (m *foldMatcher) match(line []byte) bool {
-	if !m.ascii {
-		return bytes.Contains(bytes.ToLower(line), []byte(m.lower))
-	}
+// next returns the index of the first raw match of an ASCII query in b at
+// or after from, or len(b). k keeps where each case of the rare byte is
+// next, across the calls for one block.
+func (m *foldMatcher) next(b []byte, from int, k *[2]cursor) int {
 	n := len(m.query)
-	for i := 0; i+n <= len(line); {
-		j := indexEither(line[i:len(line)-n+1], m.first[0], m.first[1])
-		if j < 0 {
-			return false
+	for i := from + m.rareAt; ; {
+		at := k[0].next(b, i, m.rare[0])
+		if m.rare[1] != m.rare[0] {
+			at = min(at, k[1].next(b, i, m.rare[1]))
 		}
-		i += j
-		if asciiEqualFold(line[i:i+n], m.query) {
-			return true
+		if at >= len(b) {
+			return len(b)
 		}
-		i++
+		if start := at - m.rareAt; start+n <= len(b) && asciiEqualFold(b[start:start+n], m.query) {
+			return start
+		}
+		i = at + 1
 	}
-	return false
-}
-
-func indexEither(b []byte, x, y byte) int {
-	if x == y {
-		return bytes.IndexByte(b, x)
-	}
-	i, j := bytes.IndexByte(b, x), bytes.IndexByte(b, y)
-	if i < 0 || (j >= 0 && j < i) {
-		return j
-	}
-	return i
 }
 
 func asciiEqualFold(b []byte, s string) bool {

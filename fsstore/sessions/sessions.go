@@ -388,23 +388,52 @@ func lastSeq(f *os.File, size int64) (int64, fsstore.Time, error) {
 	if err != nil || start < 0 {
 		return 0, "", err
 	}
-	head := make([]byte, min(end-start, 256))
+	head := make([]byte, min(end-start, lineHead))
 	if _, err := f.ReadAt(head, start); err != nil {
 		return 0, "", fmt.Errorf("read %s: %w", f.Name(), err)
 	}
-	var pos struct {
-		Seq int64        `json:"seq"`
-		TS  fsstore.Time `json:"ts"`
-	}
-	if cut := prefixObject(head); cut != nil && json.Unmarshal(cut, &pos) == nil && pos.Seq > 0 {
-		return pos.Seq, pos.TS, nil
+	if seq, ts, ok := headPosition(head); ok {
+		return seq, ts, nil
 	}
 	line := make([]byte, end-start)
 	if _, err := f.ReadAt(line, start); err != nil {
 		return 0, "", fmt.Errorf("read %s: %w", f.Name(), err)
 	}
-	if err := json.Unmarshal(line, &pos); err != nil {
+	seq, ts, err := linePosition(line)
+	if err != nil {
 		return 0, "", &fsstore.CorruptError{Path: f.Name(), Offset: start, Err: err}
+	}
+	return seq, ts, nil
+}
+
+// lineHead is how many first bytes of a line headPosition needs.
+const lineHead = 256
+
+// headPosition returns the seq and ts of a line from its first lineHead
+// bytes, if the line is in the store's form.
+func headPosition(head []byte) (int64, fsstore.Time, bool) {
+	var pos struct {
+		Seq int64        `json:"seq"`
+		TS  fsstore.Time `json:"ts"`
+	}
+	if cut := prefixObject(head); cut != nil && json.Unmarshal(cut, &pos) == nil && pos.Seq > 0 {
+		return pos.Seq, pos.TS, true
+	}
+	return 0, "", false
+}
+
+// linePosition returns the seq and ts of a whole line, as lastSeq reads
+// them: from its head when it is in the store's form, else from the line.
+func linePosition(line []byte) (int64, fsstore.Time, error) {
+	if seq, ts, ok := headPosition(line[:min(len(line), lineHead)]); ok {
+		return seq, ts, nil
+	}
+	var pos struct {
+		Seq int64        `json:"seq"`
+		TS  fsstore.Time `json:"ts"`
+	}
+	if err := json.Unmarshal(line, &pos); err != nil {
+		return 0, "", err
 	}
 	return pos.Seq, pos.TS, nil
 }

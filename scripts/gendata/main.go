@@ -2,8 +2,10 @@
 // store's exact formats (see scripts/fixture), and prints their ids one a
 // line, oldest first.
 //
-//	go run ./scripts/gendata -home DIR -sessions N -messages M -bytes-per-message B
+//	go run ./scripts/gendata -home DIR -sessions N -messages M -bytes-per-message B [-mixed]
 //
+// With -mixed, transcripts have mixed sizes around M messages
+// (fixture.MessagesOf): some empty, most small, a few ten times M.
 // The sessions go to DIR/profiles/<profile>/sessions, which must not hold
 // sessions yet. `hermes --home DIR fsck` passes on the result.
 package main
@@ -26,6 +28,7 @@ func main() {
 	sessions := flag.Int("sessions", 1, "number of sessions")
 	messages := flag.Int("messages", 10, "messages in each transcript")
 	bytesPer := flag.Int("bytes-per-message", 200, "about this many bytes of text in each message")
+	mixed := flag.Bool("mixed", false, "transcripts of mixed sizes, about -messages on average")
 	quiet := flag.Bool("q", false, "do not print the ids")
 	flag.Parse()
 	if *home == "" || flag.NArg() > 0 || *sessions < 0 || *messages < 0 || *bytesPer < 1 {
@@ -46,13 +49,18 @@ func main() {
 		Sessions:        *sessions,
 		Messages:        *messages,
 		BytesPerMessage: *bytesPer,
+		Mixed:           *mixed,
 		Profile:         *profile,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gendata:", err)
 		os.Exit(1)
 	}
-	fmt.Fprintf(os.Stderr, "gendata: %d sessions of %d messages in %s (%.1fs)\n", len(ids), *messages, dir, time.Since(start).Seconds())
+	size := fmt.Sprintf("%d messages", *messages)
+	if *mixed {
+		size = "mixed sizes, " + size + " on average"
+	}
+	fmt.Fprintf(os.Stderr, "gendata: %d sessions of %s in %s (%.1fs)\n", len(ids), size, dir, time.Since(start).Seconds())
 	if *quiet {
 		return
 	}

@@ -1,8 +1,8 @@
 // Package seam holds the file operations of the storage engine's write
 // recipes that fault-injection tests replace, so that a test can fail one
 // chosen step (create, write, sync, rename) of an atomic write or an
-// append, like raft-wal's test filesystem. Production code never changes
-// them. They are package variables, so a test that replaces them does not
+// append, like raft-wal's test filesystem, and the open of a scan whose
+// cost tests count. Production code never changes them. They are package variables, so a test that replaces them does not
 // run in parallel; storetest.SetSeams replaces them for one test.
 package seam
 
@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/natefinch/atomic"
+	"golang.org/x/sys/unix"
 )
 
 var (
@@ -26,4 +27,10 @@ var (
 	}
 	// Write appends one record to a log.
 	Write = func(f *os.File, b []byte) (int, error) { return f.Write(b) }
+	// OpenRead opens a file of the directory dirfd for reading, without
+	// following a symlink, and returns its descriptor: how search opens a
+	// transcript.
+	OpenRead = func(dirfd int, name string) (int, error) {
+		return unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	}
 )

@@ -112,6 +112,15 @@ func SetCreateLock(t testing.TB, create func(string) (*os.File, error)) {
 	seam.CreateLock = create
 }
 
+// SetOpenRead replaces, for the rest of the test, the open of a file that
+// a scan reads.
+func SetOpenRead(t testing.TB, open func(dirfd int, name string) (int, error)) {
+	t.Helper()
+	old := seam.OpenRead
+	t.Cleanup(func() { seam.OpenRead = old })
+	seam.OpenRead = open
+}
+
 // MustRead is os.ReadFile, failing the test on error.
 func MustRead(t testing.TB, path string) []byte {
 	t.Helper()
