@@ -158,7 +158,10 @@ func TestLineEditing(t *testing.T) {
 	tm.waitFor("Ctrl-D to exit")
 	tm.text("first line")
 	tm.keys("Enter")
-	tm.waitFor("you said: first line")
+	// Keys wait for the next prompt: the editor draws it once the terminal
+	// is raw, and a Ctrl-D typed before that is the cooked terminal's
+	// end of file, which the editor never sees.
+	tm.waitFor("you said: first line\n>")
 	tm.keys("Up")
 	tm.text("abc")
 	tm.keys("Left", "Left")
@@ -172,7 +175,7 @@ func TestLineEditing(t *testing.T) {
 	tm.run("paste-buffer", "-p", "-t", "0")
 	tm.waitFor("one␤two␤three")
 	tm.keys("Enter")
-	tm.waitFor("you said: one")
+	tm.waitFor("\nthree\n>")
 	tm.keys("C-d")
 	tm.waitFor("[exit 0]")
 
@@ -219,7 +222,7 @@ func TestBrowse(t *testing.T) {
 	tm.waitFor("Ctrl-D to exit")
 	tm.text("more")
 	tm.keys("Enter")
-	tm.waitFor("you said: more")
+	tm.waitFor("you said: more\n>")
 	tm.keys("C-d")
 	tm.waitFor("[exit 0]")
 	if got, want := userMessages(t, home, byTitle["beta"]), []string{"hello beta", "more"}; !reflect.DeepEqual(got, want) {
