@@ -139,7 +139,7 @@ func chat(e *env) error {
 		if e.c.Bool("background") {
 			return usagef("--background takes -q PROMPT (in line mode: /background PROMPT)")
 		}
-		return ch.lineMode()
+		return ch.exit(ch.lineMode())
 	}
 	prompt := e.c.String("query")
 	if !e.stdinIsTerminal() {
@@ -171,6 +171,7 @@ func chat(e *env) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	reply, err := ch.turn(ctx, prompt)
+	err = ch.exit(err)
 	if err != nil {
 		if e.json && reply.SessionID != "" {
 			// A script learns which session keeps its message.
@@ -179,6 +180,35 @@ func chat(e *env) error {
 		return err
 	}
 	return ch.printReply(reply)
+}
+
+// Reasons a chat gives when it ends a session.
+const (
+	// endCLIExit: the chat that used the session exited normally.
+	endCLIExit = "cli_exit"
+	// endResumedOther: line mode's /resume left it for another session.
+	endResumedOther = "resumed_other"
+)
+
+// exit ends the chat's session with reason cli_exit as the chat exits
+// normally (a one-shot turn done, failed or cancelled; line mode's /exit,
+// Ctrl-D or end of input), so that prune can bound a profile's size; err
+// is what the chat returns otherwise. Only an active session is ended: one
+// a restart interrupted (resume_pending, suspended) stays so until a turn
+// in it succeeds. A crash leaves the session active; the next turn in it
+// (--resume, -c) reopens it.
+func (ch *chatter) exit(err error) error {
+	if ch.sessionID == "" {
+		return err
+	}
+	sess, gerr := ch.store.Get(ch.sessionID)
+	if gerr != nil || sess.State != sessions.StateActive {
+		return err
+	}
+	if _, eerr := ch.store.End(ch.sessionID, endCLIExit); eerr != nil {
+		return errors.Join(err, fmt.Errorf("ending session %s: %w", ch.sessionID, eerr))
+	}
+	return err
 }
 
 // newChatter resolves the provider, the tools, their approval and the
@@ -524,7 +554,7 @@ func (ch *chatter) slash(line string, numbered *[]string) (done bool, err error)
 			return false, err
 		}
 		if ch.sessionID != "" && ch.sessionID != id {
-			if _, err := ch.store.End(ch.sessionID, "resumed_other"); err != nil {
+			if _, err := ch.store.End(ch.sessionID, endResumedOther); err != nil {
 				return false, err
 			}
 		}
