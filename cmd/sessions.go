@@ -127,6 +127,7 @@ func sessionsCommand() *cli.Command {
 				Action: withEnv(sessionsPrune),
 			},
 			sessionsImportCommand(),
+			sessionsForkCommand(),
 			{
 				Name:      "stats",
 				Usage:     "counts by state and source, messages, bytes on disk",

@@ -55,7 +55,11 @@ type Session struct {
 	InterruptCount  int          `json:"interrupt_count"`
 	// Cwd is the working directory of the session's tools (the agent's
 	// terminal, read_file, write_file): relative paths start there.
-	Cwd     string `json:"cwd"`
+	Cwd string `json:"cwd"`
+	// ForkSeq is where a fork (Fork) left its parent: its history began
+	// as the parent's messages 1 to ForkSeq. 0 for a session that is no
+	// fork.
+	ForkSeq int64  `json:"fork_seq"`
 	Preview string `json:"preview"`
 }
 
