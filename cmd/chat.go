@@ -121,6 +121,11 @@ type chatter struct {
 	cwd       string // --cwd, absolute; "" keeps the session's
 	stream    bool   // write the reply as it arrives
 	in        *bufio.Reader
+
+	// mu guards cancelTurn: in line mode, Ctrl-C cancels the turn in
+	// flight through it.
+	mu         sync.Mutex
+	cancelTurn context.CancelFunc
 }
 
 func chat(e *env) error {
@@ -369,16 +374,24 @@ func (ch *chatter) workDir() (string, error) {
 // after a system message when there is one, is stored before the first
 // model call; see the agent package for the rest.
 func (ch *chatter) turn(ctx context.Context, text string) (turnResult, error) {
+	var input []sessions.Message
+	if ch.system != "" {
+		input = append(input, sessions.Message{Role: "system", Content: sessions.TextContent(ch.system)})
+	}
+	input = append(input, sessions.Message{Role: "user", Content: sessions.TextContent(text)})
+	return ch.run(ctx, input)
+}
+
+// run runs a turn whose input is input: none for /retry, whose fork ends
+// with the user message to answer.
+func (ch *chatter) run(ctx context.Context, input []sessions.Message) (turnResult, error) {
 	sess, err := ch.session()
 	if err != nil {
 		return turnResult{}, err
 	}
-	var input []sessions.Message
-	if ch.system != "" {
-		input = append(input, sessions.Message{Role: "system", Content: sessions.TextContent(ch.system)})
+	if len(input) > 0 {
 		ch.system = ""
 	}
-	input = append(input, sessions.Message{Role: "user", Content: sessions.TextContent(text)})
 	ch.registerWithKanban(sess.ID)
 	env := *ch.toolEnv
 	env.Cwd = sess.Cwd
@@ -440,17 +453,15 @@ func (ch *chatter) lineMode() error {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt)
 	defer signal.Stop(sigs)
-	var mu sync.Mutex
-	var cancelTurn context.CancelFunc
 	go func() {
 		for range sigs {
-			mu.Lock()
-			if cancelTurn != nil {
-				cancelTurn()
+			ch.mu.Lock()
+			if ch.cancelTurn != nil {
+				ch.cancelTurn()
 			} else {
 				fmt.Fprintln(e.stderr, "\n(Ctrl-D or /exit to quit)")
 			}
-			mu.Unlock()
+			ch.mu.Unlock()
 		}
 	}()
 	if ch.sessionID != "" {
@@ -487,15 +498,11 @@ func (ch *chatter) lineMode() error {
 			}
 			continue
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		mu.Lock()
-		cancelTurn = cancel
-		mu.Unlock()
-		r, err := ch.turn(ctx, line)
-		mu.Lock()
-		cancelTurn = nil
-		mu.Unlock()
-		cancel()
+		var r turnResult
+		err = ch.cancellable(func(ctx context.Context) (err error) {
+			r, err = ch.turn(ctx, line)
+			return err
+		})
 		if err != nil {
 			fmt.Fprintf(e.stderr, "hermes: %v\n", err)
 			continue
@@ -506,11 +513,34 @@ func (ch *chatter) lineMode() error {
 	}
 }
 
+// cancellable runs fn with a context that Ctrl-C cancels (line mode).
+func (ch *chatter) cancellable(fn func(ctx context.Context) error) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch.mu.Lock()
+	ch.cancelTurn = cancel
+	ch.mu.Unlock()
+	defer func() {
+		ch.mu.Lock()
+		ch.cancelTurn = nil
+		ch.mu.Unlock()
+	}()
+	return fn(ctx)
+}
+
+// slashCommands are line mode's commands, for completion; lineModeHelp
+// says what each does.
+var slashCommands = []string{"/background", "/branch", "/exit", "/help", "/history", "/new", "/quit",
+	"/resume", "/retry", "/sessions", "/tasks", "/title", "/undo"}
+
 const lineModeHelp = `/resume ID|TITLE|N  continue another session (N from /sessions); ends this one
 /sessions           the 10 most recent sessions, numbered
 /new                start a new session
 /title T            set this session's title
 /history [N]        the last N messages (default 10)
+/branch [TITLE]     fork this session here and go on in the fork
+/undo [N]           fork without the last N turns (default 1) and go on in the fork
+/retry              fork without the last answer and send its message again
 /background PROMPT  run PROMPT as a background task, in a new session whose parent is this one
 /tasks              this session's running and recent background tasks
 /tasks VERB [ARGS]  hermes tasks VERB ARGS: history, log ID, prune --older-than 30d --yes, …
@@ -564,6 +594,23 @@ func (ch *chatter) slash(line string, numbered *[]string) (done bool, err error)
 			return false, err
 		}
 		fmt.Fprintf(e.stderr, "hermes: resumed session %s (%s, %d messages)\n", id, dash(sess.Title), sess.MessageCount)
+	case "/branch":
+		return false, ch.fork(0, arg)
+	case "/undo":
+		n := 1
+		if arg != "" {
+			v, err := strconv.Atoi(arg)
+			if err != nil || v < 1 {
+				return false, fmt.Errorf("/undo takes a positive number of turns, not %q", arg)
+			}
+			n = v
+		}
+		return false, ch.undo(n)
+	case "/retry":
+		if arg != "" {
+			return false, errors.New("/retry takes no argument")
+		}
+		return false, ch.retry()
 	case "/background":
 		if arg == "" {
 			return false, errors.New("/background needs a prompt")
@@ -611,6 +658,88 @@ func (ch *chatter) slash(line string, numbered *[]string) (done bool, err error)
 		return false, fmt.Errorf("unknown command %s (/help lists them)", verb)
 	}
 	return false, nil
+}
+
+// endForked is the reason a line-mode fork (/branch, /undo, /retry) ends
+// the session it leaves; resuming it reopens it.
+const endForked = "forked"
+
+// fork makes a fork of the current session holding its messages 1 to at
+// (all when 0), ends the current one (reason forked) and goes on in the
+// fork. It says which session is which: nothing is lost, and both stay
+// resumable.
+func (ch *chatter) fork(at int64, title string) error {
+	if ch.sessionID == "" {
+		return errors.New("no session yet: nothing to fork")
+	}
+	old := ch.sessionID
+	child, err := ch.store.Fork(old, at, title)
+	if err != nil {
+		return err
+	}
+	if _, err := ch.store.End(old, endForked); err != nil {
+		return err
+	}
+	ch.sessionID = child.ID
+	fmt.Fprintf(ch.e.stderr, "hermes: session %s forked at message %d into %s; %s is kept as it was (hermes chat --resume %s)\n",
+		old, child.ForkSeq, child.ID, old, old)
+	return nil
+}
+
+// turnStarts reads the current session backwards to its nth last turn
+// (a user message and all that answered it) and returns the seq of the
+// user message of each, the nth last first: it reads only those turns.
+func (ch *chatter) turnStarts(n int) ([]int64, error) {
+	if ch.sessionID == "" {
+		return nil, errors.New("no session yet")
+	}
+	var starts []int64
+	_, err := ch.store.Tail(ch.sessionID, func(m sessions.Message) bool {
+		if m.Role == "user" {
+			starts = append([]int64{m.Seq}, starts...)
+		}
+		return len(starts) == n
+	})
+	return starts, err
+}
+
+// undo is /undo N: a fork without the last n turns.
+func (ch *chatter) undo(n int) error {
+	starts, err := ch.turnStarts(n)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(starts) < n:
+		return fmt.Errorf("session %s has %d turns; /undo %d would leave none (/new starts an empty session)", ch.sessionID, len(starts), n)
+	case starts[0] == 1:
+		return fmt.Errorf("/undo %d would leave session %s empty (/new starts an empty session)", n, ch.sessionID)
+	}
+	return ch.fork(starts[0]-1, "")
+}
+
+// retry is /retry: a fork that ends with the last user message, without
+// what answered it, where that message is sent to the model again.
+func (ch *chatter) retry() error {
+	starts, err := ch.turnStarts(1)
+	if err != nil {
+		return err
+	}
+	if len(starts) == 0 {
+		return fmt.Errorf("session %s has no message to retry", ch.sessionID)
+	}
+	if err := ch.fork(starts[0], ""); err != nil {
+		return err
+	}
+	var r turnResult
+	err = ch.cancellable(func(ctx context.Context) (err error) {
+		r, err = ch.run(ctx, nil)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return ch.printReply(r)
 }
 
 // background runs prompt as a background task: hermes chat in a new
