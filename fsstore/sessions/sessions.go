@@ -59,8 +59,11 @@ type Session struct {
 	// ForkSeq is where a fork (Fork) left its parent: its history began
 	// as the parent's messages 1 to ForkSeq. 0 for a session that is no
 	// fork.
-	ForkSeq int64  `json:"fork_seq"`
-	Preview string `json:"preview"`
+	ForkSeq int64 `json:"fork_seq"`
+	// CompressedInto is the session a compression continued this one in
+	// (end_reason compression); see Compress.
+	CompressedInto string `json:"compressed_into"`
+	Preview        string `json:"preview"`
 }
 
 // times are the document's time fields, by name.
