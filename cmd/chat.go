@@ -122,6 +122,9 @@ type chatter struct {
 	stream    bool   // write the reply as it arrives
 	in        *bufio.Reader
 
+	// compress is when a turn compresses the session first.
+	compress compressAt
+
 	// mu guards cancelTurn: in line mode, Ctrl-C cancels the turn in
 	// flight through it.
 	mu         sync.Mutex
@@ -235,6 +238,10 @@ func newChatter(e *env) (*chatter, error) {
 	if err != nil {
 		return nil, err
 	}
+	compress, err := parseCompressAt(cfg)
+	if err != nil {
+		return nil, err
+	}
 	ch := &chatter{
 		e:      e,
 		store:  e.sessions(),
@@ -243,6 +250,7 @@ func newChatter(e *env) (*chatter, error) {
 		system: e.c.String("system"),
 		in:     bufio.NewReader(e.stdin),
 	}
+	ch.compress = compress
 	if dir := e.c.String("cwd"); dir != "" {
 		if ch.cwd, err = absDir(dir); err != nil {
 			return nil, err
@@ -278,9 +286,33 @@ func isTerminalWriter(w io.Writer) bool {
 	return ok && isTerminal(f)
 }
 
-// pickSession applies --resume and --continue. Neither: a new session,
-// created by the first turn.
+// pickSession applies --resume and --continue, following a compressed
+// session to the newest of its chain. Neither: a new session, created by
+// the first turn.
 func (ch *chatter) pickSession() error {
+	if err := ch.pickNamed(); err != nil || ch.sessionID == "" {
+		return err
+	}
+	latest, err := ch.latest(ch.sessionID)
+	ch.sessionID = latest
+	return err
+}
+
+// latest is the newest session of id's compression chain, saying so when
+// it is not id.
+func (ch *chatter) latest(id string) (string, error) {
+	latest, err := ch.store.Latest(id)
+	if err != nil {
+		return "", err
+	}
+	if latest != id {
+		fmt.Fprintf(ch.e.stderr, "hermes: session %s was compressed; going on in %s, the newest of its chain\n", id, latest)
+	}
+	return latest, nil
+}
+
+// pickNamed sets the session --resume or --continue names.
+func (ch *chatter) pickNamed() error {
 	c := ch.e.c
 	resume, cont := c.String("resume"), c.Bool("continue")
 	switch {
@@ -391,6 +423,9 @@ func (ch *chatter) run(ctx context.Context, input []sessions.Message) (turnResul
 	}
 	if len(input) > 0 {
 		ch.system = ""
+		if sess, err = ch.compressIfDue(ctx, sess); err != nil {
+			return turnResult{}, err
+		}
 	}
 	ch.registerWithKanban(sess.ID)
 	env := *ch.toolEnv
@@ -410,6 +445,46 @@ func (ch *chatter) run(ctx context.Context, input []sessions.Message) (turnResul
 		ch.e.warn(fmt.Sprintf("the turn stopped after %d steps (agent.max_steps); session %s is consistent and can go on", res.Steps, sess.ID))
 	}
 	return turnResult{SessionID: sess.ID, Reply: res.Text(), MessageCount: res.Count, Usage: res.Usage, Steps: res.Steps, StepLimit: res.StepLimit}, nil
+}
+
+// compressIfDue compresses sess before a turn when its history has
+// reached agent.compress_at, and returns the session the turn goes to. A
+// history that holds nothing but the turns a compression keeps goes on as
+// it is; so does one whose compression fails (a provider error), with a
+// warning: the turn matters more.
+func (ch *chatter) compressIfDue(ctx context.Context, sess sessions.Session) (sessions.Session, error) {
+	why, err := ch.compress.passed(ch.store, sess)
+	if err != nil || why == "" {
+		return sess, err
+	}
+	c, err := ch.engine.Compress(ctx, sess.ID, agent.DefaultKeep)
+	switch {
+	case errors.Is(err, fsstore.ErrInvalid):
+		return sess, nil
+	case err != nil:
+		ch.e.warn(fmt.Sprintf("session %s has %s, but compressing it failed: %v; the turn goes on in it", sess.ID, why, err))
+		return sess, nil
+	}
+	fmt.Fprintf(ch.e.stderr, "hermes: %s (it had %s)\n", compressedText(c), why)
+	ch.sessionID = c.Child.ID
+	return c.Child, nil
+}
+
+// compressNow is /compress [N]: the current session continues in a
+// compressed one, which the chat goes on in.
+func (ch *chatter) compressNow(keep int) error {
+	if ch.sessionID == "" {
+		return errors.New("no session yet: nothing to compress")
+	}
+	return ch.cancellable(func(ctx context.Context) error {
+		c, err := ch.engine.Compress(ctx, ch.sessionID, keep)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(ch.e.stderr, "hermes: %s\n", compressedText(c))
+		ch.sessionID = c.Child.ID
+		return nil
+	})
 }
 
 // registerWithKanban records the session on the kanban run that started
@@ -530,7 +605,7 @@ func (ch *chatter) cancellable(fn func(ctx context.Context) error) error {
 
 // slashCommands are line mode's commands, for completion; lineModeHelp
 // says what each does.
-var slashCommands = []string{"/background", "/branch", "/exit", "/help", "/history", "/new", "/quit",
+var slashCommands = []string{"/background", "/branch", "/compress", "/exit", "/help", "/history", "/new", "/quit",
 	"/resume", "/retry", "/sessions", "/tasks", "/title", "/undo"}
 
 const lineModeHelp = `/resume ID|TITLE|N  continue another session (N from /sessions); ends this one
@@ -541,6 +616,7 @@ const lineModeHelp = `/resume ID|TITLE|N  continue another session (N from /sess
 /branch [TITLE]     fork this session here and go on in the fork
 /undo [N]           fork without the last N turns (default 1) and go on in the fork
 /retry              fork without the last answer and send its message again
+/compress [N]       go on in a new session: a summary, then the last N messages (default 6)
 /background PROMPT  run PROMPT as a background task, in a new session whose parent is this one
 /tasks              this session's running and recent background tasks
 /tasks VERB [ARGS]  hermes tasks VERB ARGS: history, log ID, prune --older-than 30d --yes, …
@@ -583,6 +659,9 @@ func (ch *chatter) slash(line string, numbered *[]string) (done bool, err error)
 		} else if id, err = ch.store.Resolve(arg); err != nil {
 			return false, err
 		}
+		if id, err = ch.latest(id); err != nil {
+			return false, err
+		}
 		if ch.sessionID != "" && ch.sessionID != id {
 			if _, err := ch.store.End(ch.sessionID, endResumedOther); err != nil {
 				return false, err
@@ -606,6 +685,16 @@ func (ch *chatter) slash(line string, numbered *[]string) (done bool, err error)
 			n = v
 		}
 		return false, ch.undo(n)
+	case "/compress":
+		keep := agent.DefaultKeep
+		if arg != "" {
+			v, err := strconv.Atoi(arg)
+			if err != nil || v < 1 {
+				return false, fmt.Errorf("/compress takes a positive number of messages to keep, not %q", arg)
+			}
+			keep = v
+		}
+		return false, ch.compressNow(keep)
 	case "/retry":
 		if arg != "" {
 			return false, errors.New("/retry takes no argument")
