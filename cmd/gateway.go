@@ -75,6 +75,10 @@ func gatewayServe(e *env) error {
 	if err != nil {
 		return err
 	}
+	idleEnd, err := durationSetting("gateway.idle_end", g.IdleEnd, gateway.DefaultIdleEnd)
+	if err != nil {
+		return err
+	}
 	readTimeout, err := durationSetting("gateway.read_timeout", g.ReadTimeout, gateway.DefaultReadTimeout)
 	if err != nil {
 		return err
@@ -151,6 +155,7 @@ func gatewayServe(e *env) error {
 			MaxBodyBytes:       g.MaxRequestBodyBytes,
 			MaxStoredResponses: g.MaxStoredResponses,
 			ResumeFreshness:    freshness,
+			IdleEnd:            idleEnd,
 			ReadTimeout:        readTimeout,
 			WriteTimeout:       writeTimeout,
 			Tools:              tools,
