@@ -123,6 +123,14 @@ type chatter struct {
 	cwd       string // --cwd, absolute; "" keeps the session's
 	stream    bool   // write the reply as it arrives
 	in        *bufio.Reader
+
+	// compress is when a turn compresses the session first.
+	compress compressAt
+
+	// mu guards cancelTurn: in line mode, Ctrl-C cancels the turn in
+	// flight through it.
+	mu         sync.Mutex
+	cancelTurn context.CancelFunc
 }
 
 func chat(e *env) error {
@@ -141,7 +149,7 @@ func chat(e *env) error {
 		if e.c.Bool("background") {
 			return usagef("--background takes -q PROMPT (in line mode: /background PROMPT)")
 		}
-		return ch.lineMode()
+		return ch.exit(ch.lineMode())
 	}
 	prompt := e.c.String("query")
 	if !e.stdinIsTerminal() {
@@ -173,6 +181,7 @@ func chat(e *env) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	reply, err := ch.turn(ctx, prompt)
+	err = ch.exit(err)
 	if err != nil {
 		if e.json && reply.SessionID != "" {
 			// A script learns which session keeps its message.
@@ -181,6 +190,35 @@ func chat(e *env) error {
 		return err
 	}
 	return ch.printReply(reply)
+}
+
+// Reasons a chat gives when it ends a session.
+const (
+	// endCLIExit: the chat that used the session exited normally.
+	endCLIExit = "cli_exit"
+	// endResumedOther: line mode's /resume left it for another session.
+	endResumedOther = "resumed_other"
+)
+
+// exit ends the chat's session with reason cli_exit as the chat exits
+// normally (a one-shot turn done, failed or cancelled; line mode's /exit,
+// Ctrl-D or end of input), so that prune can bound a profile's size; err
+// is what the chat returns otherwise. Only an active session is ended: one
+// a restart interrupted (resume_pending, suspended) stays so until a turn
+// in it succeeds. A crash leaves the session active; the next turn in it
+// (--resume, -c) reopens it.
+func (ch *chatter) exit(err error) error {
+	if ch.sessionID == "" {
+		return err
+	}
+	sess, gerr := ch.store.Get(ch.sessionID)
+	if gerr != nil || sess.State != sessions.StateActive {
+		return err
+	}
+	if _, eerr := ch.store.End(ch.sessionID, endCLIExit); eerr != nil {
+		return errors.Join(err, fmt.Errorf("ending session %s: %w", ch.sessionID, eerr))
+	}
+	return err
 }
 
 // newChatter resolves the provider, the tools, their approval and the
@@ -202,6 +240,10 @@ func newChatter(e *env) (*chatter, error) {
 	if err != nil {
 		return nil, err
 	}
+	compress, err := parseCompressAt(cfg)
+	if err != nil {
+		return nil, err
+	}
 	ch := &chatter{
 		e:      e,
 		store:  e.sessions(),
@@ -210,6 +252,7 @@ func newChatter(e *env) (*chatter, error) {
 		system: e.c.String("system"),
 		in:     bufio.NewReader(e.stdin),
 	}
+	ch.compress = compress
 	if dir := e.c.String("cwd"); dir != "" {
 		if ch.cwd, err = absDir(dir); err != nil {
 			return nil, err
@@ -245,9 +288,33 @@ func isTerminalWriter(w io.Writer) bool {
 	return ok && isTerminal(f)
 }
 
-// pickSession applies --resume and --continue. Neither: a new session,
-// created by the first turn.
+// pickSession applies --resume and --continue, following a compressed
+// session to the newest of its chain. Neither: a new session, created by
+// the first turn.
 func (ch *chatter) pickSession() error {
+	if err := ch.pickNamed(); err != nil || ch.sessionID == "" {
+		return err
+	}
+	latest, err := ch.latest(ch.sessionID)
+	ch.sessionID = latest
+	return err
+}
+
+// latest is the newest session of id's compression chain, saying so when
+// it is not id.
+func (ch *chatter) latest(id string) (string, error) {
+	latest, err := ch.store.Latest(id)
+	if err != nil {
+		return "", err
+	}
+	if latest != id {
+		fmt.Fprintf(ch.e.stderr, "hermes: session %s was compressed; going on in %s, the newest of its chain\n", id, latest)
+	}
+	return latest, nil
+}
+
+// pickNamed sets the session --resume or --continue names.
+func (ch *chatter) pickNamed() error {
 	c := ch.e.c
 	resume, cont := c.String("resume"), c.Bool("continue")
 	switch {
@@ -341,16 +408,27 @@ func (ch *chatter) workDir() (string, error) {
 // after a system message when there is one, is stored before the first
 // model call; see the agent package for the rest.
 func (ch *chatter) turn(ctx context.Context, text string) (turnResult, error) {
+	var input []sessions.Message
+	if ch.system != "" {
+		input = append(input, sessions.Message{Role: "system", Content: sessions.TextContent(ch.system)})
+	}
+	input = append(input, sessions.Message{Role: "user", Content: sessions.TextContent(text)})
+	return ch.run(ctx, input)
+}
+
+// run runs a turn whose input is input: none for /retry, whose fork ends
+// with the user message to answer.
+func (ch *chatter) run(ctx context.Context, input []sessions.Message) (turnResult, error) {
 	sess, err := ch.session()
 	if err != nil {
 		return turnResult{}, err
 	}
-	var input []sessions.Message
-	if ch.system != "" {
-		input = append(input, sessions.Message{Role: "system", Content: sessions.TextContent(ch.system)})
+	if len(input) > 0 {
 		ch.system = ""
+		if sess, err = ch.compressIfDue(ctx, sess); err != nil {
+			return turnResult{}, err
+		}
 	}
-	input = append(input, sessions.Message{Role: "user", Content: sessions.TextContent(text)})
 	ch.registerWithKanban(sess.ID)
 	env := *ch.toolEnv
 	env.Cwd = sess.Cwd
@@ -369,6 +447,46 @@ func (ch *chatter) turn(ctx context.Context, text string) (turnResult, error) {
 		ch.e.warn(fmt.Sprintf("the turn stopped after %d steps (agent.max_steps); session %s is consistent and can go on", res.Steps, sess.ID))
 	}
 	return turnResult{SessionID: sess.ID, Reply: res.Text(), MessageCount: res.Count, Usage: res.Usage, Steps: res.Steps, StepLimit: res.StepLimit}, nil
+}
+
+// compressIfDue compresses sess before a turn when its history has
+// reached agent.compress_at, and returns the session the turn goes to. A
+// history that holds nothing but the turns a compression keeps goes on as
+// it is; so does one whose compression fails (a provider error), with a
+// warning: the turn matters more.
+func (ch *chatter) compressIfDue(ctx context.Context, sess sessions.Session) (sessions.Session, error) {
+	why, err := ch.compress.passed(ch.store, sess)
+	if err != nil || why == "" {
+		return sess, err
+	}
+	c, err := ch.engine.Compress(ctx, sess.ID, agent.DefaultKeep)
+	switch {
+	case errors.Is(err, fsstore.ErrInvalid):
+		return sess, nil
+	case err != nil:
+		ch.e.warn(fmt.Sprintf("session %s has %s, but compressing it failed: %v; the turn goes on in it", sess.ID, why, err))
+		return sess, nil
+	}
+	fmt.Fprintf(ch.e.stderr, "hermes: %s (it had %s)\n", compressedText(c), why)
+	ch.sessionID = c.Child.ID
+	return c.Child, nil
+}
+
+// compressNow is /compress [N]: the current session continues in a
+// compressed one, which the chat goes on in.
+func (ch *chatter) compressNow(keep int) error {
+	if ch.sessionID == "" {
+		return errors.New("no session yet: nothing to compress")
+	}
+	return ch.cancellable(func(ctx context.Context) error {
+		c, err := ch.engine.Compress(ctx, ch.sessionID, keep)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(ch.e.stderr, "hermes: %s\n", compressedText(c))
+		ch.sessionID = c.Child.ID
+		return nil
+	})
 }
 
 // registerWithKanban records the session on the kanban run that started
@@ -412,17 +530,15 @@ func (ch *chatter) lineMode() error {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt)
 	defer signal.Stop(sigs)
-	var mu sync.Mutex
-	var cancelTurn context.CancelFunc
 	go func() {
 		for range sigs {
-			mu.Lock()
-			if cancelTurn != nil {
-				cancelTurn()
+			ch.mu.Lock()
+			if ch.cancelTurn != nil {
+				ch.cancelTurn()
 			} else {
 				fmt.Fprintln(e.stderr, "\n(Ctrl-D or /exit to quit)")
 			}
-			mu.Unlock()
+			ch.mu.Unlock()
 		}
 	}()
 	if ch.sessionID != "" {
@@ -458,15 +574,11 @@ func (ch *chatter) lineMode() error {
 			}
 			continue
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		mu.Lock()
-		cancelTurn = cancel
-		mu.Unlock()
-		r, err := ch.turn(ctx, line)
-		mu.Lock()
-		cancelTurn = nil
-		mu.Unlock()
-		cancel()
+		var r turnResult
+		err = ch.cancellable(func(ctx context.Context) (err error) {
+			r, err = ch.turn(ctx, line)
+			return err
+		})
 		if err != nil {
 			fmt.Fprintf(e.stderr, "hermes: %v\n", err)
 			continue
@@ -477,18 +589,39 @@ func (ch *chatter) lineMode() error {
 	}
 }
 
+// cancellable runs fn with a context that Ctrl-C cancels (line mode).
+func (ch *chatter) cancellable(fn func(ctx context.Context) error) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch.mu.Lock()
+	ch.cancelTurn = cancel
+	ch.mu.Unlock()
+	defer func() {
+		ch.mu.Lock()
+		ch.cancelTurn = nil
+		ch.mu.Unlock()
+	}()
+	return fn(ctx)
+}
+
+// slashCommands are the commands slash knows, for Tab completion;
+// lineModeHelp says what each does.
+var slashCommands = []string{"/background", "/branch", "/compress", "/exit", "/help", "/history", "/new", "/quit",
+	"/resume", "/retry", "/sessions", "/tasks", "/title", "/undo"}
+
 const lineModeHelp = `/resume ID|TITLE|N  continue another session (N from /sessions); ends this one
 /sessions           the 10 most recent sessions, numbered
 /new                start a new session
 /title T            set this session's title
 /history [N]        the last N messages (default 10)
+/branch [TITLE]     fork this session here and go on in the fork
+/undo [N]           fork without the last N turns (default 1) and go on in the fork
+/retry              fork without the last answer and send its message again
+/compress [N]       go on in a new session: a summary, then the last N messages (default 6)
 /background PROMPT  run PROMPT as a background task, in a new session whose parent is this one
 /tasks              this session's running and recent background tasks
 /tasks VERB [ARGS]  hermes tasks VERB ARGS: history, log ID, prune --older-than 30d --yes, …
 /exit               quit (or Ctrl-D)`
-
-// slashCommands are the commands slash knows, for Tab completion.
-var slashCommands = []string{"/background", "/exit", "/help", "/history", "/new", "/quit", "/resume", "/sessions", "/tasks", "/title"}
 
 // slash runs a line-mode command. done means the loop should end.
 func (ch *chatter) slash(line string, numbered *[]string) (done bool, err error) {
@@ -527,8 +660,11 @@ func (ch *chatter) slash(line string, numbered *[]string) (done bool, err error)
 		} else if id, err = ch.store.Resolve(arg); err != nil {
 			return false, err
 		}
+		if id, err = ch.latest(id); err != nil {
+			return false, err
+		}
 		if ch.sessionID != "" && ch.sessionID != id {
-			if _, err := ch.store.End(ch.sessionID, "resumed_other"); err != nil {
+			if _, err := ch.store.End(ch.sessionID, endResumedOther); err != nil {
 				return false, err
 			}
 		}
@@ -538,6 +674,33 @@ func (ch *chatter) slash(line string, numbered *[]string) (done bool, err error)
 			return false, err
 		}
 		fmt.Fprintf(e.stderr, "hermes: resumed session %s (%s, %d messages)\n", id, dash(sess.Title), sess.MessageCount)
+	case "/branch":
+		return false, ch.fork(0, arg)
+	case "/undo":
+		n := 1
+		if arg != "" {
+			v, err := strconv.Atoi(arg)
+			if err != nil || v < 1 {
+				return false, fmt.Errorf("/undo takes a positive number of turns, not %q", arg)
+			}
+			n = v
+		}
+		return false, ch.undo(n)
+	case "/compress":
+		keep := agent.DefaultKeep
+		if arg != "" {
+			v, err := strconv.Atoi(arg)
+			if err != nil || v < 1 {
+				return false, fmt.Errorf("/compress takes a positive number of messages to keep, not %q", arg)
+			}
+			keep = v
+		}
+		return false, ch.compressNow(keep)
+	case "/retry":
+		if arg != "" {
+			return false, errors.New("/retry takes no argument")
+		}
+		return false, ch.retry()
 	case "/background":
 		if arg == "" {
 			return false, errors.New("/background needs a prompt")
@@ -585,6 +748,88 @@ func (ch *chatter) slash(line string, numbered *[]string) (done bool, err error)
 		return false, fmt.Errorf("unknown command %s (/help lists them)", verb)
 	}
 	return false, nil
+}
+
+// endForked is the reason a line-mode fork (/branch, /undo, /retry) ends
+// the session it leaves; resuming it reopens it.
+const endForked = "forked"
+
+// fork makes a fork of the current session holding its messages 1 to at
+// (all when 0), ends the current one (reason forked) and goes on in the
+// fork. It says which session is which: nothing is lost, and both stay
+// resumable.
+func (ch *chatter) fork(at int64, title string) error {
+	if ch.sessionID == "" {
+		return errors.New("no session yet: nothing to fork")
+	}
+	old := ch.sessionID
+	child, err := ch.store.Fork(old, at, title)
+	if err != nil {
+		return err
+	}
+	if _, err := ch.store.End(old, endForked); err != nil {
+		return err
+	}
+	ch.sessionID = child.ID
+	fmt.Fprintf(ch.e.stderr, "hermes: session %s forked at message %d into %s; %s is kept as it was (hermes chat --resume %s)\n",
+		old, child.ForkSeq, child.ID, old, old)
+	return nil
+}
+
+// turnStarts reads the current session backwards to its nth last turn
+// (a user message and all that answered it) and returns the seq of the
+// user message of each, the nth last first: it reads only those turns.
+func (ch *chatter) turnStarts(n int) ([]int64, error) {
+	if ch.sessionID == "" {
+		return nil, errors.New("no session yet")
+	}
+	var starts []int64
+	_, err := ch.store.Tail(ch.sessionID, func(m sessions.Message) bool {
+		if m.Role == "user" {
+			starts = append([]int64{m.Seq}, starts...)
+		}
+		return len(starts) == n
+	})
+	return starts, err
+}
+
+// undo is /undo N: a fork without the last n turns.
+func (ch *chatter) undo(n int) error {
+	starts, err := ch.turnStarts(n)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(starts) < n:
+		return fmt.Errorf("session %s has %d turns; /undo %d would leave none (/new starts an empty session)", ch.sessionID, len(starts), n)
+	case starts[0] == 1:
+		return fmt.Errorf("/undo %d would leave session %s empty (/new starts an empty session)", n, ch.sessionID)
+	}
+	return ch.fork(starts[0]-1, "")
+}
+
+// retry is /retry: a fork that ends with the last user message, without
+// what answered it, where that message is sent to the model again.
+func (ch *chatter) retry() error {
+	starts, err := ch.turnStarts(1)
+	if err != nil {
+		return err
+	}
+	if len(starts) == 0 {
+		return fmt.Errorf("session %s has no message to retry", ch.sessionID)
+	}
+	if err := ch.fork(starts[0], ""); err != nil {
+		return err
+	}
+	var r turnResult
+	err = ch.cancellable(func(ctx context.Context) (err error) {
+		r, err = ch.run(ctx, nil)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return ch.printReply(r)
 }
 
 // background runs prompt as a background task: hermes chat in a new

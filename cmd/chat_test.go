@@ -263,8 +263,8 @@ func TestChatOpenAIFullHistory(t *testing.T) {
 	// The reply is stored after the user message; the stored history keeps
 	// its extra key and its order.
 	s := showSession(t, home, id)
-	if s.Model != "m" || s.State != "active" || s.MessageCount != 6 || len(s.Messages) != 6 {
-		t.Fatalf("session = model %q state %q count %d (%d messages), want m active 6", s.Model, s.State, s.MessageCount, len(s.Messages))
+	if s.Model != "m" || s.State != "ended" || s.MessageCount != 6 || len(s.Messages) != 6 {
+		t.Fatalf("session = model %q state %q count %d (%d messages), want m ended 6", s.Model, s.State, s.MessageCount, len(s.Messages))
 	}
 	var roles []string
 	for i, m := range s.Messages {
@@ -358,8 +358,10 @@ func TestChatOpenAIServerErrorKeepsSession(t *testing.T) {
 	if last.Role != "user" || string(last.Content) != `"second"` {
 		t.Errorf("last message = %+v, want the user's %q", last, "second")
 	}
-	if after.State != "active" {
-		t.Errorf("state = %q, want active", after.State)
+	// The chat exited normally, failure and all: the session is ended
+	// (cli_exit), and the next turn reopens it.
+	if after.State != "ended" {
+		t.Errorf("state = %q, want ended", after.State)
 	}
 
 	// A later turn, with the server back, continues the session and sends

@@ -74,6 +74,10 @@ func gatewayServe(e *env) error {
 	if err != nil {
 		return err
 	}
+	idleEnd, err := durationSetting("gateway.idle_end", g.IdleEnd, gateway.DefaultIdleEnd, profiles.ParsePeriod)
+	if err != nil {
+		return err
+	}
 	readTimeout, err := durationSetting("gateway.read_timeout", g.ReadTimeout, gateway.DefaultReadTimeout, profiles.ParsePeriod)
 	if err != nil {
 		return err
@@ -150,6 +154,7 @@ func gatewayServe(e *env) error {
 			MaxBodyBytes:       g.MaxRequestBodyBytes,
 			MaxStoredResponses: g.MaxStoredResponses,
 			ResumeFreshness:    freshness,
+			IdleEnd:            idleEnd,
 			ReadTimeout:        readTimeout,
 			WriteTimeout:       writeTimeout,
 			Tools:              tools,

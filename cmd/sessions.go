@@ -128,6 +128,8 @@ func sessionsCommand() *cli.Command {
 			},
 			sessionsImportCommand(),
 			sessionsBrowseCommand(),
+			sessionsForkCommand(),
+			sessionsCompressCommand(),
 			{
 				Name:      "stats",
 				Usage:     "counts by state and source, messages, bytes on disk",
@@ -323,6 +325,12 @@ func sessionsShow(e *env) error {
 	}
 	if sess.ParentSessionID != "" {
 		tb.row("parent:", sess.ParentSessionID)
+	}
+	if sess.ForkSeq > 0 {
+		tb.row("fork point:", fmt.Sprintf("message %d of %s", sess.ForkSeq, sess.ParentSessionID))
+	}
+	if err := showChain(tb, store, id); err != nil {
+		return err
 	}
 	tb.row("created:", sess.CreatedAt)
 	tb.row("updated:", sess.UpdatedAt)

@@ -54,6 +54,9 @@ type Config struct {
 		ReadTimeout    string `yaml:"read_timeout" json:"read_timeout"`
 		WriteTimeout   string `yaml:"write_timeout" json:"write_timeout"`
 		MaxConnections int    `yaml:"max_connections" json:"max_connections"`
+		// IdleEnd is how long a gateway session may go without a request
+		// before the running gateway ends it (a duration; default 24h).
+		IdleEnd string `yaml:"idle_end" json:"idle_end"`
 	} `yaml:"gateway" json:"gateway"`
 	// Agent bounds the turn engine's loop (cmd/agent); zero values mean
 	// its defaults.
@@ -62,6 +65,11 @@ type Config struct {
 		MaxToolOutput   int      `yaml:"max_tool_output" json:"max_tool_output"`   // bytes
 		TerminalTimeout string   `yaml:"terminal_timeout" json:"terminal_timeout"` // a duration, e.g. 2m
 		Tools           []string `yaml:"tools" json:"tools"`                       // the tools a chat offers
+		// CompressAt makes a chat compress its session before a turn once
+		// the history reaches it: a number of messages (200), or a
+		// fraction (0.8) of ContextTokens, the model's context in tokens.
+		CompressAt    string `yaml:"compress_at" json:"compress_at"`
+		ContextTokens int64  `yaml:"context_tokens" json:"context_tokens"`
 	} `yaml:"agent" json:"agent"`
 	Tools struct {
 		// Approval is ask (the default), auto or deny: what happens to a

@@ -66,6 +66,19 @@
 // with no terminal ask acts as deny), auto (Fixed(true); chat --yes) or
 // deny. The gateway never prompts.
 //
+// # Compression
+//
+// Engine.Compress continues a session in a new one that starts with a
+// summary: the provider is asked, with no tools, for a summary of the
+// history but for its last turns (at least keep messages, the cut where a
+// turn starts, so a call keeps its result); the request is
+// SummaryInstruction as a system message, the messages to summarise as
+// the provider reads any history, and a closing user message asking for
+// the summary. The child holds the summary as a system message, then the
+// kept messages; the parent ends with reason compression
+// (sessions.Store.Compress). A history with nothing before its kept turns
+// is not compressed.
+//
 // # Limits
 //
 // Turns on one session are not serialized by the engine: a chat resumed in

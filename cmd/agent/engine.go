@@ -166,7 +166,7 @@ func (e *Engine) Run(ctx context.Context, t Turn) (Result, error) {
 	}
 	for {
 		res.Steps++
-		req := provider.Request{SessionID: sess.ID, History: history{st, sess.ID}, Tools: schemas}
+		req := provider.Request{SessionID: sess.ID, History: history{store: st, id: sess.ID}, Tools: schemas}
 		if stream != nil {
 			stream.next()
 			req.Stream = stream

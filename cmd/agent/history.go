@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"errors"
+
 	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/fsstore/sessions"
 )
@@ -16,7 +18,13 @@ import (
 type history struct {
 	store *sessions.Store
 	id    string
+	// upTo, when set, ends the history at the message with that seq (a
+	// compression's summary request).
+	upTo int64
 }
+
+// errUpTo ends a history's walk at upTo.
+var errUpTo = errors.New("history: past upTo")
 
 func (h history) Each(fn func(sessions.Message) error) error {
 	t, err := h.store.OpenTranscript(h.id)
@@ -35,6 +43,9 @@ func (h history) Each(fn func(sessions.Message) error) error {
 		return nil
 	}
 	err = t.Each(func(m sessions.Message) error {
+		if h.upTo > 0 && m.Seq > h.upTo {
+			return errUpTo
+		}
 		if m.Role == "tool" {
 			for i, c := range pending {
 				if c.ID == m.ToolCallID {
@@ -53,7 +64,7 @@ func (h history) Each(fn func(sessions.Message) error) error {
 		pending = ToolCalls(m)
 		return nil
 	})
-	if err != nil {
+	if err != nil && !errors.Is(err, errUpTo) {
 		return err
 	}
 	return flush()

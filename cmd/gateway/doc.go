@@ -262,6 +262,18 @@
 // its whole history there, as for any new session). A conversation's
 // mapping moves to the new session before the turn.
 //
+// # Idle sessions
+//
+// A conversation with no request for gateway.idle_end (Options.IdleEnd,
+// default 24h) has its session ended, reason idle, by the running gateway,
+// so that a prune can remove it in time. A sweep runs at start and then
+// every tenth of IdleEnd (at most every 10 minutes); it ends only the
+// gateway's own active sessions (source gateway), each under its lock,
+// and leaves one a request holds for the next sweep. The next request to
+// such a conversation, however it finds the session, reopens it (admit):
+// the same session, only its state changed. The gateway never compresses
+// a session: its client sends the history itself.
+//
 // # Safety
 //
 // One gateway per profile: it holds an flock on gateway/serve.lock for its

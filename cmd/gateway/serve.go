@@ -160,6 +160,9 @@ func Serve(o ServeOptions) error {
 		maxConns = DefaultMaxConnections
 	}
 	go func() { served <- hs.Serve(limitListener(ln, maxConns, srv.opts.Logf)) }()
+	idleCtx, stopIdle := context.WithCancel(context.Background())
+	defer stopIdle()
+	go srv.endIdleEvery(idleCtx)
 	fmt.Fprintf(o.Stderr, "hermes: gateway serving on http://%s%s\n", ln.Addr(), o.Describe)
 
 	var sig os.Signal

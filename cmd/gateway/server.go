@@ -72,6 +72,7 @@ type Options struct {
 	WriteTimeout       time.Duration
 	MaxStoredResponses int           // 0: DefaultMaxStoredResponses
 	ResumeFreshness    time.Duration // 0: DefaultResumeFreshness
+	IdleEnd            time.Duration // 0: DefaultIdleEnd
 	// Tools are the built-in tools a turn runs (gateway.tools; none by
 	// default), approved by Approver (never a prompt), with ToolEnv as
 	// their environment; MaxSteps bounds a turn's provider calls.
@@ -114,6 +115,9 @@ func New(opts Options) *Server {
 	}
 	if opts.ResumeFreshness <= 0 {
 		opts.ResumeFreshness = DefaultResumeFreshness
+	}
+	if opts.IdleEnd <= 0 {
+		opts.IdleEnd = DefaultIdleEnd
 	}
 	if opts.ReadTimeout <= 0 {
 		opts.ReadTimeout = DefaultReadTimeout
@@ -408,6 +412,29 @@ type keyedMutex struct {
 type keyedEntry struct {
 	sem  chan struct{}
 	refs int
+}
+
+// tryLock takes key's mutex if nobody holds it or waits for it.
+func (k *keyedMutex) tryLock(key string) (func(), bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.m[key] != nil {
+		return nil, false
+	}
+	if k.m == nil {
+		k.m = map[string]*keyedEntry{}
+	}
+	e := &keyedEntry{sem: make(chan struct{}, 1), refs: 1}
+	e.sem <- struct{}{}
+	k.m[key] = e
+	return func() {
+		<-e.sem
+		k.mu.Lock()
+		if e.refs--; e.refs == 0 {
+			delete(k.m, key)
+		}
+		k.mu.Unlock()
+	}, true
 }
 
 func (k *keyedMutex) lock(ctx context.Context, key string) (func(), error) {

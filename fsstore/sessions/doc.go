@@ -45,6 +45,31 @@
 // transcript (an import) in one step: the document, written last, is its
 // commit point.
 //
+// # Forks and compressions
+//
+// History is never shortened; stepping back makes a new session. Fork
+// copies the first SEQ lines of a transcript into a new one as they are
+// stored (seq and ts kept), streaming (io.Copy of the first bytes, which
+// the kernel does with copy_file_range), and records parent_session_id
+// and fork_seq; the parent is not written, and the child's document,
+// written last, is the commit point. The end of line SEQ is found from the
+// nearer end of the file, so a fork a few turns back reads only those.
+// Compress makes a child from a summary and the kept messages (CreateWith)
+// and then ends the parent (reason compression) naming the child in
+// compressed_into: that write is its commit point, and a failure before
+// it removes the child; a crash between the two leaves a child that no
+// parent names, an ordinary session. Latest and Chain follow
+// compressed_into; a fork is not in a chain.
+//
+// # Idle sessions
+//
+// Idle lists the active sessions of a source last active before a cutoff
+// (the gateway's gateway.idle_end). It reads the catalog backwards only as
+// far as the caller's previous cutoff: every write to a session adds a
+// catalog line, so a session whose latest line is older was as idle at
+// the previous scan. EndIdle ends one under its lock, after reading it
+// again.
+//
 // # Times
 //
 // A message's own ts (an import's, a client's) is rewritten in

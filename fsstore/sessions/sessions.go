@@ -56,6 +56,13 @@ type Session struct {
 	// Cwd is the working directory of the session's tools (the agent's
 	// terminal, read_file, write_file): relative paths start there.
 	Cwd string `json:"cwd"`
+	// ForkSeq is where a fork (Fork) left its parent: its history began
+	// as the parent's messages 1 to ForkSeq. 0 for a session that is no
+	// fork.
+	ForkSeq int64 `json:"fork_seq"`
+	// CompressedInto is the session a compression continued this one in
+	// (end_reason compression); see Compress.
+	CompressedInto string `json:"compressed_into"`
 	// Meta is what an imported session's source said of it beyond these
 	// fields (its token counts, costs, model settings, …), kept as the
 	// source wrote it; null for a session made here.

@@ -1,0 +1,108 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hermes/hermes/cmd/provider"
+	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/sessions"
+)
+
+// DefaultKeep is how many of its last messages a compression keeps as
+// they are, by default.
+const DefaultKeep = 6
+
+// The summary request: SummaryInstruction as a system message, the
+// messages to summarise as they are stored (with the provider's repairs,
+// see history), then summaryPrompt as the last user message, so that a
+// model answers with a summary rather than going on with the conversation.
+// The echo provider answers it as it answers everything: "echo: N messages
+// received; you said: " and summaryPrompt, N counting the instruction.
+const (
+	SummaryInstruction = `You are compressing the conversation that follows, so that it can go on in a new session with less context. Write a summary of it that lets an assistant continue the work without the original messages: the user's goals and standing instructions, decisions made, facts learned (names, paths, numbers, commands and their outcomes), what was done with tools, and what remains open. Reply with the summary only, in plain prose or short lists.`
+	summaryPrompt      = "Summarise the conversation above, as the first system message asks."
+)
+
+// Compression is what Compress made.
+type Compression struct {
+	Parent string // the session compressed, now ended (compression)
+	Child  sessions.Session
+	// Summarised are the parent's messages the summary stands for (1 to
+	// Summarised); Kept the messages after them, copied after it.
+	Summarised int64
+	Kept       int
+}
+
+// Compress asks the provider to summarise session id's history but for
+// its last turns, and continues it in a new session that starts with the
+// summary as a system message followed by those turns as they are: at
+// least keep messages, cut where a turn starts (a user message), so that a
+// tool call is never parted from its result. The parent ends with reason
+// compression, naming the child (Store.Compress). A session whose history
+// holds nothing before its kept turns is ErrInvalid; one that grew while
+// its summary was made is ErrRefused, and nothing is written.
+func (e *Engine) Compress(ctx context.Context, id string, keep int) (Compression, error) {
+	st := e.Sessions
+	if keep < 1 {
+		keep = DefaultKeep
+	}
+	sess, err := st.Get(id)
+	if err != nil {
+		return Compression{}, err
+	}
+	switch {
+	case sess.CompressedInto != "":
+		return Compression{}, fsstore.Refusedf("session %s was compressed into %s already (compress that one)", id, sess.CompressedInto)
+	case sess.Source == "gateway":
+		return Compression{}, fsstore.Refusedf("session %s is a gateway conversation, whose client sends its history itself: compress it in the client", id)
+	}
+	n := 0
+	tail, err := st.Tail(id, func(m sessions.Message) bool {
+		n++
+		return n >= keep && m.Role == "user"
+	})
+	if err != nil {
+		return Compression{}, err
+	}
+	if len(tail) == 0 || tail[0].Seq <= 1 || tail[0].Role != "user" {
+		return Compression{}, fsstore.Invalidf("session %s has %d messages, all in its last turns that a compression keeps (%d or more messages, whole turns): nothing to compress", id, len(tail), keep)
+	}
+	cut := tail[0].Seq - 1
+	count := tail[len(tail)-1].Seq
+	reply, err := e.Provider.Complete(ctx, provider.Request{SessionID: id, History: summaryRequest{history{store: st, id: id, upTo: cut}}})
+	if err != nil {
+		return Compression{}, err
+	}
+	summary := ""
+	for _, m := range reply.Messages {
+		if m.Role == "assistant" && m.Text() != "" {
+			summary = m.Text()
+		}
+	}
+	if summary == "" {
+		return Compression{}, &provider.Error{Provider: e.Provider.Name(), Message: e.Provider.Name() + ": the summary is empty"}
+	}
+	msgs := append([]sessions.Message{{
+		Role:    "system",
+		Content: sessions.TextContent(fmt.Sprintf("Summary of the conversation so far (session %s, messages 1 to %d), which this session continues:\n\n%s", id, cut, summary)),
+	}}, sessions.CopyMessages(tail)...)
+	child, err := st.Compress(id, count, msgs)
+	if err != nil {
+		return Compression{}, err
+	}
+	return Compression{Parent: id, Child: child, Summarised: cut, Kept: len(tail)}, nil
+}
+
+// summaryRequest is the history a summary is asked with.
+type summaryRequest struct{ h history }
+
+func (r summaryRequest) Each(fn func(sessions.Message) error) error {
+	if err := fn(sessions.Message{Role: "system", Content: sessions.TextContent(SummaryInstruction)}); err != nil {
+		return err
+	}
+	if err := r.h.Each(fn); err != nil {
+		return err
+	}
+	return fn(sessions.Message{Role: "user", Content: sessions.TextContent(summaryPrompt)})
+}

@@ -1,0 +1,192 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/hermes/hermes/cmd/agent"
+	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/sessions"
+	"github.com/hermes/hermes/profiles"
+)
+
+func sessionsForkCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "fork",
+		Usage: "make a new session whose history is the first SEQ messages of ID; ID is not touched",
+		Description: `The new session's transcript is a byte-for-byte copy of ID's first SEQ lines
+(all of them by default), each keeping its seq and ts; its document has
+parent_session_id ID and fork_seq SEQ. It prints the new session's id. A chat
+resumes it like any other (hermes chat --resume NEW).`,
+		ArgsUsage: "ID|PREFIX|TITLE",
+		Flags: []cli.Flag{
+			&cli.Int64Flag{Name: "at", Usage: "the fork point: the new session holds messages 1 to SEQ (default: all)"},
+			&cli.StringFlag{Name: "title", Usage: "a title for the new session, unique in the profile"},
+		},
+		Action: withEnv(sessionsFork),
+	}
+}
+
+func sessionsFork(e *env) error {
+	ref, err := oneArg(e.c, "session ID")
+	if err != nil {
+		return err
+	}
+	if e.c.IsSet("at") && e.c.Int64("at") < 1 {
+		return usagef("--at must be 1 or more (a new session without history: hermes sessions new)")
+	}
+	id, err := e.resolveSession(ref)
+	if err != nil {
+		return err
+	}
+	child, err := e.sessions().Fork(id, e.c.Int64("at"), e.c.String("title"))
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return printJSON(e.stdout, child)
+	}
+	fmt.Fprintln(e.stdout, child.ID)
+	return nil
+}
+
+func sessionsCompressCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "compress",
+		Usage: "continue a session in a new one that starts with a summary of it and keeps its last turns",
+		Description: `The provider (the flags of chat) summarises the history but for its last
+turns: at least --keep messages, cut where a turn starts, so that a tool call
+keeps its result. The new session holds the summary as a system message, then
+those turns as they are, with parent_session_id ID; ID ends with reason
+compression and names it in compressed_into. It prints the new session's id.
+chat -c and chat --resume ID follow the chain to its newest session.`,
+		ArgsUsage: "ID|PREFIX|TITLE",
+		Flags: append([]cli.Flag{
+			&cli.IntFlag{Name: "keep", Value: agent.DefaultKeep, Usage: "how many of the last messages to keep as they are (whole turns)"},
+		}, providerFlags()...),
+		Action: withEnv(sessionsCompress),
+	}
+}
+
+func sessionsCompress(e *env) error {
+	ref, err := oneArg(e.c, "session ID")
+	if err != nil {
+		return err
+	}
+	if e.c.Int("keep") < 1 {
+		return usagef("--keep must be 1 or more")
+	}
+	cfg, err := e.config()
+	if err != nil {
+		return err
+	}
+	prov, _, err := newProvider(e, cfg)
+	if err != nil {
+		return err
+	}
+	store := e.sessions()
+	id, err := store.Resolve(ref)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	engine := &agent.Engine{Sessions: store, Provider: prov}
+	c, err := engine.Compress(ctx, id, e.c.Int("keep"))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stderr, "hermes: %s\n", compressedText(c))
+	if e.json {
+		return printJSON(e.stdout, c.Child)
+	}
+	fmt.Fprintln(e.stdout, c.Child.ID)
+	return nil
+}
+
+// compressedText says what a compression did.
+func compressedText(c agent.Compression) string {
+	return fmt.Sprintf("session %s compressed into %s: messages 1 to %d summarised, the last %d kept; %s is ended and kept as it was (hermes sessions show %s)",
+		c.Parent, c.Child.ID, c.Summarised, c.Kept, c.Parent, c.Parent)
+}
+
+// compressAt is agent.compress_at: compress a chat's session before a turn
+// once its history reaches messages, or tokens (estimated; see passed).
+// Both zero: never.
+type compressAt struct {
+	messages int64
+	tokens   int64
+}
+
+// parseCompressAt reads agent.compress_at and agent.context_tokens.
+func parseCompressAt(cfg profiles.Config) (compressAt, error) {
+	v := strings.TrimSpace(cfg.Agent.CompressAt)
+	if v == "" {
+		return compressAt{}, nil
+	}
+	if cfg.Agent.ContextTokens < 0 {
+		return compressAt{}, fsstore.Invalidf("agent.context_tokens must be positive, not %d", cfg.Agent.ContextTokens)
+	}
+	if !strings.Contains(v, ".") {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 {
+			return compressAt{}, fsstore.Invalidf("agent.compress_at must be a number of messages (200) or a fraction of agent.context_tokens (0.8), not %q", v)
+		}
+		return compressAt{messages: n}, nil
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f <= 0 || f > 1 {
+		return compressAt{}, fsstore.Invalidf("agent.compress_at must be a number of messages (200) or a fraction of agent.context_tokens (0.8), not %q", v)
+	}
+	if cfg.Agent.ContextTokens == 0 {
+		return compressAt{}, fsstore.Invalidf("agent.compress_at %s is a fraction of the model's context: set agent.context_tokens", v)
+	}
+	return compressAt{tokens: int64(f * float64(cfg.Agent.ContextTokens))}, nil
+}
+
+// bytesPerToken is how a history's tokens are estimated from its
+// transcript's size: about four bytes of English text a token, which the
+// JSON around each message makes an overestimate, so a compression comes
+// early rather than late.
+const bytesPerToken = 4
+
+// passed says why sess's history has reached the threshold, or "" if it
+// has not.
+func (c compressAt) passed(store *sessions.Store, sess sessions.Session) (string, error) {
+	if c.messages > 0 && sess.MessageCount >= c.messages {
+		return fmt.Sprintf("%d messages, agent.compress_at %d", sess.MessageCount, c.messages), nil
+	}
+	if c.tokens > 0 {
+		size, err := store.TranscriptSize(sess.ID)
+		if err != nil {
+			return "", err
+		}
+		if size/bytesPerToken >= c.tokens {
+			return fmt.Sprintf("about %d tokens, agent.compress_at %d", size/bytesPerToken, c.tokens), nil
+		}
+	}
+	return "", nil
+}
+
+// showChain adds the compression chain of id, oldest first, to a session's
+// table, when id is in one.
+func showChain(tb *table, store *sessions.Store, id string) error {
+	chain, err := store.Chain(id)
+	if err != nil || len(chain) < 2 {
+		return err
+	}
+	for i, c := range chain {
+		if c == id {
+			chain[i] = c + " (this one)"
+		}
+	}
+	tb.row("chain:", strings.Join(chain, " -> "))
+	return nil
+}
