@@ -76,6 +76,7 @@ func (s *Store) Check(repair bool, lostFound string) ([]fsstore.Finding, error) 
 		}
 	}
 	out = append(out, s.checkTitles(byTitle, repair)...)
+	out = append(out, s.checkTitleIndex(byTitle, repair)...)
 	for _, id := range logs {
 		out = append(out, s.checkTranscript(id, docs[id], repair)...)
 	}
@@ -153,6 +154,9 @@ func (s *Store) retitle(id, title, what string) (bool, string) {
 		if !taken[next] {
 			break
 		}
+	}
+	if err := s.claimTitle(next, id); err != nil {
+		return false, what + " (" + err.Error() + ")"
 	}
 	_, err = s.update(id, func(sess *Session) error {
 		if sess.Title != title {
