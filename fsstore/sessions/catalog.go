@@ -35,13 +35,40 @@ const (
 type catalogEntry struct {
 	SessionID string       `json:"session_id"`
 	At        fsstore.Time `json:"at"`
+	// What `sessions stats` counts, as of this write (see stats.go): the
+	// session's state, source, message count and transcript size, or that
+	// it was removed. Lines written before stats read the catalog have
+	// none of them.
+	State        string `json:"state,omitempty"`
+	Source       string `json:"source,omitempty"`
+	MessageCount int64  `json:"message_count,omitempty"`
+	Bytes        int64  `json:"bytes,omitempty"`
+	Removed      bool   `json:"removed,omitempty"`
 }
 
 func (s *Store) catalogPath() string { return filepath.Join(s.Dir, catalogName) }
 
-// touchCatalog records activity on id, synced.
-func (s *Store) touchCatalog(id string, now time.Time) error {
-	f, err := s.writeCatalog(id, now)
+// entryOf is the catalog line of a write to sess at now.
+func (s *Store) entryOf(sess *Session, now time.Time) catalogEntry {
+	e := catalogEntry{SessionID: sess.ID, At: fsstore.TimeOf(now), State: sess.State, Source: sess.Source, MessageCount: sess.MessageCount}
+	if fi, err := os.Lstat(s.logPath(sess.ID)); err == nil {
+		e.Bytes = fi.Size()
+	}
+	return e
+}
+
+// touchCatalog records a write to sess, synced.
+func (s *Store) touchCatalog(sess *Session, now time.Time) error {
+	return s.syncCatalog(s.entryOf(sess, now))
+}
+
+// recordRemoval records that session id was removed, synced.
+func (s *Store) recordRemoval(id string, now time.Time) error {
+	return s.syncCatalog(catalogEntry{SessionID: id, At: fsstore.TimeOf(now), Removed: true})
+}
+
+func (s *Store) syncCatalog(e catalogEntry) error {
+	f, err := s.appendCatalog(e)
 	if err != nil || f == nil {
 		return err
 	}
@@ -49,17 +76,23 @@ func (s *Store) touchCatalog(id string, now time.Time) error {
 	return fsstore.SyncLog(f)
 }
 
-// writeCatalog appends the line that records activity on id and returns
+// writeCatalog appends the line that records a write to sess and returns
 // the catalog, still to be synced by the caller (nil when the append made
-// the catalog compact itself, which syncs). The lock is held for the
-// write only: a sync covers whatever other writers appended meanwhile.
-func (s *Store) writeCatalog(id string, now time.Time) (*os.File, error) {
+// the catalog compact itself, which syncs).
+func (s *Store) writeCatalog(sess *Session, now time.Time) (*os.File, error) {
+	return s.appendCatalog(s.entryOf(sess, now))
+}
+
+// appendCatalog appends e. The lock is held for the write only: a sync
+// covers whatever other writers appended meanwhile.
+func (s *Store) appendCatalog(e catalogEntry) (*os.File, error) {
 	unlock, err := fsstore.Lock(filepath.Join(s.Dir, catalogLockName), s.LockTimeout)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	line, _ := json.Marshal(catalogEntry{SessionID: id, At: fsstore.TimeOf(now)})
+	line, _ := json.Marshal(e)
+	now, _ := e.At.Instant()
 	_, err = os.Lstat(s.catalogPath())
 	made := errors.Is(err, os.ErrNotExist)
 	f, moved, err := fsstore.OpenAppend(s.catalogPath(), now)
@@ -173,7 +206,9 @@ func (s *Store) compactCatalogLocked() error {
 	})
 	var b bytes.Buffer
 	for _, sess := range all {
-		line, _ := json.Marshal(catalogEntry{SessionID: sess.ID, At: sess.UpdatedAt})
+		e := s.entryOf(&sess, time.Time{})
+		e.At = sess.UpdatedAt
+		line, _ := json.Marshal(e)
 		b.Write(line)
 		b.WriteByte('\n')
 	}

@@ -290,7 +290,7 @@ func (s *Store) CreateWith(sess Session, msgs []Message) (_ Session, created boo
 	}
 	sess.MessageCount = seq
 	err = fsstore.AppendThen(f, made, lines, func() error {
-		if err := s.touchCatalog(sess.ID, now); err != nil {
+		if err := s.touchCatalog(&sess, now); err != nil {
 			return err
 		}
 		return fsstore.WriteDoc(s.docPath(sess.ID), &sess)
@@ -459,7 +459,9 @@ func (s *Store) appendLocked(sess *Session, msgs []Message) (int64, error) {
 	}
 	// The transcript and the catalog lines are both written before either
 	// is synced, and then synced at once (see SyncLogs).
-	catalog, err := s.writeCatalog(sess.ID, now)
+	counted := *sess
+	counted.MessageCount = seq
+	catalog, err := s.writeCatalog(&counted, now)
 	if err == nil && catalog != nil {
 		err = fsstore.SyncLogs(f, catalog)
 		catalog.Close()
@@ -637,9 +639,6 @@ func (s *Store) replaceLocked(sess *Session, msgs []Message) (_ SaveResult, err 
 		}
 		fsstore.SyncDir(s.Dir)
 	}()
-	if err := s.touchCatalog(sess.ID, now); err != nil {
-		return SaveResult{}, err
-	}
 	err = fsstore.WriteAtomic(path, func(w io.Writer) error {
 		for i := range msgs {
 			msgs[i].Seq = int64(i + 1)
@@ -659,6 +658,9 @@ func (s *Store) replaceLocked(sess *Session, msgs []Message) (_ SaveResult, err 
 	replaced = true
 	sess.MessageCount = int64(len(msgs))
 	sess.UpdatedAt = ts
+	if err := s.touchCatalog(sess, now); err != nil {
+		return SaveResult{}, err
+	}
 	sess.Preview = ""
 	for _, m := range msgs {
 		if m.Role == "user" {
@@ -907,7 +909,7 @@ func (s *Store) update(id string, change func(*Session) error) (Session, error) 
 	}
 	now := s.Now()
 	sess.UpdatedAt = fsstore.TimeOf(now)
-	if err := s.touchCatalog(id, now); err != nil {
+	if err := s.touchCatalog(&sess, now); err != nil {
 		return Session{}, err
 	}
 	return sess, fsstore.WriteDoc(s.docPath(id), &sess)
@@ -1118,7 +1120,15 @@ func (s *Store) removeLocked(sess Session, dryRun bool) (Removal, error) {
 		return r, nil
 	}
 	os.Remove(s.lockPath(sess.ID))
-	return r, fsstore.SyncDir(s.Dir)
+	if err := fsstore.SyncDir(s.Dir); err != nil {
+		return r, err
+	}
+	// The removal is done; the catalog's line only keeps stats from
+	// counting the session, and fsck rebuilds a catalog that lacks it.
+	if err := s.recordRemoval(sess.ID, s.Now()); err != nil {
+		s.Warn(fmt.Sprintf("activity catalog: the removal of session %s is not recorded: %v", sess.ID, err))
+	}
+	return r, nil
 }
 
 // Prune removes the ended sessions whose last activity is before cutoff

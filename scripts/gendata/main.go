@@ -2,7 +2,7 @@
 // store's exact formats (see scripts/fixture), and prints their ids one a
 // line, oldest first.
 //
-//	go run ./scripts/gendata -home DIR -sessions N -messages M -bytes-per-message B
+//	go run ./scripts/gendata -home DIR -sessions N -messages M -bytes-per-message B [-titled]
 //
 // The sessions go to DIR/profiles/<profile>/sessions, which must not hold
 // sessions yet. `hermes --home DIR fsck` passes on the result.
@@ -26,6 +26,7 @@ func main() {
 	sessions := flag.Int("sessions", 1, "number of sessions")
 	messages := flag.Int("messages", 10, "messages in each transcript")
 	bytesPer := flag.Int("bytes-per-message", 200, "about this many bytes of text in each message")
+	titled := flag.Bool("titled", false, "title each session \"session N\" and write the title index")
 	quiet := flag.Bool("q", false, "do not print the ids")
 	flag.Parse()
 	if *home == "" || flag.NArg() > 0 || *sessions < 0 || *messages < 0 || *bytesPer < 1 {
@@ -47,6 +48,7 @@ func main() {
 		Messages:        *messages,
 		BytesPerMessage: *bytesPer,
 		Profile:         *profile,
+		Titled:          *titled,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gendata:", err)
