@@ -331,18 +331,11 @@ func (ch *chatter) pickNamed() error {
 		}
 		ch.sessionID = id
 	case cont && c.NArg() == 1:
-		title := c.Args().First()
-		list, err := ch.store.List(sessions.ListOptions{})
+		id, err := ch.store.ByTitle(c.Args().First())
 		if err != nil {
 			return err
 		}
-		for _, s := range list {
-			if s.Title == title {
-				ch.sessionID = s.ID
-				return nil
-			}
-		}
-		return fmt.Errorf("%w: no session titled %q", fsstore.ErrNotFound, title)
+		ch.sessionID = id
 	case cont:
 		list, err := ch.store.List(sessions.ListOptions{Limit: 1})
 		if err != nil {

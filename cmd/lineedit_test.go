@@ -85,7 +85,7 @@ func TestCompleter(t *testing.T) {
 		want   []string
 		length int
 	}{
-		{"/re", []string{"sume "}, 3},
+		{"/re", []string{"sume ", "try "}, 3},
 		{"/t", []string{"asks ", "itle "}, 2},
 		{"/resume re", []string{"factor ", "lease notes "}, 2},
 		{"/resume ", []string{"other ", "refactor ", "release notes "}, 0},

@@ -7,13 +7,15 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/hermes/hermes/fsstore/internal/seam"
 )
 
 // ReadDoc reads the JSON document at path into v. A document that exists
 // but does not parse is a *CorruptError (offset 0); the caller quarantines
 // it under its lock with Quarantine. A missing document is os.ErrNotExist.
 func ReadDoc(path string, v any) error {
-	b, err := os.ReadFile(path)
+	b, err := seam.ReadFile(path)
 	if err != nil {
 		return err
 	}

@@ -356,3 +356,5 @@ EOF
 }
 report
 $quick || report >scripts/bench-results.md
+# The rows that grow with the number of sessions (titles, stats).
+if $quick; then scripts/bench-scale.sh --quick; else scripts/bench-scale.sh | tee -a scripts/bench-results.md; fi

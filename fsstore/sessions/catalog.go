@@ -46,6 +46,15 @@ type catalogEntry struct {
 	SessionID string       `json:"session_id"`
 	At        fsstore.Time `json:"at"`
 	Written   fsstore.Time `json:"written,omitempty"` // set when it is not At (an import)
+	// What `sessions stats` counts, as of this write (see stats.go): the
+	// session's state, source, message count and transcript size, or that
+	// it was removed. Lines written before stats read the catalog have
+	// none of them.
+	State        string `json:"state,omitempty"`
+	Source       string `json:"source,omitempty"`
+	MessageCount int64  `json:"message_count,omitempty"`
+	Bytes        int64  `json:"bytes,omitempty"`
+	Removed      bool   `json:"removed,omitempty"`
 }
 
 // written is when the line was appended.
@@ -58,9 +67,31 @@ func (e *catalogEntry) written() fsstore.Time {
 
 func (s *Store) catalogPath() string { return filepath.Join(s.Dir, catalogName) }
 
-// touchCatalog records activity on id at time at, written now, synced.
-func (s *Store) touchCatalog(id string, at, now time.Time) error {
-	f, err := s.writeCatalog(id, at, now)
+// entryOf is the catalog line of a write to sess at now, recording
+// activity at time at (now, but for an import's older history).
+func (s *Store) entryOf(sess *Session, at, now time.Time) catalogEntry {
+	e := catalogEntry{SessionID: sess.ID, At: fsstore.TimeOf(at), State: sess.State, Source: sess.Source, MessageCount: sess.MessageCount}
+	if w := fsstore.TimeOf(now); w != e.At {
+		e.Written = w
+	}
+	if fi, err := os.Lstat(s.logPath(sess.ID)); err == nil {
+		e.Bytes = fi.Size()
+	}
+	return e
+}
+
+// touchCatalog records a write to sess, active at time at, synced.
+func (s *Store) touchCatalog(sess *Session, at, now time.Time) error {
+	return s.syncCatalog(s.entryOf(sess, at, now))
+}
+
+// recordRemoval records that session id was removed, synced.
+func (s *Store) recordRemoval(id string, now time.Time) error {
+	return s.syncCatalog(catalogEntry{SessionID: id, At: fsstore.TimeOf(now), Removed: true})
+}
+
+func (s *Store) syncCatalog(e catalogEntry) error {
+	f, err := s.appendCatalog(e)
 	if err != nil || f == nil {
 		return err
 	}
@@ -68,22 +99,23 @@ func (s *Store) touchCatalog(id string, at, now time.Time) error {
 	return fsstore.SyncLog(f)
 }
 
-// writeCatalog appends the line that records activity on id at time at
-// (now, but for an import's older history) and returns
-// the catalog, still to be synced by the caller (nil when the append made
-// the catalog compact itself, which syncs). The lock is held for the
-// write only: a sync covers whatever other writers appended meanwhile.
-func (s *Store) writeCatalog(id string, at, now time.Time) (*os.File, error) {
+// writeCatalog appends the line that records a write to sess, active at
+// time at, and returns the catalog, still to be synced by the caller (nil
+// when the append made the catalog compact itself, which syncs).
+func (s *Store) writeCatalog(sess *Session, at, now time.Time) (*os.File, error) {
+	return s.appendCatalog(s.entryOf(sess, at, now))
+}
+
+// appendCatalog appends e. The lock is held for the write only: a sync
+// covers whatever other writers appended meanwhile.
+func (s *Store) appendCatalog(e catalogEntry) (*os.File, error) {
 	unlock, err := fsstore.Lock(filepath.Join(s.Dir, catalogLockName), s.LockTimeout)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	e := catalogEntry{SessionID: id, At: fsstore.TimeOf(at)}
-	if w := fsstore.TimeOf(now); w != e.At {
-		e.Written = w
-	}
 	line, _ := json.Marshal(e)
+	now, _ := e.written().Instant()
 	_, err = os.Lstat(s.catalogPath())
 	made := errors.Is(err, os.ErrNotExist)
 	f, moved, err := fsstore.OpenAppend(s.catalogPath(), now)
@@ -244,7 +276,9 @@ func (s *Store) compactCatalogLocked() error {
 	})
 	var b bytes.Buffer
 	for _, sess := range all {
-		line, _ := json.Marshal(catalogEntry{SessionID: sess.ID, At: sess.UpdatedAt})
+		e := s.entryOf(&sess, time.Time{}, time.Time{})
+		e.At, e.Written = sess.UpdatedAt, ""
+		line, _ := json.Marshal(e)
 		b.Write(line)
 		b.WriteByte('\n')
 	}

@@ -97,6 +97,7 @@ func (s *Store) CheckSessions(repair bool, lostFound string) ([]fsstore.Finding,
 		}
 	}
 	out = append(out, s.checkTitles(byTitle, repair)...)
+	out = append(out, s.checkTitleIndex(byTitle, repair)...)
 	scans, err := s.scanTranscripts(logs)
 	if err != nil {
 		return out, 0, err
@@ -193,6 +194,9 @@ func (s *Store) retitle(id, title, what string) (bool, string) {
 		if !taken[next] {
 			break
 		}
+	}
+	if err := s.claimTitle(next, id); err != nil {
+		return false, what + " (" + err.Error() + ")"
 	}
 	_, err = s.update(id, func(sess *Session) error {
 		if sess.Title != title {

@@ -64,7 +64,7 @@ func (s *Store) Compress(parentID string, count int64, msgs []Message) (Session,
 	ts := fsstore.TimeOf(now)
 	parent.State, parent.EndedAt, parent.EndReason = StateEnded, ts, EndCompression
 	parent.CompressedInto, parent.UpdatedAt = child.ID, ts
-	err = s.touchCatalog(parentID, now, now)
+	err = s.touchCatalog(&parent, now, now)
 	if err == nil {
 		err = fsstore.WriteDoc(s.docPath(parentID), &parent)
 	}

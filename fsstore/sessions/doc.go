@@ -9,14 +9,20 @@
 // guarded by <id>.lock. Names starting with '.' are the store's own: the
 // activity catalog (.catalog.jsonl, catalog.go), whose lines say which
 // session was written when, so that List reads only the most recent
-// sessions, its lock, and the titles lock (.titles.lock).
+// sessions, and what Stats counts, its lock, the title index (.titles/,
+// titles.go) and the titles lock (.titles.lock).
 //
 // # Titles
 //
 // A title is unique in a profile. The check and the write (Create with a
 // title, Rename) are made under one profile-wide lock, .titles.lock, taken
 // before the session's own lock and never after one, so two writers never
-// both win one title. Check reports every session whose title an older
+// both win one title. The check reads the title index, not every
+// document: the index entry is synced before the document, so a titled
+// document always has one, and an entry is trusted only when the document
+// it names bears it out (titles.go). Resolve tries an exact id, then an
+// exact title, then a unique id prefix, so a title lookup never reads the
+// directory. Check reports every session whose title an older
 // one has (created_at, then id); with repair it renames it "TITLE (N)",
 // the least N from 2 that no session holds, cut to the title limit.
 //
@@ -116,5 +122,12 @@
 // the read that finds it; Check with repair then makes a new one from the
 // transcript, with source "recovered" and state active, so that no prune
 // removes it before a person has looked. A catalog that lacks a session is
-// rebuilt from the documents.
+// rebuilt from the documents; so is a title index that lacks an entry.
+//
+// # Stats
+//
+// Stats reads the catalog only: each line carries the session's state,
+// source, message count and transcript size as of that write, and a
+// removal appends a line that says so (stats.go). A line from before
+// these fields sends Stats to the session's document.
 package sessions

@@ -46,8 +46,17 @@ func (s *Store) Fork(parentID string, at int64, title string) (Session, error) {
 		return Session{}, fsstore.Invalidf("session %s has %d messages: a fork point is 1 to %d, not %d", parentID, parent.MessageCount, parent.MessageCount, at)
 	}
 	if title != "" {
-		if err := s.checkTitleFree(title, ""); err != nil {
+		// Refused before anything is written; claimed below, once the
+		// child has its id, under the same lock.
+		if err := fsstore.CheckTitle(title); err != nil {
 			return Session{}, err
+		}
+		ids, err := s.titleIDsLocked(title)
+		if err != nil {
+			return Session{}, err
+		}
+		if len(ids) > 0 {
+			return Session{}, fsstore.Refusedf("title %q is taken by session %s", title, ids[0])
 		}
 	}
 	src, size, err := fsstore.OpenSizedFlag(s.logPath(parentID), os.O_RDONLY|syscall.O_NOFOLLOW)
@@ -78,6 +87,11 @@ func (s *Store) Fork(parentID string, at int64, title string) (Session, error) {
 		return Session{}, err
 	}
 	defer unlock()
+	if title != "" {
+		if err := s.claimTitle(title, child.ID); err != nil {
+			return Session{}, err
+		}
+	}
 	path := s.logPath(child.ID)
 	err = fsstore.WriteAtomic(path, func(w io.Writer) error {
 		// io.Copy hands the copy to the kernel (copy_file_range) where it
@@ -89,7 +103,7 @@ func (s *Store) Fork(parentID string, at int64, title string) (Session, error) {
 		return err
 	})
 	if err == nil {
-		if err = s.touchCatalog(child.ID, now, now); err == nil {
+		if err = s.touchCatalog(&child, now, now); err == nil {
 			err = fsstore.WriteDoc(s.docPath(child.ID), &child)
 		}
 	}

@@ -482,35 +482,3 @@ func (m *foldMatcher) index(text string) int {
 	}
 	return pos
 }
-
-// Stats summarizes a profile's sessions.
-type Stats struct {
-	Sessions int64            `json:"sessions"`
-	ByState  map[string]int64 `json:"by_state"`
-	BySource map[string]int64 `json:"by_source"`
-	Messages int64            `json:"messages"`
-	Bytes    int64            `json:"bytes"`
-}
-
-// Stats counts sessions by state and source, their messages, and the bytes
-// of every file in the sessions directory.
-func (s *Store) Stats() (Stats, error) {
-	st := Stats{ByState: map[string]int64{}, BySource: map[string]int64{}}
-	all, err := s.All()
-	if err != nil {
-		return st, err
-	}
-	for _, sess := range all {
-		st.Sessions++
-		st.ByState[sess.State]++
-		st.BySource[sess.Source]++
-		st.Messages += sess.MessageCount
-	}
-	entries, _ := os.ReadDir(s.Dir)
-	for _, e := range entries {
-		if fi, err := e.Info(); err == nil {
-			st.Bytes += fi.Size()
-		}
-	}
-	return st, nil
-}

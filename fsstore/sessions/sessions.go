@@ -238,6 +238,8 @@ func (s *Store) CreateWith(sess Session, msgs []Message) (_ Session, created boo
 			return Session{}, false, err
 		}
 		defer unlockTitles()
+	} else if err := s.ensureTitles(); err != nil {
+		return Session{}, false, err
 	}
 	unlock, err := s.lock(sess.ID)
 	if err != nil {
@@ -252,7 +254,7 @@ func (s *Store) CreateWith(sess Session, msgs []Message) (_ Session, created boo
 		return Session{}, false, err
 	}
 	if sess.Title != "" {
-		if err := s.checkTitleFree(sess.Title, sess.ID); err != nil {
+		if err := s.claimTitle(sess.Title, sess.ID); err != nil {
 			return Session{}, false, err
 		}
 	}
@@ -315,7 +317,7 @@ func (s *Store) CreateWith(sess Session, msgs []Message) (_ Session, created boo
 	}
 	sess.MessageCount = seq
 	err = fsstore.AppendThen(f, made, lines, func() error {
-		if err := s.touchCatalog(sess.ID, active, now); err != nil {
+		if err := s.touchCatalog(&sess, active, now); err != nil {
 			return err
 		}
 		return fsstore.WriteDoc(s.docPath(sess.ID), &sess)
@@ -521,7 +523,9 @@ func (s *Store) appendLocked(sess *Session, msgs []Message) (int64, error) {
 	}
 	// The transcript and the catalog lines are both written before either
 	// is synced, and then synced at once (see SyncLogs).
-	catalog, err := s.writeCatalog(sess.ID, active, now)
+	counted := *sess
+	counted.MessageCount = seq
+	catalog, err := s.writeCatalog(&counted, active, now)
 	if err == nil && catalog != nil {
 		err = fsstore.SyncLogs(f, catalog)
 		catalog.Close()
@@ -699,9 +703,6 @@ func (s *Store) replaceLocked(sess *Session, msgs []Message) (_ SaveResult, err 
 		}
 		fsstore.SyncDir(s.Dir)
 	}()
-	if err := s.touchCatalog(sess.ID, now, now); err != nil {
-		return SaveResult{}, err
-	}
 	err = fsstore.WriteAtomic(path, func(w io.Writer) error {
 		for i := range msgs {
 			msgs[i].Seq = int64(i + 1)
@@ -721,6 +722,9 @@ func (s *Store) replaceLocked(sess *Session, msgs []Message) (_ SaveResult, err 
 	replaced = true
 	sess.MessageCount = int64(len(msgs))
 	sess.UpdatedAt = ts
+	if err := s.touchCatalog(sess, now, now); err != nil {
+		return SaveResult{}, err
+	}
 	sess.Preview = ""
 	for _, m := range msgs {
 		if m.Role == "user" {
@@ -969,7 +973,7 @@ func (s *Store) update(id string, change func(*Session) error) (Session, error) 
 	}
 	now := s.Now()
 	sess.UpdatedAt = fsstore.TimeOf(now)
-	if err := s.touchCatalog(id, now, now); err != nil {
+	if err := s.touchCatalog(&sess, now, now); err != nil {
 		return Session{}, err
 	}
 	return sess, fsstore.WriteDoc(s.docPath(id), &sess)
@@ -1024,8 +1028,9 @@ func (s *Store) Tail(id string, stop func(Message) bool) ([]Message, error) {
 }
 
 // Rename sets the title of id. Titles are unique in a profile: a title that
-// another session has is refused. The check and the write are made under
-// the titles lock.
+// another session has is refused. The check and the writes are made under
+// the titles lock: the title's index entry, then the document, then the
+// removal of the old title's entry.
 func (s *Store) Rename(id, title string) (Session, error) {
 	if strings.TrimSpace(title) == "" {
 		return Session{}, fsstore.Invalidf("empty title")
@@ -1038,26 +1043,19 @@ func (s *Store) Rename(id, title string) (Session, error) {
 		return Session{}, err
 	}
 	defer unlock()
-	if err := s.checkTitleFree(title, id); err != nil {
+	// A session that does not exist gets no index entry.
+	if _, err := s.readDocument(id, false); err != nil {
 		return Session{}, err
 	}
-	return s.update(id, func(sess *Session) error { sess.Title = title; return nil })
-}
-
-func (s *Store) checkTitleFree(title, self string) error {
-	if err := fsstore.CheckTitle(title); err != nil {
-		return err
+	if err := s.claimTitle(title, id); err != nil {
+		return Session{}, err
 	}
-	ids, err := s.idsByTitle(title)
-	if err != nil {
-		return err
+	var old string
+	sess, err := s.update(id, func(sess *Session) error { old, sess.Title = sess.Title, title; return nil })
+	if err == nil && old != "" && old != title {
+		s.dropTitle(old, id)
 	}
-	for _, other := range ids {
-		if other != self {
-			return fsstore.Refusedf("title %q is taken by session %s", title, other)
-		}
-	}
-	return nil
+	return sess, err
 }
 
 // End marks id ended. Ending an ended session is a no-op: the first reason
@@ -1122,6 +1120,14 @@ func (s *Store) Delete(id string, dryRun bool) (Removal, error) {
 	if err := fsstore.CheckID("session id", id); err != nil {
 		return Removal{}, err
 	}
+	r, err := s.deleteOne(id, dryRun)
+	if err == nil {
+		s.forgetTitle(r, dryRun)
+	}
+	return r, err
+}
+
+func (s *Store) deleteOne(id string, dryRun bool) (Removal, error) {
 	unlock, err := s.lock(id)
 	if err != nil {
 		return Removal{}, err
@@ -1135,6 +1141,22 @@ func (s *Store) Delete(id string, dryRun bool) (Removal, error) {
 		return Removal{}, fsstore.Refusedf("session %s is %s; end it first (hermes sessions end %s)", id, sess.State, id)
 	}
 	return s.removeLocked(sess, dryRun)
+}
+
+// forgetTitle drops the index entry of a removed session, under the
+// titles lock, which is taken after the session's own lock is released
+// (never while holding it). A crash before it leaves a stale entry.
+func (s *Store) forgetTitle(r Removal, dryRun bool) {
+	if dryRun || r.Title == "" {
+		return
+	}
+	unlock, err := s.lockTitles()
+	if err != nil {
+		s.Warn(fmt.Sprintf("title index: the stale entry of session %s is left: %v", r.SessionID, err))
+		return
+	}
+	defer unlock()
+	s.dropTitle(r.Title, r.SessionID)
 }
 
 func (s *Store) removeLocked(sess Session, dryRun bool) (Removal, error) {
@@ -1162,7 +1184,15 @@ func (s *Store) removeLocked(sess Session, dryRun bool) (Removal, error) {
 		return r, nil
 	}
 	os.Remove(s.lockPath(sess.ID))
-	return r, fsstore.SyncDir(s.Dir)
+	if err := fsstore.SyncDir(s.Dir); err != nil {
+		return r, err
+	}
+	// The removal is done; the catalog's line only keeps stats from
+	// counting the session, and fsck rebuilds a catalog that lacks it.
+	if err := s.recordRemoval(sess.ID, s.Now()); err != nil {
+		s.Warn(fmt.Sprintf("activity catalog: the removal of session %s is not recorded: %v", sess.ID, err))
+	}
+	return r, nil
 }
 
 // Prune removes the ended sessions whose last activity is before cutoff
@@ -1186,6 +1216,7 @@ func (s *Store) Prune(cutoff time.Time, source string, dryRun bool) ([]Removal, 
 			return out, err
 		}
 		if r.SessionID != "" {
+			s.forgetTitle(r, dryRun)
 			out = append(out, r)
 		}
 	}
@@ -1250,31 +1281,24 @@ func (s *Store) all(read func(id string, locked bool) (Session, error)) ([]Sessi
 	return out, nil
 }
 
-func (s *Store) idsByTitle(title string) ([]string, error) {
-	all, err := s.all(s.readDocument)
-	if err != nil {
-		return nil, err
-	}
-	var ids []string
-	for _, sess := range all {
-		if sess.Title == title {
-			ids = append(ids, sess.ID)
-		}
-	}
-	return ids, nil
-}
-
-// Resolve turns what a user typed into a session id: an exact id, then a
-// unique id prefix, then an exact title (the newest session with it). An
-// ambiguous prefix is ErrInvalid listing the candidates; nothing matching is
-// ErrNotFound. A ref that could not be an id is refused before it touches a
-// path, unless it is the exact title of a session.
+// Resolve turns what a user typed into a session id: an exact id, then an
+// exact title (the newest session with it), then a unique id prefix. A
+// title comes before a prefix so that finding a session by its title
+// reads one bucket of the title index and one document, never the
+// directory. An ambiguous prefix is ErrInvalid listing the candidates;
+// nothing matching is ErrNotFound. A ref that could not be an id is
+// refused before it touches a path, unless it is the exact title of a
+// session.
 func (s *Store) Resolve(ref string) (string, error) {
 	if err := fsstore.CheckID("session id", ref); err != nil {
 		// Titles are free text ("fix a/b bug"): a ref that cannot be an id
 		// may still name one. It is only compared, never used in a path.
 		if ref != "" {
-			if byTitle, terr := s.idsByTitle(ref); terr == nil && len(byTitle) > 0 {
+			byTitle, terr := s.titleIDs(ref)
+			if terr != nil {
+				return "", terr
+			}
+			if len(byTitle) > 0 {
 				return byTitle[0], nil
 			}
 		}
@@ -1283,23 +1307,36 @@ func (s *Store) Resolve(ref string) (string, error) {
 	if _, err := os.Stat(s.docPath(ref)); err == nil {
 		return ref, nil
 	}
-	ids, err := s.IDs()
-	if err != nil {
-		return "", err
-	}
-	matches := fsstore.WithPrefix(ids, ref)
-	if len(matches) == 1 {
-		return matches[0], nil
-	}
-	byTitle, err := s.idsByTitle(ref)
+	byTitle, err := s.titleIDs(ref)
 	if err != nil {
 		return "", err
 	}
 	if len(byTitle) > 0 {
 		return byTitle[0], nil
 	}
-	if len(matches) > 1 {
+	ids, err := s.IDs()
+	if err != nil {
+		return "", err
+	}
+	switch matches := fsstore.WithPrefix(ids, ref); len(matches) {
+	case 0:
+		return "", fsstore.NotFoundf("no session with id, id prefix or title %q", ref)
+	case 1:
+		return matches[0], nil
+	default:
 		return "", fsstore.Ambiguous(ref, matches)
 	}
-	return "", fsstore.NotFoundf("no session with id, id prefix or title %q", ref)
+}
+
+// ByTitle returns the session whose title is title (the newest, if
+// sessions shared it before titles were unique); ErrNotFound if none.
+func (s *Store) ByTitle(title string) (string, error) {
+	ids, err := s.titleIDs(title)
+	if err != nil {
+		return "", err
+	}
+	if len(ids) == 0 {
+		return "", fsstore.NotFoundf("no session titled %q", title)
+	}
+	return ids[0], nil
 }

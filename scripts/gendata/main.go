@@ -2,7 +2,7 @@
 // store's exact formats (see scripts/fixture), and prints their ids one a
 // line, oldest first.
 //
-//	go run ./scripts/gendata -home DIR -sessions N -messages M -bytes-per-message B [-mixed]
+//	go run ./scripts/gendata -home DIR -sessions N -messages M -bytes-per-message B [-mixed] [-titled]
 //
 // With -mixed, transcripts have mixed sizes around M messages
 // (fixture.MessagesOf): some empty, most small, a few ten times M.
@@ -29,6 +29,7 @@ func main() {
 	messages := flag.Int("messages", 10, "messages in each transcript")
 	bytesPer := flag.Int("bytes-per-message", 200, "about this many bytes of text in each message")
 	mixed := flag.Bool("mixed", false, "transcripts of mixed sizes, about -messages on average")
+	titled := flag.Bool("titled", false, "title each session \"session N\" and write the title index")
 	quiet := flag.Bool("q", false, "do not print the ids")
 	flag.Parse()
 	if *home == "" || flag.NArg() > 0 || *sessions < 0 || *messages < 0 || *bytesPer < 1 {
@@ -51,6 +52,7 @@ func main() {
 		BytesPerMessage: *bytesPer,
 		Mixed:           *mixed,
 		Profile:         *profile,
+		Titled:          *titled,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gendata:", err)

@@ -25,6 +25,8 @@ var (
 	CreateLock = func(path string) (*os.File, error) {
 		return os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDONLY|syscall.O_NOFOLLOW, 0o600)
 	}
+	// ReadFile reads a whole document: tests count what a lookup opens.
+	ReadFile = os.ReadFile
 	// Write appends one record to a log.
 	Write = func(f *os.File, b []byte) (int, error) { return f.Write(b) }
 	// OpenRead opens a file of the directory dirfd for reading, without

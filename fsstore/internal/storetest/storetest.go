@@ -121,6 +121,15 @@ func SetOpenRead(t testing.TB, open func(dirfd int, name string) (int, error)) {
 	seam.OpenRead = open
 }
 
+// SetReadFile replaces, for the rest of the test, the read of a whole
+// document.
+func SetReadFile(t testing.TB, read func(string) ([]byte, error)) {
+	t.Helper()
+	old := seam.ReadFile
+	t.Cleanup(func() { seam.ReadFile = old })
+	seam.ReadFile = read
+}
+
 // MustRead is os.ReadFile, failing the test on error.
 func MustRead(t testing.TB, path string) []byte {
 	t.Helper()

@@ -1,0 +1,103 @@
+package sessions
+
+import (
+	"encoding/json"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Stats reads the catalog, not the documents: it opens none of them, and
+// counts each session as of its last write, a removal included. A session
+// whose catalog line predates the counts is read from its document.
+func TestStatsFromTheCatalog(t *testing.T) {
+	s, clock, _ := newTestStore(t)
+	for _, id := range []string{"a", "b", "c", "d"} {
+		mustCreate(t, s, id)
+	}
+	mustAppend(t, s, "a", textMsg("user", "one"), textMsg("assistant", "two"))
+	mustAppend(t, s, "b", textMsg("user", "three"))
+	if _, err := s.End("c", "done"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.End("d", "done"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Delete("d", false); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Create(Session{ID: "e", Source: "api"}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Second)
+	// A line as an older hermes wrote it, for a session written since.
+	mustAppend(t, s, "e", textMsg("user", "four"))
+	f, err := os.OpenFile(s.catalogPath(), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"session_id":"e","at":"2026-11-21T02:07:36.123456Z"}` + "\n")
+	f.Close()
+
+	var sizes int64
+	for _, id := range []string{"a", "b", "c", "e"} {
+		fi, err := os.Stat(s.logPath(id))
+		if err == nil {
+			sizes += fi.Size()
+		}
+	}
+	reads := countDocReads(t, s)
+	st, err := s.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Stats{Sessions: 4, ByState: map[string]int64{"active": 3, "ended": 1},
+		BySource: map[string]int64{"test": 3, "api": 1}, Messages: 4, Bytes: sizes}
+	if !reflect.DeepEqual(st, want) {
+		t.Fatalf("Stats = %+v, want %+v", st, want)
+	}
+	if got := reads(); len(got) != 1 || got["e"] != 1 {
+		t.Fatalf("Stats read the documents %v, want only e's (its line has no counts)", got)
+	}
+}
+
+// parseCatalogLine reads what encoding/json writes, and declines what it
+// cannot read exactly.
+func TestParseCatalogLine(t *testing.T) {
+	for _, e := range []catalogEntry{
+		{SessionID: "a", At: "2026-01-01T00:00:00.000000Z"},
+		{SessionID: "a", At: "2026-01-01T00:00:00.000000Z", State: "ended", Source: "cli", MessageCount: 12, Bytes: 3456},
+		{SessionID: "a", At: "2026-01-01T00:00:00.000000Z", State: "active", MessageCount: 1},
+		{SessionID: "a", At: "2026-01-01T00:00:00.000000Z", Removed: true},
+	} {
+		line := mustJSON(t, e)
+		got, ok := parseCatalogLine(line)
+		if !ok || got != e {
+			t.Errorf("parseCatalogLine(%s) = %+v, %v", line, got, ok)
+		}
+	}
+	for _, line := range []string{
+		`{"session_id":"a","at":"x","source":"a\"b"}`,
+		`{"at":"x","session_id":"a"}`,
+		`{"session_id":"a","at":"x"} `,
+		`{"session_id":"a","at":"x","message_count":-1}`,
+	} {
+		if _, ok := parseCatalogLine([]byte(line)); ok {
+			t.Errorf("parseCatalogLine(%s) took it", line)
+		}
+	}
+	if !strings.HasPrefix(string(mustJSON(t, catalogEntry{SessionID: "a"})), `{"session_id":"a","at":""`) {
+		t.Fatal("field order changed: parseCatalogLine reads them in order")
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
