@@ -7,6 +7,10 @@
 #       at 1,000, and at most 2x sqlite3's lookup over an index on title
 #   (b) `sessions stats` at 100,000 sessions costs at most 2x sqlite3's
 #       GROUP BY of the same counts
+#   (c) on 10,000 and 100,000 sessions of mixed sizes (about 1 GB at
+#       100,000): `sessions search` against `grep -rlF` (≤ 1.5x) and
+#       `rg -l` on the same files, and `fsck` (≤ 10 s at 100,000), with the
+#       sessions it checks per second
 #
 # Usage: scripts/bench-scale.sh [--quick]
 #   --quick  5,000 sessions instead of 100,000, and few runs: a smoke test
@@ -15,8 +19,10 @@
 # two messages each, and the title index), and scripts/baseline turns the
 # profile into the SQLite database, to which this script adds the index on
 # title that a title lookup needs. Whole processes, medians of hyperfine
-# runs. scripts/bench.sh runs it after its own rows; alone it takes about
-# 3 minutes, most of it writing 100,000 sessions.
+# runs. The mixed sizes come from scripts/gendata -mixed (one transcript
+# in ten empty, most small, one in twenty ten times the mean), with one
+# word planted in one message. scripts/bench.sh runs it after its own
+# rows; alone it takes about 8 minutes, most of it writing sessions.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,7 +37,7 @@ bench=bench-scale
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/bench-scale.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 . scripts/benchlib.sh
-bench_install sqlite3:sqlite3 hyperfine:hyperfine || exit 1
+bench_install sqlite3:sqlite3 hyperfine:hyperfine rg:ripgrep || exit 1
 
 say "building hermes (scripts/build.sh), gendata and baseline"
 scripts/build.sh "$tmp/hermes"
@@ -79,28 +85,63 @@ for n in "$small" "$big"; do
   rm -rf "$home" "$db"
 done
 
+# (c) mixed sizes: search and fsck.
+declare -A search_h grep_t rg_t fsck_h bytes_of
+mixed_small=10000 mixed_big=100000 mixed_runs=10
+if $quick; then mixed_small=1000 mixed_big=5000 mixed_runs=3; fi
+for n in "$mixed_small" "$mixed_big"; do
+  say "$n sessions of mixed sizes: generating"
+  home=$tmp/m$n dir=$tmp/m$n/profiles/default/sessions
+  "$tmp/gendata" -home "$home" -sessions "$n" -messages 40 -bytes-per-message 230 -mixed -q
+  # One word no generated text has, in one message of one session.
+  target=$(find "$dir" -name '*.jsonl' -size +1k -print -quit)
+  sed -i '1s/"content":"/"content":"zqxjv /' "$target"
+  bytes_of[$n]=$(du -sb "$dir" | cut -f1)
+  sync
+  found=$("$hermes" --home "$home" --json sessions search zqxjv | grep -c '"session_id"')
+  [[ $found == 1 ]] || { say "hermes search finds $found sessions, want 1"; exit 1; }
+  [[ $(grep -rlF zqxjv "$dir" | wc -l) == 1 ]] || { say "grep does not find the planted word once"; exit 1; }
+  say "$n sessions of mixed sizes: timing"
+  search_h[$n]=$(time_median "$mixed_runs" 1 "$hermes" --home "$home" sessions search zqxjv)
+  grep_t[$n]=$(time_median "$mixed_runs" 1 grep -rlF zqxjv "$dir")
+  rg_t[$n]=$(time_median "$mixed_runs" 1 rg -l zqxjv "$dir")
+  fsck_h[$n]=$(time_median 3 1 "$hermes" --home "$home" fsck)
+  rm -rf "$home"
+done
+
 x() { echo "$(ratio "$1" "$2")x"; }
-row() { # NAME HERMES-ARRAY [SQLITE-ARRAY]
+row() { # NAME HERMES-ARRAY [SQLITE-ARRAY [FLAT-TARGET]]
   local -n h=$2
   local flat sq=""
-  flat=$(ratio "${h[$big]}" "${h[$small]}")
+  flat="$(ratio "${h[$big]}" "${h[$small]}")x"
+  if [[ ${4:-1.2} == none ]]; then flat="$flat (no target)"; else flat="$flat $(verdict "${flat%x}" "${4:-1.2}")"; fi
   if [[ -n ${3:-} ]]; then
     local -n s=$3
     sq="$(ms "${s[$small]}") / $(ms "${s[$big]}")"
-    echo "| $1 | $(ms "${h[$small]}") | $(ms "${h[$big]}") | ${flat}x $(verdict "$flat" 1.2) | $sq | $(x "${h[$big]}" "${s[$big]}") $(verdict "$(ratio "${h[$big]}" "${s[$big]}")" 2) |"
+    echo "| $1 | $(ms "${h[$small]}") | $(ms "${h[$big]}") | $flat | $sq | $(x "${h[$big]}" "${s[$big]}") $(verdict "$(ratio "${h[$big]}" "${s[$big]}")" 2) |"
   else
-    echo "| $1 | $(ms "${h[$small]}") | $(ms "${h[$big]}") | ${flat}x $(verdict "$flat" 1.2) | | |"
+    echo "| $1 | $(ms "${h[$small]}") | $(ms "${h[$big]}") | $flat | | |"
   fi
 }
 cat <<END
 ### Sessions at scale: $small and $big titled sessions ($(timer), medians of $runs runs)
 
-| command | hermes at $small | at $big | $big vs $small (≤ 1.2x) | sqlite3 at $small / $big | hermes vs sqlite3 at $big (≤ 2x) |
+| command | hermes at $small | at $big | $big vs $small (titles: ≤ 1.2x) | sqlite3 at $small / $big | hermes vs sqlite3 at $big (≤ 2x) |
 |---|---|---|---|---|---|
 $(row '`sessions show TITLE`' show_h show_s)
 $(row '`sessions rename ID TITLE`' rename_h rename_s)
 $(row '`sessions new --title T`' new_h new_s)
-$(row '`sessions stats`' stats_h stats_s)
+$(row '`sessions stats`' stats_h stats_s none)
+
+
+### Sessions at scale: $mixed_small and $mixed_big sessions of mixed sizes ($(timer), medians of $mixed_runs runs; fsck of 3)
+
+| command | at $mixed_small ($(awk -v b="${bytes_of[$mixed_small]}" 'BEGIN {printf "%.0f MB", b/1e6}')) | at $mixed_big ($(awk -v b="${bytes_of[$mixed_big]}" 'BEGIN {printf "%.0f MB", b/1e6}')) | target | |
+|---|---|---|---|---|
+| \`sessions search WORD\` | $(ms "${search_h[$mixed_small]}") | $(ms "${search_h[$mixed_big]}") | ≤ 1.5x grep | $(x "${search_h[$mixed_big]}" "${grep_t[$mixed_big]}") $(verdict "$(ratio "${search_h[$mixed_big]}" "${grep_t[$mixed_big]}")" 1.5) |
+| \`grep -rlF WORD\` | $(ms "${grep_t[$mixed_small]}") | $(ms "${grep_t[$mixed_big]}") | | |
+| \`rg -l WORD\` | $(ms "${rg_t[$mixed_small]}") | $(ms "${rg_t[$mixed_big]}") | | |
+| \`fsck\` | $(ms "${fsck_h[$mixed_small]}") | $(ms "${fsck_h[$mixed_big]}"), $(awk -v n="$mixed_big" -v t="${fsck_h[$mixed_big]}" 'BEGIN {printf "%.0f", n/t}') sessions/s | ≤ 10 s | $(verdict "${fsck_h[$mixed_big]}" 10) |
 
 sqlite3, on the database scripts/baseline makes of the same sessions, with a unique index on title:
 \`SELECT * FROM sessions WHERE title='…'\` (show), \`UPDATE sessions SET title=… WHERE id=…\` (rename),

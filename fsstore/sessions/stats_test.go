@@ -40,9 +40,20 @@ func TestStatsFromTheCatalog(t *testing.T) {
 	}
 	f.WriteString(`{"session_id":"e","at":"2026-11-21T02:07:36.123456Z"}` + "\n")
 	f.Close()
+	// An id longer than Stats keys by value, written twice.
+	long := strings.Repeat("l", idKeySize+20)
+	mustCreate(t, s, long)
+	mustAppend(t, s, long, textMsg("user", "five"))
+	mustAppend(t, s, long, textMsg("assistant", "six"))
+	f, err = os.OpenFile(s.catalogPath(), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"session_id":"` + long + `","at":"2026-11-21T02:07:36.123456Z"}` + "\n")
+	f.Close()
 
 	var sizes int64
-	for _, id := range []string{"a", "b", "c", "e"} {
+	for _, id := range []string{"a", "b", "c", "e", long} {
 		fi, err := os.Stat(s.logPath(id))
 		if err == nil {
 			sizes += fi.Size()
@@ -53,28 +64,36 @@ func TestStatsFromTheCatalog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Stats{Sessions: 4, ByState: map[string]int64{"active": 3, "ended": 1},
-		BySource: map[string]int64{"test": 3, "api": 1}, Messages: 4, Bytes: sizes}
+	want := Stats{Sessions: 5, ByState: map[string]int64{"active": 4, "ended": 1},
+		BySource: map[string]int64{"test": 4, "api": 1}, Messages: 6, Bytes: sizes}
 	if !reflect.DeepEqual(st, want) {
 		t.Fatalf("Stats = %+v, want %+v", st, want)
 	}
-	if got := reads(); len(got) != 1 || got["e"] != 1 {
-		t.Fatalf("Stats read the documents %v, want only e's (its line has no counts)", got)
+	if got := reads(); len(got) != 2 || got["e"] != 1 || got[long] != 1 {
+		t.Fatalf("Stats read the documents %v, want only e's and %s's (their lines have no counts)", got, long)
 	}
 }
 
 // parseCatalogLine reads what encoding/json writes, and declines what it
-// cannot read exactly.
+// does not recognize.
 func TestParseCatalogLine(t *testing.T) {
 	for _, e := range []catalogEntry{
 		{SessionID: "a", At: "2026-01-01T00:00:00.000000Z"},
 		{SessionID: "a", At: "2026-01-01T00:00:00.000000Z", State: "ended", Source: "cli", MessageCount: 12, Bytes: 3456},
 		{SessionID: "a", At: "2026-01-01T00:00:00.000000Z", State: "active", MessageCount: 1},
+		{SessionID: "a", At: "2025-01-01T00:00:00.000000Z", Written: "2026-01-01T00:00:00.000000Z", State: "ended", Source: "claude-code", MessageCount: 7, Bytes: 99},
 		{SessionID: "a", At: "2026-01-01T00:00:00.000000Z", Removed: true},
 	} {
 		line := mustJSON(t, e)
 		got, ok := parseCatalogLine(line)
-		if !ok || got != e {
+		want := catalogFields{id: []byte(e.SessionID), messages: e.MessageCount, bytes: e.Bytes, removed: e.Removed}
+		if e.State != "" {
+			want.state = []byte(e.State)
+		}
+		if e.Source != "" {
+			want.source = []byte(e.Source)
+		}
+		if !ok || !reflect.DeepEqual(got, want) {
 			t.Errorf("parseCatalogLine(%s) = %+v, %v", line, got, ok)
 		}
 	}
@@ -88,7 +107,7 @@ func TestParseCatalogLine(t *testing.T) {
 			t.Errorf("parseCatalogLine(%s) took it", line)
 		}
 	}
-	if !strings.HasPrefix(string(mustJSON(t, catalogEntry{SessionID: "a"})), `{"session_id":"a","at":""`) {
+	if !strings.HasPrefix(string(mustJSON(t, catalogEntry{SessionID: "a", Written: "2026-01-01T00:00:00.000000Z"})), `{"session_id":"a","at":"","written":"2026-01-01T00:00:00.000000Z"`) {
 		t.Fatal("field order changed: parseCatalogLine reads them in order")
 	}
 }
