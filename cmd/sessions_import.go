@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
 
 	"github.com/hermes/hermes/cmd/importer"
@@ -209,20 +208,13 @@ func importDir(e *env, dir string) error {
 	if err != nil {
 		return err
 	}
-	var bar *progressbar.ProgressBar
+	var bar *progress
 	if f, ok := e.stderr.(*os.File); ok && !e.json && isTerminal(f) {
-		bar = progressbar.NewOptions(len(files),
-			progressbar.OptionSetWriter(f),
-			progressbar.OptionSetDescription("importing"),
-			progressbar.OptionShowCount(),
-			progressbar.OptionThrottle(100*time.Millisecond),
-			progressbar.OptionClearOnFinish())
+		bar = &progress{w: f, what: "importing", total: len(files)}
 	}
 	// A message on stderr clears the bar's line first.
 	report := func(format string, args ...any) {
-		if bar != nil {
-			bar.Clear()
-		}
+		bar.clear()
 		fmt.Fprintf(e.stderr, "hermes: "+format+"\n", args...)
 	}
 	store := e.sessions()
@@ -254,13 +246,9 @@ func importDir(e *env, dir string) error {
 				printJSON(e.stdout, res)
 			}
 		}
-		if bar != nil {
-			bar.Add(1)
-		}
+		bar.step()
 	}
-	if bar != nil {
-		bar.Finish()
-	}
+	bar.clear()
 	out := e.stdout
 	if e.json {
 		out = e.stderr // stdout holds the results, one a line
