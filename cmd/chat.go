@@ -198,6 +198,8 @@ const (
 	endCLIExit = "cli_exit"
 	// endResumedOther: line mode's /resume left it for another session.
 	endResumedOther = "resumed_other"
+	// endNewSession: line mode's /new left it for a new session.
+	endNewSession = "new_session"
 )
 
 // exit ends the chat's session with reason cli_exit as the chat exits
@@ -604,7 +606,7 @@ var slashCommands = []string{"/background", "/branch", "/compress", "/exit", "/h
 
 const lineModeHelp = `/resume ID|TITLE|N  continue another session (N from /sessions); ends this one
 /sessions           the 10 most recent sessions, numbered
-/new                start a new session
+/new                start a new session; ends this one
 /title T            set this session's title
 /history [N]        the last N messages (default 10)
 /branch [TITLE]     fork this session here and go on in the fork
@@ -702,6 +704,11 @@ func (ch *chatter) slash(line string, numbered *[]string) (done bool, err error)
 	case "/tasks":
 		return false, ch.tasks(arg)
 	case "/new":
+		if ch.sessionID != "" {
+			if _, err := ch.store.End(ch.sessionID, endNewSession); err != nil {
+				return false, err
+			}
+		}
 		ch.sessionID, ch.title = "", ""
 		fmt.Fprintln(e.stderr, "hermes: new session (created by your next message)")
 	case "/title":
