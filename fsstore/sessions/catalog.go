@@ -299,7 +299,7 @@ func (s *Store) catalogIDs() (map[string]bool, error) {
 	_, err = fsstore.ScanLines(f, size, func(line []byte, _ int64) error {
 		var e catalogEntry
 		if json.Unmarshal(line, &e) == nil {
-			ids[e.SessionID] = true
+			ids[e.SessionID] = !e.Removed
 		}
 		return nil
 	})

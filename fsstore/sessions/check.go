@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -118,15 +119,36 @@ func (s *Store) CheckSessions(repair bool, lostFound string) ([]fsstore.Finding,
 	if err != nil {
 		return out, 0, err
 	}
+	// One finding, the first, for a catalog that disagrees with the
+	// documents: a rebuild repairs them all. A session the catalog counts
+	// (stats reads it) whose files are gone was removed by hand (a
+	// transcript without its document has its own finding); its document
+	// is looked for again, since one made during the check has its line
+	// before its document.
+	var stale string
 	for id := range docs {
 		if !catalog[id] {
-			f := fsstore.Finding{Path: s.catalogPath(), What: "activity catalog lacks session " + id, Problem: true}
-			if repair {
-				f.Repaired = s.RebuildCatalog() == nil
-			}
-			add(f)
+			stale = "activity catalog lacks session " + id
 			break
 		}
+	}
+	if stale == "" {
+		for id, counted := range catalog {
+			if !counted || docs[id] || fsstore.CheckID("session id", id) != nil || slices.Contains(logs, id) {
+				continue
+			}
+			if _, err := os.Lstat(s.docPath(id)); errors.Is(err, os.ErrNotExist) {
+				stale = "activity catalog counts session " + id + ", which has no document"
+				break
+			}
+		}
+	}
+	if stale != "" {
+		f := fsstore.Finding{Path: s.catalogPath(), What: stale, Problem: true}
+		if repair {
+			f.Repaired = s.RebuildCatalog() == nil
+		}
+		add(f)
 	}
 	checked := len(docs)
 	for _, id := range logs {
