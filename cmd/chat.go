@@ -618,6 +618,19 @@ const lineModeHelp = `/resume ID|TITLE|N  continue another session (N from /sess
 /tasks VERB [ARGS]  hermes tasks VERB ARGS: history, log ID, prune --older-than 30d --yes, …
 /exit               quit (or Ctrl-D)`
 
+// positiveArg is a slash command's count: def when arg is empty, else a
+// positive number, or an error saying what the command takes.
+func positiveArg(arg string, def int, takes string) (int, error) {
+	if arg == "" {
+		return def, nil
+	}
+	v, err := strconv.Atoi(arg)
+	if err != nil || v < 1 {
+		return 0, fmt.Errorf("%s, not %q", takes, arg)
+	}
+	return v, nil
+}
+
 // slash runs a line-mode command. done means the loop should end.
 func (ch *chatter) slash(line string, numbered *[]string) (done bool, err error) {
 	e := ch.e
@@ -672,23 +685,15 @@ func (ch *chatter) slash(line string, numbered *[]string) (done bool, err error)
 	case "/branch":
 		return false, ch.fork(0, arg)
 	case "/undo":
-		n := 1
-		if arg != "" {
-			v, err := strconv.Atoi(arg)
-			if err != nil || v < 1 {
-				return false, fmt.Errorf("/undo takes a positive number of turns, not %q", arg)
-			}
-			n = v
+		n, err := positiveArg(arg, 1, "/undo takes a positive number of turns")
+		if err != nil {
+			return false, err
 		}
 		return false, ch.undo(n)
 	case "/compress":
-		keep := agent.DefaultKeep
-		if arg != "" {
-			v, err := strconv.Atoi(arg)
-			if err != nil || v < 1 {
-				return false, fmt.Errorf("/compress takes a positive number of messages to keep, not %q", arg)
-			}
-			keep = v
+		keep, err := positiveArg(arg, agent.DefaultKeep, "/compress takes a positive number of messages to keep")
+		if err != nil {
+			return false, err
 		}
 		return false, ch.compressNow(keep)
 	case "/retry":
