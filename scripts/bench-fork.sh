@@ -36,10 +36,7 @@ trap 'rm -rf "$tmp"' EXIT
 bench_install hyperfine:hyperfine || say "timing with a date loop"
 bench_install /usr/bin/time:time || { say "GNU time (/usr/bin/time) is needed for the memory measurement"; exit 1; }
 
-say "building hermes (scripts/build.sh) and gendata"
-scripts/build.sh "$tmp/hermes"
-go build -o "$tmp/gendata" ./scripts/gendata
-hermes=$tmp/hermes
+bench_build gendata
 
 say "generating a session of $messages messages of about $bytes bytes"
 "$tmp/gendata" -home "$tmp/home" -sessions 1 -messages "$messages" -bytes-per-message "$bytes" >"$tmp/ids"

@@ -43,10 +43,7 @@ bench_install hyperfine:hyperfine strace:strace || say "falling back where possi
 have_strace=false
 command -v strace >/dev/null 2>&1 && have_strace=true
 
-say "building hermes (scripts/build.sh) and genkanban"
-scripts/build.sh "$tmp/hermes"
-go build -o "$tmp/genkanban" ./scripts/genkanban
-hermes=$tmp/hermes
+bench_build genkanban
 
 # gen NAME TASKS OPEN: a home with a generated board, checked through
 # hermes; a tar of the board as generated, the list of its files, and a

@@ -39,10 +39,8 @@ trap 'rm -rf "$tmp"' EXIT
 . scripts/benchlib.sh
 bench_install sqlite3:sqlite3 hyperfine:hyperfine rg:ripgrep || exit 1
 
-say "building hermes (scripts/build.sh), gendata and baseline"
-scripts/build.sh "$tmp/hermes"
-for tool in gendata baseline; do go build -o "$tmp/$tool" "./scripts/$tool"; done
-hermes=$tmp/hermes sqlite=$(command -v sqlite3)
+bench_build gendata baseline
+sqlite=$(command -v sqlite3)
 
 declare -A show_h rename_h new_h stats_h show_s rename_s new_s stats_s
 stats_sql="SELECT state, source, count(*), sum(message_count) FROM sessions GROUP BY state, source"

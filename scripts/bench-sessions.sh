@@ -43,10 +43,7 @@ trap 'rm -rf "$tmp"' EXIT
 bench_install hyperfine:hyperfine || say "timing with a date loop"
 bench_install /usr/bin/time:time || { say "GNU time (/usr/bin/time) is needed for the memory measurement"; exit 1; }
 
-say "building hermes (scripts/build.sh) and gendata"
-scripts/build.sh "$tmp/hermes"
-go build -o "$tmp/gendata" ./scripts/gendata
-hermes=$tmp/hermes
+bench_build gendata
 
 # gen NAME ARGS...: generate a home with gendata, check it with fsck, and
 # print the ids.

@@ -43,10 +43,7 @@ trap 'rm -rf "$tmp"' EXIT
 . scripts/benchlib.sh
 bench_install hyperfine:hyperfine || say "timing with a date loop"
 
-say "building hermes (scripts/build.sh) and gentasks"
-scripts/build.sh "$tmp/hermes"
-go build -o "$tmp/gentasks" ./scripts/gentasks
-hermes=$tmp/hermes
+bench_build gentasks
 
 # (a) run --wait -- true vs true. Alternated twice (true, hermes, hermes,
 # true) so that a drift of the machine's speed favours neither.

@@ -25,6 +25,16 @@ bench_install() {
   return 1
 }
 
+# bench_build TOOL...: the release build of hermes (scripts/build.sh) as
+# $hermes, and each named scripts/ tool, into $tmp.
+bench_build() {
+  say "building hermes (scripts/build.sh)${1:+ and $*}"
+  scripts/build.sh "$tmp/hermes"
+  local tool
+  for tool in "$@"; do go build -o "$tmp/$tool" "./scripts/$tool"; done
+  hermes=$tmp/hermes
+}
+
 use_hyperfine() { command -v hyperfine >/dev/null 2>&1 && [[ -z ${BENCH_NO_HYPERFINE:-} ]]; }
 
 # median: the median of the numbers on stdin.
