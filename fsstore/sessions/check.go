@@ -125,30 +125,32 @@ func (s *Store) CheckSessions(repair bool, lostFound string) ([]fsstore.Finding,
 	// transcript without its document has its own finding); its document
 	// is looked for again, since one made during the check has its line
 	// before its document.
-	var stale string
+	var stale *fsstore.Finding
 	for id := range docs {
 		if !catalog[id] {
-			stale = "activity catalog lacks session " + id
+			stale = &fsstore.Finding{Path: s.catalogPath(), What: "activity catalog lacks session " + id, Problem: true}
 			break
 		}
 	}
-	if stale == "" {
+	if stale == nil {
 		for id, counted := range catalog {
 			if !counted || docs[id] || fsstore.CheckID("session id", id) != nil || slices.Contains(logs, id) {
 				continue
 			}
 			if _, err := os.Lstat(s.docPath(id)); errors.Is(err, os.ErrNotExist) {
-				stale = "activity catalog counts session " + id + ", which has no document"
+				// A note: a create that failed (a full disk) leaves its
+				// line, written before the document; only stats's count
+				// is off, until the rebuild.
+				stale = &fsstore.Finding{Path: s.catalogPath(), What: "activity catalog counts session " + id + ", which has no document"}
 				break
 			}
 		}
 	}
-	if stale != "" {
-		f := fsstore.Finding{Path: s.catalogPath(), What: stale, Problem: true}
+	if stale != nil {
 		if repair {
-			f.Repaired = s.RebuildCatalog() == nil
+			stale.Repaired = s.RebuildCatalog() == nil
 		}
-		add(f)
+		add(*stale)
 	}
 	checked := len(docs)
 	for _, id := range logs {
