@@ -139,7 +139,7 @@ func importOne(e *env, store *sessions.Store, in importer.Session) (importResult
 		CreatedAt: timeOrEmpty(in.CreatedAt), UpdatedAt: timeOrEmpty(in.UpdatedAt), EndedAt: timeOrEmpty(in.EndedAt),
 	}
 	if sess.EndReason == "" {
-		sess.EndReason = "imported"
+		sess.EndReason = sessions.EndImported
 	}
 	created, made, err := store.CreateWith(sess, in.Messages)
 	if errors.Is(err, fsstore.ErrRefused) && sess.Title != "" {
@@ -165,10 +165,15 @@ func timeOrEmpty(t time.Time) fsstore.Time {
 }
 
 // importInto imports in into session id, which exists: the guarded
-// whole-transcript write.
+// whole-transcript write, then what the source now says of the session
+// beyond its messages (Adopt).
 func importInto(e *env, store *sessions.Store, id string, in importer.Session) (importResult, error) {
 	res, err := store.Save(id, in.Messages, e.c.Bool("force"))
 	if err != nil {
+		return importResult{}, err
+	}
+	if _, _, err := store.Adopt(id, sessions.Session{ParentSessionID: in.ParentSessionID, SessionKey: in.SessionKey,
+		Meta: in.Meta, EndReason: in.EndReason, EndedAt: timeOrEmpty(in.EndedAt)}); err != nil {
 		return importResult{}, err
 	}
 	status := "extended"
