@@ -130,7 +130,7 @@ func TestReconcileLocalByPID(t *testing.T) {
 
 // Kill does not signal a pid of another host: it may be anything here.
 func TestKillForeignHost(t *testing.T) {
-	store, _ := hostStore(t)
+	store, c := hostStore(t)
 	live := startSleep(t)
 	pid := live.Process.Pid
 	task := createOn(t, store, "host-a", pid, pid)
@@ -143,6 +143,12 @@ func TestKillForeignHost(t *testing.T) {
 	}
 	if got := status(t, store, task.ID); got.Status != tasks.Running {
 		t.Fatalf("task %s", got.Status)
+	}
+	// Once its lease has expired, it is lost, and says so.
+	c.now = c.now.Add(tasks.Lease + time.Second)
+	_, err = Kill(store, task.ID, syscall.SIGTERM, time.Second)
+	if !errors.Is(err, fsstore.ErrRefused) || !strings.Contains(err.Error(), "already finished (lost)") {
+		t.Fatalf("kill of another host's task past its lease: %v", err)
 	}
 }
 

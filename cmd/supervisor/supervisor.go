@@ -305,6 +305,11 @@ func Kill(store *tasks.Store, id string, sig syscall.Signal, grace time.Duration
 		return t, fsstore.Refusedf("task %s has already finished (%s)", id, t.Status)
 	}
 	if !store.Local(t) {
+		// One whose lease has expired (its host rebooted, say) is lost.
+		Reconcile(store)
+		if t, err = store.Get(id); err == nil && t.Finished() {
+			return t, fsstore.Refusedf("task %s has already finished (%s)", id, t.Status)
+		}
 		return t, fsstore.Refusedf("task %s runs on host %s; kill it there", id, t.Host)
 	}
 	if !Alive(t.PID, t.PIDStart) {
