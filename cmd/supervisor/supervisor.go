@@ -280,7 +280,7 @@ func Reconcile(store *tasks.Store) (int, error) {
 			if store.Local(*t) {
 				t.Error = fmt.Sprintf("the supervisor (pid %d) and the command (pid %d) are gone; the exit code is unknown", t.SupervisorPID, t.PID)
 			} else {
-				t.Error = fmt.Sprintf("host %s sent no heartbeat for %v; the exit code is unknown", t.Host, tasks.Lease)
+				t.Error = fmt.Sprintf("host %s sent no heartbeat for more than %ds; the exit code is unknown", t.Host, int(tasks.Lease.Seconds()))
 			}
 		})
 		if err != nil {
