@@ -217,7 +217,7 @@ func gatewayStatus(e *env) error {
 	w := e.stdout
 	switch {
 	case running:
-		fmt.Fprintf(w, "gateway: running, pid %d, http://%s, since %s\n", state.PID, state.Addr, shortTime(state.StartedAt))
+		fmt.Fprintf(w, "gateway: running, %s, http://%s, since %s\n", state.Process(), state.Addr, shortTime(state.StartedAt))
 	case state.StartedAt == "":
 		fmt.Fprintln(w, "gateway: not running; never started on this profile")
 	default:
@@ -232,7 +232,7 @@ func gatewayStatus(e *env) error {
 		if state.StoppedAt != "" {
 			stopped = " at " + shortTime(state.StoppedAt)
 		}
-		fmt.Fprintf(w, "gateway: not running; last run pid %d, http://%s, from %s, %s%s\n", state.PID, state.Addr, shortTime(state.StartedAt), how, stopped)
+		fmt.Fprintf(w, "gateway: not running; last run %s, http://%s, from %s, %s%s\n", state.Process(), state.Addr, shortTime(state.StartedAt), how, stopped)
 	}
 	if len(rec.Sessions) == 0 {
 		fmt.Fprintln(w, "no sessions waiting to resume")

@@ -428,7 +428,10 @@ func kanbanBlock(e *env) error {
 		if err != nil {
 			return err
 		}
-		if _, err := supervisor.Kill(tasks, worker, syscall.SIGTERM, 10*time.Second); err != nil && !errors.Is(err, fsstore.ErrRefused) && !errors.Is(err, fsstore.ErrNotFound) {
+		// A worker on another host cannot be signalled from here.
+		if wt, err := tasks.Get(worker); err == nil && !wt.Finished() && !tasks.Local(wt) {
+			e.warn(fmt.Sprintf("task %s is blocked, but its worker %s runs on host %s: stop it there (hermes tasks kill %s)", t.ID, worker, wt.Host, worker))
+		} else if _, err := supervisor.Kill(tasks, worker, syscall.SIGTERM, 10*time.Second); err != nil && !errors.Is(err, fsstore.ErrRefused) && !errors.Is(err, fsstore.ErrNotFound) {
 			e.warn(fmt.Sprintf("task %s is blocked, but its worker %s: %v", t.ID, worker, err))
 		}
 	}

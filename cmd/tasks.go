@@ -444,7 +444,11 @@ func tasksShow(e *env) error {
 	}
 	tb.row("status:", t.Status)
 	tb.row("exit:", exitText(t))
-	tb.row("pid:", t.PID)
+	if store.Local(t) {
+		tb.row("pid:", t.PID)
+	} else {
+		tb.row("pid:", fmt.Sprintf("%d on host %s", t.PID, t.Host))
+	}
 	tb.row("started:", t.StartedAt)
 	tb.row("finished:", dash(string(t.FinishedAt)))
 	tb.row("duration:", durationText(t))

@@ -158,6 +158,18 @@
 //     write that crashed before its rename. The old document is intact; fsck
 //     --repair moves the temp file to <profile>/lost+found/.
 //
+// # Hosts
+//
+// A pid means something only on the host that runs its process. Every
+// record that names a process names its host too (host, ThisHost: the
+// hostname, the boot id and a pid namespace other than the first, or
+// $HERMES_HOST_ID), so that another host that shares the profile judges
+// the process by a heartbeat and a lease instead (package tasks), never by
+// its own process table. A record written before hosts were recorded
+// names none and is taken to be this host's. Leases compare one host's
+// clock with another's: the hosts' clocks are assumed to agree to within
+// a few seconds.
+//
 // # Errors
 //
 // Errors wrap their cause with %w and name the path. Their kind is tested

@@ -197,18 +197,25 @@ func (d *Dispatcher) reconcile(t kanban.Task) (bool, error) {
 	// one whose dispatcher died before recording its worker: it has no
 	// exit to look at, but its claim expires like any other.
 	var w tasks.Task
+	// unseen: the worker of a run of another host has no record here
+	// (yet: another host's files may show late), which is no sign of its
+	// end; its claim decides, and nothing here can stop it.
+	unseen := false
 	if r.WorkerTaskID != "" {
 		var err error
 		w, err = d.Tasks.Get(r.WorkerTaskID)
-		if errors.Is(err, fsstore.ErrNotFound) {
+		switch {
+		case errors.Is(err, fsstore.ErrNotFound) && r.Host != "" && r.Host != d.Board.Host:
+			unseen = true
+		case errors.Is(err, fsstore.ErrNotFound):
 			// Its record is gone (pruned by hand): nothing will ever
 			// report this worker's end.
 			w = tasks.Task{ID: r.WorkerTaskID, Status: tasks.Lost, Error: "the worker's task record " + r.WorkerTaskID + " is gone"}
-		} else if err != nil {
+		case err != nil:
 			return true, err
 		}
 	}
-	if r.WorkerTaskID != "" && w.Finished() {
+	if r.WorkerTaskID != "" && !unseen && w.Finished() {
 		outcome, reason := kanban.OutcomeCrashed, ""
 		switch {
 		case w.ExitCode != nil && *w.ExitCode == 0:
@@ -234,6 +241,13 @@ func (d *Dispatcher) reconcile(t kanban.Task) (bool, error) {
 	if err != nil || d.now().Before(expires) {
 		return true, nil
 	}
+	if r.WorkerTaskID != "" && !unseen && !d.Tasks.Local(w) {
+		// Its worker runs on another host and holds its lease there (the
+		// reconcile of tasks has not found it lost): a dispatcher on that
+		// host stops it and reclaims the task. Reclaimed from here, it
+		// would run on, writing to the session its successor resumes.
+		return true, nil
+	}
 	if d.DryRun {
 		d.say("reclaim %s: its claim expired at %s", t.ID, t.ClaimExpires)
 		return false, nil
@@ -243,7 +257,7 @@ func (d *Dispatcher) reconcile(t kanban.Task) (bool, error) {
 	if now, err := d.Board.Get(t.ID); err != nil || now.CurrentRunID != r.ID || now.ClaimExpires != t.ClaimExpires {
 		return true, err
 	}
-	if r.WorkerTaskID != "" {
+	if r.WorkerTaskID != "" && !unseen {
 		killed, killErr := d.kill(d.Tasks, w.ID, syscall.SIGTERM, 5*time.Second)
 		if killErr != nil && !errors.Is(killErr, fsstore.ErrRefused) {
 			d.Warn(killErr.Error())
@@ -251,10 +265,15 @@ func (d *Dispatcher) reconcile(t kanban.Task) (bool, error) {
 		w = killed
 	}
 	err = d.Board.Reclaim(t.ID, r.ID, w.ExitCode, w.Signal)
-	if err == nil {
+	if err != nil {
+		return false, err
+	}
+	if unseen {
+		d.say("reclaimed %s: its claim expired; its worker task %s, of host %s, has no record here and is not stopped", t.ID, r.WorkerTaskID, r.Host)
+	} else {
 		d.say("reclaimed %s: its claim expired", t.ID)
 	}
-	return false, err
+	return false, nil
 }
 
 // resumeOn is the task's resume setting, else the profile's, else true.

@@ -98,7 +98,7 @@ func Serve(o ServeOptions) error {
 	if errors.As(err, &lockErr) {
 		msg := "a gateway already runs on this profile"
 		if prev, ok, _ := st.ReadState(); ok && prev.StoppedAt == "" {
-			msg += fmt.Sprintf(" (pid %d, %s, since %s)", prev.PID, prev.Addr, prev.StartedAt)
+			msg += fmt.Sprintf(" (%s, %s, since %s)", prev.Process(), prev.Addr, prev.StartedAt)
 		}
 		return fsstore.Refusedf("%s; stop it first (it holds %s)", msg, st.ServeLockPath())
 	}
@@ -144,6 +144,7 @@ func Serve(o ServeOptions) error {
 		return err
 	}
 	state := gatewaystate.State{
+		Host:      fsstore.ThisHost(),
 		PID:       os.Getpid(),
 		Addr:      ln.Addr().String(),
 		StartedAt: fsstore.TimeOf(srv.now()),

@@ -14,7 +14,15 @@
 // /proc/<pid>/stat on Linux), so a reused pid is never taken for a task's.
 // Reconcile, run by every command that reads tasks, marks lost the running
 // tasks whose supervisor and command are both gone; while the command
-// lives on, the task stays running.
+// lives on, the task stays running, and Reconcile renews its lease in the
+// supervisor's stead.
+//
+// Pids are looked up only on the task's own host (its record's host; one
+// that names none is taken to be this host's). A task of another host is
+// judged by its lease instead: Supervise heartbeats it every 10 s, and
+// Reconcile on another host marks it lost only after 60 s without a
+// heartbeat (tasks.HeartbeatEvery, tasks.Lease). Kill refuses a task of
+// another host (exit 4): its pid may be any process here.
 //
 // Exit codes: a command that exits with code N is "succeeded" (N = 0) or
 // "failed"; one killed by a signal is "killed", with exit_code null and the

@@ -24,6 +24,9 @@ type Spec struct {
 	Env []string
 	// Output, when set, receives the log as it grows (run --wait).
 	Output io.Writer
+	// HeartbeatEvery is how often the task's lease is renewed while its
+	// command runs; 0 is tasks.HeartbeatEvery.
+	HeartbeatEvery time.Duration
 	// Started is called once the command runs (err nil) or could not be
 	// started (err names the task and what became of its record); the
 	// background supervisor uses it to release its caller.
@@ -94,6 +97,11 @@ func Supervise(spec Spec) (tasks.Task, error) {
 			}
 		}
 	}()
+	every := spec.HeartbeatEvery
+	if every <= 0 {
+		every = tasks.HeartbeatEvery
+	}
+	go heartbeat(store, t.ID, every, done)
 	var tailed chan error
 	if spec.Output != nil {
 		tailed = make(chan error, 1)
@@ -106,6 +114,27 @@ func Supervise(spec Spec) (tasks.Task, error) {
 	}
 	final, _, err := store.Finish(t.ID, func(t *tasks.Task) { setOutcome(t, cmd.ProcessState, waitErr) })
 	return final, err
+}
+
+// heartbeat renews the lease of task id at each tick of every, until done is
+// closed, so that other hosts, which cannot look up its pids, know it
+// runs. A failure is reported once, until a heartbeat succeeds again.
+func heartbeat(store *tasks.Store, id string, every time.Duration, done <-chan struct{}) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	failing := false
+	for {
+		select {
+		case <-tick.C:
+			err := store.Heartbeat(id)
+			if err != nil && !failing {
+				fmt.Fprintf(os.Stderr, "hermes: task %s: %v\n", id, err)
+			}
+			failing = err != nil
+		case <-done:
+			return
+		}
+	}
 }
 
 // setOutcome fills in status, exit code and signal from how the process
@@ -181,7 +210,7 @@ func Follow(ctx context.Context, store *tasks.Store, id string, w io.Writer) err
 			close(done)
 			return errors.Join(err, <-errc)
 		}
-		if !supervisorOrCommandAlive(t) {
+		if !alive(store, t) {
 			Reconcile(store)
 		}
 		select {
@@ -196,14 +225,24 @@ func Follow(ctx context.Context, store *tasks.Store, id string, w io.Writer) err
 	}
 }
 
-func supervisorOrCommandAlive(t tasks.Task) bool {
-	return Alive(t.SupervisorPID, t.SupervisorStart) || Alive(t.PID, t.PIDStart)
+// alive reports whether task t runs, as far as this host can tell. On its
+// own host, or when its record names none (written before hosts were
+// recorded), its supervisor's and its command's pids say; on another, a
+// pid means nothing here, and its lease says (tasks.Lease).
+func alive(store *tasks.Store, t tasks.Task) bool {
+	if store.Local(t) {
+		return Alive(t.SupervisorPID, t.SupervisorStart) || Alive(t.PID, t.PIDStart)
+	}
+	return store.LeaseHeld(t.ID)
 }
 
-// Reconcile looks at every task whose record says running. One whose
-// supervisor has died (kill -9, a reboot) while its command still lives
-// stays running; one whose command is gone too is marked lost, with what is
-// known: its log, and no exit code. It returns how many it marked lost.
+// Reconcile looks at every task whose record says running. On the task's
+// own host, one whose supervisor has died (kill -9, a reboot) while its
+// command still lives stays running, and Reconcile renews its lease in
+// the supervisor's stead; one whose command is gone too is marked lost,
+// with what is known: its log, and no exit code. A task of another host
+// is marked lost only once its lease has expired. It returns how many it
+// marked lost.
 func Reconcile(store *tasks.Store) (int, error) {
 	ids, err := store.Running()
 	if err != nil {
@@ -225,15 +264,24 @@ func Reconcile(store *tasks.Store) (int, error) {
 		}
 		// From its creation the record names a live supervisor: the caller
 		// of tasks run stands in until the supervisor writes its own pid.
-		if supervisorOrCommandAlive(t) {
+		if alive(store, t) {
+			if store.Local(t) && t.Host != "" && !Alive(t.SupervisorPID, t.SupervisorStart) {
+				if err := store.Heartbeat(id); err != nil {
+					store.Warn(fmt.Sprintf("task %s: %v", id, err))
+				}
+			}
 			continue
 		}
 		_, marked, err := store.Finish(id, func(t *tasks.Task) {
-			if supervisorOrCommandAlive(*t) {
+			if alive(store, *t) {
 				return
 			}
 			t.Status = tasks.Lost
-			t.Error = fmt.Sprintf("the supervisor (pid %d) and the command (pid %d) are gone; the exit code is unknown", t.SupervisorPID, t.PID)
+			if store.Local(*t) {
+				t.Error = fmt.Sprintf("the supervisor (pid %d) and the command (pid %d) are gone; the exit code is unknown", t.SupervisorPID, t.PID)
+			} else {
+				t.Error = fmt.Sprintf("host %s sent no heartbeat for more than %ds; the exit code is unknown", t.Host, int(tasks.Lease.Seconds()))
+			}
 		})
 		if err != nil {
 			return lost, err
@@ -255,6 +303,14 @@ func Kill(store *tasks.Store, id string, sig syscall.Signal, grace time.Duration
 	}
 	if t.Finished() {
 		return t, fsstore.Refusedf("task %s has already finished (%s)", id, t.Status)
+	}
+	if !store.Local(t) {
+		// One whose lease has expired (its host rebooted, say) is lost.
+		Reconcile(store)
+		if t, err = store.Get(id); err == nil && t.Finished() {
+			return t, fsstore.Refusedf("task %s has already finished (%s)", id, t.Status)
+		}
+		return t, fsstore.Refusedf("task %s runs on host %s; kill it there", id, t.Host)
 	}
 	if !Alive(t.PID, t.PIDStart) {
 		Reconcile(store)

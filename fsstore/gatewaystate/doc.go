@@ -10,6 +10,10 @@
 // document the index lacks: such documents are found from a directory
 // listing when the index is first loaded, and evicted first.
 //
+// state.json names the run's host and pid. Whether a gateway runs is
+// never judged by that pid, which means nothing on another host that
+// shares the profile: the serve lock (flock) says, on every host.
+//
 // Two records let a stored turn be answered instead of run again: the
 // record of each idempotency key (keys/<sha256 of the key>.json: the
 // session and where the key's turn lies in it), written and synced before

@@ -113,6 +113,9 @@ type Conversation struct {
 
 // State describes the current run of the gateway, or the last one.
 type State struct {
+	// Host is the host the run is on (fsstore.ThisHost), where PID means
+	// something; none in a state written before hosts were recorded.
+	Host      string       `json:"host"`
 	PID       int          `json:"pid"`
 	Addr      string       `json:"addr"`
 	StartedAt fsstore.Time `json:"started_at"`
@@ -122,6 +125,16 @@ type State struct {
 	DrainTimedOut       bool     `json:"drain_timed_out"`
 	InterruptedSessions []string `json:"interrupted_sessions"`
 	Version             string   `json:"version"`
+}
+
+// Process names the run's process in messages: its pid, and its host
+// when that is another one, where the pid is not this host's to look up.
+// Whether a gateway runs is never judged by its pid: the serve lock says.
+func (st State) Process() string {
+	if st.Host == "" || st.Host == fsstore.ThisHost() {
+		return fmt.Sprintf("pid %d", st.PID)
+	}
+	return fmt.Sprintf("pid %d on host %s", st.PID, st.Host)
 }
 
 // PutResponse stores r (its ID set by the caller) and then evicts the oldest

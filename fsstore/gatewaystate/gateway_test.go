@@ -276,3 +276,19 @@ func TestServeLock(t *testing.T) {
 func responseID(now time.Time) string {
 	return "resp_" + strings.Replace(now.UTC().Format("20060102_150405.000000"), ".", "_", 1)
 }
+
+// A run's process is named with its host when that is another one.
+func TestStateProcess(t *testing.T) {
+	for _, c := range []struct {
+		st   State
+		want string
+	}{
+		{State{PID: 42}, "pid 42"},
+		{State{Host: fsstore.ThisHost(), PID: 42}, "pid 42"},
+		{State{Host: "host-b", PID: 42}, "pid 42 on host host-b"},
+	} {
+		if got := c.st.Process(); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.st, got, c.want)
+		}
+	}
+}

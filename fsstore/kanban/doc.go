@@ -21,6 +21,11 @@
 // appends. A comment is one line of the comments log and nothing else;
 // Events reads each as a "commented" event.
 //
+// A run records the host of its claimer (host), where its worker runs:
+// its worker's liveness is judged there by pid and elsewhere by the
+// worker's lease (package tasks), and only there can an expired claim's
+// worker be stopped. A run claimed before hosts were recorded names none.
+//
 // The dispatcher claims with ClaimPending: until the claim's outcome (its
 // worker started, or could not) is stored, the document the claim
 // replaced is kept as a hidden hard link, and Undo renames it back when

@@ -106,8 +106,11 @@ type Task struct {
 
 // Run is one attempt of a worker at a task.
 type Run struct {
-	ID                 string       `json:"id"`
-	Profile            string       `json:"profile"`
+	ID      string `json:"id"`
+	Profile string `json:"profile"`
+	// Host is the host its worker runs on (fsstore.ThisHost of the
+	// claimer); none in a run claimed before hosts were recorded.
+	Host               string       `json:"host"`
 	SessionID          string       `json:"session_id"`
 	Status             string       `json:"status"` // running or ended
 	Outcome            string       `json:"outcome"`
@@ -190,11 +193,14 @@ type Board struct {
 	LockTimeout time.Duration
 	Now         func() time.Time
 	Warn        func(string)
+	// Host is the id of the host this process runs on
+	// (fsstore.ThisHost), which a claim records on its run.
+	Host string
 }
 
 // NewBoard returns the board of the profile whose directory is profileDir.
 func NewBoard(profileDir string, lockTimeout time.Duration, warn func(string)) *Board {
-	return &Board{Dir: filepath.Join(profileDir, "kanban"), LockTimeout: lockTimeout, Now: time.Now, Warn: warn}
+	return &Board{Dir: filepath.Join(profileDir, "kanban"), LockTimeout: lockTimeout, Now: time.Now, Warn: warn, Host: fsstore.ThisHost()}
 }
 
 func (b *Board) tasksDir() string          { return filepath.Join(b.Dir, "tasks") }

@@ -73,23 +73,23 @@ func newClaimLock() string {
 // claimers never both win. extra, when set, may fill the new run and
 // returns events to record with the claim.
 func (b *Board) Claim(id string, ttl time.Duration, profile string, extra func(*Task, *Run) []Event) (Task, error) {
-	return b.Update(id, claim(ttl, profile, extra))
+	return b.Update(id, b.claim(ttl, profile, extra))
 }
 
 // ClaimPending is Claim for a claimer that has yet to store the claim's
 // outcome (the dispatcher: its worker started, or could not): the returned
 // Pending holds the claimed task, and its Keep or Undo must follow.
 func (b *Board) ClaimPending(id string, ttl time.Duration, profile string, extra func(*Task, *Run) []Event) (*Pending, error) {
-	_, p, err := b.update(id, claim(ttl, profile, extra), true)
+	_, p, err := b.update(id, b.claim(ttl, profile, extra), true)
 	return p, err
 }
 
-func claim(ttl time.Duration, profile string, extra func(*Task, *Run) []Event) func(*Task, time.Time) ([]Event, error) {
+func (b *Board) claim(ttl time.Duration, profile string, extra func(*Task, *Run) []Event) func(*Task, time.Time) ([]Event, error) {
 	return func(t *Task, now time.Time) ([]Event, error) {
 		if t.Status != Ready || t.ClaimLock != "" {
 			return nil, fsstore.Refusedf("task %s is %s and cannot be claimed", t.ID, t.Status)
 		}
-		r := Run{ID: fsstore.NewID(now), Profile: profile, Status: RunRunning, StartedAt: fsstore.TimeOf(now)}
+		r := Run{ID: fsstore.NewID(now), Profile: profile, Host: b.Host, Status: RunRunning, StartedAt: fsstore.TimeOf(now)}
 		t.Status = Running
 		t.ClaimLock, t.ClaimTTLMS = newClaimLock(), ttl.Milliseconds()
 		t.ClaimExpires = fsstore.TimeOf(now.Add(ttl))

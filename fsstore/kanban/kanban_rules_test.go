@@ -218,3 +218,21 @@ func TestEventTypeBlocks(t *testing.T) {
 		}
 	}
 }
+
+// A claim records the claimer's host on its run: the host its worker
+// runs on.
+func TestClaimRecordsHost(t *testing.T) {
+	b, _, _ := kbBoard(t)
+	b.Host = "host-a"
+	kbCreate(t, b, Task{ID: "t1", Title: "task", Status: Ready})
+	task, err := b.Claim("t1", time.Minute, "default", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := task.CurrentRun().Host; got != "host-a" {
+		t.Fatalf("run host %q", got)
+	}
+	if stored, _ := b.Get("t1"); stored.CurrentRun().Host != "host-a" {
+		t.Fatalf("stored run host %q", stored.CurrentRun().Host)
+	}
+}

@@ -21,6 +21,14 @@
 // start, when not even that can be recorded, is discarded (Discard), so
 // that a failure leaves no record of a command that never ran.
 //
+// A record names the host its processes run on (host). Only there are its
+// pids looked up; on another host that shares the profile a running task
+// is judged by its lease: its supervisor heartbeats every HeartbeatEvery
+// (10 s) by setting the time of its running marker, which writes no byte
+// of the record and syncs nothing, and another host takes the task for
+// lost once Lease (60 s) has passed without one. A record written before
+// hosts were recorded names none, and is judged by its pids, as before.
+//
 // Deletion is explicit: Prune removes only finished tasks, says what it
 // removes, and has a dry run. It takes one store-level lock (.prune.lock),
 // no lock per task, lists the directory once, and commits by syncing a

@@ -36,6 +36,10 @@ type Task struct {
 	Command   []string `json:"command"`
 	Cwd       string   `json:"cwd"`
 	SessionID string   `json:"session_id"`
+	// Host is the host the task runs on (fsstore.ThisHost): its pids mean
+	// something there only. A record written before hosts were recorded
+	// has none, and is taken to run on the host that reads it.
+	Host string `json:"host"`
 	// PID and PIDStart identify the command's process; PIDStart is the
 	// process's start time as the kernel counts it, so that a reused pid is
 	// not taken for the task. Likewise for the supervisor.
@@ -85,12 +89,15 @@ type Store struct {
 	LockTimeout time.Duration
 	Now         func() time.Time
 	Warn        func(string)
+	// Host is the id of the host this process runs on (fsstore.ThisHost),
+	// which Create records.
+	Host string
 }
 
 // NewStore returns the task store of the profile whose directory is
 // profileDir. Nothing is created until the first write.
 func NewStore(profileDir string, lockTimeout time.Duration, warn func(string)) *Store {
-	return &Store{Dir: filepath.Join(profileDir, "tasks"), LockTimeout: lockTimeout, Now: time.Now, Warn: warn}
+	return &Store{Dir: filepath.Join(profileDir, "tasks"), LockTimeout: lockTimeout, Now: time.Now, Warn: warn, Host: fsstore.ThisHost()}
 }
 
 func (s *Store) docPath(id string) string       { return filepath.Join(s.Dir, id+".json") }
@@ -128,6 +135,9 @@ func (s *Store) Create(t Task) (Task, error) {
 	}
 	t.Status = Running
 	t.StartedAt = fsstore.TimeOf(now)
+	if t.Host == "" {
+		t.Host = s.Host
+	}
 	if t.Command == nil {
 		t.Command = []string{}
 	}
@@ -141,6 +151,11 @@ func (s *Store) Create(t Task) (Task, error) {
 			return Task{}, err
 		}
 		made = append(made, path)
+	}
+	// The marker's time is the task's first heartbeat.
+	if err := touch(s.runningMarker(t.ID), now); err != nil {
+		removeAll(made)
+		return Task{}, err
 	}
 	if err := fsstore.WriteDoc(s.docPath(t.ID), &t); err != nil {
 		// A full disk: no marker or log without a record is left behind.

@@ -73,7 +73,8 @@ type Spec struct {
 	Finished time.Time
 	Status   string
 	Exit     int
-	// The pids and start times the supervisor would have recorded.
+	// The host, pids and start times the supervisor would have recorded.
+	Host                      string
 	PID, SupervisorPID        int
 	PIDStart, SupervisorStart string
 }
@@ -93,6 +94,7 @@ func Tasks(start time.Time, n int) []Spec {
 			Started:  s,
 			Finished: s.Add(Duration),
 			Status:   tasks.Succeeded,
+			Host:     fsstore.ThisHost(),
 			PID:      10000 + 2*(i%20000) + 1, SupervisorPID: 10000 + 2*(i%20000),
 			PIDStart: fmt.Sprint(1000000 + i), SupervisorStart: fmt.Sprint(1000000 + i),
 		}
@@ -109,7 +111,7 @@ func Tasks(start time.Time, n int) []Spec {
 func Record(sp Spec) tasks.Task {
 	code := sp.Exit
 	return tasks.Task{
-		ID: sp.ID, Name: sp.Name, Command: sp.Command, Cwd: sp.Cwd,
+		ID: sp.ID, Name: sp.Name, Command: sp.Command, Cwd: sp.Cwd, Host: sp.Host,
 		PID: sp.PID, PIDStart: sp.PIDStart, SupervisorPID: sp.SupervisorPID, SupervisorStart: sp.SupervisorStart,
 		StartedAt:  fsstore.TimeOf(sp.Started),
 		FinishedAt: fsstore.TimeOf(sp.Finished),

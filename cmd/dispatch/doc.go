@@ -1,0 +1,17 @@
+// Package dispatch runs the kanban dispatcher's ticks: each reconciles the
+// board's running tasks with their workers, then claims ready tasks and
+// starts their workers under the tasks supervisor, holding the board's
+// dispatch lock so that dispatchers take turns.
+//
+// A running task's worker decides its fate: one that exited 0 without
+// completing or blocking is a protocol violation, one that failed, was
+// killed or was lost has crashed, and a claim that expired with no
+// heartbeat is reclaimed after its worker is stopped. Several hosts may
+// share a board: a worker's pids are looked up only on its run's host.
+// Elsewhere a run is crashed only once its worker's task is lost by its
+// lease (60 s without a heartbeat), and an expired claim whose worker
+// still holds its lease is left to a dispatcher on the worker's host,
+// which can stop the worker before the task is claimed again. A worker
+// of another host that has no record here (yet) is judged by its claim
+// alone.
+package dispatch

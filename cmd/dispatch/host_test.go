@@ -1,0 +1,122 @@
+package dispatch
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hermes/hermes/cmd/supervisor"
+	"github.com/hermes/hermes/fsstore/kanban"
+	"github.com/hermes/hermes/fsstore/tasks"
+)
+
+// onHost makes the rig's dispatcher run on host, with the task store's
+// clock at now, and the supervisor's reconcile of background tasks.
+func (r *rig) onHost(host string, now *time.Time) {
+	r.d.Board.Host, r.d.Tasks.Host = host, host
+	r.d.Tasks.Now = func() time.Time { return *now }
+	r.d.Now = func() time.Time { return *now }
+	r.d.ReconcileTasks = nil
+}
+
+// A run whose worker runs on another host is not judged by pids looked
+// up here: the fake spawner's worker has none, and stays running while
+// its lease is fresh; a heartbeat renews the lease; once the lease has
+// expired the worker is lost and the task blocked (crashed).
+func TestForeignRunByLease(t *testing.T) {
+	r := newRig(t)
+	now := epoch.Add(10 * time.Minute)
+	r.onHost("host-a", &now)
+	id := r.task("far away")
+	r.tick()
+	claimed := r.get(id)
+	run := claimed.CurrentRun()
+	if run == nil || run.Host != "host-a" {
+		t.Fatalf("run %+v", run)
+	}
+
+	r.onHost("host-b", &now)
+	r.tick()
+	if got := r.get(id); got.Status != kanban.Running {
+		t.Fatalf("a run of another host with a fresh lease: %s (%s)", got.Status, got.BlockReason)
+	}
+	now = now.Add(tasks.Lease - time.Second)
+	if err := r.d.Tasks.Heartbeat(run.WorkerTaskID); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(tasks.Lease)
+	r.tick()
+	if got := r.get(id); got.Status != kanban.Running {
+		t.Fatalf("a run of another host after a heartbeat: %s (%s)", got.Status, got.BlockReason)
+	}
+	now = now.Add(time.Second + time.Millisecond)
+	r.tick()
+	got := r.get(id)
+	if got.Status != kanban.Blocked || got.Runs[0].Outcome != kanban.OutcomeCrashed || !strings.Contains(got.BlockReason, "heartbeat") {
+		t.Fatalf("after the lease: %s, %s (%s)", got.Status, got.Runs[0].Outcome, got.BlockReason)
+	}
+	if len(r.killed) != 0 {
+		t.Fatalf("killed %v", r.killed)
+	}
+}
+
+// A run of another host whose claim expires while its worker holds its
+// lease is left to that host, which can stop the worker before it
+// reclaims the task; one whose worker has no record here (yet) is judged
+// by its claim alone, and reclaimed when it expires, with nothing killed.
+func TestForeignRunClaimExpires(t *testing.T) {
+	r := newRig(t)
+	now := epoch.Add(10 * time.Minute)
+	r.onHost("host-a", &now)
+	id := r.task("far away")
+	gone := r.task("record not seen")
+	r.tick()
+	unseen := r.get(gone)
+	if err := r.d.Tasks.Discard(unseen.CurrentRun().WorkerTaskID); err != nil {
+		t.Fatal(err)
+	}
+
+	r.onHost("host-b", &now)
+	r.tick()
+	if got := r.get(gone); got.Status != kanban.Running {
+		t.Fatalf("a run of another host whose worker has no record here: %s (%s)", got.Status, got.BlockReason)
+	}
+	claimed := r.get(id)
+	worker := claimed.CurrentRun().WorkerTaskID
+	for {
+		// Heartbeats from host-a keep the worker's lease while the claim
+		// runs out.
+		now = now.Add(tasks.Lease / 2)
+		if err := r.d.Tasks.Heartbeat(worker); err != nil {
+			t.Fatal(err)
+		}
+		if exp, _ := claimed.ClaimExpires.Instant(); now.After(exp) {
+			break
+		}
+	}
+	r.tick()
+	if got := r.get(id); got.Status != kanban.Running {
+		t.Fatalf("an expired claim of another host's live worker: %s (%s)", got.Status, got.BlockReason)
+	}
+	if got := r.get(gone); got.Status != kanban.Ready || got.Runs[0].Outcome != kanban.OutcomeReclaimed {
+		t.Fatalf("a run whose worker has no record, after its claim: %s, %s", got.Status, got.Runs[0].Outcome)
+	}
+	if len(r.killed) != 0 || !strings.Contains(r.out.String(), "of host host-a, has no record here") {
+		t.Fatalf("killed %v; output:\n%s", r.killed, r.out)
+	}
+
+	// On host-a, the worker's own host, where its supervisor (this
+	// process, here) lives, it is stopped and reclaimed.
+	r.onHost("host-a", &now)
+	self := os.Getpid()
+	if _, err := r.d.Tasks.Update(worker, func(t *tasks.Task) {
+		t.SupervisorPID, t.SupervisorStart = self, supervisor.ProcStart(self)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r.tick()
+	if got := r.get(id); got.Runs[0].Outcome != kanban.OutcomeReclaimed || len(r.killed) != 1 || r.killed[0] != worker {
+		t.Fatalf("on its own host: %s, %s; killed %v", got.Status, got.Runs[0].Outcome, r.killed)
+	}
+}

@@ -1,0 +1,54 @@
+package tasks
+
+import (
+	"errors"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// HeartbeatEvery is how often a task's supervisor renews its lease.
+const HeartbeatEvery = 10 * time.Second
+
+// Lease is how long a heartbeat vouches for a running task on other hosts
+// than its own: one that has had none for longer is taken to be lost. Six
+// heartbeats, so that a busy disk or a clock a few seconds off does not
+// lose a task that runs.
+const Lease = 60 * time.Second
+
+// Local reports whether task t runs on this host (s.Host), where its pids
+// can be looked up. A record that names no host was written before hosts
+// were recorded, when every process ran on the host that read it: it is
+// taken to run here.
+func (s *Store) Local(t Task) bool { return t.Host == "" || t.Host == s.Host }
+
+// Heartbeat renews the lease of running task id: its running marker takes
+// the time s.Now. It changes a time, no byte of the record, and is not
+// synced: a heartbeat lost in a crash only makes the lease older, which is
+// the side a crash errs on anyway. A task that has finished (no marker) is
+// not an error.
+func (s *Store) Heartbeat(id string) error {
+	now := s.Now()
+	err := touch(s.runningMarker(id), now)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// LeaseHeld reports whether task id has had a heartbeat within Lease of
+// s.Now. A task without a running marker has no lease.
+func (s *Store) LeaseHeld(id string) bool {
+	fi, err := os.Lstat(s.runningMarker(id))
+	return err == nil && s.Now().Sub(fi.ModTime()) <= Lease
+}
+
+// touch sets the times of the file at path to t, never through a symlink.
+func touch(path string, t time.Time) error {
+	ts := unix.NsecToTimespec(t.UnixNano())
+	if err := unix.UtimesNanoAt(unix.AT_FDCWD, path, []unix.Timespec{ts, ts}, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return &os.PathError{Op: "utimes", Path: path, Err: err}
+	}
+	return nil
+}
