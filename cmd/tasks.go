@@ -713,12 +713,17 @@ func tasksPrune(e *env) error {
 	if dry {
 		verb = "would remove"
 	}
+	// One write for many lines: a prune may list 100,000 tasks.
+	out := bufio.NewWriter(e.stdout)
 	for _, r := range removed {
 		if e.json {
-			printJSON(e.stdout, r)
+			printJSON(out, r)
 			continue
 		}
-		fmt.Fprintf(e.stdout, "%s %s  %s  %s  %s  (%d bytes)\n", verb, r.TaskID, dash(r.Name), r.Status, shortTime(r.FinishedAt), r.Bytes)
+		fmt.Fprintf(out, "%s %s  %s  %s  %s  (%d bytes)\n", verb, r.TaskID, dash(r.Name), r.Status, shortTime(r.FinishedAt), r.Bytes)
+	}
+	if ferr := out.Flush(); err == nil {
+		err = ferr
 	}
 	return err
 }

@@ -220,3 +220,21 @@ func TestTaskFinishDuringPrune(t *testing.T) {
 		t.Fatalf("warnings: %v", w.List())
 	}
 }
+
+// lineTaskID reads the id of both kinds of line as the store writes them,
+// and declines what it does not recognize.
+func TestLineTaskID(t *testing.T) {
+	for line, want := range map[string]string{
+		`{"id":"20260101_000000_aaaaaa","name":"x","status":"succeeded"}`: "20260101_000000_aaaaaa",
+		`{"task_id":"20250101_000000_bbbbbb","name":"x"}`:                "20250101_000000_bbbbbb",
+	} {
+		if id, ok := lineTaskID([]byte(line)); !ok || string(id) != want {
+			t.Errorf("lineTaskID(%s) = %q, %v; want %q", line, id, ok, want)
+		}
+	}
+	for _, line := range []string{`{"name":"x","id":"a"}`, `{"id":"a\"b"}`, `{"id":""}`, `{"id":"unterminated`} {
+		if id, ok := lineTaskID([]byte(line)); ok {
+			t.Errorf("lineTaskID(%s) = %q, want none", line, id)
+		}
+	}
+}

@@ -291,6 +291,22 @@ type finishedLine struct {
 	TaskID string `json:"task_id"`
 }
 
+// lineTaskID reads the task a line of the finished log is of from its
+// first key, as the store writes it ({"id":"… for a whole record,
+// {"task_id":"… for an older entry), without decoding the rest: a prune
+// reads every line. ok is false for any other line, which the caller
+// parses.
+func lineTaskID(line []byte) (id []byte, ok bool) {
+	for _, key := range [][]byte{[]byte(`{"id":"`), []byte(`{"task_id":"`)} {
+		if rest, found := bytes.CutPrefix(line, key); found {
+			if i := bytes.IndexByte(rest, '"'); i > 0 && bytes.IndexByte(rest[:i], '\\') < 0 {
+				return rest[:i], true
+			}
+		}
+	}
+	return nil, false
+}
+
 // finishedEntry is what the store knows of a line of the finished log.
 type finishedEntry struct {
 	TaskID     string
@@ -683,10 +699,29 @@ func (s *Store) removeTasks(ids []string) error {
 	if err := s.dropFinished(removed); err != nil {
 		return err
 	}
+	// Only the files the directory holds are removed: most finished tasks
+	// have no record file nor lock left, and a name that is not there would
+	// cost two system calls to find so (os.Remove tries unlink, then rmdir).
+	d, err := os.Open(s.Dir)
+	if err != nil {
+		return err
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return err
+	}
+	present := make(map[string]bool, len(names))
+	for _, n := range names {
+		present[n] = true
+	}
 	// The record file goes before the log, so that no record is ever left
 	// without its log; whatever a crash leaves, the journal names.
 	for _, id := range ids {
 		for _, p := range []string{s.docPath(id), s.LogPath(id), s.lockPath(id)} {
+			if !present[filepath.Base(p)] {
+				continue
+			}
 			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return fmt.Errorf("prune task %s: %w", id, err)
 			}
@@ -762,7 +797,13 @@ func (s *Store) dropFinished(removed map[string]bool) error {
 	b.Grow(int(size))
 	dropped := false
 	if _, err := fsstore.ScanLines(f, size, func(line []byte, _ int64) error {
-		if e, ok := parseFinished(line); ok && removed[e.TaskID] {
+		id, ok := lineTaskID(line)
+		if !ok {
+			if e, parsed := parseFinished(line); parsed {
+				id, ok = []byte(e.TaskID), true
+			}
+		}
+		if ok && removed[string(id)] {
 			dropped = true
 			return nil
 		}
