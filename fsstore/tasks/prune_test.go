@@ -226,7 +226,7 @@ func TestTaskFinishDuringPrune(t *testing.T) {
 func TestLineTaskID(t *testing.T) {
 	for line, want := range map[string]string{
 		`{"id":"20260101_000000_aaaaaa","name":"x","status":"succeeded"}`: "20260101_000000_aaaaaa",
-		`{"task_id":"20250101_000000_bbbbbb","name":"x"}`:                "20250101_000000_bbbbbb",
+		`{"task_id":"20250101_000000_bbbbbb","name":"x"}`:                 "20250101_000000_bbbbbb",
 	} {
 		if id, ok := lineTaskID([]byte(line)); !ok || string(id) != want {
 			t.Errorf("lineTaskID(%s) = %q, %v; want %q", line, id, ok, want)
