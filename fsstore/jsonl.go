@@ -158,7 +158,9 @@ func lastNewline(f *os.File, limit int64) (int64, error) {
 
 // OpenAppend opens the log at path for appending, creating it 0600 (and
 // committing the create to its directory) if missing. It never follows a
-// symlink. If the log ends in a torn tail, the tail is copied to
+// symlink. Its size is read fresh (FreshSize), so that the caller's reads
+// of its end see every append made under the lock, from any host. If the
+// log ends in a torn tail, the tail is copied to
 // path.torn-<unix>, synced, and cut off before anything is appended; the
 // name of the copy is returned. The caller must hold the log's lock.
 func OpenAppend(path string, now time.Time) (f *os.File, moved string, err error) {
@@ -199,11 +201,10 @@ func linkErr(err error) error {
 }
 
 func cutTornTail(f *os.File, now time.Time) (string, error) {
-	fi, err := f.Stat()
+	size, err := FreshSize(f)
 	if err != nil {
 		return "", err
 	}
-	size := fi.Size()
 	if size == 0 {
 		return "", nil
 	}

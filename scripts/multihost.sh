@@ -1,0 +1,248 @@
+#!/usr/bin/env bash
+# multihost.sh: one hermes profile shared by two hosts on a GlusterFS volume.
+#
+# It installs GlusterFS from Debian when missing (glusterfs-server,
+# glusterfs-client; jq), starts glusterd by hand when none runs, makes a
+# single-brick volume with the options README's "Running on several
+# machines" documents, mounts it twice with the FUSE client, and runs each
+# mount's side in a PID namespace of its own (unshare --pid --fork
+# --mount-proc): two hosts whose pids mean nothing to each other. Then:
+#
+#   appends  3 writers a host × 200 appends to one session: every
+#            acknowledged append stored once, seq 1..N; the same on local
+#            disk, for the cost
+#   board    60 tasks whose worker takes 2 s, a dispatcher on each host
+#            until all are done: one claim and one run each, none lost or
+#            crashed
+#   kill     the appends again while each host SIGKILLs a random hermes of
+#            its own every 20-100 ms; every acknowledged append stored once
+#   fsck     hermes fsck from each host: clean
+#
+# It prints a Markdown table, tears the volume and the mounts down, and
+# exits 1 when a check failed (the brick is kept for a look). It needs root
+# and /dev/fuse, and takes about 3 minutes.
+#
+# Usage: scripts/multihost.sh [STEP...]     steps: appends board kill fsck (default all)
+#   MULTIHOST_VOLUME=defaults   leave the volume's options at GlusterFS's defaults
+#   MULTIHOST_MOUNT=OPTS        FUSE mount options (default: none; e.g.
+#                               attribute-timeout=0,entry-timeout=0)
+#   MULTIHOST_HERMES=PATH       use this hermes instead of building one
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bench=multihost
+tmp=$(mktemp -d "${TMPDIR:-/var/tmp}/hermes-multihost.XXXXXX")
+. scripts/benchlib.sh
+
+steps=("$@")
+((${#steps[@]})) || steps=(appends board kill fsck)
+writers=3 appends=200 tasks=60 work=2 kills=15
+
+# The client-side caches that make one host's writes invisible to the
+# other for about a second, turned off; README says why each.
+volume_off=(performance.stat-prefetch performance.quick-read performance.io-cache
+  performance.read-ahead performance.write-behind performance.open-behind
+  performance.readdir-ahead)
+
+[[ $(id -u) == 0 ]] || { say "needs root (glusterd, mount, unshare)"; exit 2; }
+[[ -c /dev/fuse ]] || { say "needs /dev/fuse"; exit 2; }
+bench_install glusterd:glusterfs-server mount.glusterfs:glusterfs-client jq:jq unshare:util-linux || exit 1
+if [[ -n ${MULTIHOST_HERMES:-} ]]; then
+  hermes=$MULTIHOST_HERMES
+else
+  bench_build
+fi
+mkdir -p "$tmp/bin"
+cp "$hermes" "$tmp/bin/hermes"
+export PATH=$tmp/bin:$PATH
+
+vol=hermes$$
+brick=$tmp/brick
+started_glusterd=false
+failed=0
+rows=()
+
+teardown() {
+  local m
+  for m in "$tmp/a" "$tmp/b"; do mountpoint -q "$m" && umount -l "$m"; done
+  if gluster volume info "$vol" >/dev/null 2>&1; then
+    gluster --mode=script volume stop "$vol" force >/dev/null 2>&1 || true
+    gluster --mode=script volume delete "$vol" >/dev/null 2>&1 || true
+  fi
+  if $started_glusterd && [[ -f $tmp/glusterd.pid ]]; then kill "$(cat "$tmp/glusterd.pid")" 2>/dev/null || true; fi
+  if ((failed)); then
+    say "failed; the brick is kept in $brick"
+  else
+    rm -rf "$tmp"
+  fi
+}
+trap teardown EXIT
+
+# A brick must not be named by 127.0.0.1 (the CLI refuses it); any other
+# loopback address reaches this machine.
+if ! pgrep -x glusterd >/dev/null; then
+  glusterd -p "$tmp/glusterd.pid"
+  started_glusterd=true
+  for _ in $(seq 50); do gluster volume list >/dev/null 2>&1 && break; sleep 0.1; done
+fi
+mkdir -p "$brick" "$tmp/a" "$tmp/b" "$tmp/local"
+gluster --mode=script volume create "$vol" "127.0.0.2:$brick" force >/dev/null
+if [[ ${MULTIHOST_VOLUME:-} != defaults ]]; then
+  for o in "${volume_off[@]}"; do gluster --mode=script volume set "$vol" "$o" off >/dev/null; done
+fi
+gluster --mode=script volume start "$vol" >/dev/null
+for m in a b; do
+  mount -t glusterfs ${MULTIHOST_MOUNT:+-o "$MULTIHOST_MOUNT"} "127.0.0.2:/$vol" "$tmp/$m"
+done
+say "volume $vol (options: ${MULTIHOST_VOLUME:-documented}; mount: ${MULTIHOST_MOUNT:-defaults}) on $tmp/a and $tmp/b"
+
+# host SIDE SCRIPT: run SCRIPT with bash in a new PID namespace, with
+# HERMES_HOME on SIDE's mount (a, b) or on local disk (la, lb: one home).
+host() {
+  local side=$1 home=$tmp/$1/home
+  [[ $side == l? ]] && home=$tmp/local/home
+  unshare --pid --fork --mount-proc env HERMES_HOME="$home" SIDE="$side" bash -c "$2"
+}
+
+row() { rows+=("| $* |"); }
+check() { # check WHAT OK DETAIL
+  if [[ $2 == ok ]]; then row "$1 | passed | $3"; else row "$1 | **failed** | $3"; failed=1; fi
+}
+
+# The writer loop: WRITERS loops of APPENDS appends to $SID, each
+# acknowledged content written to $ACK.$SIDE.$w.
+writer_loop='
+for w in $(seq '$writers'); do
+  (for i in $(seq '$appends'); do
+     c="$SIDE-$w-$i"
+     hermes sessions append "$SID" --role user --content "$c" >/dev/null 2>>"$ACK.err" && echo "$c" >>"$ACK.$SIDE.$w"
+   done) &
+done
+wait'
+
+# verify_appends HOME SID ACKPREFIX: one line, "ok DETAIL" or "bad DETAIL".
+verify_appends() {
+  local log=$1/profiles/default/sessions/$2.jsonl
+  jq -r '[.seq, .content] | @tsv' "$log" >"$tmp/stored"
+  local n acked dup gaps missing extra
+  n=$(wc -l <"$tmp/stored")
+  cat "$3".*.[0-9]* 2>/dev/null | sort >"$tmp/acked"
+  acked=$(wc -l <"$tmp/acked")
+  dup=$(cut -f1 "$tmp/stored" | sort -n | uniq -d | wc -l)
+  gaps=$(cut -f1 "$tmp/stored" | awk '$1 != NR' | wc -l)
+  cut -f2 "$tmp/stored" | sort >"$tmp/contents"
+  missing=$(comm -23 "$tmp/acked" <(sort -u "$tmp/contents") | wc -l)
+  extra=$(uniq -d "$tmp/contents" | wc -l)
+  local verdict=ok
+  ((dup == 0 && gaps == 0 && missing == 0 && extra == 0)) || verdict=bad
+  echo "$verdict $acked acknowledged, $n stored; $dup seq duplicated, $gaps out of place, $missing acknowledged missing, $extra stored twice"
+}
+
+# appends_on A B: the writer loops of two hosts on one session; prints
+# "RATE VERDICT…".
+appends_on() {
+  local a=$1 b=$2 sid start end home=$tmp/$1/home
+  [[ $a == l? ]] && home=$tmp/local/home
+  sid=$(host "$a" 'hermes sessions new')
+  rm -f "$tmp/ack".*
+  start=$(date +%s.%N)
+  host "$a" "SID=$sid ACK=$tmp/ack; $writer_loop" &
+  host "$b" "SID=$sid ACK=$tmp/ack; $writer_loop" &
+  wait
+  end=$(date +%s.%N)
+  local rate
+  rate=$(cat "$tmp/ack".*.[0-9]* | wc -l | awk -v s="$start" -v e="$end" '{printf "%.0f", $1/(e-s)}')
+  echo "$rate $(verify_appends "$home" "$sid" "$tmp/ack")"
+}
+
+step_appends() {
+  local out rate
+  out=$(appends_on a b)
+  rate=${out%% *}
+  out=${out#* }
+  check "appends: $writers+$writers writers × $appends, one session" "${out%% *}" "${out#* }; $rate appends/s"
+  local lout lrate
+  lout=$(appends_on la lb)
+  lrate=${lout%% *}
+  lout=${lout#* }
+  check "appends on local disk, the same" "${lout%% *}" "${lout#* }; $lrate appends/s"
+  row "cost of the volume | | $(awk -v v="$rate" -v l="$lrate" 'BEGIN{printf "%.2fx local disk'"'"'s time an append (%s vs %s appends/s)", l/v, v, l}')"
+}
+
+step_board() {
+  local prof=$tmp/a/home/profiles/default
+  host a 'hermes sessions list >/dev/null'
+  mkdir -p "$prof"
+  printf 'kanban:\n  worker_command: sh -c "sleep %s; hermes kanban complete --result done"\n' "$work" >"$prof/config.yaml"
+  host a "for i in \$(seq $tasks); do hermes kanban create \"task \$i\" >/dev/null; done"
+  local start end
+  start=$(date +%s.%N)
+  local side
+  for side in a b; do
+    host "$side" '
+      for _ in $(seq 600); do
+        hermes kanban dispatch --max-workers 8 >/dev/null 2>>"'"$tmp"'/dispatch.$SIDE.err" || true
+        [ "$(hermes --json kanban list --status done | wc -l)" -ge '"$tasks"' ] && break
+        sleep 0.5
+      done' &
+  done
+  wait
+  end=$(date +%s.%N)
+  host a 'hermes --json kanban list --status done; hermes --json kanban list' >/dev/null
+  local done_n claims runs bad=0 detail
+  done_n=$(host b 'hermes --json kanban list --status done' | wc -l)
+  claims=0 runs=0
+  local id
+  for id in $(host b 'hermes --json kanban list --status done' | jq -r .id); do
+    local c r
+    c=$(jq -r 'select(.type=="claimed") | .type' "$prof/kanban/tasks/$id.events.jsonl" | wc -l)
+    r=$(jq '.runs | length' "$prof/kanban/tasks/$id.json")
+    claims=$((claims + c)) runs=$((runs + r))
+    ((c == 1 && r == 1)) || bad=$((bad + 1))
+  done
+  local lost
+  lost=$(cat "$prof"/kanban/tasks/*.json | jq -r '.runs[]?.outcome' | grep -cv '^completed$' || true)
+  detail="$done_n of $tasks done; $claims claims, $runs runs; $bad tasks not claimed and run once; $lost runs not completed; $(awk -v s="$start" -v e="$end" 'BEGIN{printf "%.1f s", e-s}')"
+  if ((done_n == tasks && bad == 0 && lost == 0)); then check "board: $tasks tasks, dispatchers on both hosts" ok "$detail"; else check "board: $tasks tasks, dispatchers on both hosts" bad "$detail"; fi
+}
+
+step_kill() {
+  local sid
+  sid=$(host a 'hermes sessions new')
+  rm -f "$tmp/ack".*
+  local killer='
+    n=0
+    while [ $n -lt '$kills' ]; do
+      sleep 0.0$((RANDOM % 8 + 2))
+      p=$(pgrep -x hermes | shuf -n1) || continue
+      [ -n "$p" ] && kill -9 "$p" 2>/dev/null && n=$((n + 1))
+    done'
+  host a "SID=$sid ACK=$tmp/ack; ($writer_loop) & $killer; wait" &
+  host b "SID=$sid ACK=$tmp/ack; ($writer_loop) & $killer; wait" &
+  wait
+  host a "hermes sessions append $sid --role user --content last >/dev/null"
+  local out
+  out=$(verify_appends "$tmp/a/home" "$sid" "$tmp/ack")
+  check "kill -9: $kills kills a host under the appends" "${out%% *}" "${out#* }"
+}
+
+step_fsck() {
+  local side out rc
+  for side in a b; do
+    rc=0
+    out=$(host "$side" 'hermes fsck 2>&1') || rc=$?
+    if ((rc == 0)); then check "fsck from host $side" ok "exit 0"; else check "fsck from host $side" bad "exit $rc: $(echo "$out" | head -3 | tr '\n' ' ')"; fi
+  done
+}
+
+for s in "${steps[@]}"; do
+  case $s in
+  appends | board | kill | fsck) say "$s"; "step_$s" ;;
+  *) say "unknown step $s (appends board kill fsck)"; exit 2 ;;
+  esac
+done
+
+echo "| check (volume options: ${MULTIHOST_VOLUME:-documented}; mount: ${MULTIHOST_MOUNT:-defaults}) | result | detail |"
+echo "|---|---|---|"
+printf '%s\n' "${rows[@]}"
+exit "$failed"
