@@ -6,16 +6,27 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/hermes/hermes/fsstore/internal/seam"
 )
 
+// staleReads is how many times ReadDoc reads a document that answers
+// ESTALE before it gives up.
+const staleReads = 3
+
 // ReadDoc reads the JSON document at path into v. A document that exists
 // but does not parse is a *CorruptError (offset 0); the caller quarantines
 // it under its lock with Quarantine. A missing document is os.ErrNotExist.
+// A read that fails with ESTALE is tried again: on a network or FUSE
+// filesystem the name can still point at the inode another host's rename
+// replaced, and the next open looks the name up again.
 func ReadDoc(path string, v any) error {
 	b, err := seam.ReadFile(path)
+	for i := 1; i < staleReads && errors.Is(err, syscall.ESTALE); i++ {
+		b, err = seam.ReadFile(path)
+	}
 	if err != nil {
 		return err
 	}
