@@ -13,5 +13,7 @@
 // still holds its lease is left to a dispatcher on the worker's host,
 // which can stop the worker before the task is claimed again. A worker
 // of another host that has no record here (yet) is judged by its claim
-// alone.
+// alone. A claim the board refuses, because the task changed since the
+// tick read it (another dispatcher claimed it, or another host's claim was
+// not yet visible here), skips the task: it is not an error of the tick.
 package dispatch

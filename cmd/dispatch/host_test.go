@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -118,5 +119,58 @@ func TestForeignRunClaimExpires(t *testing.T) {
 	r.tick()
 	if got := r.get(id); got.Runs[0].Outcome != kanban.OutcomeReclaimed || len(r.killed) != 1 || r.killed[0] != worker {
 		t.Fatalf("on its own host: %s, %s; killed %v", got.Status, got.Runs[0].Outcome, r.killed)
+	}
+}
+
+// Two dispatchers on two hosts share a board on a filesystem whose client
+// caches can show a task's document as it was before another host's claim,
+// even under the task's lock. The second dispatcher reads the task as
+// ready; its claim finds the first claim's event later than that
+// document, re-reads it until the claim shows, and is refused: the task
+// is skipped as claimed by someone else, without an error, nothing is
+// spawned, and the first claim stands.
+func TestClaimOnStaleRead(t *testing.T) {
+	r := newRig(t)
+	id := r.task("contended")
+	doc := filepath.Join(r.d.Board.Dir, "tasks", id+".json")
+	ready := mustRead(t, doc)
+	hostA := *r.d.Board
+	hostA.Host = "host-a"
+	claimed, err := hostA.Claim(id, time.Minute, "default", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := mustRead(t, doc)
+
+	r.d.Board.Host = "host-b"
+	mustWrite(t, doc, ready)
+	r.d.Board.Sleep = func(time.Duration) { mustWrite(t, doc, fresh) }
+	r.tick()
+	if len(r.spawned) != 0 || strings.Contains(r.out.String(), "claimed") {
+		t.Fatalf("spawned %d after a stale read; output %q", len(r.spawned), r.out.String())
+	}
+	got := r.get(id)
+	if got.Status != kanban.Running || len(got.Runs) != 1 || got.CurrentRunID != claimed.CurrentRunID || got.Runs[0].Host != "host-a" {
+		t.Fatalf("after the stale read: %+v", got)
+	}
+	events, err := r.d.Board.Events(id)
+	if err != nil || len(events) != 2 || events[1].Type != kanban.EventClaimed || events[1].RunID != claimed.CurrentRunID {
+		t.Fatalf("events %+v, %v", events, err)
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func mustWrite(t *testing.T, path string, b []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -104,12 +104,22 @@ func TestKanbanCommentWritesOneFile(t *testing.T) {
 }
 
 // A crash between a change's events and its document leaves events later
-// than the document: readers skip them, and the next change moves them
-// aside before it appends its own. A create that crashed before its
-// document leaves an events log that the next create of that id moves
-// aside.
+// than the document: readers skip them, and the next change, once the
+// document has stayed as read through the stale-view window (re-read every
+// poll), moves them aside before it appends its own. A create that crashed
+// before its document leaves an events log that the next create of that
+// id moves aside.
 func TestKanbanUncommittedEvents(t *testing.T) {
 	b, clock, w := kbBoard(t)
+	var slept time.Duration
+	b.Sleep = func(d time.Duration) { slept += d; clock.Sleep(d) }
+	docReads := 0
+	storetest.SetReadFile(t, func(path string) ([]byte, error) {
+		if path == b.docPath("t1") {
+			docReads++
+		}
+		return os.ReadFile(path)
+	})
 	kbCreate(t, b, Task{ID: "t1", Title: "x"})
 	clock.Advance(time.Second)
 	phantom := `{"ts":"` + string(fsstore.TimeOf(clock.Now())) + `","type":"completed","detail":"never happened"}` + "\n"
@@ -122,11 +132,14 @@ func TestKanbanUncommittedEvents(t *testing.T) {
 	if got, _ := b.Events("t1"); len(got) != 1 || got[0].Type != EventCreated {
 		t.Fatalf("events with an uncommitted one: %+v", got)
 	}
-	clock.Advance(time.Second)
+	aside := b.eventsPath("t1") + fmt.Sprintf(".uncommitted-%d", clock.Advance(time.Second).Unix())
+	docReads = 0
 	if _, err := b.Update("t1", func(*Task, time.Time) ([]Event, error) { return nil, nil }); err != nil {
 		t.Fatal(err)
 	}
-	aside := b.eventsPath("t1") + fmt.Sprintf(".uncommitted-%d", clock.Now().Unix())
+	if slept != staleWindow || docReads != 1+int(staleWindow/stalePoll) {
+		t.Fatalf("before the move: slept %v and read the document %d times, want %v and %d", slept, docReads, staleWindow, 1+staleWindow/stalePoll)
+	}
 	if got := string(kbRead(t, aside)); got != phantom {
 		t.Fatalf("moved aside %q, want %q", got, phantom)
 	}
@@ -145,13 +158,101 @@ func TestKanbanUncommittedEvents(t *testing.T) {
 	if got, err := b.Events("t2"); err != nil || len(got) != 0 {
 		t.Fatalf("events of a task never made: %+v, %v", got, err)
 	}
-	clock.Advance(time.Second)
+	created := clock.Advance(time.Second)
 	kbCreate(t, b, Task{ID: "t2", Title: "y"})
-	if got, _ := b.Events("t2"); len(got) != 1 || got[0].TS != fsstore.TimeOf(clock.Now()) {
+	if got, _ := b.Events("t2"); len(got) != 1 || got[0].TS != fsstore.TimeOf(created) {
 		t.Fatalf("events of the new task: %+v", got)
 	}
-	if got := string(kbRead(t, b.eventsPath("t2")+fmt.Sprintf(".uncommitted-%d", clock.Now().Unix()))); got != orphan {
+	if got := string(kbRead(t, b.eventsPath("t2")+fmt.Sprintf(".uncommitted-%d", created.Unix()))); got != orphan {
 		t.Fatalf("the orphan moved aside: %q", got)
+	}
+}
+
+// Two hosts share a board on a filesystem whose client caches can show a
+// document as it was before another host replaced it, even under the
+// task's lock. Host 1 claims a task; host 2's claim reads the document as
+// it was before that claim (ready), and goes on reading it so for a while.
+// The claim is refused, and nothing is written: the document still holds
+// run 1, the events log still holds run 1's claimed event and nothing of
+// run 2.
+func TestKanbanClaimOnStaleRead(t *testing.T) {
+	for _, staleReads := range []int{1, int(staleWindow / stalePoll)} {
+		t.Run(fmt.Sprintf("%d stale reads", staleReads), func(t *testing.T) {
+			host1, clock, _ := kbBoard(t)
+			host1.Host = "host1"
+			kbCreate(t, host1, Task{ID: "t1", Title: "x"})
+			before := kbRead(t, host1.docPath("t1"))
+			clock.Advance(time.Second)
+			p, err := host1.ClaimPending("t1", time.Minute, "default", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Keep()
+			run1 := p.Task.CurrentRunID
+			doc, events := kbRead(t, host1.docPath("t1")), kbRead(t, host1.eventsPath("t1"))
+
+			host2 := *host1
+			host2.Host = "host2"
+			reads := 0
+			storetest.SetReadFile(t, func(path string) ([]byte, error) {
+				if path == host2.docPath("t1") && reads < staleReads {
+					reads++
+					return before, nil
+				}
+				return os.ReadFile(path)
+			})
+			clock.Advance(time.Second)
+			if _, err := host2.ClaimPending("t1", time.Minute, "default", nil); !errors.Is(err, fsstore.ErrRefused) || !strings.Contains(err.Error(), "changed since it was read") {
+				t.Fatalf("claim on a stale read: %v, want refused: changed since it was read", err)
+			}
+			if got := kbRead(t, host1.docPath("t1")); !bytes.Equal(got, doc) {
+				t.Fatalf("the refused claim rewrote the document:\n%s\nwant\n%s", got, doc)
+			}
+			if got := kbRead(t, host1.eventsPath("t1")); !bytes.Equal(got, events) {
+				t.Fatalf("the refused claim changed the events log:\n%s\nwant\n%s", got, events)
+			}
+			if names := storetest.DirNames(t, host1.tasksDir()); len(names) != 4 {
+				t.Fatalf("files beside the task: %v", names)
+			}
+			got, err := host1.Get("t1")
+			if err != nil || got.Status != Running || len(got.Runs) != 1 || got.CurrentRunID != run1 || got.Runs[0].Host != "host1" {
+				t.Fatalf("after the refused claim: %+v, %v", got, err)
+			}
+			if evs, _ := host1.Events("t1"); len(evs) != 2 || evs[1].Type != EventClaimed || evs[1].RunID != run1 {
+				t.Fatalf("events after the refused claim: %+v", evs)
+			}
+		})
+	}
+}
+
+// A create whose read under the lock does not yet see the task another
+// host created finds it made: the stored task, unchanged, and its events.
+func TestKanbanCreateOnStaleRead(t *testing.T) {
+	host1, clock, _ := kbBoard(t)
+	kbCreate(t, host1, Task{ID: "t1", Title: "first"})
+	doc, events := kbRead(t, host1.docPath("t1")), kbRead(t, host1.eventsPath("t1"))
+	host2 := *host1
+	stale := true
+	storetest.SetReadFile(t, func(path string) ([]byte, error) {
+		if path == host2.docPath("t1") && stale {
+			stale = false
+			return nil, os.ErrNotExist
+		}
+		return os.ReadFile(path)
+	})
+	clock.Advance(time.Second)
+	got, err := host2.Create(Task{ID: "t1", Title: "second"})
+	if err != nil || got.Title != "first" {
+		t.Fatalf("create on a stale read: %+v, %v", got, err)
+	}
+	if got := kbRead(t, host1.docPath("t1")); !bytes.Equal(got, doc) {
+		t.Fatalf("the create rewrote the document:\n%s", got)
+	}
+	if got := kbRead(t, host1.eventsPath("t1")); !bytes.Equal(got, events) {
+		t.Fatalf("the create changed the events log:\n%s", got)
+	}
+	if ids, _ := host1.OpenIDs(); len(ids) != 1 || ids[0] != "t1" {
+		t.Fatalf("open tasks %v", ids)
 	}
 }
 

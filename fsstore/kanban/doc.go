@@ -21,6 +21,20 @@
 // appends. A comment is one line of the comments log and nothing else;
 // Events reads each as a "commented" event.
 //
+// On a filesystem shared by several hosts (GlusterFS through FUSE) a
+// client's caches may, for about a second, show a document as it was
+// before another host replaced it, even under the task's lock, while the
+// events log, appended to in place, is seen as it is. Events later than
+// the document read are then another host's committed change, not a
+// crash's. So before a change takes such events for a crash's, it
+// re-reads the document every 100 ms for 2 s (staleWindow, twice the 1 s
+// GlusterFS keeps attributes and entries): if the document has changed
+// since it was read, the change is refused with ErrRefused (exit 4),
+// nothing written, and a dispatcher takes a refused claim for a task
+// someone else claimed; a create finds the task made. Only a document
+// that stays as read through the window leaves the events to a crash. On
+// a local disk such events follow only a crash, so no other change waits.
+//
 // A run records the host of its claimer (host), where its worker runs:
 // its worker's liveness is judged there by pid and elsewhere by the
 // worker's lease (package tasks), and only there can an expired claim's

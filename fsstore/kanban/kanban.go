@@ -196,12 +196,29 @@ type Board struct {
 	// Host is the id of the host this process runs on
 	// (fsstore.ThisHost), which a claim records on its run.
 	Host string
+	// Sleep waits between the re-reads of a document that may be a stale
+	// view (see staleWindow).
+	Sleep func(time.Duration)
 }
 
 // NewBoard returns the board of the profile whose directory is profileDir.
 func NewBoard(profileDir string, lockTimeout time.Duration, warn func(string)) *Board {
-	return &Board{Dir: filepath.Join(profileDir, "kanban"), LockTimeout: lockTimeout, Now: time.Now, Warn: warn, Host: fsstore.ThisHost()}
+	return &Board{Dir: filepath.Join(profileDir, "kanban"), LockTimeout: lockTimeout, Now: time.Now, Warn: warn, Host: fsstore.ThisHost(), Sleep: time.Sleep}
 }
+
+// A change that finds events in the task's log later than the document it
+// read re-reads the document every stalePoll, staleWindow long, before it
+// takes them for a crash's: longer than a network filesystem's client
+// caches of attributes and entries last (1 s each in GlusterFS's FUSE
+// client), after which a document another host has replaced is seen.
+const (
+	staleWindow = 2 * time.Second
+	stalePoll   = 100 * time.Millisecond
+)
+
+// errStaleRead is why a change whose document read was a stale view is
+// refused.
+var errStaleRead = errors.New("another host's change was not yet visible here")
 
 func (b *Board) tasksDir() string          { return filepath.Join(b.Dir, "tasks") }
 func (b *Board) docPath(id string) string  { return filepath.Join(b.tasksDir(), id+".json") }
@@ -262,6 +279,11 @@ func (b *Board) Create(t Task) (Task, error) {
 		return Task{}, err
 	}
 	if _, err := b.commit(&t, "", []Event{{TS: ts, Type: EventCreated, Detail: string(t.Status)}}, now, false); err != nil {
+		if errors.Is(err, errStaleRead) {
+			// Another host created the task: its marker stays, and the
+			// create is the no-op of a task that exists.
+			return b.read(t.ID, true)
+		}
 		os.Remove(marker)
 		return Task{}, err
 	}
@@ -361,10 +383,11 @@ func (b *Board) update(id string, change func(t *Task, now time.Time) ([]Event, 
 // two leaves events whose ts is later than the document's updated_at
 // (committed, "" for a task not yet created): readers skip them, and the
 // next commit, under the same locks, moves them aside to
-// <log>.uncommitted-<unix> before it appends. With keep, the document
-// being replaced is first linked to a hidden name (a link needs no space
-// on a full disk), for the returned Pending to put back or drop. The
-// caller holds the task's lock.
+// <log>.uncommitted-<unix> before it appends, unless the document read
+// under the lock was a stale view of another host's committed change (see
+// cutUncommitted). With keep, the document being replaced is first linked
+// to a hidden name (a link needs no space on a full disk), for the
+// returned Pending to put back or drop. The caller holds the task's lock.
 func (b *Board) commit(t *Task, committed fsstore.Time, events []Event, now time.Time, keep bool) (*Pending, error) {
 	path := b.eventsPath(t.ID)
 	unlock, err := fsstore.Lock(path+".lock", b.LockTimeout)
@@ -382,7 +405,7 @@ func (b *Board) commit(t *Task, committed fsstore.Time, events []Event, now time
 	if moved != "" {
 		b.Warn("torn tail moved aside to " + moved)
 	}
-	if err := b.cutUncommitted(f, committed, now); err != nil {
+	if err := b.cutUncommitted(f, t.ID, committed, now); err != nil {
 		return nil, err
 	}
 	fi, err := f.Stat()
@@ -417,12 +440,15 @@ func (b *Board) commit(t *Task, committed fsstore.Time, events []Event, now time
 	return pending, nil
 }
 
-// cutUncommitted moves aside the events at the end of the log f that a
-// change appended but never committed: those whose ts is later than the
-// task document's updated_at, committed. "commented" lines, which boards
-// before comments were read from their own log wrote without changing
-// the document, end the search.
-func (b *Board) cutUncommitted(f *os.File, committed fsstore.Time, now time.Time) error {
+// cutUncommitted moves aside the events at the end of the log f of task
+// id that a change appended but never committed: those whose ts is later
+// than the task document's updated_at, committed. "commented" lines, which
+// boards before comments were read from their own log wrote without
+// changing the document, end the search. Such events are first checked
+// against a fresh document (awaitFresh): when it has changed since it was
+// read, they are another host's committed change, and the change is
+// refused instead.
+func (b *Board) cutUncommitted(f *os.File, id string, committed fsstore.Time, now time.Time) error {
 	fi, err := f.Stat()
 	if err != nil {
 		return err
@@ -439,11 +465,39 @@ func (b *Board) cutUncommitted(f *os.File, committed fsstore.Time, now time.Time
 	if err != nil || cut < 0 {
 		return err
 	}
+	if err := b.awaitFresh(id, committed); err != nil {
+		return err
+	}
 	aside, err := fsstore.MoveTailAside(f, cut, fmt.Sprintf(".uncommitted-%d", now.Unix()))
 	if err != nil {
 		return err
 	}
 	b.Warn("events of a change that was never committed moved aside to " + aside)
+	return nil
+}
+
+// awaitFresh re-reads the document of task id, which read as of
+// committed ("" when it was not found), every stalePoll for staleWindow,
+// each time with a fresh open. A document that has changed since shows
+// that the read was a stale view: another host committed a change that
+// was not yet visible here, and the change is refused with ErrRefused
+// (errStaleRead) before it writes anything. A document that stays as read
+// leaves the events to a crash.
+func (b *Board) awaitFresh(id string, committed fsstore.Time) error {
+	for range staleWindow / stalePoll {
+		b.Sleep(stalePoll)
+		var cur Task
+		err := fsstore.ReadDoc(b.docPath(id), &cur)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if cur.UpdatedAt != committed {
+			return fsstore.Refusedf("kanban task %s changed since it was read (%w); nothing written", id, errStaleRead)
+		}
+	}
 	return nil
 }
 

@@ -23,7 +23,7 @@ func kbBoard(t testing.TB) (*Board, *storetest.Clock, *storetest.Warnings) {
 	w := &storetest.Warnings{}
 	clock := storetest.NewClock()
 	b := NewBoard(filepath.Join(t.TempDir(), "profiles", "default"), 10*time.Second, w.Add)
-	b.Now = clock.Now
+	b.Now, b.Sleep = clock.Now, clock.Sleep
 	return b, clock, w
 }
 
