@@ -340,7 +340,8 @@ func CutBack(f *os.File, size int64, err error) error {
 }
 
 // OpenSized opens the file at path for reading and returns its size: the
-// view a reader scans. A file that does not exist is (nil, 0, nil).
+// view a reader scans, read fresh (FreshSize), so that it holds every
+// append acknowledged before, from any host. A file that does not exist is (nil, 0, nil).
 func OpenSized(path string) (*os.File, int64, error) {
 	return OpenSizedFlag(path, os.O_RDONLY)
 }
@@ -354,12 +355,12 @@ func OpenSizedFlag(path string, flag int) (*os.File, int64, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	fi, err := f.Stat()
+	size, err := FreshSize(f)
 	if err != nil {
 		f.Close()
 		return nil, 0, err
 	}
-	return f, fi.Size(), nil
+	return f, size, nil
 }
 
 // MarkerIDs returns the names in dir that are valid ids: the records an

@@ -11,6 +11,8 @@
 #   appends  3 writers a host × 200 appends to one session: every
 #            acknowledged append stored once, seq 1..N; the same on local
 #            disk, for the cost
+#   docs     100 rounds of a rename on one host and an append on the other
+#            at once: each reads the other's change, none is lost
 #   board    60 tasks whose worker takes 2 s, a dispatcher on each host
 #            until all are done: one claim and one run each, none lost or
 #            crashed
@@ -22,7 +24,7 @@
 # exits 1 when a check failed (the brick is kept for a look). It needs root
 # and /dev/fuse, and takes about 3 minutes.
 #
-# Usage: scripts/multihost.sh [STEP...]     steps: appends board kill fsck (default all)
+# Usage: scripts/multihost.sh [STEP...]     steps: appends docs board kill fsck (default all)
 #   MULTIHOST_VOLUME=defaults   leave the volume's options at GlusterFS's defaults
 #   MULTIHOST_MOUNT=OPTS        FUSE mount options (default: none; e.g.
 #                               attribute-timeout=0,entry-timeout=0)
@@ -35,8 +37,8 @@ tmp=$(mktemp -d "${TMPDIR:-/var/tmp}/hermes-multihost.XXXXXX")
 . scripts/benchlib.sh
 
 steps=("$@")
-((${#steps[@]})) || steps=(appends board kill fsck)
-writers=3 appends=200 tasks=60 work=2 kills=15
+((${#steps[@]})) || steps=(appends docs board kill fsck)
+writers=3 appends=200 tasks=60 work=2 kills=15 rounds=100
 
 # The client-side caches that make one host's writes invisible to the
 # other for about a second, turned off; README says why each.
@@ -120,10 +122,10 @@ for w in $(seq '$writers'); do
 done
 wait'
 
-# verify_appends HOME SID ACKPREFIX: one line, "ok DETAIL" or "bad DETAIL".
+# verify_appends SIDE SID ACKPREFIX: the session as hermes on SIDE exports
+# it, against what was acknowledged; one line, "ok DETAIL" or "bad DETAIL".
 verify_appends() {
-  local log=$1/profiles/default/sessions/$2.jsonl
-  jq -r '[.seq, .content] | @tsv' "$log" >"$tmp/stored"
+  host "$1" "hermes sessions export $2" | jq -r '.messages[] | [.seq, .content] | @tsv' >"$tmp/stored"
   local n acked dup gaps missing extra
   n=$(wc -l <"$tmp/stored")
   cat "$3".*.[0-9]* 2>/dev/null | sort >"$tmp/acked"
@@ -141,8 +143,7 @@ verify_appends() {
 # appends_on A B: the writer loops of two hosts on one session; prints
 # "RATE VERDICT…".
 appends_on() {
-  local a=$1 b=$2 sid start end home=$tmp/$1/home
-  [[ $a == l? ]] && home=$tmp/local/home
+  local a=$1 b=$2 sid start end
   sid=$(host "$a" 'hermes sessions new')
   rm -f "$tmp/ack".*
   start=$(date +%s.%N)
@@ -152,7 +153,7 @@ appends_on() {
   end=$(date +%s.%N)
   local rate
   rate=$(cat "$tmp/ack".*.[0-9]* | wc -l | awk -v s="$start" -v e="$end" '{printf "%.0f", $1/(e-s)}')
-  echo "$rate $(verify_appends "$home" "$sid" "$tmp/ack")"
+  echo "$rate $(verify_appends "$b" "$sid" "$tmp/ack")"
 }
 
 step_appends() {
@@ -217,13 +218,31 @@ step_kill() {
       p=$(pgrep -x hermes | shuf -n1) || continue
       [ -n "$p" ] && kill -9 "$p" 2>/dev/null && n=$((n + 1))
     done'
-  host a "SID=$sid ACK=$tmp/ack; ($writer_loop) & $killer; wait" &
-  host b "SID=$sid ACK=$tmp/ack; ($writer_loop) & $killer; wait" &
+  host a "SID=$sid ACK=$tmp/ack; ($writer_loop) 2>/dev/null & $killer; wait" &
+  host b "SID=$sid ACK=$tmp/ack; ($writer_loop) 2>/dev/null & $killer; wait" &
   wait
   host a "hermes sessions append $sid --role user --content last >/dev/null"
   local out
-  out=$(verify_appends "$tmp/a/home" "$sid" "$tmp/ack")
+  out=$(verify_appends b "$sid" "$tmp/ack")
   check "kill -9: $kills kills a host under the appends" "${out%% *}" "${out#* }"
+}
+
+# One host changes a document, the other changes it next, at once: the
+# second must read the first's change (a document replaced by rename, read
+# through a name the other mount may have cached).
+step_docs() {
+  local sid i bad=0 got want
+  sid=$(host a 'hermes sessions new')
+  for i in $(seq "$rounds"); do
+    HERMES_HOME=$tmp/a/home hermes sessions rename "$sid" "title $i" >/dev/null
+    HERMES_HOME=$tmp/b/home hermes sessions append "$sid" --role user --content "m$i" >/dev/null
+    got=$(HERMES_HOME=$tmp/a/home hermes --json sessions show "$sid" | jq -r '"\(.title) \(.message_count)"' | head -1)
+    want="title $i $i"
+    [[ $got == "$want" ]] || bad=$((bad + 1))
+  done
+  local verdict=ok
+  ((bad == 0)) || verdict=bad
+  check "documents: $rounds rounds of rename on one host, append on the other" "$verdict" "$bad rounds lost a change or read an old one"
 }
 
 step_fsck() {
@@ -237,8 +256,8 @@ step_fsck() {
 
 for s in "${steps[@]}"; do
   case $s in
-  appends | board | kill | fsck) say "$s"; "step_$s" ;;
-  *) say "unknown step $s (appends board kill fsck)"; exit 2 ;;
+  appends | docs | board | kill | fsck) say "$s"; "step_$s" ;;
+  *) say "unknown step $s (appends docs board kill fsck)"; exit 2 ;;
   esac
 done
 

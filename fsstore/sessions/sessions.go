@@ -647,11 +647,11 @@ func (s *Store) comparePrefix(id string, msgs []Message) (stored int64, divergeA
 		return 0, 0, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
+	size, err := fsstore.FreshSize(f)
 	if err != nil {
 		return 0, 0, err
 	}
-	torn, err := fsstore.ScanLines(f, fi.Size(), func(line []byte, off int64) error {
+	torn, err := fsstore.ScanLines(f, size, func(line []byte, off int64) error {
 		m, err := ParseMessage(line)
 		if err != nil {
 			return &fsstore.CorruptError{Path: f.Name(), Offset: off, Err: err}
@@ -780,12 +780,12 @@ func (s *Store) OpenTranscript(id string) (*Transcript, error) {
 	if err != nil {
 		return nil, err
 	}
-	fi, err := f.Stat()
+	size, err := fsstore.FreshSize(f)
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
-	return &Transcript{f: f, size: fi.Size(), warn: s.Warn}, nil
+	return &Transcript{f: f, size: size, warn: s.Warn}, nil
 }
 
 // readerLockWait is the longest a reader waits for a writer.
