@@ -35,7 +35,16 @@
 //  4. flock locks are released by the kernel when their holder dies, so a
 //     crashed writer never leaves a lock held.
 //  5. The profile directory is on a local filesystem with these semantics
-//     (ext4, xfs, btrfs, apfs). Network filesystems are not supported.
+//     (ext4, xfs, btrfs, apfs), or on a distributed one that keeps them
+//     between hosts and, under a lock, gives a view no cache makes stale.
+//     GlusterFS (FUSE client) does, with its client-side caches turned off
+//     (README, "Running on several machines", and scripts/multihost.sh):
+//     flock holds between mounts, rename is atomic, and the kernel's
+//     attribute cache, which the mount keeps, is read around: a log's size
+//     is taken from the server (FreshSize) when it is opened to be read or
+//     appended, a document read that answers ESTALE is read again, and a
+//     kanban change checks its document against the events log (package
+//     kanban). Other network filesystems (NFS, SMB) were not measured.
 //  6. Nothing but hermes writes inside a profile. Symlinks inside it are
 //     not followed for writes: a log is opened with O_NOFOLLOW, and a
 //     store directory, the profile directory or profiles/ that is a

@@ -21,8 +21,9 @@
 #   fsck     hermes fsck from each host: clean
 #
 # It prints a Markdown table, tears the volume and the mounts down, and
-# exits 1 when a check failed (the brick is kept for a look). It needs root
-# and /dev/fuse, and takes about 3 minutes.
+# exits 1 when a check failed (the brick is kept for a look), 3 when this
+# machine cannot run it (not root, no /dev/fuse, GlusterFS not installable
+# or not starting), 2 on bad usage. It takes about 3 minutes on 2 cores.
 #
 # Usage: scripts/multihost.sh [STEP...]     steps: appends docs board kill fsck (default all)
 #   MULTIHOST_VOLUME=defaults   leave the volume's options at GlusterFS's defaults
@@ -46,9 +47,14 @@ volume_off=(performance.stat-prefetch performance.quick-read performance.io-cach
   performance.read-ahead performance.write-behind performance.open-behind
   performance.readdir-ahead)
 
-[[ $(id -u) == 0 ]] || { say "needs root (glusterd, mount, unshare)"; exit 2; }
-[[ -c /dev/fuse ]] || { say "needs /dev/fuse"; exit 2; }
-bench_install glusterd:glusterfs-server mount.glusterfs:glusterfs-client jq:jq unshare:util-linux || exit 1
+# cannot WHY: this machine cannot run the check (exit 3, not a failure of
+# hermes).
+cannot() { say "cannot run here: $*"; exit 3; }
+
+[[ $(id -u) == 0 ]] || cannot "needs root (glusterd, mount, unshare)"
+[[ -c /dev/fuse ]] || cannot "needs /dev/fuse"
+bench_install glusterd:glusterfs-server mount.glusterfs:glusterfs-client jq:jq unshare:util-linux ||
+  cannot "GlusterFS could not be installed"
 if [[ -n ${MULTIHOST_HERMES:-} ]]; then
   hermes=$MULTIHOST_HERMES
 else
@@ -83,18 +89,18 @@ trap teardown EXIT
 # A brick must not be named by 127.0.0.1 (the CLI refuses it); any other
 # loopback address reaches this machine.
 if ! pgrep -x glusterd >/dev/null; then
-  glusterd -p "$tmp/glusterd.pid"
+  glusterd -p "$tmp/glusterd.pid" || cannot "glusterd did not start"
   started_glusterd=true
   for _ in $(seq 50); do gluster volume list >/dev/null 2>&1 && break; sleep 0.1; done
 fi
 mkdir -p "$brick" "$tmp/a" "$tmp/b" "$tmp/local"
-gluster --mode=script volume create "$vol" "127.0.0.2:$brick" force >/dev/null
+gluster --mode=script volume create "$vol" "127.0.0.2:$brick" force >/dev/null || cannot "no volume"
 if [[ ${MULTIHOST_VOLUME:-} != defaults ]]; then
   for o in "${volume_off[@]}"; do gluster --mode=script volume set "$vol" "$o" off >/dev/null; done
 fi
-gluster --mode=script volume start "$vol" >/dev/null
+gluster --mode=script volume start "$vol" >/dev/null || cannot "the volume did not start"
 for m in a b; do
-  mount -t glusterfs ${MULTIHOST_MOUNT:+-o "$MULTIHOST_MOUNT"} "127.0.0.2:/$vol" "$tmp/$m"
+  mount -t glusterfs ${MULTIHOST_MOUNT:+-o "$MULTIHOST_MOUNT"} "127.0.0.2:/$vol" "$tmp/$m" || cannot "the FUSE mount failed"
 done
 say "volume $vol (options: ${MULTIHOST_VOLUME:-documented}; mount: ${MULTIHOST_MOUNT:-defaults}) on $tmp/a and $tmp/b"
 
