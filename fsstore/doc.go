@@ -180,4 +180,6 @@
 // statfs, on Linux, of the profile directory) warns once per profile and
 // filesystem type (NetFSOnce), remembered by the type written to
 // <profile>/.netfs-warned; where that cannot be written it warns each time.
+// The marker holds no record, so a command that then refuses its input has
+// still changed nothing a reader of the profile sees.
 package fsstore
