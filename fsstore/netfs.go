@@ -21,7 +21,7 @@ type NetFS struct {
 // sources). FUSE is among them: GlusterFS, sshfs and most network mounts
 // in user space are FUSE.
 var netFSTypes = map[uint32]NetFS{
-	0x65735546: {"fuse", "GlusterFS: attribute-timeout=0, entry-timeout=0, negative-timeout=0"},
+	0x65735546: {"fuse", "for GlusterFS, attribute-timeout=0, entry-timeout=0 and negative-timeout=0"},
 	0x6969:     {"nfs", "noac (or actimeo=0) and lookupcache=none, with locking (not nolock, not local_lock)"},
 	0xFF534D42: {"cifs", "cache=none and actimeo=0, without nobrl"},
 	0xFE534D42: {"smb2", "cache=none and actimeo=0, without nobrl"},
