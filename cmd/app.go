@@ -241,6 +241,24 @@ func (e *env) warn(msg string) {
 	fmt.Fprintf(e.stderr, "hermes: warning: %s\n", msg)
 }
 
+// netFSOnce is fsstore.NetFSOnce; tests replace it.
+var netFSOnce = fsstore.NetFSOnce
+
+// warnNetFS says, once per profile and filesystem type (fsstore.NetFSOnce),
+// that the profile directory is on a network filesystem, and what hermes
+// needs of it there.
+func (e *env) warnNetFS() {
+	fs, ok := netFSOnce(e.profile.Dir())
+	if !ok {
+		return
+	}
+	msg := fmt.Sprintf("profile directory %s is on a network filesystem (%s): hermes needs client caches that show every host's writes at once and flock locks kept by the servers", e.profile.Dir(), fs.Type)
+	if fs.Options != "" {
+		msg += " (" + fs.Options + ")"
+	}
+	e.warn(msg + `; see README, "Running on several machines"`)
+}
+
 // config loads the profile's config.yaml.
 func (e *env) config() (profiles.Config, error) {
 	return profiles.LoadConfig(e.profile.Dir())

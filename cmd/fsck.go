@@ -65,8 +65,12 @@ func fsck(e *env) error {
 		}
 	}
 	if e.c.Bool("stats") || isTerminalWriter(e.stderr) {
-		fmt.Fprintf(e.stderr, "hermes: fsck: profile %s: %d sessions checked in %.2fs (%.0f sessions/s)\n",
-			e.profile.Name, checked, took.Seconds(), float64(checked)/max(took.Seconds(), 1e-6))
+		on := ""
+		if fs, ok := fsstore.NetworkFS(dir); ok {
+			on = ", on a network filesystem (" + fs.Type + ")"
+		}
+		fmt.Fprintf(e.stderr, "hermes: fsck: profile %s: %d sessions checked in %.2fs (%.0f sessions/s)%s\n",
+			e.profile.Name, checked, took.Seconds(), float64(checked)/max(took.Seconds(), 1e-6), on)
 	}
 	problems := 0
 	for _, f := range findings {

@@ -147,6 +147,7 @@ func withEnv(fn func(*env) error) cli.ActionFunc {
 		if err != nil {
 			return err
 		}
+		e.warnNetFS()
 		return fn(e)
 	}
 }

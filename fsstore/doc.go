@@ -184,4 +184,11 @@
 // Errors wrap their cause with %w and name the path. Their kind is tested
 // with errors.Is: ErrNotFound, ErrInvalid, ErrRefused; or errors.As:
 // *LockTimeoutError, *CorruptError. IsDiskFull tells a full disk apart.
+//
+// A command that opens a profile on a network filesystem (NetworkFS: one
+// statfs, on Linux, of the profile directory) warns once per profile and
+// filesystem type (NetFSOnce), remembered by the type written to
+// <profile>/.netfs-warned; where that cannot be written it warns each time.
+// The marker holds no record, so a command that then refuses its input has
+// still changed nothing a reader of the profile sees.
 package fsstore

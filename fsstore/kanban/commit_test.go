@@ -2,6 +2,7 @@ package kanban
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -351,5 +352,80 @@ func TestKanbanCheckOrphanLog(t *testing.T) {
 	}
 	if !kbExists(filepath.Join(lostFound, "t3.events.jsonl")) || kbExists(orphan) || !kbExists(b.eventsPath("t2")) {
 		t.Fatal("the orphan log was not moved to lost+found, or another was")
+	}
+}
+
+// A task claimed twice, the second claim's document written over the one
+// that held the first run (two hosts that each saw it ready through a
+// stale cache): its events log records two committed claims and its
+// document one run. fsck reports it, and repair leaves it reported. A
+// task claimed, reclaimed, claimed again and completed has one claim a
+// run; a claim later than the document (a change never committed) is
+// not counted.
+func TestKanbanCheckDoubleClaim(t *testing.T) {
+	b, clock, _ := kbBoard(t)
+	appendEvent := func(id string, ev Event) {
+		t.Helper()
+		line, _ := json.Marshal(ev)
+		f, err := os.OpenFile(b.eventsPath(id), os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.Write(append(line, '\n')); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claim := func(id string) Task {
+		t.Helper()
+		clock.Advance(time.Second)
+		task, err := b.Claim(id, time.Minute, "default", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return task
+	}
+
+	kbCreate(t, b, Task{ID: "twice", Title: "x"})
+	first := claim("twice")
+	appendEvent("twice", Event{TS: first.UpdatedAt, Type: EventClaimed, RunID: "20260101_000000_lost01"})
+
+	kbCreate(t, b, Task{ID: "clean", Title: "y"})
+	run := claim("clean").CurrentRunID
+	clock.Advance(time.Second)
+	if err := b.Reclaim("clean", run, nil, ""); err != nil {
+		t.Fatal(err)
+	}
+	again := claim("clean")
+	w := Worker{Task: "clean", Run: again.CurrentRunID, Claim: again.ClaimLock}
+	clock.Advance(time.Second)
+	if _, err := b.Complete("clean", &w, "done"); err != nil {
+		t.Fatal(err)
+	}
+
+	kbCreate(t, b, Task{ID: "uncommitted", Title: "z"})
+	claimed := claim("uncommitted")
+	later := fsstore.TimeOf(clock.Now().Add(time.Second))
+	appendEvent("uncommitted", Event{TS: later, Type: EventClaimed, RunID: "20260101_000000_never1"})
+	if !claimed.UpdatedAt.Before(later) {
+		t.Fatal("the hand-written claim is not later than the document")
+	}
+
+	lostFound := filepath.Join(t.TempDir(), "lost+found")
+	for _, repair := range []bool{false, true} {
+		findings, err := b.Check(repair, lostFound)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var problems []string
+		for _, f := range findings {
+			if f.Problem && !f.Repaired {
+				problems = append(problems, f.Path+": "+f.What)
+			}
+		}
+		want := b.docPath("twice") + ": kanban task twice: its events log records 2 claims, its document holds 1 run"
+		if len(problems) != 1 || !strings.HasPrefix(problems[0], want) || !strings.Contains(problems[0], "the events log is the record of what happened") {
+			t.Fatalf("repair %v: problems %q, want one starting %q", repair, problems, want)
+		}
 	}
 }

@@ -35,6 +35,14 @@
 // that stays as read through the window leaves the events to a crash. On
 // a local disk such events follow only a crash, so no other change waits.
 //
+// Each claim adds one run to the document in the change that logs its
+// "claimed" event, so fsck reports a task whose events log holds more
+// committed claims than its document holds runs: a claim whose document
+// another claim overwrote (two hosts that each saw the task ready through
+// a stale cache of a network filesystem). The events log is the record of
+// what happened; fsck --repair cannot make the lost run again and leaves
+// the task reported.
+//
 // A run records the host of its claimer (host), where its worker runs:
 // its worker's liveness is judged there by pid and elsewhere by the
 // worker's lease (package tasks), and only there can an expired claim's

@@ -727,7 +727,9 @@ func (b *Board) appendLine(path string, line []byte) error {
 // Check checks the board's tasks and their logs (see CheckTree), and
 // reports a log whose task has no document, nor a copy of one kept aside
 // by a quarantine: the events of a create that crashed before its
-// document. With repair it is moved to lostFound.
+// document. With repair it is moved to lostFound. It also reports a task
+// whose events log records more claims than its document holds runs (see
+// checkClaims), which repair cannot mend.
 func (b *Board) Check(repair bool, lostFound string) ([]fsstore.Finding, error) {
 	out, err := fsstore.CheckTree(b.Dir, func(log string) string { return log + ".lock" }, b.LockTimeout, repair, lostFound)
 	if err != nil {
@@ -762,5 +764,62 @@ func (b *Board) Check(repair bool, lostFound string) ([]fsstore.Finding, error) 
 		}
 		out = append(out, f)
 	}
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok || fsstore.CheckID("task id", id) != nil {
+			continue
+		}
+		f, err := b.checkClaims(id)
+		if err != nil {
+			return out, err
+		}
+		if f != nil {
+			out = append(out, *f)
+		}
+	}
 	return out, nil
+}
+
+// checkClaims compares the committed claims of task id's events log with
+// the runs its document holds: each claim adds one run in the same change,
+// so a log with more claims than runs is a claim whose document another
+// claim overwrote (two hosts that each saw the task ready through a stale
+// cache of a network filesystem). The events log is the record of what
+// happened; the lost run cannot be made again, so this stays a problem
+// after repair. A document that does not parse is CheckTree's to report.
+// The document is read before the log, so the events of a change made
+// meanwhile are later than its updated_at and not counted.
+func (b *Board) checkClaims(id string) (*fsstore.Finding, error) {
+	var t Task
+	if err := fsstore.ReadDoc(b.docPath(id), &t); err != nil || t.ID != id {
+		return nil, nil
+	}
+	f, size, err := fsstore.OpenSized(b.eventsPath(id))
+	if f == nil || err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	claims := 0
+	// A torn tail is CheckTree's to report.
+	_, err = fsstore.ScanLines(f, size, func(line []byte, _ int64) error {
+		var ev Event
+		if json.Unmarshal(line, &ev) == nil && ev.Type == EventClaimed && !t.UpdatedAt.Before(ev.TS) {
+			claims++
+		}
+		return nil
+	})
+	if err != nil || claims <= len(t.Runs) {
+		return nil, err
+	}
+	return &fsstore.Finding{Path: b.docPath(id), Problem: true, What: fmt.Sprintf(
+		"kanban task %s: its events log records %d %s, its document holds %d %s: a claim overwrote the document that held another's run "+
+			"(not repaired: the events log is the record of what happened, and the lost run cannot be made again)",
+		id, claims, plural(claims, "claim", "claims"), len(t.Runs), plural(len(t.Runs), "run", "runs"))}, nil
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

@@ -334,7 +334,13 @@ func (r *lineReader) scanTranscript(id string) transcriptScan {
 				want++
 			default:
 				if seq != want {
-					sc.findings = append(sc.findings, fsstore.Finding{Path: path, What: fmt.Sprintf("seq %d at offset %d, expected %d", seq, base+int64(off), want), Problem: true})
+					what := fmt.Sprintf("seq %d at offset %d, expected %d", seq, base+int64(off), want)
+					if seq > 0 && seq < want {
+						// Two writers that each saw the same last line
+						// (a stale cache of a network filesystem).
+						what += ": duplicated (a seq written twice)"
+					}
+					sc.findings = append(sc.findings, fsstore.Finding{Path: path, What: what, Problem: true})
 				}
 				want = seq + 1
 			}
