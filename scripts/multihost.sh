@@ -23,7 +23,7 @@
 # It prints a Markdown table, tears the volume and the mounts down, and
 # exits 1 when a check failed (the brick is kept for a look), 3 when this
 # machine cannot run it (not root, no /dev/fuse, GlusterFS not installable
-# or not starting), 2 on bad usage. It takes about 3 minutes on 2 cores.
+# or not starting), 2 on bad usage. It takes about 75 s on 2 cores.
 #
 # Usage: scripts/multihost.sh [STEP...]     steps: appends docs board kill fsck (default all)
 #   MULTIHOST_VOLUME=defaults   leave the volume's options at GlusterFS's defaults
