@@ -27,6 +27,7 @@
 #
 # Usage: scripts/multihost.sh [STEP...]     steps: appends docs board kill fsck (default all)
 #   MULTIHOST_VOLUME=defaults   leave the volume's options at GlusterFS's defaults
+#   MULTIHOST_OFF="OPT ..."     turn off these volume options instead of the seven
 #   MULTIHOST_MOUNT=OPTS        FUSE mount options (default: none; e.g.
 #                               attribute-timeout=0,entry-timeout=0)
 #   MULTIHOST_HERMES=PATH       use this hermes instead of building one
@@ -46,6 +47,7 @@ writers=3 appends=200 tasks=60 work=2 kills=15 rounds=100
 volume_off=(performance.stat-prefetch performance.quick-read performance.io-cache
   performance.read-ahead performance.write-behind performance.open-behind
   performance.readdir-ahead)
+[[ -n ${MULTIHOST_OFF:-} ]] && read -ra volume_off <<<"$MULTIHOST_OFF"
 
 # cannot WHY: this machine cannot run the check (exit 3, not a failure of
 # hermes).
@@ -123,7 +125,11 @@ writer_loop='
 for w in $(seq '$writers'); do
   (for i in $(seq '$appends'); do
      c="$SIDE-$w-$i"
-     hermes sessions append "$SID" --role user --content "$c" >/dev/null 2>>"$ACK.err" && echo "$c" >>"$ACK.$SIDE.$w"
+     if hermes sessions append "$SID" --role user --content "$c" >/dev/null 2>>"$ACK.err"; then
+       echo "$c" >>"$ACK.$SIDE.$w"
+     else
+       echo "$c" >>"$ACK.failed.$SIDE"
+     fi
    done) &
 done
 wait'
@@ -131,7 +137,11 @@ wait'
 # verify_appends SIDE SID ACKPREFIX: the session as hermes on SIDE exports
 # it, against what was acknowledged; one line, "ok DETAIL" or "bad DETAIL".
 verify_appends() {
-  host "$1" "hermes sessions export $2" | jq -r '.messages[] | [.seq, .content] | @tsv' >"$tmp/stored"
+  if ! host "$1" "hermes sessions export $2" >"$tmp/export"; then
+    echo "bad the export failed: $(head -c 300 "$tmp/export")"
+    return
+  fi
+  jq -r '.messages[] | [.seq, .content] | @tsv' "$tmp/export" >"$tmp/stored"
   local n acked dup gaps missing extra
   n=$(wc -l <"$tmp/stored")
   cat "$3".*.[0-9]* 2>/dev/null | sort >"$tmp/acked"
@@ -141,9 +151,15 @@ verify_appends() {
   cut -f2 "$tmp/stored" | sort >"$tmp/contents"
   missing=$(comm -23 "$tmp/acked" <(sort -u "$tmp/contents") | wc -l)
   extra=$(uniq -d "$tmp/contents" | wc -l)
-  local verdict=ok
+  local verdict=ok failures=""
   ((dup == 0 && gaps == 0 && missing == 0 && extra == 0)) || verdict=bad
-  echo "$verdict $acked acknowledged, $n stored; $dup seq duplicated, $gaps out of place, $missing acknowledged missing, $extra stored twice"
+  if compgen -G "$3.failed.*" >/dev/null; then
+    failures="; $(cat "$3".failed.* | wc -l) appends failed or were killed"
+    local why
+    why=$(grep -v 'warning:' "$3.err" | head -1 | cut -c1-160)
+    [[ -z $why ]] || failures+=", e.g. \"$why\""
+  fi
+  echo "$verdict $acked acknowledged, $n stored; $dup seq duplicated, $gaps out of place, $missing acknowledged missing, $extra stored twice$failures"
 }
 
 # appends_on A B: the writer loops of two hosts on one session; prints
@@ -157,9 +173,12 @@ appends_on() {
   host "$b" "SID=$sid ACK=$tmp/ack; $writer_loop" &
   wait
   end=$(date +%s.%N)
-  local rate
+  local rate out
   rate=$(cat "$tmp/ack".*.[0-9]* | wc -l | awk -v s="$start" -v e="$end" '{printf "%.0f", $1/(e-s)}')
-  echo "$rate $(verify_appends "$b" "$sid" "$tmp/ack")"
+  out=$(verify_appends "$b" "$sid" "$tmp/ack")
+  # Nothing is killed here: an append that failed is a failure too.
+  compgen -G "$tmp/ack.failed.*" >/dev/null && out="bad ${out#* }"
+  echo "$rate $out"
 }
 
 step_appends() {
@@ -242,7 +261,7 @@ step_docs() {
   for i in $(seq "$rounds"); do
     HERMES_HOME=$tmp/a/home hermes sessions rename "$sid" "title $i" >/dev/null
     HERMES_HOME=$tmp/b/home hermes sessions append "$sid" --role user --content "m$i" >/dev/null
-    got=$(HERMES_HOME=$tmp/a/home hermes --json sessions show "$sid" | jq -r '"\(.title) \(.message_count)"' | head -1)
+    got=$(HERMES_HOME=$tmp/a/home hermes --json sessions show "$sid" | jq -r '"\(.title) \(.message_count)"' | head -1) || got=failed
     want="title $i $i"
     [[ $got == "$want" ]] || bad=$((bad + 1))
   done
