@@ -203,8 +203,8 @@ func TestKanbanClaimOnStaleRead(t *testing.T) {
 				return os.ReadFile(path)
 			})
 			clock.Advance(time.Second)
-			if _, err := host2.ClaimPending("t1", time.Minute, "default", nil); !errors.Is(err, fsstore.ErrRefused) || !strings.Contains(err.Error(), "changed since it was read") {
-				t.Fatalf("claim on a stale read: %v, want refused: changed since it was read", err)
+			if _, err := host2.ClaimPending("t1", time.Minute, "default", nil); !errors.Is(err, fsstore.ErrRefused) || !strings.Contains(err.Error(), "is running and cannot be claimed") {
+				t.Fatalf("claim on a stale read: %v, want refused: the task is running", err)
 			}
 			if got := kbRead(t, host1.docPath("t1")); !bytes.Equal(got, doc) {
 				t.Fatalf("the refused claim rewrote the document:\n%s\nwant\n%s", got, doc)
@@ -223,6 +223,50 @@ func TestKanbanClaimOnStaleRead(t *testing.T) {
 				t.Fatalf("events after the refused claim: %+v", evs)
 			}
 		})
+	}
+}
+
+// A change other than a claim whose read under the lock was a stale view
+// is decided again on the document the window then saw: another host made
+// the task ready, and an archive from here archives the ready task, both
+// changes in its events, none moved aside.
+func TestKanbanChangeOnStaleReadAppliesToFresh(t *testing.T) {
+	host1, clock, _ := kbBoard(t)
+	kbCreate(t, host1, Task{ID: "t1", Title: "x", Status: Todo})
+	before := kbRead(t, host1.docPath("t1"))
+	clock.Advance(time.Second)
+	if _, err := host1.Ready("t1"); err != nil {
+		t.Fatal(err)
+	}
+	host2 := *host1
+	stale := true
+	storetest.SetReadFile(t, func(path string) ([]byte, error) {
+		if path == host2.docPath("t1") && stale {
+			stale = false
+			return before, nil
+		}
+		return os.ReadFile(path)
+	})
+	clock.Advance(time.Second)
+	got, err := host2.Archive("t1")
+	if err != nil || got.Status != Archived {
+		t.Fatalf("archive on a stale read: %+v, %v", got, err)
+	}
+	evs, err := host1.Events("t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, ev := range evs {
+		types = append(types, string(ev.Type))
+	}
+	if strings.Join(types, " ") != "created readied archived" {
+		t.Fatalf("events %v, want created readied archived", types)
+	}
+	for _, name := range storetest.DirNames(t, host1.tasksDir()) {
+		if strings.Contains(name, ".uncommitted-") {
+			t.Fatalf("events moved aside: %s", name)
+		}
 	}
 }
 

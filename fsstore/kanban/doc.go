@@ -29,9 +29,12 @@
 // crash's. So before a change takes such events for a crash's, it
 // re-reads the document every 100 ms for 2 s (staleWindow, twice the 1 s
 // GlusterFS keeps attributes and entries): if the document has changed
-// since it was read, the change is refused with ErrRefused (exit 4),
-// nothing written, and a dispatcher takes a refused claim for a task
-// someone else claimed; a create finds the task made. Only a document
+// since it was read, nothing is written, and the change is decided again,
+// once, on the document the window saw (a second stale view is refused
+// with ErrRefused, exit 4). So a claim of a task another host claimed is
+// refused by the rules, which a dispatcher takes for a task someone else
+// claimed, a worker's complete lands on the document that holds its run,
+// and a create finds the task made. Only a document
 // that stays as read through the window leaves the events to a crash. On
 // a local disk such events follow only a crash, so no other change waits.
 //

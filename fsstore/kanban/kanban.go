@@ -345,6 +345,18 @@ func (b *Board) update(id string, change func(t *Task, now time.Time) ([]Event, 
 		return Task{}, nil, err
 	}
 	defer unlock()
+	t, pending, err := b.apply(id, change, keep)
+	if errors.Is(err, errStaleRead) {
+		// The document read was a stale view, and a later read saw the
+		// newer one: the change is decided again on that one (a claim of
+		// a task another host claimed is then refused by the rules).
+		t, pending, err = b.apply(id, change, keep)
+	}
+	return t, pending, err
+}
+
+// apply is update's work under the task's lock: read, change, commit.
+func (b *Board) apply(id string, change func(t *Task, now time.Time) ([]Event, error), keep bool) (Task, *Pending, error) {
 	t, err := b.read(id, true)
 	if err != nil {
 		return Task{}, nil, err
