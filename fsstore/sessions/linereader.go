@@ -25,16 +25,26 @@ func newLineReader(dir string, dirfd int) *lineReader {
 	return &lineReader{dir: dir, dirfd: dirfd, buf: make([]byte, 256<<10)}
 }
 
-// stat is fstatat of name in the reader's directory; with follow false a
-// symlink is not followed.
-func (r *lineReader) stat(name string, follow bool) (unix.Stat_t, error) {
-	flags := unix.AT_SYMLINK_NOFOLLOW
+// fileStat is what a reader needs of a file's attributes.
+type fileStat struct {
+	Mode uint32 // type and permission bits, as in unix.Stat_t
+	Size int64
+}
+
+// stat is statx of name in the reader's directory, its size read fresh
+// (AT_STATX_FORCE_SYNC, as fsstore.FreshSize: on a network filesystem the
+// server's, not a cached one; on a local disk the cost of fstatat); with
+// follow false a symlink is not followed.
+func (r *lineReader) stat(name string, follow bool) (fileStat, error) {
+	flags := unix.AT_SYMLINK_NOFOLLOW | unix.AT_STATX_FORCE_SYNC
 	if follow {
-		flags = 0
+		flags = unix.AT_STATX_FORCE_SYNC
 	}
-	var st unix.Stat_t
-	err := ignoringEINTR(func() error { return unix.Fstatat(r.dirfd, name, &st, flags) })
-	return st, r.pathError("stat", name, err)
+	var st unix.Statx_t
+	err := ignoringEINTR(func() error {
+		return unix.Statx(r.dirfd, name, flags, unix.STATX_TYPE|unix.STATX_MODE|unix.STATX_SIZE, &st)
+	})
+	return fileStat{Mode: uint32(st.Mode), Size: int64(st.Size)}, r.pathError("stat", name, err)
 }
 
 // open opens name in the reader's directory for reading with open (one of
