@@ -145,6 +145,7 @@ func TestClaimOnStaleRead(t *testing.T) {
 	r.d.Board.Host = "host-b"
 	mustWrite(t, doc, ready)
 	r.d.Board.Sleep = func(time.Duration) { mustWrite(t, doc, fresh) }
+	r.d.Board.Shared = func() bool { return true }
 	r.tick()
 	if len(r.spawned) != 0 || strings.Contains(r.out.String(), "claimed") {
 		t.Fatalf("spawned %d after a stale read; output %q", len(r.spawned), r.out.String())

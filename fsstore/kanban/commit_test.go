@@ -112,6 +112,7 @@ func TestKanbanCommentWritesOneFile(t *testing.T) {
 // id moves aside.
 func TestKanbanUncommittedEvents(t *testing.T) {
 	b, clock, w := kbBoard(t)
+	b.Shared = func() bool { return true }
 	var slept time.Duration
 	b.Sleep = func(d time.Duration) { slept += d; clock.Sleep(d) }
 	docReads := 0
@@ -181,6 +182,7 @@ func TestKanbanClaimOnStaleRead(t *testing.T) {
 		t.Run(fmt.Sprintf("%d stale reads", staleReads), func(t *testing.T) {
 			host1, clock, _ := kbBoard(t)
 			host1.Host = "host1"
+			host1.Shared = func() bool { return true }
 			kbCreate(t, host1, Task{ID: "t1", Title: "x"})
 			before := kbRead(t, host1.docPath("t1"))
 			clock.Advance(time.Second)
@@ -226,12 +228,43 @@ func TestKanbanClaimOnStaleRead(t *testing.T) {
 	}
 }
 
+// On a local filesystem a read is never a stale view: the events a crash
+// left later than the document are moved aside at once, with no window.
+func TestKanbanUncommittedEventsLocal(t *testing.T) {
+	b, clock, _ := kbBoard(t)
+	if _, shared := fsstore.NetworkFS(b.Dir); shared {
+		t.Skip("the test directory is on a network filesystem")
+	}
+	var slept time.Duration
+	b.Sleep = func(d time.Duration) { slept += d }
+	kbCreate(t, b, Task{ID: "t1", Title: "x"})
+	clock.Advance(time.Second)
+	phantom := `{"ts":"` + string(fsstore.TimeOf(clock.Now())) + `","type":"completed","detail":"never happened"}` + "\n"
+	f, err := os.OpenFile(b.eventsPath("t1"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(phantom)
+	f.Close()
+	aside := b.eventsPath("t1") + fmt.Sprintf(".uncommitted-%d", clock.Advance(time.Second).Unix())
+	if _, err := b.Update("t1", func(*Task, time.Time) ([]Event, error) { return nil, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if slept != 0 {
+		t.Fatalf("waited %v on a local filesystem", slept)
+	}
+	if got := string(kbRead(t, aside)); got != phantom {
+		t.Fatalf("moved aside %q, want %q", got, phantom)
+	}
+}
+
 // A change other than a claim whose read under the lock was a stale view
 // is decided again on the document the window then saw: another host made
 // the task ready, and an archive from here archives the ready task, both
 // changes in its events, none moved aside.
 func TestKanbanChangeOnStaleReadAppliesToFresh(t *testing.T) {
 	host1, clock, _ := kbBoard(t)
+	host1.Shared = func() bool { return true }
 	kbCreate(t, host1, Task{ID: "t1", Title: "x", Status: Todo})
 	before := kbRead(t, host1.docPath("t1"))
 	clock.Advance(time.Second)
@@ -274,6 +307,7 @@ func TestKanbanChangeOnStaleReadAppliesToFresh(t *testing.T) {
 // host created finds it made: the stored task, unchanged, and its events.
 func TestKanbanCreateOnStaleRead(t *testing.T) {
 	host1, clock, _ := kbBoard(t)
+	host1.Shared = func() bool { return true }
 	kbCreate(t, host1, Task{ID: "t1", Title: "first"})
 	doc, events := kbRead(t, host1.docPath("t1")), kbRead(t, host1.eventsPath("t1"))
 	host2 := *host1

@@ -36,7 +36,9 @@
 // claimed, a worker's complete lands on the document that holds its run,
 // and a create finds the task made. Only a document
 // that stays as read through the window leaves the events to a crash. On
-// a local disk such events follow only a crash, so no other change waits.
+// a local filesystem such events follow only a crash, and a read is never
+// stale: the window is for a board on FUSE or a network filesystem
+// (fsstore.NetworkFS), and a local one handles the crash at once.
 //
 // Each claim adds one run to the document in the change that logs its
 // "claimed" event, so fsck reports a task whose events log holds more

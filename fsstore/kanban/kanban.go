@@ -199,6 +199,11 @@ type Board struct {
 	// Sleep waits between the re-reads of a document that may be a stale
 	// view (see staleWindow).
 	Sleep func(time.Duration)
+	// Shared reports whether the board is on a filesystem where a read
+	// can be a stale view of another host's write (FUSE or a network
+	// filesystem: fsstore.NetworkFS, one statfs, asked only when a change
+	// finds events later than its document). Nil is that question.
+	Shared func() bool
 }
 
 // NewBoard returns the board of the profile whose directory is profileDir.
@@ -494,8 +499,12 @@ func (b *Board) cutUncommitted(f *os.File, id string, committed fsstore.Time, no
 // that the read was a stale view: another host committed a change that
 // was not yet visible here, and the change is refused with ErrRefused
 // (errStaleRead) before it writes anything. A document that stays as read
-// leaves the events to a crash.
+// leaves the events to a crash, as do any events on a local filesystem,
+// where a read is never a stale view: there the crash is handled at once.
 func (b *Board) awaitFresh(id string, committed fsstore.Time) error {
+	if !b.shared() {
+		return nil
+	}
 	for range staleWindow / stalePoll {
 		b.Sleep(stalePoll)
 		var cur Task
@@ -511,6 +520,16 @@ func (b *Board) awaitFresh(id string, committed fsstore.Time) error {
 		}
 	}
 	return nil
+}
+
+// shared is Shared, or whether the board's directory is on FUSE or a
+// network filesystem.
+func (b *Board) shared() bool {
+	if b.Shared != nil {
+		return b.Shared()
+	}
+	_, shared := fsstore.NetworkFS(b.Dir)
+	return shared
 }
 
 // Pending is a claim whose outcome is not stored yet: the dispatcher
