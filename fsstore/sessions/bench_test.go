@@ -1,7 +1,9 @@
 package sessions_test
 
 import (
+	"bufio"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -67,6 +69,41 @@ func BenchmarkList(b *testing.B) {
 			for b.Loop() {
 				list, err := s.List(sessions.ListOptions{Limit: 20})
 				if err != nil || len(list) != 20 {
+					b.Fatalf("List: %d sessions, %v", len(list), err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkListHotSession lists the 20 most recent of 1,000 sessions
+// after one of them took appends more than the others: each append adds
+// a line for its session to the activity catalog, and List walks past
+// them to find the 19 others. The lines are appended here as Append writes
+// them (catalogLine), without the transcripts' messages, which List does
+// not read.
+func BenchmarkListHotSession(b *testing.B) {
+	for _, appends := range []int{1_000, 100_000} {
+		b.Run(fmt.Sprintf("appends=%d", appends), func(b *testing.B) {
+			s, ids := benchStore(b, fixture.Options{Sessions: 1_000, Messages: 2, BytesPerMessage: 200})
+			catalog := filepath.Join(s.Dir, ".catalog.jsonl")
+			f, err := os.OpenFile(catalog, os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			w := bufio.NewWriter(f)
+			at := time.Now().UTC()
+			for i := range appends {
+				fmt.Fprintf(w, `{"session_id":%q,"at":"%s","state":"active","source":"cli","message_count":%d,"bytes":%d}`+"\n",
+					ids[0], at.Add(time.Duration(i)*time.Microsecond).Format("2006-01-02T15:04:05.000000Z"), 3+i, 400+100*i)
+			}
+			if err := w.Flush(); err != nil {
+				b.Fatal(err)
+			}
+			f.Close()
+			for b.Loop() {
+				list, err := s.List(sessions.ListOptions{Limit: 20})
+				if err != nil || len(list) != 20 || list[0].ID != ids[0] {
 					b.Fatalf("List: %d sessions, %v", len(list), err)
 				}
 			}

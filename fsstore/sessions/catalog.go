@@ -188,6 +188,9 @@ func (s *Store) List(opts ListOptions) ([]Session, error) {
 		return true
 	}
 	err = fsstore.EachLineBackward(f, size, func(line []byte, _ int64) bool {
+		if seenLine(line, seen) {
+			return true
+		}
 		var e catalogEntry
 		if json.Unmarshal(line, &e) != nil || seen[e.SessionID] || fsstore.CheckID("session id", e.SessionID) != nil {
 			return true
@@ -200,6 +203,26 @@ func (s *Store) List(opts ListOptions) ([]Session, error) {
 		emit("")
 	}
 	return out, err
+}
+
+// catalogLinePrefix is how every catalog line the store writes begins:
+// session_id is catalogEntry's first field.
+var catalogLinePrefix = []byte(`{"session_id":"`)
+
+// seenLine reports whether the catalog line is one of a session in seen,
+// read from the line's start without decoding it. A walk of the catalog
+// from its end skips the older lines of the sessions it has met this way:
+// a session that took many appends since the last compaction leaves as
+// many lines, and decoding each cost List about 1.7 µs. A line of any
+// other form is false, left to the decoder; an id cut short by an escaped
+// quote holds a backslash, which no valid id does, so it is never seen.
+func seenLine(line []byte, seen map[string]bool) bool {
+	rest, ok := bytes.CutPrefix(line, catalogLinePrefix)
+	if !ok {
+		return false
+	}
+	end := bytes.IndexByte(rest, '"')
+	return end >= 0 && seen[string(rest[:end])]
 }
 
 // heldSession is a session List has seen in the catalog and not yet

@@ -24,6 +24,9 @@ func (s *Store) Idle(source string, cutoff, after time.Time) ([]Session, error) 
 	seen := map[string]bool{}
 	var out []Session
 	err = fsstore.EachLineBackward(f, size, func(line []byte, _ int64) bool {
+		if seenLine(line, seen) {
+			return true
+		}
 		var e catalogEntry
 		if json.Unmarshal(line, &e) != nil || seen[e.SessionID] || fsstore.CheckID("session id", e.SessionID) != nil {
 			return true

@@ -262,3 +262,24 @@ func TestListOrdersImportsByTheirHistory(t *testing.T) {
 		t.Fatalf("Prune = %+v, want the imported session", removed)
 	}
 }
+
+// seenLine skips a catalog line only when it is one the store writes and
+// its session is among those seen; anything else goes to the decoder.
+func TestSeenLine(t *testing.T) {
+	seen := map[string]bool{"20261124_100000_aaaaaa": true}
+	for _, c := range []struct {
+		line string
+		want bool
+	}{
+		{`{"session_id":"20261124_100000_aaaaaa","at":"2026-11-24T10:00:00.000000Z"}`, true},
+		{`{"session_id":"20261124_100000_bbbbbb","at":"2026-11-24T10:00:00.000000Z"}`, false},
+		{`{"at":"2026-11-24T10:00:00.000000Z","session_id":"20261124_100000_aaaaaa"}`, false},
+		{`{"session_id":"20261124_100000_aaaaaa\"b","at":"2026-11-24T10:00:00.000000Z"}`, false},
+		{`{"session_id":"20261124_100000_aaaaaa`, false},
+		{``, false},
+	} {
+		if got := seenLine([]byte(c.line), seen); got != c.want {
+			t.Errorf("seenLine(%s) = %v, want %v", c.line, got, c.want)
+		}
+	}
+}
