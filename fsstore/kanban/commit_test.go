@@ -104,6 +104,23 @@ func TestKanbanCommentWritesOneFile(t *testing.T) {
 	}
 }
 
+// kbPhantomEvent appends to task id's events log, a second on, the event
+// of a change a crash cut off before its document, and returns its line.
+func kbPhantomEvent(t *testing.T, b *Board, clock *storetest.Clock, id string) string {
+	t.Helper()
+	clock.Advance(time.Second)
+	phantom := `{"ts":"` + string(fsstore.TimeOf(clock.Now())) + `","type":"completed","detail":"never happened"}` + "\n"
+	f, err := os.OpenFile(b.eventsPath(id), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(phantom); err != nil {
+		t.Fatal(err)
+	}
+	return phantom
+}
+
 // A crash between a change's events and its document leaves events later
 // than the document: readers skip them, and the next change, once the
 // document has stayed as read through the stale-view window (re-read every
@@ -123,14 +140,7 @@ func TestKanbanUncommittedEvents(t *testing.T) {
 		return os.ReadFile(path)
 	})
 	kbCreate(t, b, Task{ID: "t1", Title: "x"})
-	clock.Advance(time.Second)
-	phantom := `{"ts":"` + string(fsstore.TimeOf(clock.Now())) + `","type":"completed","detail":"never happened"}` + "\n"
-	f, err := os.OpenFile(b.eventsPath("t1"), os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.WriteString(phantom)
-	f.Close()
+	phantom := kbPhantomEvent(t, b, clock, "t1")
 	if got, _ := b.Events("t1"); len(got) != 1 || got[0].Type != EventCreated {
 		t.Fatalf("events with an uncommitted one: %+v", got)
 	}
@@ -238,14 +248,7 @@ func TestKanbanUncommittedEventsLocal(t *testing.T) {
 	var slept time.Duration
 	b.Sleep = func(d time.Duration) { slept += d }
 	kbCreate(t, b, Task{ID: "t1", Title: "x"})
-	clock.Advance(time.Second)
-	phantom := `{"ts":"` + string(fsstore.TimeOf(clock.Now())) + `","type":"completed","detail":"never happened"}` + "\n"
-	f, err := os.OpenFile(b.eventsPath("t1"), os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.WriteString(phantom)
-	f.Close()
+	phantom := kbPhantomEvent(t, b, clock, "t1")
 	aside := b.eventsPath("t1") + fmt.Sprintf(".uncommitted-%d", clock.Advance(time.Second).Unix())
 	if _, err := b.Update("t1", func(*Task, time.Time) ([]Event, error) { return nil, nil }); err != nil {
 		t.Fatal(err)
