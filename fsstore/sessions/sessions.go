@@ -639,18 +639,11 @@ func (s *Store) Save(id string, msgs []Message, force bool) (SaveResult, error) 
 // returns the stored count and the 1-based position of the first stored
 // message that msgs contradicts (0 if none).
 func (s *Store) comparePrefix(id string, msgs []Message) (stored int64, divergeAt int64, err error) {
-	f, err := os.Open(s.logPath(id))
-	if errors.Is(err, os.ErrNotExist) {
-		return 0, 0, nil
-	}
-	if err != nil {
+	f, size, err := fsstore.OpenSized(s.logPath(id))
+	if f == nil || err != nil {
 		return 0, 0, err
 	}
 	defer f.Close()
-	size, err := fsstore.FreshSize(f)
-	if err != nil {
-		return 0, 0, err
-	}
 	torn, err := fsstore.ScanLines(f, size, func(line []byte, off int64) error {
 		m, err := ParseMessage(line)
 		if err != nil {
