@@ -18,9 +18,6 @@ import (
 	"github.com/hermes/hermes/profiles"
 )
 
-// Version is the hermes version; the build may set it with -ldflags.
-var Version = "0.1.0-dev"
-
 // Exit codes: the scripting contract of DESIGN.md.
 const (
 	ExitOK       = 0
@@ -108,7 +105,7 @@ func NewApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 	app := &cli.App{
 		Name:                 "hermes",
 		Usage:                "durable sessions, tasks and boards for AI agents, kept as plain files",
-		Version:              Version,
+		Version:              readBuildInfo().String(),
 		Reader:               stdin,
 		Writer:               stdout,
 		ErrWriter:            stderr,
@@ -130,6 +127,7 @@ func NewApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			fsckCommand(),
 			completionCommand(),
 			manCommand(),
+			versionCommand(),
 		},
 		// Errors are mapped to exit codes by Run (exitCode), after app.Run
 		// returns; this handler only stops urfave/cli from exiting on its

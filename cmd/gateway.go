@@ -168,7 +168,7 @@ func gatewayServe(e *env) error {
 		MaxConnections: g.MaxConnections,
 		Signals:        sigs,
 		Stderr:         e.stderr,
-		Version:        Version,
+		Version:        readBuildInfo().Version,
 		Describe:       fmt.Sprintf(" (profile %s, provider %s%s)", e.profile.Name, prov.Name(), auth),
 	})
 }

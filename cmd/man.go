@@ -3,7 +3,6 @@ package cmd
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/urfave/cli/v2"
 )
@@ -15,7 +14,7 @@ import (
 // initialisation every command would otherwise pay at start-up.
 func manPage(app *cli.App, section int) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, ".TH %s %d %q %q\n", app.Name, section, time.Now().UTC().Format("2006-01-02"), app.Name+" "+app.Version)
+	fmt.Fprintf(&b, ".TH %s %d %q %q\n", app.Name, section, readBuildInfo().manDate(), app.Name+" "+readBuildInfo().Version)
 	fmt.Fprintf(&b, ".SH NAME\n%s \\- %s\n", app.Name, roff(app.Usage))
 	fmt.Fprintf(&b, ".SH SYNOPSIS\n.B %s\n[GLOBAL OPTIONS] COMMAND [OPTIONS] [ARGUMENTS]\n", app.Name)
 	if app.Description != "" {
