@@ -28,7 +28,10 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata",
 		RequireExplicitExec: true,
-		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"openai-server": openAIServerCmd(&servers)},
+		Cmds: map[string]func(*testscript.TestScript, bool, []string){
+			"openai-server": openAIServerCmd(&servers),
+			"unix-socket":   unixSocketCmd,
+		},
 		Condition: func(cond string) (bool, error) {
 			if cond == "race" {
 				return raceEnabled, nil

@@ -2,9 +2,9 @@ package cmd
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -194,7 +194,10 @@ func readMessages(r io.Reader) ([]sessions.Message, error) {
 	var msgs []sessions.Message
 	for n := 1; ; n++ {
 		line, err := br.ReadBytes('\n')
-		if len(strings.TrimSpace(string(line))) > 0 {
+		if err != nil && err != io.EOF {
+			return nil, err
+		}
+		if len(bytes.TrimSpace(line)) > 0 {
 			// JSON is UTF-8 (RFC 8259); the decoder would silently turn
 			// a bad byte into U+FFFD, so the stored content would not be
 			// what was sent.
@@ -209,9 +212,6 @@ func readMessages(r io.Reader) ([]sessions.Message, error) {
 		}
 		if err == io.EOF {
 			return msgs, nil
-		}
-		if err != nil {
-			return nil, err
 		}
 	}
 }
@@ -242,7 +242,15 @@ func sessionsAppend(e *env) error {
 		if e.stdinIsTerminal() {
 			return usagef("append reads JSONL messages on stdin, or takes --role and --content")
 		}
-		if msgs, err = readMessages(e.stdin); err != nil {
+		cfg, err := e.config()
+		if err != nil {
+			return err
+		}
+		limit, err := maxLineSetting(cfg)
+		if err != nil {
+			return err
+		}
+		if msgs, err = readMessages(limitLines(e.stdin, "stdin", limit)); err != nil {
 			return err
 		}
 		if len(msgs) == 0 {

@@ -74,7 +74,15 @@ func sessionsImport(e *env) error {
 	if err != nil {
 		return err
 	}
-	var r io.Reader = e.stdin
+	cfg, err := e.config()
+	if err != nil {
+		return err
+	}
+	limit, err := maxLineSetting(cfg)
+	if err != nil {
+		return err
+	}
+	r := limitLines(e.stdin, "stdin", limit)
 	if name != "-" {
 		f, err := os.Open(name)
 		if errors.Is(err, os.ErrNotExist) {
@@ -85,9 +93,9 @@ func sessionsImport(e *env) error {
 		}
 		defer f.Close()
 		if fi, err := f.Stat(); err == nil && fi.IsDir() {
-			return importDir(e, name)
+			return importDir(e, name, limit)
 		}
-		r = f
+		r = limitLines(f, name, limit)
 	}
 	// Everything is parsed before anything is written.
 	parsed, err := importer.Parse(r, e.c.String("format"))
@@ -195,7 +203,7 @@ var importStatuses = []string{"created", "extended", "unchanged", "replaced", "r
 // order, each as `import FILE` would, and reports each file that fails
 // without stopping. A file whose format is not recognized is no transcript
 // (a settings file, an index): it is skipped, which is no failure.
-func importDir(e *env, dir string) error {
+func importDir(e *env, dir string, limit int64) error {
 	var files []string
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -234,7 +242,7 @@ func importDir(e *env, dir string) error {
 	}
 	code := ExitOK
 	for _, path := range files {
-		results := importFile(e, store, path)
+		results := importFile(e, store, path, limit)
 		for _, res := range results {
 			count(res.Format, res.Status)
 			switch res.Status {
@@ -284,7 +292,7 @@ func importDir(e *env, dir string) error {
 
 // importFile imports one file of a directory import: a result for each
 // session it holds, or one saying why it gave none.
-func importFile(e *env, store *sessions.Store, path string) []importResult {
+func importFile(e *env, store *sessions.Store, path string, limit int64) []importResult {
 	fail := func(format string, err error) []importResult {
 		status := "failed"
 		if errors.Is(err, importer.ErrUnrecognized) {
@@ -299,7 +307,8 @@ func importFile(e *env, store *sessions.Store, path string) []importResult {
 	defer f.Close()
 	// The format is detected here, from the prefix Parse would read, so
 	// that the result can name it.
-	head, err := io.ReadAll(io.LimitReader(f, importer.DetectLimit))
+	r := limitLines(f, "", limit)
+	head, err := io.ReadAll(io.LimitReader(r, importer.DetectLimit))
 	if err != nil {
 		return fail("", err)
 	}
@@ -309,7 +318,7 @@ func importFile(e *env, store *sessions.Store, path string) []importResult {
 			return fail("", err)
 		}
 	}
-	parsed, err := importer.Parse(io.MultiReader(bytes.NewReader(head), f), format)
+	parsed, err := importer.Parse(io.MultiReader(bytes.NewReader(head), r), format)
 	if err != nil {
 		return fail(format, err)
 	}

@@ -30,6 +30,11 @@ type Config struct {
 		// names no --older-than (a duration such as 90d).
 		Sessions string `yaml:"sessions" json:"sessions"`
 	} `yaml:"retention" json:"retention"`
+	Sessions struct {
+		// MaxLine bounds one line that `sessions append` and imports
+		// read, in bytes (default 64 MiB): a longer line is refused.
+		MaxLine int64 `yaml:"max_line" json:"max_line"`
+	} `yaml:"sessions" json:"sessions"`
 	Kanban struct {
 		ResumeOnRespawn *bool  `yaml:"resume_on_respawn" json:"resume_on_respawn"`
 		WorkerCommand   string `yaml:"worker_command" json:"worker_command"`

@@ -136,9 +136,11 @@ func (w *headTail) Write(p []byte) (int, error) {
 		w.head = append(w.head, p[:k]...)
 		p = p[k:]
 	}
+	// The tail is kept in place: at most 2*limit bytes plus one write,
+	// however many writes come.
 	w.tail = append(w.tail, p...)
 	if len(w.tail) > 2*w.limit {
-		w.tail = append(w.tail[:0:0], w.tail[len(w.tail)-w.limit:]...)
+		w.tail = w.tail[:copy(w.tail, w.tail[len(w.tail)-w.limit:])]
 	}
 	return n, nil
 }

@@ -87,4 +87,16 @@
 // to agent.max_tool_output bytes (default 16 KiB), keeping head and tail;
 // the terminal tool's commands time out after agent.terminal_timeout
 // (default 2m), killing their process group.
+//
+// read_file opens only regular files: a FIFO, a socket, a device or a
+// directory is refused before it is opened, at once (a FIFO's open would
+// wait for a writer), and the opened descriptor is checked again, so a
+// file swapped for one between the check and the open is refused too.
+// write_file refuses the same (it never opens the target: it renames a
+// new file over it). read_file reads 64 KiB at a time, whatever the
+// length of the file's lines, keeping only the result's head and tail:
+// its memory is at most 2x agent.max_tool_output beyond that buffer, and
+// a cancelled turn stops it between two reads. A NUL byte anywhere in
+// what it reads makes the file binary: the call is refused, naming the
+// byte's offset, rather than sending the model a run of zeros.
 package agent

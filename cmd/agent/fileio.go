@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -13,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 
 	"github.com/hermes/hermes/fsstore"
 )
@@ -34,10 +34,12 @@ func (readFileTool) Schema() json.RawMessage {
 
 func (readFileTool) NeedsApproval(json.RawMessage) bool { return false }
 
-// binarySniff is how much of a file is looked at for a NUL byte.
-const binarySniff = 8 << 10
+// readChunk is how much read_file reads at a time: its memory is this
+// buffer and the result's head and tail (headTail), whatever the file's
+// size or the length of its lines.
+const readChunk = 64 << 10
 
-func (readFileTool) Run(_ context.Context, env *Env, raw json.RawMessage) (string, error) {
+func (readFileTool) Run(ctx context.Context, env *Env, raw json.RawMessage) (string, error) {
 	var args struct {
 		Path   string `json:"path"`
 		Offset int    `json:"offset"`
@@ -52,26 +54,40 @@ func (readFileTool) Run(_ context.Context, env *Env, raw json.RawMessage) (strin
 	if args.Offset < 0 || args.Limit < 0 {
 		return "", errors.New("read_file: offset and limit must not be negative")
 	}
-	path := resolve(env, args.Path)
-	f, err := os.Open(path)
+	f, err := openRegular(resolve(env, args.Path), args.Path)
 	if err != nil {
 		return "", fmt.Errorf("read_file: %w", err)
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || fi.IsDir() {
-		return "", fmt.Errorf("read_file: %s is a directory", args.Path)
-	}
-	r := bufio.NewReaderSize(f, 64<<10)
-	if head, _ := r.Peek(binarySniff); bytes.IndexByte(head, 0) >= 0 {
-		return "", fmt.Errorf("read_file: %s is a binary file", args.Path)
-	}
 	first := max(args.Offset, 1)
 	limit := max(env.MaxOutput, 256)
 	out := &headTail{limit: limit}
-	for n := 1; args.Limit == 0 || n < first+args.Limit; n++ {
-		line, err := r.ReadString('\n')
-		if n >= first {
-			io.WriteString(out, line)
+	buf := make([]byte, readChunk)
+	var off int64
+	line := 1
+	for args.Limit == 0 || line < first+args.Limit {
+		if err := ctx.Err(); err != nil {
+			return "", fmt.Errorf("read_file: %w", context.Cause(ctx))
+		}
+		n, err := f.Read(buf)
+		chunk := buf[:n]
+		if i := bytes.IndexByte(chunk, 0); i >= 0 {
+			return "", fmt.Errorf("read_file: %s is a binary file (a NUL byte at offset %d)", args.Path, off+int64(i))
+		}
+		off += int64(n)
+		for len(chunk) > 0 && (args.Limit == 0 || line < first+args.Limit) {
+			part := chunk
+			end := bytes.IndexByte(chunk, '\n')
+			if end >= 0 {
+				part = chunk[:end+1]
+			}
+			chunk = chunk[len(part):]
+			if line >= first {
+				out.Write(part)
+			}
+			if end >= 0 {
+				line++
+			}
 		}
 		if err == io.EOF {
 			break
@@ -81,6 +97,65 @@ func (readFileTool) Run(_ context.Context, env *Env, raw json.RawMessage) (strin
 		}
 	}
 	return out.text(limit), nil
+}
+
+// openRegular opens path for reading if it is a regular file, and refuses
+// anything else without blocking. Opening a FIFO for reading waits for a
+// writer, forever, in open(2), which no signal or context can interrupt;
+// a device may never end, or block in its reads. Stat refuses them before
+// the open; the open is O_NONBLOCK so that a FIFO put in the file's place
+// between the Stat and the open returns at once rather than waiting; the
+// fstat of the opened descriptor then refuses what was actually opened.
+// On a regular file O_NONBLOCK changes nothing.
+func openRegular(path, name string) (*os.File, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkRegular(fi, name); err != nil {
+		return nil, err
+	}
+	beforeOpen(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err = f.Stat(); err == nil {
+		err = checkRegular(fi, name)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// beforeOpen runs between openRegular's Stat and its open; a test puts a
+// FIFO in the file's place there.
+var beforeOpen = func(string) {}
+
+// checkRegular refuses a file that is not a regular one, naming it (name
+// is the path as the model gave it) and its kind.
+func checkRegular(fi fs.FileInfo, name string) error {
+	m := fi.Mode()
+	var kind string
+	switch {
+	case m.IsRegular():
+		return nil
+	case m.IsDir():
+		kind = "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		kind = "a named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		kind = "a socket"
+	case m&fs.ModeCharDevice != 0:
+		kind = "a character device"
+	case m&fs.ModeDevice != 0:
+		kind = "a block device"
+	default:
+		kind = "a special file"
+	}
+	return fmt.Errorf("%s is %s, not a regular file", name, kind)
 }
 
 // writeFileTool writes a whole file atomically.
@@ -123,7 +198,7 @@ func (writeFileTool) Run(_ context.Context, env *Env, raw json.RawMessage) (stri
 	case err == nil && fi.Mode()&fs.ModeSymlink != 0:
 		return "", fmt.Errorf("write_file: %s is a symbolic link; not replaced", *args.Path)
 	case err == nil && !fi.Mode().IsRegular():
-		return "", fmt.Errorf("write_file: %s is not a regular file", *args.Path)
+		return "", fmt.Errorf("write_file: %w", checkRegular(fi, *args.Path))
 	case err == nil:
 		mode, existing = fi.Mode().Perm(), true
 	case !errors.Is(err, fs.ErrNotExist):
