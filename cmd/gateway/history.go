@@ -148,7 +148,7 @@ func (s *Server) continueHistory(ctx context.Context, rt *route, h gatewaystate.
 	if err != nil {
 		return false, nil, err
 	}
-	stored, err := s.opts.Sessions.Messages(sess.ID)
+	stored, err := s.transcript(sess.ID)
 	if err != nil {
 		return false, nil, err
 	}
