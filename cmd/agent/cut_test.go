@@ -13,7 +13,9 @@ import (
 func TestCutAt(t *testing.T) {
 	e := &Engine{Tools: []Tool{&fakeTool{name: "terminal"}}, ClientTools: true}
 	u := user("go")[0]
-	result := func(s string) sessions.Message { return sessions.Message{Role: "tool", ToolCallID: "c", Content: sessions.TextContent(s)} }
+	result := func(s string) sessions.Message {
+		return sessions.Message{Role: "tool", ToolCallID: "c", Content: sessions.TextContent(s)}
+	}
 	resume := note(sessions.Message{Role: "system", Content: sessions.TextContent(ResumeNote("restart_interrupted"))})
 	limit := note(sessions.Message{Role: "system", Content: sessions.TextContent(stepLimitNote + "3 steps")})
 	for _, tc := range []struct {
