@@ -41,6 +41,9 @@ type admission struct {
 	// fresh: a session made for this request (new, or the successor of a
 	// suspended or expired one): it has no history to compare with.
 	fresh bool
+	// opening is the digest of a conversation that has no reply yet,
+	// indexed once the turn has stored it (see indexOpening).
+	opening string
 }
 
 // newSession creates a gateway session, the successor of parent when set.
@@ -377,7 +380,12 @@ func (s *Server) runTurn(ctx context.Context, a admission, add []sessions.Messag
 		Input:     add,
 		Stream:    stream,
 		Env:       &env,
-		Started:   started,
+		Started: func() {
+			s.indexOpening(a)
+			if started != nil {
+				started()
+			}
+		},
 		// Under s.mu, so that a drain that timed out meanwhile (and marked
 		// this session again) is not undone.
 		// A failure is reported, not returned: the reply is stored, and a
