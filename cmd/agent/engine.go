@@ -95,6 +95,9 @@ type Result struct {
 	// Added are the messages stored after the input: replies, tool
 	// results and notes, in order.
 	Added []sessions.Message
+	// Prelude are the messages hermes stored before the input: results
+	// for the calls a crash left unanswered, a resume note.
+	Prelude []sessions.Message
 	// Count is the transcript's length after the turn.
 	Count int64
 	Usage *provider.Usage
@@ -142,6 +145,11 @@ func (e *Engine) Run(ctx context.Context, t Turn) (Result, error) {
 	if len(head) > 0 {
 		if res.Count, err = st.Append(sess.ID, head); err != nil {
 			return res, err
+		}
+	}
+	for _, m := range head {
+		if IsNote(m) {
+			res.Prelude = append(res.Prelude, m)
 		}
 	}
 	env := t.Env
@@ -289,6 +297,63 @@ func onlyResults(msgs []sessions.Message) bool {
 	return true
 }
 
+// CutAt is where the reply that msgs (a transcript, or its end) end with
+// begins when that reply was cut short, else len(msgs). A reply is what a
+// turn stored after its input, up to the end; it was cut short unless it
+// ended the turn: its last assistant message calls no tool, or (with
+// ClientTools) calls one that is not the engine's, for the client to run,
+// or the turn stopped at its step limit. So a reply that ends with the
+// engine's own calls, answered or not, was cut: the process was killed
+// while a call ran, the turn was cancelled, or the provider failed after
+// the results. The client never received such a reply. A turn run with no
+// input carries it on: the calls left without a result are answered as
+// interrupted, nothing is run again, and the provider is called.
+func (e *Engine) CutAt(msgs []sessions.Message) int {
+	i := len(msgs)
+	for ; i > 0; i-- {
+		m := msgs[i-1]
+		if m.Role == "assistant" && !IsNote(m) && e.forClient(ToolCalls(m)) {
+			break // a reply the client got its calls from: after it, input
+		}
+		if m.Role != "assistant" && m.Role != "tool" && !IsNote(m) {
+			break
+		}
+	}
+	start := i
+	for start < len(msgs) && (msgs[start].Role != "assistant" || IsNote(msgs[start])) {
+		start++
+	}
+	if start == len(msgs) || e.ended(msgs[start:]) {
+		return len(msgs)
+	}
+	return start
+}
+
+// ended reports whether reply, which begins with an assistant message,
+// ended its turn (see CutAt).
+func (e *Engine) ended(reply []sessions.Message) bool {
+	for i := len(reply) - 1; i >= 0; i-- {
+		m := reply[i]
+		switch {
+		case IsNote(m) && m.Role == "system" && strings.HasPrefix(m.Text(), stepLimitNote):
+			return true
+		case IsNote(m):
+		case m.Role == "assistant":
+			calls := ToolCalls(m)
+			return len(calls) == 0 || e.forClient(calls)
+		case m.Role == "tool":
+			return false
+		}
+	}
+	return false
+}
+
+// forClient reports whether calls end a turn for the client to run them
+// (ClientTools, and a call names a tool that is not the engine's).
+func (e *Engine) forClient(calls []provider.ToolCall) bool {
+	return e.ClientTools && len(calls) > 0 && !e.allOurs(calls)
+}
+
 // allOurs reports whether every call names one of the engine's tools.
 func (e *Engine) allOurs(calls []provider.ToolCall) bool {
 	for _, c := range calls {
@@ -396,6 +461,9 @@ func (e *Engine) approve(ctx context.Context, c provider.ToolCall) (bool, error)
 	return e.Approver.Approve(ctx, c)
 }
 
+// stepLimitNote begins the note of a turn that stopped at its step limit.
+const stepLimitNote = "Note: the turn stopped after "
+
 // stopAtLimit answers the calls of the last step without running them and
 // stores a note saying the turn stopped.
 func (e *Engine) stopAtLimit(res *Result, calls []provider.ToolCall, limit int) error {
@@ -405,7 +473,7 @@ func (e *Engine) stopAtLimit(res *Result, calls []provider.ToolCall, limit int) 
 		msgs = append(msgs, toolResult(c, text, false))
 	}
 	msgs = append(msgs, note(sessions.Message{Role: "system", Content: sessions.TextContent(fmt.Sprintf(
-		"Note: the turn stopped after %d steps (agent.max_steps); the calls of its last step were not run. The next message may ask to go on.", limit))}))
+		stepLimitNote+"%d steps (agent.max_steps); the calls of its last step were not run. The next message may ask to go on.", limit))}))
 	return e.store(res, msgs...)
 }
 

@@ -113,7 +113,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		if stored, err = s.opts.Sessions.Messages(sess.ID); err != nil {
+		if stored, err = s.transcript(sess.ID); err != nil {
 			return err
 		}
 		_, end, reply, undelivered, err := s.lastTurn(sess.ID, stored)

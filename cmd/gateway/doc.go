@@ -73,6 +73,26 @@
 //     lost in a crash right after a send, the next repeat of that turn's
 //     input counts as a retry.
 //
+// A turn cut short inside one of the gateway's own tools (the gateway was
+// killed while the tool ran, the client left during the call, the
+// provider failed after the results) stored part of a reply that no
+// client received: the gateway's calls, maybe their results. Routing
+// sees the transcript without that part (transcript, agent.Engine.CutAt),
+// so every way of naming the conversation finds the turn one that got no
+// reply, and its retry runs it on without storing its input again: the
+// engine answers each call left without a result as interrupted (nothing
+// is run again) and calls the model, and the client gets the whole reply,
+// the cut part included, as it would have without the cut. A reply is
+// never built from a cut one, so a call of a gateway tool never reaches a
+// client as if it were the client's to run.
+//
+// A conversation that names no session and has no reply yet (a chat
+// client's first turn) is recorded in the history index once its turn
+// stored it (indexOpening): a retry of that turn, after the client dropped
+// the stream or the gateway died, continues that session and stores its
+// messages once (retryOpening). Once its reply was delivered, the same
+// opening messages are a new conversation, as before.
+//
 // After a crash, only sessions whose last turn did not finish (their
 // transcript does not end with a reply that calls no tool) are marked as
 // interrupted by the restart (see below): a turn that got its reply before

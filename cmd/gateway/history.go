@@ -109,8 +109,19 @@ func (s *Server) routeHistory(ctx context.Context, msgs []sessions.Message) (rou
 	var rt route
 	last := lastAssistant(msgs)
 	if last < 0 {
+		digest := conversationDigest(msgs)
+		h, ok, err := s.opts.Store.GetHistory(digest)
+		if err != nil {
+			s.opts.Logf("the history index: %v", err)
+		}
+		if ok {
+			found, add, err := s.retryOpening(ctx, &rt, h, msgs)
+			if err != nil || found {
+				return rt, add, err
+			}
+		}
 		sess, err := s.newSession("", "")
-		rt.a = admission{sess: sess, fresh: true}
+		rt.a = admission{sess: sess, fresh: true, opening: digest}
 		return rt, msgs, err
 	}
 	prior, input := msgs[:last+1], msgs[last+1:]
@@ -148,7 +159,7 @@ func (s *Server) continueHistory(ctx context.Context, rt *route, h gatewaystate.
 	if err != nil {
 		return false, nil, err
 	}
-	stored, err := s.opts.Sessions.Messages(sess.ID)
+	stored, err := s.transcript(sess.ID)
 	if err != nil {
 		return false, nil, err
 	}
@@ -192,6 +203,70 @@ func (s *Server) continueHistory(ctx context.Context, rt *route, h gatewaystate.
 	}
 	rt.a, rt.stored = admission{sess: fork}, stored[:k]
 	return true, input, nil
+}
+
+// retryOpening is routeHistory for a conversation with no reply yet, msgs,
+// that the index names (indexOpening): found is true when the session is
+// where a turn stored msgs and got no reply the client received (the
+// client left mid-stream, the gateway was killed), so the request is its
+// retry: the turn runs on there, storing nothing again, or its stored
+// reply that never reached the client is returned. A session that has
+// moved on, or whose reply was delivered, is not found: the same opening
+// messages are then a new conversation.
+func (s *Server) retryOpening(ctx context.Context, rt *route, h gatewaystate.History, msgs []sessions.Message) (found bool, add []sessions.Message, err error) {
+	unlock, err := s.sessions.lock(ctx, h.SessionID)
+	if err != nil {
+		return false, nil, err
+	}
+	rt.hold(unlock)
+	sess, err := s.opts.Sessions.Get(h.SessionID)
+	if errors.Is(err, fsstore.ErrNotFound) {
+		return false, nil, nil
+	}
+	if err != nil {
+		return false, nil, err
+	}
+	stored, err := s.transcript(sess.ID)
+	if err != nil {
+		return false, nil, err
+	}
+	k := int(h.MessageCount)
+	if k < 1 || k > len(stored) || stored[k-1].TS != h.LastTS {
+		return false, nil, nil
+	}
+	rt.a, rt.stored = admission{sess: sess}, stored
+	if len(stored) > k {
+		err := s.findRepeat(rt, msgs, 0)
+		return rt.replay != nil, nil, err
+	}
+	if rt.a, err = s.admit(sess); err != nil {
+		return true, nil, err
+	}
+	if rt.a.fresh {
+		// A successor of a suspended or expired session starts with the
+		// client's messages, as a new session would.
+		rt.a.opening, rt.stored = conversationDigest(msgs), nil
+		return true, msgs, nil
+	}
+	return true, nil, nil
+}
+
+// indexOpening records, once a turn of a conversation with no reply yet
+// has stored its messages, the conversation's digest as the session's (see
+// retryOpening). A failure is reported, not returned: the turn goes on,
+// and a retry of it would start a new session.
+func (s *Server) indexOpening(a admission) {
+	if a.opening == "" {
+		return
+	}
+	tail, err := s.opts.Sessions.Tail(a.sess.ID, func(sessions.Message) bool { return true })
+	if err == nil && len(tail) > 0 {
+		last := tail[len(tail)-1]
+		err = s.opts.Store.PutHistory(a.opening, a.sess.ID, last.Seq, last.TS)
+	}
+	if err != nil {
+		s.opts.Logf("session %s: recording its opening in the history index: %v", a.sess.ID, err)
+	}
 }
 
 // RebuildHistory writes the entries of the history index that the

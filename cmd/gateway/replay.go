@@ -178,7 +178,7 @@ func (s *Server) keyedTurn(ctx context.Context, k keyed) (a admission, reply []s
 		unlockSess()
 		return a, nil, 0, unlock, err
 	}
-	stored, err := s.opts.Sessions.Messages(sess.ID)
+	stored, err := s.transcript(sess.ID)
 	if err != nil {
 		unlockSess()
 		return a, nil, 0, unlock, err

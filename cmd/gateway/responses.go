@@ -509,7 +509,7 @@ func (s *Server) routeConversation(ctx context.Context, conv string, input []ses
 		// A retry of the session's last turn is answered from it, whatever
 		// its state: a session suspended or expired since must not run the
 		// turn again in a successor.
-		if rt.stored, err = s.opts.Sessions.Messages(sess.ID); err != nil {
+		if rt.stored, err = s.transcript(sess.ID); err != nil {
 			return rt, err
 		}
 		rt.a, rt.mapping = admission{sess: sess}, &c
@@ -537,7 +537,7 @@ func (s *Server) routeConversation(ctx context.Context, conv string, input []ses
 	case rt.a.fresh:
 		rt.stored = nil
 	case rt.a.sess.ID != sess.ID:
-		if rt.stored, err = s.opts.Sessions.Messages(rt.a.sess.ID); err != nil {
+		if rt.stored, err = s.transcript(rt.a.sess.ID); err != nil {
 			return rt, err
 		}
 	}
@@ -561,7 +561,7 @@ func (s *Server) routeSession(ctx context.Context, sid string, input []sessions.
 	if err != nil {
 		return rt, input, err
 	}
-	if rt.stored, err = s.opts.Sessions.Messages(sess.ID); err != nil {
+	if rt.stored, err = s.transcript(sess.ID); err != nil {
 		return rt, input, err
 	}
 	// A retry of the session's last turn whose reply was never delivered
@@ -634,7 +634,7 @@ func (s *Server) routePrevious(ctx context.Context, prev string, input []session
 	if err != nil {
 		return rt, err
 	}
-	if rt.stored, err = s.opts.Sessions.Messages(sess.ID); err != nil {
+	if rt.stored, err = s.transcript(sess.ID); err != nil {
 		return rt, err
 	}
 	// A retry of the turn after prev is answered from the session,

@@ -41,6 +41,9 @@ type admission struct {
 	// fresh: a session made for this request (new, or the successor of a
 	// suspended or expired one): it has no history to compare with.
 	fresh bool
+	// opening is the digest of a conversation that has no reply yet,
+	// indexed once the turn has stored it (see indexOpening).
+	opening string
 }
 
 // newSession creates a gateway session, the successor of parent when set.
@@ -188,6 +191,20 @@ func (s *Server) pendingFresh(sess sessions.Session) bool {
 func sameMessage(a, b sessions.Message) bool {
 	a.Extra, b.Extra = nil, nil
 	return a.SameAs(b)
+}
+
+// transcript is the transcript of id as a request is routed on it: without
+// the reply its last turn was cut short in (agent.Engine.CutAt: the gateway
+// was killed while one of its tools ran, the client left during a call),
+// which no client received. So a retry of that turn finds it a turn that
+// got no reply, and runs it on without storing its input again; the
+// engine answers the cut calls as interrupted before it calls the model.
+func (s *Server) transcript(id string) ([]sessions.Message, error) {
+	msgs, err := s.opts.Sessions.Messages(id)
+	if err != nil {
+		return nil, err
+	}
+	return msgs[:s.engine.CutAt(msgs)], nil
 }
 
 func isReplyRole(role string) bool { return role == "assistant" || role == "tool" }
@@ -344,6 +361,16 @@ func (s *Server) runTurn(ctx context.Context, a admission, add []sessions.Messag
 		return turnOutcome{}, err
 	}
 	defer s.end(id)
+	// A turn with no input carries on the reply its last turn was cut
+	// short in, if any: the client gets that whole reply.
+	var cut []sessions.Message
+	if len(add) == 0 {
+		tail, err := s.opts.Sessions.Tail(id, func(m sessions.Message) bool { return m.Role == "user" })
+		if err != nil {
+			return turnOutcome{}, err
+		}
+		cut = tail[s.engine.CutAt(tail):]
+	}
 	env := s.opts.ToolEnv
 	if a.sess.Cwd != "" {
 		env.Cwd = a.sess.Cwd
@@ -353,7 +380,12 @@ func (s *Server) runTurn(ctx context.Context, a admission, add []sessions.Messag
 		Input:     add,
 		Stream:    stream,
 		Env:       &env,
-		Started:   started,
+		Started: func() {
+			s.indexOpening(a)
+			if started != nil {
+				started()
+			}
+		},
 		// Under s.mu, so that a drain that timed out meanwhile (and marked
 		// this session again) is not undone.
 		// A failure is reported, not returned: the reply is stored, and a
@@ -374,7 +406,11 @@ func (s *Server) runTurn(ctx context.Context, a admission, add []sessions.Messag
 	if err != nil {
 		return turnOutcome{}, fmt.Errorf("%w (session %s keeps the request's messages; retrying continues it)", err, id)
 	}
-	return turnOutcome{reply: provider.Reply{Messages: res.Added, Usage: res.Usage}, count: res.Count}, nil
+	reply := res.Added
+	if len(cut) > 0 {
+		reply = append(append(append([]sessions.Message{}, cut...), res.Prelude...), res.Added...)
+	}
+	return turnOutcome{reply: provider.Reply{Messages: reply, Usage: res.Usage}, count: res.Count}, nil
 }
 
 // Abandon is called when the drain timed out: the sessions with turns in

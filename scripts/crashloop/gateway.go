@@ -35,32 +35,52 @@ import (
 //
 // Each run of the model answers "reply <token> <its pid>", so that two
 // runs of one turn give two different replies, while a copy of a reply (a
-// chat client's history, a fork) is the same text. Then: the reply a client
-// was given must be stored after its message (invariant 1); no turn may
-// have two different replies stored (a stored turn run twice, invariant
-// 12); no message may be stored twice in one session; and fsck must get
-// the profile clean.
+// chat client's history, a fork) is the same text. Half of its runs first
+// call the gateway's own terminal tool (gateway.tools), whose command
+// records the token and sleeps 500 to 900 ms, longer than a gateway mostly
+// lives between kills, so that most such turns are killed while the tool
+// runs and answered after a restart. Then: the reply a client was given
+// must be stored after its message (invariant 1); no turn may have two
+// different replies stored (a stored turn run twice, invariant 12); no
+// message may be stored twice in one session; no client may be answered
+// with the gateway's own call (invariant 15), and every client's turn must
+// be answered (none stuck); no tool may run twice for one turn (invariant
+// 11); and fsck must get the profile clean.
 
 // gatewayModel is the model: it answers "reply <the last user message>
-// <pid>" after a short pause.
+// <pid>" after a short pause; when no tool result follows that message,
+// every other run calls terminal first, with a command that appends the
+// token to $GATEWAY_TOOL_RUNS.
 const gatewayModel = `in=$(cat)
 tok=${in##*\"role\":\"user\",\"content\":\"}
 tok=${tok%%\"*}
 sleep 0.$(( $$ % 18 + 2 ))
+case "${in##*\"role\":\"user\"}" in
+*'"role":"tool"'*) ;;
+*) if [ $(( $$ % 2 )) -eq 0 ]; then
+     printf '{"role":"assistant","content":null,"tool_calls":[{"id":"call_%s","type":"function","function":{"name":"terminal","arguments":"{\\"command\\":\\"echo %s >> %s; sleep 0.%s\\"}"}}]}\n' "$$" "$tok" "$GATEWAY_TOOL_RUNS" $(( $$ % 5 + 5 ))
+     exit 0
+   fi ;;
+esac
 printf '{"role":"assistant","content":"reply %s %s"}\n' "$tok" "$$"
 `
 
+// gatewayKey is the API key of the phase's gateway, which runs tools.
+const gatewayKey = "crashloop-gateway-key"
+
 type gatewayPhase struct {
-	h      *harness
-	addr   string
-	env    []string
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	up     chan struct{} // closed when the current gateway answers /health, or died
-	kills  atomic.Int64
-	acked  sync.Map // token -> the reply the client was given
-	tried  sync.Map // token -> true
-	client *http.Client
+	h     *harness
+	addr  string
+	env   []string
+	mu    sync.Mutex
+	cmd   *exec.Cmd
+	up    chan struct{} // closed when the current gateway answers /health, or died
+	kills atomic.Int64
+	acked sync.Map // token -> the reply the client was given
+	// internal counts the answers that were the gateway's own call.
+	internal atomic.Int64
+	tried    sync.Map // token -> true
+	client   *http.Client
 }
 
 // gatewayPhaseRun runs the phase until kills gateway kills, with clients
@@ -68,6 +88,11 @@ type gatewayPhase struct {
 func (h *harness) gatewayPhaseRun(kills, clients int) {
 	model := filepath.Join(h.o.home, "gateway-model.sh")
 	if err := os.WriteFile(model, []byte(gatewayModel), 0o600); err != nil {
+		h.problemf("gateway phase: %v", err)
+		return
+	}
+	config := "tools:\n  approval: auto\ngateway:\n  tools: [terminal]\n  api_key_env: CRASHLOOP_GATEWAY_KEY\n"
+	if err := os.WriteFile(filepath.Join(h.profileDir(), "config.yaml"), []byte(config), 0o600); err != nil {
 		h.problemf("gateway phase: %v", err)
 		return
 	}
@@ -80,7 +105,8 @@ func (h *harness) gatewayPhaseRun(kills, clients int) {
 	ln.Close()
 	g := &gatewayPhase{
 		h: h, addr: addr,
-		env:    []string{"HERMES_PROVIDER=exec", "HERMES_EXEC_COMMAND=sh " + model},
+		env: []string{"HERMES_PROVIDER=exec", "HERMES_EXEC_COMMAND=sh " + model,
+			"CRASHLOOP_GATEWAY_KEY=" + gatewayKey, "GATEWAY_TOOL_RUNS=" + filepath.Join(h.o.home, "gateway-tool-runs")},
 		client: &http.Client{Timeout: 20 * time.Second},
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -100,7 +126,9 @@ func (h *harness) gatewayPhaseRun(kills, clients int) {
 	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
 	for g.kills.Load() < int64(kills) {
 		g.waitUp()
-		time.Sleep(time.Duration(20+rng.Intn(300)) * time.Millisecond)
+		// A gateway lives 100 to 700 ms: long enough, on a busy machine,
+		// for turns to reach the model and the tool before the kill.
+		time.Sleep(time.Duration(100+rng.Intn(600)) * time.Millisecond)
 		g.mu.Lock()
 		if g.cmd != nil && g.cmd.Process.Signal(syscall.SIGKILL) == nil {
 			g.kills.Add(1)
@@ -184,6 +212,7 @@ func (g *gatewayPhase) post(path string, body any, header map[string]string) (in
 	b, _ := json.Marshal(body)
 	req, _ := http.NewRequest("POST", "http://"+g.addr+path, bytes.NewReader(b))
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+gatewayKey)
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
@@ -267,6 +296,11 @@ func (g *gatewayPhase) runClient(c int, rng *rand.Rand, stop <-chan struct{}) {
 		if !ok {
 			return
 		}
+		if internalCall.Match(out) {
+			g.internal.Add(1)
+			g.h.problemf("gateway phase: %s was answered with the gateway's own call: %.300s", tok, out)
+			return
+		}
 		reply := replyRE.Find(out)
 		if reply == nil || string(replyRE.FindSubmatch(out)[1]) != tok {
 			g.h.problemf("gateway phase: the answer to %s is not its reply: %.300s", tok, out)
@@ -277,6 +311,9 @@ func (g *gatewayPhase) runClient(c int, rng *rand.Rand, stop <-chan struct{}) {
 		time.Sleep(time.Duration(rng.Intn(30)) * time.Millisecond)
 	}
 }
+
+// internalCall finds a call of the gateway's own tool in a response.
+var internalCall = regexp.MustCompile(`"name":\s*"terminal"`)
 
 // replyRE finds a model's reply in a response: its token and the pid of
 // the run that made it.
@@ -328,12 +365,27 @@ func (g *gatewayPhase) check() {
 			if seen[text]++; seen[text] == 2 {
 				g.h.problemf("gateway phase: %s stored twice in session %s", text, strings.TrimSuffix(name, ".jsonl"))
 			}
-			if i+1 < len(msgs) && msgs[i+1].Role == "assistant" {
-				reply, _ := msgs[i+1].Content.(string)
-				if replies[text] == nil {
-					replies[text] = map[string]bool{}
+			// The reply is the first text after the message: the calls
+			// of the gateway's tool and their results come before it.
+			for _, r := range msgs[i+1:] {
+				if r.Role == "user" {
+					break
 				}
-				replies[text][reply] = true
+				if reply, _ := r.Content.(string); r.Role == "assistant" && reply != "" {
+					if replies[text] == nil {
+						replies[text] = map[string]bool{}
+					}
+					replies[text][reply] = true
+					break
+				}
+			}
+		}
+	}
+	runs := map[string]int{}
+	if b, err := os.ReadFile(filepath.Join(g.h.o.home, "gateway-tool-runs")); err == nil {
+		for _, tok := range strings.Fields(string(b)) {
+			if runs[tok]++; runs[tok] == 2 {
+				g.h.problemf("gateway phase: the tool of %s ran twice (a call run again after a kill)", tok)
 			}
 		}
 	}
@@ -353,11 +405,14 @@ func (g *gatewayPhase) check() {
 		return true
 	})
 	g.h.led.mu.Lock()
-	g.h.gateway = gatewayCounts{kills: int(g.kills.Load()), acked: acked, twice: twice}
+	g.h.gateway = gatewayCounts{kills: int(g.kills.Load()), acked: acked, twice: twice, toolTurns: len(runs), internal: int(g.internal.Load())}
 	g.h.led.mu.Unlock()
 }
 
 // gatewayCounts is what the gateway phase reports.
 type gatewayCounts struct {
 	kills, acked, twice int
+	// toolTurns: turns whose model called the gateway's tool;
+	// internal: answers that were the gateway's own call.
+	toolTurns, internal int
 }

@@ -133,7 +133,7 @@ func main() {
 	flag.DurationVar(&o.killMin, "kill-min", time.Millisecond, "shortest pause between kills")
 	flag.DurationVar(&o.killMax, "kill-max", 30*time.Millisecond, "longest pause between kills")
 	flag.BoolVar(&o.verbose, "v", false, "print every problem as it is found and each checkpoint")
-	flag.IntVar(&o.gatewayKills, "gateway-kills", 30, "then kill a gateway under retrying clients this many times (0: no gateway phase)")
+	flag.IntVar(&o.gatewayKills, "gateway-kills", 15, "then kill a gateway under retrying clients this many times (0: no gateway phase)")
 	flag.IntVar(&o.gatewayClients, "gateway-clients", 6, "clients of the gateway phase")
 	flag.Parse()
 	if o.bin == "" || o.home == "" || o.kills < 1 || o.checkEvery < 1 || o.workers < 1 || o.killMax < o.killMin {
@@ -285,7 +285,8 @@ func (h *harness) run() int {
 	fmt.Printf("torn tails aside:   %d (*.torn-* files, each one partial line)\n", h.tornFiles)
 	h.led.mu.Lock()
 	fmt.Printf("tool turns:         %d acknowledged; %d calls answered as interrupted\n", h.agent.turns, h.agent.interrupted)
-	fmt.Printf("gateway turns:      %d acknowledged under %d gateway kills; %d answered twice\n", h.gateway.acked, h.gateway.kills, h.gateway.twice)
+	fmt.Printf("gateway turns:      %d acknowledged under %d gateway kills; %d answered twice; %d ran the gateway's tool; %d answered with its call\n",
+		h.gateway.acked, h.gateway.kills, h.gateway.twice, h.gateway.toolTurns, h.gateway.internal)
 	h.led.mu.Unlock()
 	fmt.Printf("elapsed:            %s\n", time.Since(start).Round(time.Millisecond))
 	if len(h.problems) > 0 {
