@@ -133,7 +133,7 @@ func main() {
 	flag.DurationVar(&o.killMin, "kill-min", time.Millisecond, "shortest pause between kills")
 	flag.DurationVar(&o.killMax, "kill-max", 30*time.Millisecond, "longest pause between kills")
 	flag.BoolVar(&o.verbose, "v", false, "print every problem as it is found and each checkpoint")
-	flag.IntVar(&o.gatewayKills, "gateway-kills", 15, "then kill a gateway under retrying clients this many times (0: no gateway phase)")
+	flag.IntVar(&o.gatewayKills, "gateway-kills", 30, "then kill a gateway under retrying clients this many times (0: no gateway phase)")
 	flag.IntVar(&o.gatewayClients, "gateway-clients", 6, "clients of the gateway phase")
 	flag.Parse()
 	if o.bin == "" || o.home == "" || o.kills < 1 || o.checkEvery < 1 || o.workers < 1 || o.killMax < o.killMin {
