@@ -60,7 +60,7 @@
 //
 // # Approval
 //
-// Tools that change things (terminal, write_file, process kill) need
+// Tools that change things (terminal, write_file, edit_file, process kill) need
 // approval; the others never do. tools.approval in config.yaml: ask (the
 // default: a Prompter on a terminal, yes / no / always for this session;
 // with no terminal ask acts as deny), auto (Fixed(true); chat --yes) or
