@@ -104,6 +104,7 @@ session. In line mode also: /background PROMPT, /tasks [history|log|prune …].`
 			&cli.StringFlag{Name: "system", Usage: "a system message to add before the prompt"},
 			&cli.BoolFlag{Name: "interactive", Aliases: []string{"i"}, Usage: "line mode even when stdin is not a terminal"},
 			&cli.BoolFlag{Name: "background", Usage: "run the prompt as a background task in a new session; print the task and session ids"},
+			&cli.BoolFlag{Name: "no-instructions", Usage: "leave out the project instructions (AGENTS.md) that a new session's first turn reads"},
 		}, append(providerFlags(), toolFlags()...)...),
 		Action: withEnv(chat),
 	}
@@ -113,6 +114,7 @@ session. In line mode also: /background PROMPT, /tasks [history|log|prune …].`
 // session ("" until the first turn of a new session creates it).
 type chatter struct {
 	e         *env
+	opts      chatOptions
 	store     *sessions.Store
 	engine    *agent.Engine
 	toolEnv   *agent.Env
@@ -141,17 +143,17 @@ func chat(e *env) error {
 	if err := ch.pickSession(); err != nil {
 		return err
 	}
-	interactive := e.c.Bool("interactive") || (!e.c.IsSet("query") && e.stdinIsTerminal())
-	if interactive {
-		if e.c.IsSet("query") {
+	o := ch.opts
+	if o.Interactive || (!o.HasQuery && e.stdinIsTerminal()) {
+		if o.HasQuery {
 			return usagef("-q and -i do not go together")
 		}
-		if e.c.Bool("background") {
+		if o.Background {
 			return usagef("--background takes -q PROMPT (in line mode: /background PROMPT)")
 		}
 		return ch.exit(ch.lineMode())
 	}
-	prompt := e.c.String("query")
+	prompt := o.Query
 	if !e.stdinIsTerminal() {
 		piped, err := io.ReadAll(ch.in)
 		if err != nil {
@@ -174,8 +176,8 @@ func chat(e *env) error {
 		// Stored as JSON, a bad byte would silently become U+FFFD.
 		return usagef("the prompt is not valid UTF-8 (convert it first, e.g. with iconv)")
 	}
-	if e.c.Bool("background") {
-		return ch.background(prompt)
+	if o.Background {
+		return ch.background(prompt, o.Title)
 	}
 	ch.stream = !e.json && isTerminalWriter(e.stdout)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -226,6 +228,7 @@ func (ch *chatter) exit(err error) error {
 // newChatter resolves the provider, the tools, their approval and the
 // engine's limits. Nothing is written.
 func newChatter(e *env) (*chatter, error) {
+	opts := readChatOptions(e.c)
 	cfg, err := e.config()
 	if err != nil {
 		return nil, err
@@ -234,7 +237,7 @@ func newChatter(e *env) (*chatter, error) {
 	if err != nil {
 		return nil, err
 	}
-	tools, err := chatTools(e, cfg)
+	tools, err := chatTools(opts, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -248,19 +251,20 @@ func newChatter(e *env) (*chatter, error) {
 	}
 	ch := &chatter{
 		e:      e,
+		opts:   opts,
 		store:  e.sessions(),
 		model:  pc.Model,
-		title:  e.c.String("title"),
-		system: e.c.String("system"),
+		title:  opts.Title,
+		system: opts.System,
 		in:     bufio.NewReader(e.stdin),
 	}
 	ch.compress = compress
-	if dir := e.c.String("cwd"); dir != "" {
-		if ch.cwd, err = absDir(dir); err != nil {
+	if opts.Cwd != "" {
+		if ch.cwd, err = absDir(opts.Cwd); err != nil {
 			return nil, err
 		}
 	}
-	approver, err := newApprover(e, cfg, ch.in)
+	approver, err := newApprover(e, cfg, ch.in, opts.Yes)
 	if err != nil {
 		return nil, err
 	}
@@ -274,6 +278,9 @@ func newChatter(e *env) (*chatter, error) {
 		Approver: approver,
 		MaxSteps: steps,
 		Progress: ch.progress,
+	}
+	if !opts.NoInstructions {
+		ch.engine.Instructions = &agent.Instructions{ProfileDir: e.profile.Dir(), Warn: e.warn}
 	}
 	return ch, nil
 }
@@ -317,14 +324,13 @@ func (ch *chatter) latest(id string) (string, error) {
 
 // pickNamed sets the session --resume or --continue names.
 func (ch *chatter) pickNamed() error {
-	c := ch.e.c
-	resume, cont := c.String("resume"), c.Bool("continue")
+	resume, cont, args := ch.opts.Resume, ch.opts.Continue, ch.opts.Args
 	switch {
 	case resume != "" && cont:
 		return usagef("--resume and --continue do not go together")
-	case c.NArg() > 0 && !cont:
-		return usagef("unexpected argument %q (a TITLE goes with -c)", c.Args().First())
-	case c.NArg() > 1:
+	case len(args) > 0 && !cont:
+		return usagef("unexpected argument %q (a TITLE goes with -c)", args[0])
+	case len(args) > 1:
 		return usagef("-c takes at most one TITLE")
 	case resume != "":
 		id, err := ch.store.Resolve(resume)
@@ -332,8 +338,8 @@ func (ch *chatter) pickNamed() error {
 			return err
 		}
 		ch.sessionID = id
-	case cont && c.NArg() == 1:
-		id, err := ch.store.ByTitle(c.Args().First())
+	case cont && len(args) == 1:
+		id, err := ch.store.ByTitle(args[0])
 		if err != nil {
 			return err
 		}
@@ -705,7 +711,7 @@ func (ch *chatter) slash(line string, numbered *[]string) (done bool, err error)
 		if arg == "" {
 			return false, errors.New("/background needs a prompt")
 		}
-		return false, ch.background(arg)
+		return false, ch.background(arg, "")
 	case "/tasks":
 		return false, ch.tasks(arg)
 	case "/new":
@@ -838,11 +844,11 @@ func (ch *chatter) retry() error {
 }
 
 // background runs prompt as a background task: hermes chat in a new
-// session whose parent is the current one (if any), under the tasks
-// supervisor, its record carrying the new session's id. The chat's own
-// provider, tool and approval flags go with it; without a terminal, ask
-// acts as deny there.
-func (ch *chatter) background(prompt string) error {
+// session (titled title, if any) whose parent is the current one (if
+// any), under the tasks supervisor, its record carrying the new session's
+// id. The chat's options go with it (chatOptions.backgroundArgs); without
+// a terminal, ask acts as deny there.
+func (ch *chatter) background(prompt, title string) error {
 	e := ch.e
 	cwd, err := ch.workDir()
 	if ch.sessionID != "" && ch.cwd == "" {
@@ -854,7 +860,7 @@ func (ch *chatter) background(prompt string) error {
 	if err != nil {
 		return err
 	}
-	sess, _, err := ch.store.Create(sessions.Session{Source: "chat", Model: ch.model, ParentSessionID: ch.sessionID, Cwd: cwd})
+	sess, _, err := ch.store.Create(sessions.Session{Title: title, Source: "chat", Model: ch.model, ParentSessionID: ch.sessionID, Cwd: cwd})
 	if err != nil {
 		return err
 	}
@@ -862,18 +868,8 @@ func (ch *chatter) background(prompt string) error {
 	if err != nil {
 		return err
 	}
-	argv := []string{exe, "--home", e.profile.Root, "--profile", e.profile.Name, "--lock-timeout", e.lockTimeout.String(),
-		"chat", "--resume", sess.ID, "-q", prompt}
-	for _, name := range []string{"provider", "model", "base-url", "exec-command", "timeout", "tools"} {
-		if e.c.IsSet(name) {
-			argv = append(argv, "--"+name, e.c.String(name))
-		}
-	}
-	for _, name := range []string{"no-tools", "yes"} {
-		if e.c.Bool(name) {
-			argv = append(argv, "--"+name)
-		}
-	}
+	argv := append([]string{exe, "--home", e.profile.Root, "--profile", e.profile.Name, "--lock-timeout", e.lockTimeout.String()},
+		ch.opts.backgroundArgs(sess.ID, prompt)...)
 	t, err := spawnTask(e, ch.toolEnv.Tasks, tasks.Task{Name: "background chat", Command: argv, Cwd: cwd, SessionID: sess.ID}, os.Environ())
 	if err != nil {
 		return err
