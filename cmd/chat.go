@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -84,17 +83,22 @@ func chatCommand() *cli.Command {
 		Description: `With -q, one turn: the reply goes to stdout. Without -q and with stdin not a
 terminal, the prompt is read from stdin; with -q and piped stdin, both are sent
 (git diff | hermes chat -q "review this"). With a terminal, or -i, a line mode
-with slash commands: /resume ID|TITLE|N, /sessions, /new, /title T,
-/history [N], /exit (or Ctrl-D). Ctrl-C cancels the turn in flight.
+with the slash commands below. Ctrl-C cancels the turn in flight.
 
-The user message is stored (and synced) before the provider is called. The
-model may call tools (terminal, process, read_file, write_file, session_search;
-the kanban tools inside a worker): the message holding its calls is stored
-before any runs, each result as its call ends, and the model is called again
-until it replies without calls or agent.max_steps is reached. terminal,
-write_file and process kill need approval (tools.approval: ask, auto or deny;
+The user message is stored (and synced) before the provider is called. A new
+session's first turn stores the project instructions (AGENTS.md of the profile
+and of the repository down to the working directory) before it, unless
+--no-instructions. The model may call tools (terminal, process, read_file,
+write_file, edit_file, search_files, find_files, session_search; the kanban
+tools inside a worker): the message holding its calls is stored before any
+runs, each result as its call ends, and the model is called again until it
+replies without calls or agent.max_steps is reached. terminal, write_file,
+edit_file and process kill need approval (tools.approval: ask, auto or deny;
 --yes for auto). --background runs the prompt as a background task in a new
-session. In line mode also: /background PROMPT, /tasks [history|log|prune …].`,
+session, with the other options given.
+
+Line mode's commands:
+` + indent(slashHelp(slashCommands()), "  "),
 		ArgsUsage: "[TITLE with -c]",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "query", Aliases: []string{"q"}, Usage: "the prompt: one turn, reply to stdout"},
@@ -128,6 +132,9 @@ type chatter struct {
 
 	// compress is when a turn compresses the session first.
 	compress compressAt
+	// numbered are the sessions of the last /sessions listing, which
+	// /resume N picks from.
+	numbered []string
 
 	// mu guards cancelTurn: in line mode, Ctrl-C cancels the turn in
 	// flight through it.
@@ -551,7 +558,6 @@ func (ch *chatter) lineMode() error {
 		return err
 	}
 	defer in.Close()
-	var numbered []string
 	for {
 		line, err := in.ReadLine()
 		if err != nil {
@@ -566,7 +572,7 @@ func (ch *chatter) lineMode() error {
 			continue
 		}
 		if strings.HasPrefix(line, "/") {
-			done, err := ch.slash(line, &numbered)
+			done, err := ch.slash(line)
 			if done {
 				return nil
 			}
@@ -603,162 +609,6 @@ func (ch *chatter) cancellable(fn func(ctx context.Context) error) error {
 		ch.mu.Unlock()
 	}()
 	return fn(ctx)
-}
-
-// slashCommands are the commands slash knows, for Tab completion;
-// lineModeHelp says what each does.
-var slashCommands = []string{"/background", "/branch", "/compress", "/exit", "/help", "/history", "/new", "/quit",
-	"/resume", "/retry", "/sessions", "/tasks", "/title", "/undo"}
-
-const lineModeHelp = `/resume ID|TITLE|N  continue another session (N from /sessions); ends this one
-/sessions           the 10 most recent sessions, numbered
-/new                start a new session; ends this one
-/title T            set this session's title
-/history [N]        the last N messages (default 10)
-/branch [TITLE]     fork this session here and go on in the fork
-/undo [N]           fork without the last N turns (default 1) and go on in the fork
-/retry              fork without the last answer and send its message again
-/compress [N]       go on in a new session: a summary, then the last N messages (default 6)
-/background PROMPT  run PROMPT as a background task, in a new session whose parent is this one
-/tasks              this session's running and recent background tasks
-/tasks VERB [ARGS]  hermes tasks VERB ARGS: history, log ID, prune --older-than 30d --yes, …
-/exit               quit (or Ctrl-D)`
-
-// positiveArg is a slash command's count: def when arg is empty, else a
-// positive number, or an error saying what the command takes.
-func positiveArg(arg string, def int, takes string) (int, error) {
-	if arg == "" {
-		return def, nil
-	}
-	v, err := strconv.Atoi(arg)
-	if err != nil || v < 1 {
-		return 0, fmt.Errorf("%s, not %q", takes, arg)
-	}
-	return v, nil
-}
-
-// slash runs a line-mode command. done means the loop should end.
-func (ch *chatter) slash(line string, numbered *[]string) (done bool, err error) {
-	e := ch.e
-	verb, arg, _ := strings.Cut(line, " ")
-	arg = strings.TrimSpace(arg)
-	switch verb {
-	case "/exit", "/quit":
-		return true, nil
-	case "/help":
-		fmt.Fprintln(e.stdout, lineModeHelp)
-	case "/sessions":
-		list, err := ch.store.List(sessions.ListOptions{Limit: 10})
-		if err != nil {
-			return false, err
-		}
-		*numbered = (*numbered)[:0]
-		tb := newTable(e.stdout, "N", "ID", "TITLE", "MSGS", "LAST ACTIVITY")
-		for i, s := range list {
-			*numbered = append(*numbered, s.ID)
-			tb.row(i+1, s.ID, dash(s.Title), s.MessageCount, shortTime(s.UpdatedAt))
-		}
-		return false, tb.flush()
-	case "/resume":
-		if arg == "" {
-			return false, errors.New("/resume needs ID, TITLE or N")
-		}
-		id := ""
-		if n, err := strconv.Atoi(arg); err == nil && n < 1000 {
-			// A small number is a line of the last /sessions listing, never
-			// an id prefix.
-			if n < 1 || n > len(*numbered) {
-				return false, fmt.Errorf("no session %d in the last /sessions listing", n)
-			}
-			id = (*numbered)[n-1]
-		} else if id, err = ch.store.Resolve(arg); err != nil {
-			return false, err
-		}
-		if id, err = ch.latest(id); err != nil {
-			return false, err
-		}
-		if ch.sessionID != "" && ch.sessionID != id {
-			if _, err := ch.store.End(ch.sessionID, endResumedOther); err != nil {
-				return false, err
-			}
-		}
-		ch.sessionID = id
-		sess, err := ch.store.Get(id)
-		if err != nil {
-			return false, err
-		}
-		fmt.Fprintf(e.stderr, "hermes: resumed session %s (%s, %d messages)\n", id, dash(sess.Title), sess.MessageCount)
-	case "/branch":
-		return false, ch.fork(0, arg)
-	case "/undo":
-		n, err := positiveArg(arg, 1, "/undo takes a positive number of turns")
-		if err != nil {
-			return false, err
-		}
-		return false, ch.undo(n)
-	case "/compress":
-		keep, err := positiveArg(arg, agent.DefaultKeep, "/compress takes a positive number of messages to keep")
-		if err != nil {
-			return false, err
-		}
-		return false, ch.compressNow(keep)
-	case "/retry":
-		if arg != "" {
-			return false, errors.New("/retry takes no argument")
-		}
-		return false, ch.retry()
-	case "/background":
-		if arg == "" {
-			return false, errors.New("/background needs a prompt")
-		}
-		return false, ch.background(arg, "")
-	case "/tasks":
-		return false, ch.tasks(arg)
-	case "/new":
-		if ch.sessionID != "" {
-			if _, err := ch.store.End(ch.sessionID, endNewSession); err != nil {
-				return false, err
-			}
-		}
-		ch.sessionID, ch.title = "", ""
-		fmt.Fprintln(e.stderr, "hermes: new session (created by your next message)")
-	case "/title":
-		if arg == "" {
-			return false, errors.New("/title needs a title")
-		}
-		if ch.sessionID == "" {
-			if err := fsstore.CheckTitle(arg); err != nil {
-				return false, err
-			}
-			ch.title = arg
-			return false, nil
-		}
-		_, err := ch.store.Rename(ch.sessionID, arg)
-		return false, err
-	case "/history":
-		n := 10
-		if arg != "" {
-			v, err := strconv.Atoi(arg)
-			if err != nil || v < 1 {
-				return false, fmt.Errorf("/history takes a positive number, not %q", arg)
-			}
-			n = v
-		}
-		if ch.sessionID == "" {
-			return false, nil
-		}
-		msgs, err := ch.store.Messages(ch.sessionID)
-		if err != nil {
-			return false, err
-		}
-		for _, m := range msgs[max(0, len(msgs)-n):] {
-			fmt.Fprintf(e.stdout, "[%d] %s: ", m.Seq, m.Role)
-			writeMessageBody(e.stdout, m)
-		}
-	default:
-		return false, fmt.Errorf("unknown command %s (/help lists them)", verb)
-	}
-	return false, nil
 }
 
 // endForked is the reason a line-mode fork (/branch, /undo, /retry) ends
