@@ -116,3 +116,42 @@ func TestInstructionsStoredOnceAtTheFirstTurn(t *testing.T) {
 		t.Fatalf("the provider did not get them:\n%s", dumpMsgs(p.seen[1]))
 	}
 }
+
+// A compression keeps the instructions as the child's first message, not
+// in the summary alone: no later turn would store them again.
+func TestInstructionsSurviveCompression(t *testing.T) {
+	profile, cwd := project(t)
+	st := newStore(t)
+	id := newSession(t, st)
+	p := &scripted{t: t, replies: []sessions.Message{text("a1"), text("a2"), text("the gist"), text("a3"), text("a4"), text("gist 2")}}
+	e := &Engine{Sessions: st, Provider: p, Instructions: &Instructions{ProfileDir: profile}}
+	turn := func(id, q string) {
+		t.Helper()
+		if _, err := e.Run(context.Background(), Turn{SessionID: id, Input: user(q), Env: &Env{Cwd: cwd}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	turn(id, "one")
+	turn(id, "two")
+	for range 2 {
+		c, err := e.Compress(context.Background(), id, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id = c.Child.ID
+		child := stored(t, st, id)
+		if !IsInstructions(child[0]) || !strings.HasPrefix(child[1].Text(), "Summary of the conversation") {
+			t.Fatalf("child:\n%s", dumpMsgs(child))
+		}
+		turn(id, "more")
+		n := 0
+		for _, m := range stored(t, st, id) {
+			if IsInstructions(m) {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Fatalf("instructions %d times in the child", n)
+		}
+	}
+}
