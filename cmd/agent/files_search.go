@@ -93,10 +93,15 @@ func (searchFilesTool) Run(ctx context.Context, env *Env, raw json.RawMessage) (
 	}
 	var lines []string
 	var skipped int
-	if fi.Mode().IsRegular() {
-		lines, _ = searchFile(root, firstNonEmpty(args.Path, filepath.Base(root)), re, limit)
-	} else {
+	switch {
+	case fi.Mode().IsRegular():
+		if lines, err = searchFile(root, args.Path, re, limit); err != nil {
+			return "", fmt.Errorf("search_files: %w", err)
+		}
+	case fi.IsDir():
 		lines, skipped = searchTree(ctx, root, args.Path, re, filter, limit)
+	default:
+		return "", fmt.Errorf("search_files: %s is neither a directory nor a regular file", args.Path)
 	}
 	if err := ctx.Err(); err != nil {
 		return "", err
@@ -218,6 +223,10 @@ func searchTree(ctx context.Context, root, shown string, re *regexp.Regexp, filt
 	return lines, skipped + t.skipped
 }
 
+// chunkPool holds the buffers searchFile reads into, searchChunk bytes
+// each (one grown for a long line is not kept).
+var chunkPool = sync.Pool{New: func() any { b := make([]byte, searchChunk); return &b }}
+
 // searchFile returns the lines of the file at abs that re matches, at most
 // limit, as name:line:text. A binary file (a NUL in its first 8 KiB) has
 // none. The file is read a chunk at a time, so memory stays bounded
@@ -233,7 +242,9 @@ func searchFile(abs, name string, re *regexp.Regexp, limit int) ([]string, error
 		return nil, err
 	}
 	var out []string
-	buf := make([]byte, searchChunk)
+	pooled := chunkPool.Get().(*[]byte)
+	defer chunkPool.Put(pooled)
+	buf := *pooled
 	filled := 0
 	lineNo := 1
 	first := true

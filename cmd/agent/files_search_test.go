@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -144,10 +145,17 @@ func TestSearchFilesBinaryAndOptions(t *testing.T) {
 	if len(text) > maxLineText+2*len("…") || !strings.Contains(text, "NEEDLE") || !strings.HasPrefix(text, "…") {
 		t.Errorf("a long line is shown as %d bytes: %q…", len(text), text[:min(len(text), 80)])
 	}
-	for _, bad := range []string{`{"pattern":"("}`, `{"pattern":""}`, `{"pattern":"a","max_results":-1}`, `{"pattern":"a","path":"missing"}`, `{"pattern":"a","glob":"[x"}`} {
-		if _, err := run(t, searchFilesTool{}, env, bad); err == nil && bad != `{"pattern":"a","glob":"[x"}` {
+	if err := syscall.Mkfifo(filepath.Join(env.Cwd, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{`{"pattern":"("}`, `{"pattern":""}`, `{"pattern":"a","max_results":-1}`, `{"pattern":"a","path":"missing"}`, `{"pattern":"a","path":"fifo"}`, `{"pattern":"a","bad":1}`} {
+		if _, err := run(t, searchFilesTool{}, env, bad); err == nil {
 			t.Errorf("%s: no error", bad)
 		}
+	}
+	// In a tree, a FIFO is not opened, so it cannot block the search.
+	if got, err := run(t, searchFilesTool{}, env, `{"pattern":"in go"}`); err != nil || got != "sub/x.go:1:needle in go\n" {
+		t.Errorf("beside a FIFO: %q, %v", got, err)
 	}
 }
 
