@@ -45,7 +45,7 @@ func slashCommands() []slashCommand {
 		{name: "/tools", help: "the tools offered to the model, by where they come from", run: (*chatter).toolsCmd},
 		{name: "/background", args: "PROMPT", help: "run PROMPT as a background task, in a new session whose parent is this one",
 			run: (*chatter).backgroundCmd},
-		{name: "/tasks", args: "[VERB ARGS]", help: "this session's running and recent background tasks; with a VERB, hermes tasks VERB ARGS (history, log ID, prune --older-than 30d --yes, …)",
+		{name: "/tasks", args: "[VERB ARGS]", help: "this session's recent background tasks; with a VERB, hermes tasks VERB ARGS (history, log ID, …)",
 			complete: func(*sessions.Store) []string {
 				return []string{"history", "kill", "list", "log", "prune", "show", "wait"}
 			},
