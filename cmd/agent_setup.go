@@ -72,17 +72,17 @@ func maxSteps(cfg profiles.Config) (int, error) {
 
 // chatTools are the tools a chat offers: --no-tools, else --tools, else
 // agent.tools, else the default set (agent.Select).
-func chatTools(e *env, cfg profiles.Config) ([]agent.Tool, error) {
+func chatTools(o chatOptions, cfg profiles.Config) ([]agent.Tool, error) {
 	_, inWorker := workerFromEnv()
-	if e.c.Bool("no-tools") {
-		if e.c.IsSet("tools") {
+	if o.NoTools {
+		if o.HasTools {
 			return nil, usagef("--tools and --no-tools do not go together")
 		}
 		return nil, nil
 	}
 	names := cfg.Agent.Tools
-	if e.c.IsSet("tools") {
-		names = splitList(e.c.String("tools"))
+	if o.HasTools {
+		names = splitList(o.Tools)
 		if len(names) == 0 {
 			return nil, usagef("--tools needs tool names (or use --no-tools)")
 		}
@@ -100,14 +100,15 @@ func splitList(s string) []string {
 	return out
 }
 
-// newApprover resolves tools.approval: --yes means auto; ask prompts on a
-// terminal (reading answers from in) and acts as deny without one.
-func newApprover(e *env, cfg profiles.Config, in *bufio.Reader) (agent.Approver, error) {
+// newApprover resolves tools.approval: yes (--yes) means auto; ask
+// prompts on a terminal (reading answers from in) and acts as deny
+// without one.
+func newApprover(e *env, cfg profiles.Config, in *bufio.Reader, yes bool) (agent.Approver, error) {
 	policy := firstSet(cfg.Tools.Approval, agent.PolicyAsk)
 	if err := agent.CheckPolicy(policy); err != nil {
 		return nil, err
 	}
-	if e.c.Bool("yes") {
+	if yes {
 		policy = agent.PolicyAuto
 	}
 	switch {

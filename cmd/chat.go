@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -84,17 +83,22 @@ func chatCommand() *cli.Command {
 		Description: `With -q, one turn: the reply goes to stdout. Without -q and with stdin not a
 terminal, the prompt is read from stdin; with -q and piped stdin, both are sent
 (git diff | hermes chat -q "review this"). With a terminal, or -i, a line mode
-with slash commands: /resume ID|TITLE|N, /sessions, /new, /title T,
-/history [N], /exit (or Ctrl-D). Ctrl-C cancels the turn in flight.
+with the slash commands below. Ctrl-C cancels the turn in flight.
 
-The user message is stored (and synced) before the provider is called. The
-model may call tools (terminal, process, read_file, write_file, session_search;
-the kanban tools inside a worker): the message holding its calls is stored
-before any runs, each result as its call ends, and the model is called again
-until it replies without calls or agent.max_steps is reached. terminal,
-write_file and process kill need approval (tools.approval: ask, auto or deny;
+The user message is stored (and synced) before the provider is called. A new
+session's first turn stores the project instructions (AGENTS.md of the profile
+and of the repository down to the working directory) before it, unless
+--no-instructions. The model may call tools (terminal, process, read_file,
+write_file, edit_file, search_files, find_files, session_search; the kanban
+tools inside a worker): the message holding its calls is stored before any
+runs, each result as its call ends, and the model is called again until it
+replies without calls or agent.max_steps is reached. terminal, write_file,
+edit_file and process kill need approval (tools.approval: ask, auto or deny;
 --yes for auto). --background runs the prompt as a background task in a new
-session. In line mode also: /background PROMPT, /tasks [history|log|prune …].`,
+session, with the other options given.
+
+Line mode's commands:
+` + indent(slashHelp(slashCommands()), "  "),
 		ArgsUsage: "[TITLE with -c]",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "query", Aliases: []string{"q"}, Usage: "the prompt: one turn, reply to stdout"},
@@ -104,6 +108,7 @@ session. In line mode also: /background PROMPT, /tasks [history|log|prune …].`
 			&cli.StringFlag{Name: "system", Usage: "a system message to add before the prompt"},
 			&cli.BoolFlag{Name: "interactive", Aliases: []string{"i"}, Usage: "line mode even when stdin is not a terminal"},
 			&cli.BoolFlag{Name: "background", Usage: "run the prompt as a background task in a new session; print the task and session ids"},
+			&cli.BoolFlag{Name: "no-instructions", Usage: "leave out the project instructions (AGENTS.md) that a new session's first turn reads"},
 		}, append(providerFlags(), toolFlags()...)...),
 		Action: withEnv(chat),
 	}
@@ -113,6 +118,7 @@ session. In line mode also: /background PROMPT, /tasks [history|log|prune …].`
 // session ("" until the first turn of a new session creates it).
 type chatter struct {
 	e         *env
+	opts      chatOptions
 	store     *sessions.Store
 	engine    *agent.Engine
 	toolEnv   *agent.Env
@@ -126,6 +132,9 @@ type chatter struct {
 
 	// compress is when a turn compresses the session first.
 	compress compressAt
+	// numbered are the sessions of the last /sessions listing, which
+	// /resume N picks from.
+	numbered []string
 
 	// mu guards cancelTurn: in line mode, Ctrl-C cancels the turn in
 	// flight through it.
@@ -141,17 +150,17 @@ func chat(e *env) error {
 	if err := ch.pickSession(); err != nil {
 		return err
 	}
-	interactive := e.c.Bool("interactive") || (!e.c.IsSet("query") && e.stdinIsTerminal())
-	if interactive {
-		if e.c.IsSet("query") {
+	o := ch.opts
+	if o.Interactive || (!o.HasQuery && e.stdinIsTerminal()) {
+		if o.HasQuery {
 			return usagef("-q and -i do not go together")
 		}
-		if e.c.Bool("background") {
+		if o.Background {
 			return usagef("--background takes -q PROMPT (in line mode: /background PROMPT)")
 		}
 		return ch.exit(ch.lineMode())
 	}
-	prompt := e.c.String("query")
+	prompt := o.Query
 	if !e.stdinIsTerminal() {
 		piped, err := io.ReadAll(ch.in)
 		if err != nil {
@@ -174,8 +183,8 @@ func chat(e *env) error {
 		// Stored as JSON, a bad byte would silently become U+FFFD.
 		return usagef("the prompt is not valid UTF-8 (convert it first, e.g. with iconv)")
 	}
-	if e.c.Bool("background") {
-		return ch.background(prompt)
+	if o.Background {
+		return ch.background(prompt, o.Title)
 	}
 	ch.stream = !e.json && isTerminalWriter(e.stdout)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -226,6 +235,7 @@ func (ch *chatter) exit(err error) error {
 // newChatter resolves the provider, the tools, their approval and the
 // engine's limits. Nothing is written.
 func newChatter(e *env) (*chatter, error) {
+	opts := readChatOptions(e.c)
 	cfg, err := e.config()
 	if err != nil {
 		return nil, err
@@ -234,7 +244,7 @@ func newChatter(e *env) (*chatter, error) {
 	if err != nil {
 		return nil, err
 	}
-	tools, err := chatTools(e, cfg)
+	tools, err := chatTools(opts, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -248,19 +258,20 @@ func newChatter(e *env) (*chatter, error) {
 	}
 	ch := &chatter{
 		e:      e,
+		opts:   opts,
 		store:  e.sessions(),
 		model:  pc.Model,
-		title:  e.c.String("title"),
-		system: e.c.String("system"),
+		title:  opts.Title,
+		system: opts.System,
 		in:     bufio.NewReader(e.stdin),
 	}
 	ch.compress = compress
-	if dir := e.c.String("cwd"); dir != "" {
-		if ch.cwd, err = absDir(dir); err != nil {
+	if opts.Cwd != "" {
+		if ch.cwd, err = absDir(opts.Cwd); err != nil {
 			return nil, err
 		}
 	}
-	approver, err := newApprover(e, cfg, ch.in)
+	approver, err := newApprover(e, cfg, ch.in, opts.Yes)
 	if err != nil {
 		return nil, err
 	}
@@ -274,6 +285,9 @@ func newChatter(e *env) (*chatter, error) {
 		Approver: approver,
 		MaxSteps: steps,
 		Progress: ch.progress,
+	}
+	if !opts.NoInstructions {
+		ch.engine.Instructions = &agent.Instructions{ProfileDir: e.profile.Dir(), Warn: e.warn}
 	}
 	return ch, nil
 }
@@ -317,14 +331,13 @@ func (ch *chatter) latest(id string) (string, error) {
 
 // pickNamed sets the session --resume or --continue names.
 func (ch *chatter) pickNamed() error {
-	c := ch.e.c
-	resume, cont := c.String("resume"), c.Bool("continue")
+	resume, cont, args := ch.opts.Resume, ch.opts.Continue, ch.opts.Args
 	switch {
 	case resume != "" && cont:
 		return usagef("--resume and --continue do not go together")
-	case c.NArg() > 0 && !cont:
-		return usagef("unexpected argument %q (a TITLE goes with -c)", c.Args().First())
-	case c.NArg() > 1:
+	case len(args) > 0 && !cont:
+		return usagef("unexpected argument %q (a TITLE goes with -c)", args[0])
+	case len(args) > 1:
 		return usagef("-c takes at most one TITLE")
 	case resume != "":
 		id, err := ch.store.Resolve(resume)
@@ -332,8 +345,8 @@ func (ch *chatter) pickNamed() error {
 			return err
 		}
 		ch.sessionID = id
-	case cont && c.NArg() == 1:
-		id, err := ch.store.ByTitle(c.Args().First())
+	case cont && len(args) == 1:
+		id, err := ch.store.ByTitle(args[0])
 		if err != nil {
 			return err
 		}
@@ -545,7 +558,6 @@ func (ch *chatter) lineMode() error {
 		return err
 	}
 	defer in.Close()
-	var numbered []string
 	for {
 		line, err := in.ReadLine()
 		if err != nil {
@@ -560,7 +572,7 @@ func (ch *chatter) lineMode() error {
 			continue
 		}
 		if strings.HasPrefix(line, "/") {
-			done, err := ch.slash(line, &numbered)
+			done, err := ch.slash(line)
 			if done {
 				return nil
 			}
@@ -597,162 +609,6 @@ func (ch *chatter) cancellable(fn func(ctx context.Context) error) error {
 		ch.mu.Unlock()
 	}()
 	return fn(ctx)
-}
-
-// slashCommands are the commands slash knows, for Tab completion;
-// lineModeHelp says what each does.
-var slashCommands = []string{"/background", "/branch", "/compress", "/exit", "/help", "/history", "/new", "/quit",
-	"/resume", "/retry", "/sessions", "/tasks", "/title", "/undo"}
-
-const lineModeHelp = `/resume ID|TITLE|N  continue another session (N from /sessions); ends this one
-/sessions           the 10 most recent sessions, numbered
-/new                start a new session; ends this one
-/title T            set this session's title
-/history [N]        the last N messages (default 10)
-/branch [TITLE]     fork this session here and go on in the fork
-/undo [N]           fork without the last N turns (default 1) and go on in the fork
-/retry              fork without the last answer and send its message again
-/compress [N]       go on in a new session: a summary, then the last N messages (default 6)
-/background PROMPT  run PROMPT as a background task, in a new session whose parent is this one
-/tasks              this session's running and recent background tasks
-/tasks VERB [ARGS]  hermes tasks VERB ARGS: history, log ID, prune --older-than 30d --yes, …
-/exit               quit (or Ctrl-D)`
-
-// positiveArg is a slash command's count: def when arg is empty, else a
-// positive number, or an error saying what the command takes.
-func positiveArg(arg string, def int, takes string) (int, error) {
-	if arg == "" {
-		return def, nil
-	}
-	v, err := strconv.Atoi(arg)
-	if err != nil || v < 1 {
-		return 0, fmt.Errorf("%s, not %q", takes, arg)
-	}
-	return v, nil
-}
-
-// slash runs a line-mode command. done means the loop should end.
-func (ch *chatter) slash(line string, numbered *[]string) (done bool, err error) {
-	e := ch.e
-	verb, arg, _ := strings.Cut(line, " ")
-	arg = strings.TrimSpace(arg)
-	switch verb {
-	case "/exit", "/quit":
-		return true, nil
-	case "/help":
-		fmt.Fprintln(e.stdout, lineModeHelp)
-	case "/sessions":
-		list, err := ch.store.List(sessions.ListOptions{Limit: 10})
-		if err != nil {
-			return false, err
-		}
-		*numbered = (*numbered)[:0]
-		tb := newTable(e.stdout, "N", "ID", "TITLE", "MSGS", "LAST ACTIVITY")
-		for i, s := range list {
-			*numbered = append(*numbered, s.ID)
-			tb.row(i+1, s.ID, dash(s.Title), s.MessageCount, shortTime(s.UpdatedAt))
-		}
-		return false, tb.flush()
-	case "/resume":
-		if arg == "" {
-			return false, errors.New("/resume needs ID, TITLE or N")
-		}
-		id := ""
-		if n, err := strconv.Atoi(arg); err == nil && n < 1000 {
-			// A small number is a line of the last /sessions listing, never
-			// an id prefix.
-			if n < 1 || n > len(*numbered) {
-				return false, fmt.Errorf("no session %d in the last /sessions listing", n)
-			}
-			id = (*numbered)[n-1]
-		} else if id, err = ch.store.Resolve(arg); err != nil {
-			return false, err
-		}
-		if id, err = ch.latest(id); err != nil {
-			return false, err
-		}
-		if ch.sessionID != "" && ch.sessionID != id {
-			if _, err := ch.store.End(ch.sessionID, endResumedOther); err != nil {
-				return false, err
-			}
-		}
-		ch.sessionID = id
-		sess, err := ch.store.Get(id)
-		if err != nil {
-			return false, err
-		}
-		fmt.Fprintf(e.stderr, "hermes: resumed session %s (%s, %d messages)\n", id, dash(sess.Title), sess.MessageCount)
-	case "/branch":
-		return false, ch.fork(0, arg)
-	case "/undo":
-		n, err := positiveArg(arg, 1, "/undo takes a positive number of turns")
-		if err != nil {
-			return false, err
-		}
-		return false, ch.undo(n)
-	case "/compress":
-		keep, err := positiveArg(arg, agent.DefaultKeep, "/compress takes a positive number of messages to keep")
-		if err != nil {
-			return false, err
-		}
-		return false, ch.compressNow(keep)
-	case "/retry":
-		if arg != "" {
-			return false, errors.New("/retry takes no argument")
-		}
-		return false, ch.retry()
-	case "/background":
-		if arg == "" {
-			return false, errors.New("/background needs a prompt")
-		}
-		return false, ch.background(arg)
-	case "/tasks":
-		return false, ch.tasks(arg)
-	case "/new":
-		if ch.sessionID != "" {
-			if _, err := ch.store.End(ch.sessionID, endNewSession); err != nil {
-				return false, err
-			}
-		}
-		ch.sessionID, ch.title = "", ""
-		fmt.Fprintln(e.stderr, "hermes: new session (created by your next message)")
-	case "/title":
-		if arg == "" {
-			return false, errors.New("/title needs a title")
-		}
-		if ch.sessionID == "" {
-			if err := fsstore.CheckTitle(arg); err != nil {
-				return false, err
-			}
-			ch.title = arg
-			return false, nil
-		}
-		_, err := ch.store.Rename(ch.sessionID, arg)
-		return false, err
-	case "/history":
-		n := 10
-		if arg != "" {
-			v, err := strconv.Atoi(arg)
-			if err != nil || v < 1 {
-				return false, fmt.Errorf("/history takes a positive number, not %q", arg)
-			}
-			n = v
-		}
-		if ch.sessionID == "" {
-			return false, nil
-		}
-		msgs, err := ch.store.Messages(ch.sessionID)
-		if err != nil {
-			return false, err
-		}
-		for _, m := range msgs[max(0, len(msgs)-n):] {
-			fmt.Fprintf(e.stdout, "[%d] %s: ", m.Seq, m.Role)
-			writeMessageBody(e.stdout, m)
-		}
-	default:
-		return false, fmt.Errorf("unknown command %s (/help lists them)", verb)
-	}
-	return false, nil
 }
 
 // endForked is the reason a line-mode fork (/branch, /undo, /retry) ends
@@ -838,11 +694,11 @@ func (ch *chatter) retry() error {
 }
 
 // background runs prompt as a background task: hermes chat in a new
-// session whose parent is the current one (if any), under the tasks
-// supervisor, its record carrying the new session's id. The chat's own
-// provider, tool and approval flags go with it; without a terminal, ask
-// acts as deny there.
-func (ch *chatter) background(prompt string) error {
+// session (titled title, if any) whose parent is the current one (if
+// any), under the tasks supervisor, its record carrying the new session's
+// id. The chat's options go with it (chatOptions.backgroundArgs); without
+// a terminal, ask acts as deny there.
+func (ch *chatter) background(prompt, title string) error {
 	e := ch.e
 	cwd, err := ch.workDir()
 	if ch.sessionID != "" && ch.cwd == "" {
@@ -854,7 +710,7 @@ func (ch *chatter) background(prompt string) error {
 	if err != nil {
 		return err
 	}
-	sess, _, err := ch.store.Create(sessions.Session{Source: "chat", Model: ch.model, ParentSessionID: ch.sessionID, Cwd: cwd})
+	sess, _, err := ch.store.Create(sessions.Session{Title: title, Source: "chat", Model: ch.model, ParentSessionID: ch.sessionID, Cwd: cwd})
 	if err != nil {
 		return err
 	}
@@ -862,18 +718,8 @@ func (ch *chatter) background(prompt string) error {
 	if err != nil {
 		return err
 	}
-	argv := []string{exe, "--home", e.profile.Root, "--profile", e.profile.Name, "--lock-timeout", e.lockTimeout.String(),
-		"chat", "--resume", sess.ID, "-q", prompt}
-	for _, name := range []string{"provider", "model", "base-url", "exec-command", "timeout", "tools"} {
-		if e.c.IsSet(name) {
-			argv = append(argv, "--"+name, e.c.String(name))
-		}
-	}
-	for _, name := range []string{"no-tools", "yes"} {
-		if e.c.Bool(name) {
-			argv = append(argv, "--"+name)
-		}
-	}
+	argv := append([]string{exe, "--home", e.profile.Root, "--profile", e.profile.Name, "--lock-timeout", e.lockTimeout.String()},
+		ch.opts.backgroundArgs(sess.ID, prompt)...)
 	t, err := spawnTask(e, ch.toolEnv.Tasks, tasks.Task{Name: "background chat", Command: argv, Cwd: cwd, SessionID: sess.ID}, os.Environ())
 	if err != nil {
 		return err

@@ -135,6 +135,11 @@ func gatewayServe(e *env) error {
 	if toolEnv.Cwd, err = os.Getwd(); err != nil {
 		return err
 	}
+	logf := func(format string, args ...any) { fmt.Fprintf(e.stderr, "hermes: "+format+"\n", args...) }
+	var instructions *agent.Instructions
+	if g.Instructions {
+		instructions = &agent.Instructions{ProfileDir: e.profile.Dir(), Warn: func(msg string) { logf("%s", msg) }}
+	}
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGTERM, os.Interrupt)
 	defer signal.Stop(sigs)
@@ -161,7 +166,8 @@ func gatewayServe(e *env) error {
 			Approver:           agent.Fixed(policy == agent.PolicyAuto),
 			ToolEnv:            *toolEnv,
 			MaxSteps:           steps,
-			Logf:               func(format string, args ...any) { fmt.Fprintf(e.stderr, "hermes: "+format+"\n", args...) },
+			Instructions:       instructions,
+			Logf:               logf,
 		},
 		Addr:           addr,
 		DrainTimeout:   drain,

@@ -291,7 +291,8 @@ func (f *pasteFilter) filter(ended bool) {
 	f.in = f.in[:0]
 }
 
-// completer completes slash commands, and session titles after /resume.
+// completer completes slash commands, and their arguments where the
+// table gives candidates (session titles after /resume).
 type completer struct {
 	store *sessions.Store
 }
@@ -305,19 +306,17 @@ func (c *completer) Do(line []rune, pos int) ([][]rune, int) {
 	}
 	var names []string
 	word := typed
-	if arg, ok := strings.CutPrefix(typed, "/resume "); ok {
-		word = arg
-		list, err := c.store.List(sessions.ListOptions{})
-		if err != nil {
+	cmds := slashCommands()
+	if verb, arg, ok := strings.Cut(typed, " "); ok {
+		cmd, found := findSlash(cmds, verb)
+		if !found || cmd.complete == nil {
 			return nil, 0
 		}
-		for _, s := range list {
-			if s.Title != "" {
-				names = append(names, s.Title)
-			}
+		word, names = arg, cmd.complete(c.store)
+	} else {
+		for _, cmd := range cmds {
+			names = append(append(names, cmd.name), cmd.aliases...)
 		}
-	} else if !strings.Contains(typed, " ") {
-		names = slashCommands
 	}
 	var endings [][]rune
 	for _, name := range names {

@@ -2,13 +2,9 @@ package cmd
 
 import (
 	"bufio"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"io"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -86,7 +82,9 @@ func TestCompleter(t *testing.T) {
 		length int
 	}{
 		{"/re", []string{"sume ", "try "}, 3},
-		{"/t", []string{"asks ", "itle "}, 2},
+		{"/t", []string{"asks ", "itle ", "ools "}, 2},
+		{"/tasks h", []string{"istory "}, 1},
+		{"/qu", []string{"it "}, 3},
 		{"/resume re", []string{"factor ", "lease notes "}, 2},
 		{"/resume ", []string{"other ", "refactor ", "release notes "}, 0},
 		{"hello /re", nil, 0},
@@ -104,37 +102,32 @@ func TestCompleter(t *testing.T) {
 	}
 }
 
-// TestSlashCommandsComplete keeps the completion list in step with slash:
-// every command slash knows is completed, and nothing else.
-func TestSlashCommandsComplete(t *testing.T) {
-	f, err := parser.ParseFile(token.NewFileSet(), "chat.go", nil, 0)
-	if err != nil {
-		t.Fatal(err)
+// TestSlashCommandsOneTable checks that /help, Tab completion and chat
+// --help each name every command of the table.
+func TestSlashCommandsOneTable(t *testing.T) {
+	c := &completer{store: sessions.NewStore(t.TempDir(), "default", 0, func(string) {})}
+	endings, _ := c.Do([]rune("/"), 1)
+	var completed []string
+	for _, e := range endings {
+		completed = append(completed, "/"+strings.TrimSpace(string(e)))
 	}
-	var known []string
-	for _, d := range f.Decls {
-		fn, ok := d.(*ast.FuncDecl)
-		if !ok || fn.Name.Name != "slash" {
-			continue
-		}
-		ast.Inspect(fn.Body, func(n ast.Node) bool {
-			if cc, ok := n.(*ast.CaseClause); ok {
-				for _, e := range cc.List {
-					if lit, ok := e.(*ast.BasicLit); ok && lit.Kind == token.STRING {
-						s, _ := strconv.Unquote(lit.Value)
-						if strings.HasPrefix(s, "/") {
-							known = append(known, s)
-						}
-					}
-				}
+	help := slashHelp(slashCommands())
+	chatHelp := chatCommand().Description
+	for _, cmd := range slashCommands() {
+		for _, name := range append([]string{cmd.name}, cmd.aliases...) {
+			if !slices.Contains(completed, name) {
+				t.Errorf("%s is not completed: %q", name, completed)
 			}
-			return true
-		})
+			if !strings.Contains(help, name) {
+				t.Errorf("/help lacks %s", name)
+			}
+			if !strings.Contains(chatHelp, name+" ") && !strings.Contains(chatHelp, name+",") {
+				t.Errorf("chat --help lacks %s", name)
+			}
+		}
 	}
-	slices.Sort(known)
-	listed := slices.Sorted(slices.Values(slashCommands))
-	if len(known) == 0 || !slices.Equal(known, listed) {
-		t.Fatalf("slash knows %q, slashCommands lists %q", known, listed)
+	if len(completed) != len(slashCommands())+1 { // and /quit
+		t.Errorf("completed %q", completed)
 	}
 }
 

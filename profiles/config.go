@@ -48,6 +48,10 @@ type Config struct {
 		// Tools are the built-in tools the gateway's turns run; none by
 		// default (a client's own tool calls go back to the client).
 		Tools []string `yaml:"tools" json:"tools"`
+		// Instructions: a conversation's first turn stores the project
+		// instructions (AGENTS.md) of the gateway's working directory, as
+		// a chat's does; off by default (a client sends its own).
+		Instructions bool `yaml:"instructions" json:"instructions"`
 		// AllowedHosts are the names a request's Host may carry besides
 		// loopback ones and the server's own addresses; AllowedOrigins
 		// the web origins that may call the gateway (none by default).

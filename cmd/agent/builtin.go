@@ -13,7 +13,8 @@ import (
 // Builtin returns every built-in tool, in the order requests offer them.
 func Builtin() []Tool {
 	return []Tool{
-		terminalTool{}, processTool{}, readFileTool{}, writeFileTool{}, searchTool{},
+		terminalTool{}, processTool{}, readFileTool{}, writeFileTool{}, editFileTool{},
+		searchFilesTool{}, findFilesTool{}, searchTool{},
 		kanbanTool{name: "kanban_complete"}, kanbanTool{name: "kanban_block"},
 		kanbanTool{name: "kanban_comment"}, kanbanTool{name: "kanban_heartbeat"},
 	}
@@ -21,7 +22,7 @@ func Builtin() []Tool {
 
 // GeneralToolNames are the tools a chat offers by default.
 func GeneralToolNames() []string {
-	return []string{"terminal", "process", "read_file", "write_file", "session_search"}
+	return []string{"terminal", "process", "read_file", "write_file", "edit_file", "search_files", "find_files", "session_search"}
 }
 
 // KanbanToolNames are the tools offered only inside a kanban worker.

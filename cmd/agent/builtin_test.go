@@ -51,8 +51,8 @@ func TestSelect(t *testing.T) {
 		want     string
 		err      string
 	}{
-		{nil, false, "terminal,process,read_file,write_file,session_search", ""},
-		{nil, true, "terminal,process,read_file,write_file,session_search,kanban_complete,kanban_block,kanban_comment,kanban_heartbeat", ""},
+		{nil, false, "terminal,process,read_file,write_file,edit_file,search_files,find_files,session_search", ""},
+		{nil, true, "terminal,process,read_file,write_file,edit_file,search_files,find_files,session_search,kanban_complete,kanban_block,kanban_comment,kanban_heartbeat", ""},
 		{[]string{"read_file", "terminal", "read_file"}, false, "read_file,terminal", ""},
 		{[]string{}, false, "", ""},
 		{[]string{"rm_rf"}, false, "", `unknown tool "rm_rf"`},
@@ -103,6 +103,9 @@ func TestApprovalNeeds(t *testing.T) {
 		{processTool{}, `{"action":"status","task_id":"x"}`, false},
 		{processTool{}, `{"action":"wait","task_id":"x"}`, false},
 		{readFileTool{}, `{"path":"a"}`, false},
+		{editFileTool{}, `{"path":"a","old_string":"b","new_string":"c"}`, true},
+		{searchFilesTool{}, `{"pattern":"a"}`, false},
+		{findFilesTool{}, `{"glob":"*"}`, false},
 		{searchTool{}, `{"query":"a"}`, false},
 		{kanbanTool{name: "kanban_complete"}, `{"result":"a"}`, false},
 	} {

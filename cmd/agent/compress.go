@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/hermes/hermes/cmd/provider"
@@ -83,15 +84,47 @@ func (e *Engine) Compress(ctx context.Context, id string, keep int) (Compression
 	if summary == "" {
 		return Compression{}, &provider.Error{Provider: e.Provider.Name(), Message: e.Provider.Name() + ": the summary is empty"}
 	}
-	msgs := append([]sessions.Message{{
+	// The project instructions a first turn stored stay the child's first
+	// message, as they are, rather than a part of the summary: no later
+	// turn stores them again.
+	var msgs []sessions.Message
+	instructions, err := e.instructionsOf(id)
+	if err != nil {
+		return Compression{}, err
+	}
+	msgs = append(msgs, instructions...)
+	msgs = append(msgs, sessions.Message{
 		Role:    "system",
 		Content: sessions.TextContent(fmt.Sprintf("Summary of the conversation so far (session %s, messages 1 to %d), which this session continues:\n\n%s", id, cut, summary)),
-	}}, sessions.CopyMessages(tail)...)
+	})
+	msgs = append(msgs, sessions.CopyMessages(tail)...)
 	child, err := st.Compress(id, count, msgs)
 	if err != nil {
 		return Compression{}, err
 	}
 	return Compression{Parent: id, Child: child, Summarised: cut, Kept: len(tail)}, nil
+}
+
+// instructionsOf returns the project instructions session id starts with
+// (Instructions.Note), if it does, reading its first message only.
+func (e *Engine) instructionsOf(id string) ([]sessions.Message, error) {
+	t, err := e.Sessions.OpenTranscript(id)
+	if err != nil {
+		return nil, err
+	}
+	defer t.Close()
+	var out []sessions.Message
+	errFirst := errors.New("first message read")
+	err = t.Each(func(m sessions.Message) error {
+		if IsInstructions(m) {
+			out = sessions.CopyMessages([]sessions.Message{m})
+		}
+		return errFirst
+	})
+	if err != nil && !errors.Is(err, errFirst) {
+		return nil, err
+	}
+	return out, nil
 }
 
 // summaryRequest is the history a summary is asked with.

@@ -15,8 +15,9 @@
 //     (a gateway client's results) are left to it. A session a restart
 //     interrupted (resume_pending, suspended) gets a system note naming the
 //     reason and the interrupted calls, unless a failed attempt already
-//     stored one. Then the input (the user message). All of it is one
-//     append, synced.
+//     stored one. Then the input (the user message). At a session's first
+//     turn (an empty transcript), Engine.Instructions' note comes first.
+//     All of it is one append, synced.
 //  3. The provider is called with the stored history, streamed from the
 //     transcript in one pass, and the tools' schemas.
 //  4. The reply is appended, synced, before any call in it runs.
@@ -60,11 +61,28 @@
 //
 // # Approval
 //
-// Tools that change things (terminal, write_file, process kill) need
+// Tools that change things (terminal, write_file, edit_file, process kill) need
 // approval; the others never do. tools.approval in config.yaml: ask (the
 // default: a Prompter on a terminal, yes / no / always for this session;
 // with no terminal ask acts as deny), auto (Fixed(true); chat --yes) or
 // deny. The gateway never prompts.
+//
+// # Files and project instructions
+//
+// read_file, write_file and edit_file work on one file, relative paths
+// from the session's working directory; edit_file replaces an exact
+// string, refusing one missing or found more than once (without
+// replace_all), and writes as write_file does, keeping the file's mode
+// and, in a CRLF file, its line ends. search_files and find_files walk a
+// tree (tree.go) that skips .git and what .gitignore files ignore
+// (gitignore.go lists the rules read and those not); search_files reads
+// each file a chunk at a time on one worker per processor and returns the
+// lines in the walk's order.
+//
+// Instructions are the AGENTS.md files of the profile and of the
+// repository from its root down to the working directory, stored once, as
+// the first message of a session (a note, so the gateway skips it when it
+// compares a client's history), cut to MaxInstructions.
 //
 // # Compression
 //
@@ -75,7 +93,8 @@
 // SummaryInstruction as a system message, the messages to summarise as
 // the provider reads any history, and a closing user message asking for
 // the summary. The child holds the summary as a system message, then the
-// kept messages; the parent ends with reason compression
+// kept messages, after the parent's project instructions when it starts
+// with them; the parent ends with reason compression
 // (sessions.Store.Compress). A history with nothing before its kept turns
 // is not compressed.
 //

@@ -60,6 +60,9 @@ type Engine struct {
 	ClientTools bool
 	// Progress, when set, is told of each call as it starts and ends.
 	Progress func(Progress)
+	// Instructions, when set, are read at a session's first turn (one
+	// whose transcript is empty) and stored before its input, as a note.
+	Instructions *Instructions
 }
 
 // Progress is a call starting (Result empty; after its approval) or
@@ -138,9 +141,19 @@ func (e *Engine) Run(ctx context.Context, t Turn) (Result, error) {
 			return res, err
 		}
 	}
+	env := t.Env
+	if env == nil {
+		env = &Env{}
+	}
+	env.SessionID = sess.ID
 	head, err := e.prelude(sess, t.Input)
 	if err != nil {
 		return res, err
+	}
+	if e.Instructions != nil && sess.MessageCount == 0 {
+		if m, ok := e.Instructions.Note(firstNonEmpty(env.Cwd, sess.Cwd)); ok {
+			head = append([]sessions.Message{m}, head...)
+		}
 	}
 	if len(head) > 0 {
 		if res.Count, err = st.Append(sess.ID, head); err != nil {
@@ -152,11 +165,6 @@ func (e *Engine) Run(ctx context.Context, t Turn) (Result, error) {
 			res.Prelude = append(res.Prelude, m)
 		}
 	}
-	env := t.Env
-	if env == nil {
-		env = &Env{}
-	}
-	env.SessionID = sess.ID
 	schemas := make([]json.RawMessage, len(e.Tools))
 	for i, tool := range e.Tools {
 		schemas[i] = tool.Schema()

@@ -80,6 +80,9 @@ type Options struct {
 	Approver agent.Approver
 	ToolEnv  agent.Env
 	MaxSteps int
+	// Instructions, when set, are stored at a conversation's first turn
+	// (gateway.instructions).
+	Instructions *agent.Instructions
 	// Logf reports what a person running the server should see (store
 	// damage, failed turns). Nil: nothing is reported.
 	Logf func(format string, args ...any)
@@ -137,12 +140,13 @@ func New(opts Options) *Server {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	engine := &agent.Engine{
-		Sessions:    opts.Sessions,
-		Provider:    opts.Provider,
-		Tools:       opts.Tools,
-		Approver:    opts.Approver,
-		MaxSteps:    opts.MaxSteps,
-		ClientTools: true,
+		Sessions:     opts.Sessions,
+		Provider:     opts.Provider,
+		Tools:        opts.Tools,
+		Approver:     opts.Approver,
+		MaxSteps:     opts.MaxSteps,
+		ClientTools:  true,
+		Instructions: opts.Instructions,
 	}
 	return &Server{opts: opts, engine: engine, now: now, baseCtx: ctx, cancel: cancel, inflight: map[string]int{}}
 }

@@ -1,0 +1,134 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+	"syscall"
+)
+
+// maxEditSize bounds the file edit_file reads whole into memory; a larger
+// file is refused (terminal tools such as sed edit it in a stream).
+const maxEditSize = 16 << 20
+
+// editFileTool replaces an exact string in a file.
+type editFileTool struct{}
+
+func (editFileTool) Name() string { return "edit_file" }
+
+func (editFileTool) Schema() json.RawMessage {
+	return schema("edit_file",
+		"Edit a text file by replacing an exact string: relative paths start at the session's working directory. "+
+			"old_string must occur exactly once (give more context around it to make it unique), or set replace_all. "+
+			"Nothing is written when it is missing or ambiguous. The file keeps its mode and its line endings (a CRLF file may be matched with LF), "+
+			"and is replaced atomically.",
+		map[string]any{
+			"path":        prop("string", "the file"),
+			"old_string":  prop("string", "the exact text to replace"),
+			"new_string":  prop("string", "the text to put in its place"),
+			"replace_all": prop("boolean", "replace every occurrence (default: old_string must occur once)"),
+		}, "path", "old_string", "new_string")
+}
+
+func (editFileTool) NeedsApproval(json.RawMessage) bool { return true }
+
+// Run reads the file, counts old_string in it, and writes the result with
+// fileio.go's replace, keeping the file's mode. In a file whose lines end
+// with CRLF (its first line end is CRLF), old_string and new_string are
+// taken with their line ends as CRLF, so a model that writes LF matches
+// and the file does not get mixed line ends.
+func (editFileTool) Run(_ context.Context, env *Env, raw json.RawMessage) (string, error) {
+	var args struct {
+		Path       *string `json:"path"`
+		OldString  *string `json:"old_string"`
+		NewString  *string `json:"new_string"`
+		ReplaceAll bool    `json:"replace_all"`
+	}
+	if err := decodeArgs("edit_file", raw, &args); err != nil {
+		return "", err
+	}
+	switch {
+	case args.Path == nil || *args.Path == "" || args.OldString == nil || args.NewString == nil:
+		return "", errors.New("edit_file: path, old_string and new_string are required")
+	case *args.OldString == "":
+		return "", errors.New("edit_file: old_string is empty (write_file creates or rewrites a whole file)")
+	case *args.OldString == *args.NewString:
+		return "", errors.New("edit_file: old_string and new_string are the same; nothing to change")
+	}
+	path := resolve(env, *args.Path)
+	content, mode, err := readForEdit(path, *args.Path)
+	if err != nil {
+		return "", fmt.Errorf("edit_file: %w", err)
+	}
+	if i := bytes.IndexByte(content, 0); i >= 0 {
+		return "", fmt.Errorf("edit_file: %s is a binary file (a NUL byte at offset %d)", *args.Path, i)
+	}
+	text := string(content)
+	old, repl := *args.OldString, *args.NewString
+	if crlf(text) {
+		old, repl = toCRLF(old), toCRLF(repl)
+	}
+	n := strings.Count(text, old)
+	switch {
+	case n == 0:
+		return "", fmt.Errorf("edit_file: old_string not found in %s; nothing written (read_file shows the current text)", *args.Path)
+	case n > 1 && !args.ReplaceAll:
+		return "", fmt.Errorf("edit_file: old_string occurs %d times in %s; nothing written (give more context to make it unique, or set replace_all)", n, *args.Path)
+	}
+	if err := replace(path, []byte(strings.ReplaceAll(text, old, repl)), mode, true); err != nil {
+		return "", fmt.Errorf("edit_file: %w", err)
+	}
+	if n == 1 {
+		return fmt.Sprintf("replaced 1 occurrence in %s", path), nil
+	}
+	return fmt.Sprintf("replaced %d occurrences in %s", n, path), nil
+}
+
+// readForEdit reads the file at path (named as the model gave it) whole,
+// with its mode. It is opened without following a symbolic link and
+// without blocking, so a FIFO or a device there is refused rather than
+// waited on, and read to at most maxEditSize bytes.
+func readForEdit(path, name string) ([]byte, fs.FileMode, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, 0, fmt.Errorf("%s is a symbolic link; not replaced", name)
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+		return nil, 0, err
+	case !fi.Mode().IsRegular():
+		return nil, 0, fmt.Errorf("%s is not a regular file", name)
+	case fi.Size() > maxEditSize:
+		return nil, 0, fmt.Errorf("%s has %d bytes, more than the %d edit_file edits", name, fi.Size(), maxEditSize)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxEditSize+1))
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(b) > maxEditSize {
+		return nil, 0, fmt.Errorf("%s has grown past the %d bytes edit_file edits", name, maxEditSize)
+	}
+	return b, fi.Mode().Perm(), nil
+}
+
+// crlf reports whether text's first line ends with CRLF.
+func crlf(text string) bool {
+	i := strings.IndexByte(text, '\n')
+	return i > 0 && text[i-1] == '\r'
+}
+
+// toCRLF makes every line end of s CRLF.
+func toCRLF(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\n", "\r\n")
+}
