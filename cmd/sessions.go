@@ -229,9 +229,6 @@ func sessionsAppend(e *env) error {
 		if role == "" {
 			role = "user"
 		}
-		if !utf8.ValidString(e.c.String("content")) {
-			return usagef("--content is not valid UTF-8")
-		}
 		m := sessions.Message{Role: role, Content: sessions.TextContent(e.c.String("content"))}
 		line, _ := m.MarshalJSON()
 		if _, err := sessions.ParseMessage(line); err != nil {

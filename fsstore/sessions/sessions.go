@@ -1285,17 +1285,19 @@ func (s *Store) all(read func(id string, locked bool) (Session, error)) ([]Sessi
 func (s *Store) Resolve(ref string) (string, error) {
 	if err := fsstore.CheckID("session id", ref); err != nil {
 		// Titles are free text ("fix a/b bug"): a ref that cannot be an id
-		// may still name one. It is only compared, never used in a path.
-		if ref != "" {
-			byTitle, terr := s.titleIDs(ref)
-			if terr != nil {
-				return "", terr
-			}
-			if len(byTitle) > 0 {
-				return byTitle[0], nil
-			}
+		// may still name one. It is only compared, never used in a path;
+		// when it names nothing, it is not found, like any other ref.
+		if ref == "" || fsstore.CheckTitle(ref) != nil {
+			return "", err
 		}
-		return "", err
+		byTitle, terr := s.titleIDs(ref)
+		if terr != nil {
+			return "", terr
+		}
+		if len(byTitle) == 0 {
+			return "", fsstore.NotFoundf("no session titled %q (and it cannot be an id: %v)", ref, err)
+		}
+		return byTitle[0], nil
 	}
 	if _, err := os.Stat(s.docPath(ref)); err == nil {
 		return ref, nil
