@@ -125,7 +125,8 @@ type compressAt struct {
 	tokens   int64
 }
 
-// parseCompressAt reads agent.compress_at and agent.context_tokens.
+// parseCompressAt reads agent.compress_at and agent.context_tokens. A
+// number of messages that a compression could never act on is refused.
 func parseCompressAt(cfg profiles.Config) (compressAt, error) {
 	v := strings.TrimSpace(cfg.Agent.CompressAt)
 	if v == "" {
@@ -138,6 +139,11 @@ func parseCompressAt(cfg profiles.Config) (compressAt, error) {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 1 {
 			return compressAt{}, fsstore.Invalidf("agent.compress_at must be a number of messages (200) or a fraction of agent.context_tokens (0.8), not %q", v)
+		}
+		if n <= agent.DefaultKeep {
+			// A compression keeps that many messages: a history no longer
+			// has nothing before them to summarise.
+			return compressAt{}, fsstore.Invalidf("agent.compress_at %d is not above the %d messages a compression keeps, so it would never compress: set it above %d", n, agent.DefaultKeep, agent.DefaultKeep)
 		}
 		return compressAt{messages: n}, nil
 	}
