@@ -1,6 +1,8 @@
 package sessions
 
 import (
+	"encoding/json"
+
 	"github.com/hermes/hermes/fsstore"
 )
 
@@ -40,7 +42,7 @@ func (s *Store) Adopt(id string, from Session) (_ Session, changed bool, err err
 	if sess.Cwd == "" {
 		set(&sess.Cwd, from.Cwd)
 	}
-	if len(from.Meta) > 0 && !sameJSON(sess.Meta, from.Meta) {
+	if len(from.Meta) > 0 && !sameJSON(json.RawMessage(sess.Meta), json.RawMessage(from.Meta)) {
 		sess.Meta, changed = from.Meta, true
 	}
 	if sess.State == StateEnded && sess.EndReason == EndImported && from.EndReason != "" && from.EndReason != EndImported {

@@ -65,9 +65,31 @@ type Session struct {
 	CompressedInto string `json:"compressed_into"`
 	// Meta is what an imported session's source said of it beyond these
 	// fields (its token counts, costs, model settings, …), kept as the
-	// source wrote it; null for a session made here.
-	Meta    json.RawMessage `json:"meta"`
-	Preview string          `json:"preview"`
+	// source wrote it; empty for a session made here.
+	Meta    Meta   `json:"meta"`
+	Preview string `json:"preview"`
+}
+
+// Meta is a JSON object kept as it was written. Empty, it is written {},
+// never null, so that a reader can take its keys on every session.
+type Meta json.RawMessage
+
+// MarshalJSON writes m, or {} when it is empty.
+func (m Meta) MarshalJSON() ([]byte, error) {
+	if len(m) == 0 || string(m) == "null" {
+		return []byte("{}"), nil
+	}
+	return json.RawMessage(m).MarshalJSON()
+}
+
+// UnmarshalJSON keeps a copy of data; null and {} are empty.
+func (m *Meta) UnmarshalJSON(data []byte) error {
+	if string(data) == "null" || string(data) == "{}" {
+		*m = nil
+		return nil
+	}
+	*m = append((*m)[:0], data...)
+	return nil
 }
 
 // times are the document's time fields, by name.
