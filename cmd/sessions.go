@@ -131,8 +131,10 @@ func sessionsCommand() *cli.Command {
 			sessionsForkCommand(),
 			sessionsCompressCommand(),
 			{
-				Name:      "stats",
-				Usage:     "counts by state and source, messages, bytes on disk",
+				Name:  "stats",
+				Usage: "counts by state and source, messages, bytes of the transcripts",
+				Description: "The counts come from the activity catalog, one file. bytes is the transcripts' size:\n" +
+					"documents, locks and copies kept aside are not counted (du -sb gives those).",
 				ArgsUsage: " ",
 				Action:    withEnv(sessionsStats),
 			},

@@ -27,7 +27,7 @@ parent_session_id ID and fork_seq SEQ. It prints the new session's id. A chat
 resumes it like any other (hermes chat --resume NEW).`,
 		ArgsUsage: "ID|PREFIX|TITLE",
 		Flags: []cli.Flag{
-			&cli.Int64Flag{Name: "at", Usage: "the fork point: the new session holds messages 1 to SEQ (default: all)"},
+			&cli.Int64Flag{Name: "at", Usage: "the fork point: the new session holds messages 1 to SEQ", DefaultText: "all"},
 			&cli.StringFlag{Name: "title", Usage: "a title for the new session, unique in the profile"},
 		},
 		Action: withEnv(sessionsFork),
