@@ -255,6 +255,9 @@ func (s *Store) CreateWith(sess Session, msgs []Message) (_ Session, created boo
 		return Session{}, false, err
 	}
 	if sess.Title != "" {
+		if sess.Title, err = fsstore.NormalTitle(sess.Title); err != nil {
+			return Session{}, false, err
+		}
 		unlockTitles, err := s.lockTitles()
 		if err != nil {
 			return Session{}, false, err
@@ -1051,6 +1054,10 @@ func (s *Store) Rename(id, title string) (Session, error) {
 		return Session{}, fsstore.Invalidf("empty title")
 	}
 	if err := fsstore.CheckID("session id", id); err != nil {
+		return Session{}, err
+	}
+	title, err := fsstore.NormalTitle(title)
+	if err != nil {
 		return Session{}, err
 	}
 	unlock, err := s.lockTitles()

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/hermes/hermes/fsstore"
 )
@@ -152,12 +153,13 @@ func (s *Store) verify(entries []titleEntry, title string) (ids []string, stale 
 	return ids, stale, nil
 }
 
-// titleIDs returns the sessions whose title is title, newest first (one,
+// titleIDs returns the sessions whose title is title in NFC, newest first (one,
 // unless titles were shared before they were unique): the read path of a
 // title lookup, which takes no lock while the index is complete and has
 // no stale entry for title. It reads one bucket and the documents of its
 // entries for title.
 func (s *Store) titleIDs(title string) ([]string, error) {
+	title = norm.NFC.String(title)
 	if _, err := os.Stat(s.Dir); errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
