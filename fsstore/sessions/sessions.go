@@ -424,14 +424,14 @@ func lastSeq(f *os.File, size int64) (int64, fsstore.Time, error) {
 	}
 	head := make([]byte, min(end-start, lineHead))
 	if _, err := f.ReadAt(head, start); err != nil {
-		return 0, "", fmt.Errorf("read %s: %w", f.Name(), err)
+		return 0, "", fsstore.PathErr("read", f.Name(), err)
 	}
 	if seq, ts, ok := headPosition(head); ok {
 		return seq, ts, nil
 	}
 	line := make([]byte, end-start)
 	if _, err := f.ReadAt(line, start); err != nil {
-		return 0, "", fmt.Errorf("read %s: %w", f.Name(), err)
+		return 0, "", fsstore.PathErr("read", f.Name(), err)
 	}
 	seq, ts, err := linePosition(line)
 	if err != nil {
@@ -890,7 +890,7 @@ func (t *Transcript) All() ([]Message, error) {
 	if err := inParallel(parts, func(k int) error {
 		_, err := t.f.ReadAt(buf[bounds[k]:bounds[k+1]], int64(bounds[k]))
 		if err != nil && err != io.EOF {
-			return fmt.Errorf("read %s: %w", t.f.Name(), err)
+			return fsstore.PathErr("read", t.f.Name(), err)
 		}
 		return nil
 	}); err != nil {
