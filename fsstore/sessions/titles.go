@@ -159,7 +159,18 @@ func (s *Store) verify(entries []titleEntry, title string) (ids []string, stale 
 // no stale entry for title. It reads one bucket and the documents of its
 // entries for title.
 func (s *Store) titleIDs(title string) ([]string, error) {
-	title = norm.NFC.String(title)
+	if nfc := norm.NFC.String(title); nfc != title {
+		// A title stored before titles were kept in NFC is found as it
+		// was typed.
+		if ids, err := s.titleIDsAsIs(nfc); err != nil || len(ids) > 0 {
+			return ids, err
+		}
+	}
+	return s.titleIDsAsIs(title)
+}
+
+// titleIDsAsIs is titleIDs for title byte for byte.
+func (s *Store) titleIDsAsIs(title string) ([]string, error) {
 	if _, err := os.Stat(s.Dir); errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
