@@ -289,10 +289,19 @@ func (s *Store) claimTitle(title, self string) error {
 	if err != nil {
 		return err
 	}
-	for _, other := range ids {
-		if other != self {
-			return fsstore.Refusedf("title %q is taken by session %s", title, other)
+	if nfd := norm.NFD.String(title); nfd != title {
+		// A session titled before titles were kept in NFC may hold the
+		// title decomposed.
+		old, err := s.titleIDsLocked(nfd)
+		if err != nil {
+			return err
 		}
+		if err := takenBy(title, old, self); err != nil {
+			return err
+		}
+	}
+	if err := takenBy(title, ids, self); err != nil {
+		return err
 	}
 	if len(ids) > 0 {
 		return nil
@@ -303,6 +312,16 @@ func (s *Store) claimTitle(title, self string) error {
 		return err
 	}
 	return s.writeBucket(name, append(entries, titleEntry{Title: title, SessionID: self}))
+}
+
+// takenBy refuses title when a session of ids other than self has it.
+func takenBy(title string, ids []string, self string) error {
+	for _, other := range ids {
+		if other != self {
+			return fsstore.Refusedf("title %q is taken by session %s", title, other)
+		}
+	}
+	return nil
 }
 
 // dropTitle removes the entry {title, id} once the document of id no
