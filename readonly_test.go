@@ -113,3 +113,61 @@ func TestReadOnlyProfile(t *testing.T) {
 	}
 	diffSnapshots(t, "the readers", before, snapshot(t, ro))
 }
+
+// TestReadOnlyWriteNamesPathOnce: on a read-only mount of a profile that
+// has its lock files (so the locks are taken and the write itself fails),
+// a writer's error names the file once, not "open P: open P: read-only
+// file system".
+func TestReadOnlyWriteNamesPathOnce(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to bind-mount the profile read-only")
+	}
+	if testing.Short() {
+		t.Skip("mounts a read-only bind")
+	}
+	home := filepath.Join(t.TempDir(), "hermes")
+	run := func(args ...string) (int, string) {
+		t.Helper()
+		var out, errb bytes.Buffer
+		code := cmd.Run(append([]string{"hermes", "--home", home}, args...), strings.NewReader(""), &out, &errb)
+		return code, out.String() + errb.String()
+	}
+	for _, args := range [][]string{
+		{"sessions", "new", "--id", "s1", "--title", "first"},
+		{"sessions", "append", "s1", "--role", "user", "--content", "hello"},
+	} {
+		if code, out := run(args...); code != 0 {
+			t.Fatalf("hermes %v: exit %d: %s", args, code, out)
+		}
+	}
+	code, out := run("kanban", "create", "a card")
+	if code != 0 {
+		t.Fatalf("kanban create: exit %d: %s", code, out)
+	}
+	card := strings.TrimSpace(out)
+	if code, out := run("kanban", "comment", card, "a comment"); code != 0 {
+		t.Fatalf("kanban comment: exit %d: %s", code, out)
+	}
+	if out, err := exec.Command("mount", "--bind", home, home).CombinedOutput(); err != nil {
+		t.Skipf("cannot bind-mount: %v: %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", home).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", home, err, out)
+		}
+	})
+	if out, err := exec.Command("mount", "-o", "remount,ro,bind", home).CombinedOutput(); err != nil {
+		t.Skipf("cannot remount read-only: %v: %s", err, out)
+	}
+	for _, args := range [][]string{
+		{"sessions", "append", "s1", "--role", "user", "--content", "more"},
+		{"sessions", "rename", "s1", "second"},
+		{"kanban", "comment", card, "more"},
+		{"kanban", "create", "another"},
+	} {
+		code, out := run(args...)
+		if code != 1 || !strings.Contains(out, "read-only file system") || strings.Count(out, home) != 1 {
+			t.Errorf("hermes %s on a read-only profile: exit %d, %q; want exit 1 saying read-only file system and naming one path once", strings.Join(args, " "), code, out)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/urfave/cli/v2"
 
@@ -71,7 +72,10 @@ func Main() int {
 // code. Messages go to stderr as "hermes: …"; data goes to stdout.
 func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	app := NewApp(stdin, stdout, stderr)
-	err := app.Run(interspersed(app, args))
+	err := checkUTF8(app, args)
+	if err == nil {
+		err = app.Run(interspersed(app, args))
+	}
 	if err == nil {
 		return ExitOK
 	}
@@ -81,6 +85,35 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "hermes: %s\n", errorText(err))
 	}
 	return code
+}
+
+// checkUTF8 refuses a command line with an argument that is not valid
+// UTF-8. Every record is JSON, where such a byte would silently become
+// U+FFFD, so the one check is made here, before any verb runs, for every
+// argument and flag value: paths and a background task's command too,
+// which are recorded as well.
+func checkUTF8(app *cli.App, args []string) error {
+	for i, a := range args {
+		if i == 0 || utf8.ValidString(a) {
+			continue
+		}
+		if name, value, ok := strings.Cut(a, "="); ok && isFlag(name) && utf8.ValidString(name) {
+			return usagef("%s: %q is not valid UTF-8 (convert it first, e.g. with iconv)", name, value)
+		}
+		if prev := args[i-1]; i > 1 && takesValueAnywhere(app, prev) {
+			return usagef("%s: %q is not valid UTF-8 (convert it first, e.g. with iconv)", prev, a)
+		}
+		return usagef("argument %q is not valid UTF-8 (convert it first, e.g. with iconv)", a)
+	}
+	return nil
+}
+
+// takesValueAnywhere reports whether the flag token a takes a value in
+// some command of app: the word after it is then that flag's value.
+func takesValueAnywhere(app *cli.App, a string) bool {
+	found := takesValue(app.Flags, a)
+	walkCommands(app.Commands, func(c *cli.Command) { found = found || takesValue(c.Flags, a) })
+	return found
 }
 
 // errorText is the message of err as hermes says it: a full disk is said

@@ -8,8 +8,8 @@ import (
 
 // interspersed rewrites args so that flags may stand anywhere: a command's
 // flags after its positional arguments (`hermes sessions append ID --role
-// user`), and the global flags after the command (`hermes sessions list
-// --json`). urfave/cli v2 stops parsing flags at the first positional
+// user`), and the global flags after the noun or the verb (`hermes
+// sessions --json list`, `hermes sessions list --json`). urfave/cli v2 stops parsing flags at the first positional
 // argument and knows global flags only before the command. The command's
 // flags are moved before its positionals, global flags to the front;
 // everything after "--" stays in place.
@@ -19,17 +19,23 @@ func interspersed(app *cli.App, args []string) []string {
 	}
 	out := []string{args[0]}
 	flags, cmds := app.Flags, app.Commands
+	var global []string
 	i := 1
-	// Walk the command path: global and noun flags stay where they are.
+	// Walk the command path: a noun's flags stay where they are, global
+	// flags given after a noun go to the front.
 	for i < len(args) {
 		a := args[i]
 		if a == "--" {
 			return append(out, args[i:]...)
 		}
 		if isFlag(a) {
-			out = append(out, a)
-			if takesValue(flags, a) && i+1 < len(args) {
-				out = append(out, args[i+1])
+			dst, set := &out, flags
+			if len(out) > 1 && !hasFlag(flags, a) && hasFlag(app.Flags, a) {
+				dst, set = &global, app.Flags
+			}
+			*dst = append(*dst, a)
+			if takesValue(set, a) && i+1 < len(args) {
+				*dst = append(*dst, args[i+1])
 				i++
 			}
 			i++
@@ -47,7 +53,7 @@ func interspersed(app *cli.App, args []string) []string {
 		}
 	}
 	path := out
-	var global, moved, positional []string
+	var moved, positional []string
 	for ; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"strings"
@@ -401,6 +402,11 @@ func (ch *chatter) session() (sessions.Session, error) {
 			return sess, err
 		}
 		return ch.store.SetCwd(sess.ID, cwd)
+	}
+	// An imported session names the directory it ran in on its own
+	// machine.
+	if _, err := os.Stat(sess.Cwd); errors.Is(err, fs.ErrNotExist) {
+		ch.e.warn(fmt.Sprintf("session %s works in %s, which does not exist here: its tools will fail there; give --cwd DIR to move it", sess.ID, sess.Cwd))
 	}
 	return sess, nil
 }

@@ -131,8 +131,10 @@ func sessionsCommand() *cli.Command {
 			sessionsForkCommand(),
 			sessionsCompressCommand(),
 			{
-				Name:      "stats",
-				Usage:     "counts by state and source, messages, bytes on disk",
+				Name:  "stats",
+				Usage: "counts by state and source, messages, bytes of the transcripts",
+				Description: "The counts come from the activity catalog, one file. bytes is the transcripts' size:\n" +
+					"documents, locks and copies kept aside are not counted (du -sb gives those).",
 				ArgsUsage: " ",
 				Action:    withEnv(sessionsStats),
 			},
@@ -228,9 +230,6 @@ func sessionsAppend(e *env) error {
 		}
 		if role == "" {
 			role = "user"
-		}
-		if !utf8.ValidString(e.c.String("content")) {
-			return usagef("--content is not valid UTF-8")
 		}
 		m := sessions.Message{Role: role, Content: sessions.TextContent(e.c.String("content"))}
 		line, _ := m.MarshalJSON()

@@ -142,7 +142,7 @@ func importOne(e *env, store *sessions.Store, in importer.Session) (importResult
 	// it was last active at its last message.
 	sess := sessions.Session{
 		ID: id, Title: in.Title, Source: in.Source, Model: in.Model,
-		ParentSessionID: in.ParentSessionID, SessionKey: in.SessionKey, Meta: in.Meta,
+		ParentSessionID: in.ParentSessionID, SessionKey: in.SessionKey, Meta: sessions.Meta(in.Meta), Cwd: in.Cwd,
 		State: sessions.StateEnded, EndReason: in.EndReason,
 		CreatedAt: timeOrEmpty(in.CreatedAt), UpdatedAt: timeOrEmpty(in.UpdatedAt), EndedAt: timeOrEmpty(in.EndedAt),
 	}
@@ -181,7 +181,7 @@ func importInto(e *env, store *sessions.Store, id string, in importer.Session) (
 		return importResult{}, err
 	}
 	if _, _, err := store.Adopt(id, sessions.Session{ParentSessionID: in.ParentSessionID, SessionKey: in.SessionKey,
-		Meta: in.Meta, EndReason: in.EndReason, EndedAt: timeOrEmpty(in.EndedAt)}); err != nil {
+		Meta: sessions.Meta(in.Meta), Cwd: in.Cwd, EndReason: in.EndReason, EndedAt: timeOrEmpty(in.EndedAt)}); err != nil {
 		return importResult{}, err
 	}
 	status := "extended"

@@ -27,7 +27,7 @@ parent_session_id ID and fork_seq SEQ. It prints the new session's id. A chat
 resumes it like any other (hermes chat --resume NEW).`,
 		ArgsUsage: "ID|PREFIX|TITLE",
 		Flags: []cli.Flag{
-			&cli.Int64Flag{Name: "at", Usage: "the fork point: the new session holds messages 1 to SEQ (default: all)"},
+			&cli.Int64Flag{Name: "at", Usage: "the fork point: the new session holds messages 1 to SEQ", DefaultText: "all"},
 			&cli.StringFlag{Name: "title", Usage: "a title for the new session, unique in the profile"},
 		},
 		Action: withEnv(sessionsFork),
@@ -125,7 +125,8 @@ type compressAt struct {
 	tokens   int64
 }
 
-// parseCompressAt reads agent.compress_at and agent.context_tokens.
+// parseCompressAt reads agent.compress_at and agent.context_tokens. A
+// number of messages that a compression could never act on is refused.
 func parseCompressAt(cfg profiles.Config) (compressAt, error) {
 	v := strings.TrimSpace(cfg.Agent.CompressAt)
 	if v == "" {
@@ -138,6 +139,11 @@ func parseCompressAt(cfg profiles.Config) (compressAt, error) {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 1 {
 			return compressAt{}, fsstore.Invalidf("agent.compress_at must be a number of messages (200) or a fraction of agent.context_tokens (0.8), not %q", v)
+		}
+		if n <= agent.DefaultKeep {
+			// A compression keeps that many messages: a history no longer
+			// has nothing before them to summarise.
+			return compressAt{}, fsstore.Invalidf("agent.compress_at %d is not above the %d messages a compression keeps, so it would never compress: set it above %d", n, agent.DefaultKeep, agent.DefaultKeep)
 		}
 		return compressAt{messages: n}, nil
 	}

@@ -3,6 +3,7 @@ package fsstore
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 )
 
 // The error kinds callers branch on. Every error the package returns that
@@ -70,3 +71,16 @@ func (e *CorruptError) Error() string {
 }
 
 func (e *CorruptError) Unwrap() error { return e.Err }
+
+// PathErr is err as a failure to op the file at path, which names the path
+// once: an *fs.PathError whose cause is err, or err's own cause when err
+// is itself an *fs.PathError (of path, or of a temp file standing for it),
+// so that the message is "open P: read-only file system", never "open P:
+// open P: read-only file system". The result is an *fs.PathError, which
+// tells a caller that hides paths (the gateway) that it holds one.
+func PathErr(op, path string, err error) error {
+	if pe, ok := err.(*fs.PathError); ok {
+		err = pe.Err
+	}
+	return &fs.PathError{Op: op, Path: path, Err: err}
+}

@@ -172,7 +172,7 @@ func replaceFile(path string, fill func(io.Writer) error, sync bool) (err error)
 	dir := filepath.Dir(path)
 	f, err := seam.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		return PathErr("write", path, err)
 	}
 	tmp := f.Name()
 	defer func() {
@@ -182,10 +182,10 @@ func replaceFile(path string, fill func(io.Writer) error, sync bool) (err error)
 		}
 	}()
 	if err := f.Chmod(FileMode); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		return PathErr("write", path, err)
 	}
 	if err := fill(f); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		return PathErr("write", path, err)
 	}
 	if sync {
 		if err := seam.Sync(f); err != nil {

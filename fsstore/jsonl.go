@@ -54,7 +54,7 @@ func ScanLines(f *os.File, size int64, fn func(line []byte, off int64) error) (*
 			return nil, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", f.Name(), err)
+			return nil, PathErr("read", f.Name(), err)
 		}
 		if err := fn(line[:len(line)-1], off); err != nil {
 			return nil, err
@@ -73,7 +73,7 @@ func LastLine(f *os.File, size int64) ([]byte, int64, error) {
 	}
 	line := make([]byte, end-start)
 	if _, err := f.ReadAt(line, start); err != nil {
-		return nil, 0, fmt.Errorf("read %s: %w", f.Name(), err)
+		return nil, 0, PathErr("read", f.Name(), err)
 	}
 	return line, start, nil
 }
@@ -127,7 +127,7 @@ func EachLineBackward(f *os.File, size int64, fn func(line []byte, off int64) bo
 		pos -= n
 		more := make([]byte, n, n+int64(len(buf)))
 		if _, err := f.ReadAt(more, pos); err != nil && err != io.EOF {
-			return fmt.Errorf("read %s: %w", f.Name(), err)
+			return PathErr("read", f.Name(), err)
 		}
 		buf = append(more, buf...)
 	}
@@ -143,7 +143,7 @@ func lastNewline(f *os.File, limit int64) (int64, error) {
 		n := min(int64(len(buf)), limit)
 		start := limit - n
 		if _, err := f.ReadAt(buf[:n], start); err != nil {
-			return 0, fmt.Errorf("read %s: %w", f.Name(), err)
+			return 0, PathErr("read", f.Name(), err)
 		}
 		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
 			return start + int64(i), nil
@@ -177,12 +177,12 @@ func OpenAppend(path string, now time.Time) (f *os.File, moved string, err error
 			if f != nil {
 				f.Close()
 			}
-			return nil, "", fmt.Errorf("create %s: %w", path, err)
+			return nil, "", PathErr("create", path, err)
 		}
 		return f, "", nil
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("open %s: %w", path, linkErr(err))
+		return nil, "", PathErr("open", path, linkErr(err))
 	}
 	moved, err = cutTornTail(f, now)
 	if err != nil {
@@ -210,7 +210,7 @@ func cutTornTail(f *os.File, now time.Time) (string, error) {
 	}
 	last := make([]byte, 1)
 	if _, err := f.ReadAt(last, size-1); err != nil {
-		return "", fmt.Errorf("read %s: %w", f.Name(), err)
+		return "", PathErr("read", f.Name(), err)
 	}
 	if last[0] == '\n' {
 		return "", nil
@@ -233,14 +233,14 @@ func MoveTailAside(f *os.File, keep int64, suffix string) (string, error) {
 	}
 	tail := make([]byte, fi.Size()-keep)
 	if _, err := f.ReadAt(tail, keep); err != nil {
-		return "", fmt.Errorf("read %s: %w", f.Name(), err)
+		return "", PathErr("read", f.Name(), err)
 	}
 	aside := freeName(f.Name(), suffix)
 	if err := WriteAtomic(aside, func(w io.Writer) error { _, err := w.Write(tail); return err }); err != nil {
 		return "", err
 	}
 	if err := f.Truncate(keep); err != nil {
-		return "", fmt.Errorf("cut the tail of %s: %w", f.Name(), err)
+		return "", PathErr("cut the tail of", f.Name(), err)
 	}
 	if err := seam.Sync(f); err != nil {
 		return "", fmt.Errorf("cut the tail of %s: sync: %w", f.Name(), err)
@@ -324,7 +324,7 @@ func WriteLines(f *os.File, lines [][]byte) error {
 	}
 	for _, line := range lines {
 		if _, err := seam.Write(f, line); err != nil {
-			return CutBack(f, fi.Size(), fmt.Errorf("append to %s: %w", f.Name(), err))
+			return CutBack(f, fi.Size(), PathErr("append to", f.Name(), err))
 		}
 	}
 	return nil

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // MaxIDLen is the longest id, in bytes, that CheckID accepts.
@@ -103,8 +105,8 @@ func Ambiguous(ref string, matches []string) error {
 const MaxTitleLen = 200
 
 // CheckTitle reports whether title can be a record's title (a session's, a board task's): any text
-// without control characters (a newline would break listings), at most
-// MaxTitleLen bytes.
+// without control characters (a newline would break listings) or
+// bidirectional controls, at most MaxTitleLen bytes.
 func CheckTitle(title string) error {
 	if len(title) > MaxTitleLen {
 		return Invalidf("title is %d bytes; the limit is %d", len(title), MaxTitleLen)
@@ -113,9 +115,24 @@ func CheckTitle(title string) error {
 		return Invalidf("title %q is not valid UTF-8", title)
 	}
 	for _, r := range title {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+		switch {
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
 			return Invalidf("title %q contains a control character", title)
+		case (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069):
+			// Bidi overrides and isolates make a title read as another
+			// one in a listing.
+			return Invalidf("title %q contains a bidirectional control character (U+%04X)", title, r)
 		}
 	}
 	return nil
+}
+
+// NormalTitle checks title as CheckTitle does and returns it in Unicode
+// NFC, the form in which titles are stored and compared, so that the
+// composed and decomposed forms of one title are one title.
+func NormalTitle(title string) (string, error) {
+	if err := CheckTitle(title); err != nil {
+		return "", err
+	}
+	return norm.NFC.String(title), nil
 }

@@ -22,6 +22,11 @@ type claudeEntry struct {
 	Message           json.RawMessage `json:"message"`
 	Summary           string          `json:"summary"`
 	LeafUUID          string          `json:"leafUuid"`
+	Cwd               string          `json:"cwd"`
+	GitBranch         string          `json:"gitBranch"`
+	Version           string          `json:"version"`
+	UserType          string          `json:"userType"`
+	Entrypoint        string          `json:"entrypoint"`
 
 	line int
 }
@@ -141,6 +146,7 @@ func parseClaudeCode(data []byte) (Session, error) {
 	}
 
 	b := claudeBuilder{format: format}
+	var context claudeContext
 	for _, e := range chain {
 		if s.ID == "" {
 			s.ID = e.SessionID
@@ -148,6 +154,7 @@ func parseClaudeCode(data []byte) (Session, error) {
 		if e.IsSidechain != subagent {
 			continue // a sub-agent's entries in the main file, or the reverse
 		}
+		context.take(e)
 		if s.CreatedAt.IsZero() && e.Timestamp != "" {
 			t, err := parseTime(e.Timestamp)
 			if err != nil {
@@ -164,6 +171,8 @@ func parseClaudeCode(data []byte) (Session, error) {
 	}
 	b.flush()
 	s.Messages = b.msgs
+	s.Cwd = context.Cwd
+	s.Meta = context.metaJSON()
 	return s, nil
 }
 
@@ -299,4 +308,36 @@ func (bl *claudeBlock) imageURL() string {
 		return "data:" + bl.Source.MediaType + ";base64," + bl.Source.Data
 	}
 	return bl.Source.URL
+}
+
+// claudeContext is what Claude Code writes on every line about where the
+// conversation runs; the last line that says it is the session's. The
+// working directory becomes the session's cwd, the rest its meta, under
+// the source's names.
+type claudeContext struct {
+	Cwd  string
+	meta map[string]string
+}
+
+func (c *claudeContext) take(e *claudeEntry) {
+	if e.Cwd != "" {
+		c.Cwd = e.Cwd
+	}
+	for k, v := range map[string]string{"gitBranch": e.GitBranch, "version": e.Version, "userType": e.UserType, "entrypoint": e.Entrypoint} {
+		if v == "" {
+			continue
+		}
+		if c.meta == nil {
+			c.meta = map[string]string{}
+		}
+		c.meta[k] = v
+	}
+}
+
+// metaJSON is the context but its cwd as a JSON object, nil when empty.
+func (c *claudeContext) metaJSON() json.RawMessage {
+	if len(c.meta) == 0 {
+		return nil
+	}
+	return mustMarshal(c.meta)
 }

@@ -32,11 +32,12 @@ type codexMeta struct {
 		Text string `json:"text"`
 	} `json:"base_instructions"`
 	Model string `json:"model"`
+	Cwd   string `json:"cwd"`
 }
 
 // codexMetaKnown are the session_meta keys the Session's fields take; the
-// others (cwd, git, cli_version, originator, …) are its meta.
-var codexMetaKnown = map[string]bool{"id": true, "timestamp": true, "instructions": true, "base_instructions": true, "model": true}
+// others (git, cli_version, originator, …) are its meta.
+var codexMetaKnown = map[string]bool{"id": true, "timestamp": true, "instructions": true, "base_instructions": true, "model": true, "cwd": true}
 
 // codexChatItems are the response item types that become chat messages.
 var codexChatItems = map[string]bool{"message": true, "function_call": true, "custom_tool_call": true, "local_shell_call": true, "function_call_output": true, "custom_tool_call_output": true}
@@ -95,7 +96,7 @@ func parseCodex(data []byte) (Session, error) {
 				continue // a forked or resumed rollout repeats its parent's meta
 			}
 			sawMeta = true
-			s.ID, instructions = m.ID, m.Instructions
+			s.ID, instructions, s.Cwd = m.ID, m.Instructions, m.Cwd
 			if m.BaseInstructions != nil {
 				system = m.BaseInstructions.Text
 			}

@@ -34,7 +34,7 @@
 //
 // Lossless: Session.Meta holds, as a JSON object, what a hermes snapshot
 // or export, or a Codex session_meta, says of the session beyond the
-// Session's fields (tokens, costs, model_config, user_id, cwd, base_url,
+// Session's fields (tokens, costs, model_config, user_id, base_url,
 // tools, git, cli_version, …), leaving out null and "" values and keys
 // that start with "_". A message key that starts with "_" (the Python
 // agent's _db_persisted, set once a message reaches its database) is
@@ -110,12 +110,14 @@
 //   - ID = sessionId, Model = the first assistant message's model (other
 //     than "<synthetic>"), CreatedAt = the first chain entry's timestamp,
 //     Title = the summary entry whose leafUuid is on the chain, else the
-//     first summary. Source = "import:claude-code".
+//     first summary. Source = "import:claude-code". Cwd = the last cwd
+//     the chain's entries give; Meta = the last gitBranch, version,
+//     userType and entrypoint they give, under those names.
 //   - Dropped: thinking and redacted_thinking blocks, server tool blocks,
 //     images inside tool results, is_error (the result text is kept),
 //     a response that was only thinking, "system" entries (hook and
 //     compaction notices), file-history-snapshot and other bookkeeping
-//     entries, and per-entry metadata (cwd, gitBranch, usage, toolUseResult).
+//     entries, and per-message metadata (usage, requestId, toolUseResult).
 //
 // # codex
 //
@@ -124,6 +126,7 @@
 // timestamp, cwd, instructions, base_instructions, …}. Its
 // base_instructions.text (Codex 0.16x and later) is the system prompt,
 // which no message carries: it becomes the first, system, message. Its
+// cwd is the Session's Cwd; its
 // other keys but id and timestamp go to Meta. Session.Skipped counts the
 // lines and items the import leaves out, by type. The older rollout (before Codex
 // moved to the wrapper) is read too: a bare meta object on the first line,

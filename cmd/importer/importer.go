@@ -43,6 +43,7 @@ type Session struct {
 	CreatedAt       time.Time // zero if unknown
 	UpdatedAt       time.Time // the last activity: the last message's time (zero if no time is known)
 	EndedAt         time.Time // the source's (zero when it does not say)
+	Cwd             string    // the working directory the source's agent ran in ("" when it does not say)
 	// Meta holds what the source said of the session beyond these fields,
 	// as a JSON object (nil when nothing).
 	Meta     json.RawMessage

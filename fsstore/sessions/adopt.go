@@ -1,6 +1,8 @@
 package sessions
 
 import (
+	"encoding/json"
+
 	"github.com/hermes/hermes/fsstore"
 )
 
@@ -11,7 +13,7 @@ const EndImported = "imported"
 // Adopt brings to session id what an import's source now says of it
 // beyond its messages (a re-import of a source that grew, or ended, since
 // the last): parent_session_id, session_key and meta where the source has
-// them, and the source's end (reason, and time if it has one) where the
+// them, cwd where the session has none (a --cwd given since stays), and the source's end (reason, and time if it has one) where the
 // session's end is still the import's own (EndImported), never over an end
 // a user or a chat gave it. Titles are not adopted: a title is its user's
 // once the session exists. The document is written only when something
@@ -37,7 +39,10 @@ func (s *Store) Adopt(id string, from Session) (_ Session, changed bool, err err
 	}
 	set(&sess.ParentSessionID, from.ParentSessionID)
 	set(&sess.SessionKey, from.SessionKey)
-	if len(from.Meta) > 0 && !sameJSON(sess.Meta, from.Meta) {
+	if sess.Cwd == "" {
+		set(&sess.Cwd, from.Cwd)
+	}
+	if len(from.Meta) > 0 && !sameJSON(json.RawMessage(sess.Meta), json.RawMessage(from.Meta)) {
 		sess.Meta, changed = from.Meta, true
 	}
 	if sess.State == StateEnded && sess.EndReason == EndImported && from.EndReason != "" && from.EndReason != EndImported {

@@ -48,7 +48,8 @@ func (s *Store) Fork(parentID string, at int64, title string) (Session, error) {
 	if title != "" {
 		// Refused before anything is written; claimed below, once the
 		// child has its id, under the same lock.
-		if err := fsstore.CheckTitle(title); err != nil {
+		var err error
+		if title, err = fsstore.NormalTitle(title); err != nil {
 			return Session{}, err
 		}
 		ids, err := s.titleIDsLocked(title)

@@ -257,18 +257,112 @@ func (w *searcher) line(id string, line []byte, hits []Hit) []Hit {
 	if at := w.m.index(text); at >= 0 {
 		return append(hits, Hit{SessionID: id, Seq: msg.Seq, Role: msg.Role, Snippet: snippet(text, at, len(w.m.query))})
 	}
-	for _, call := range toolCallTexts(msg.ToolCalls) {
-		if at := w.m.index(call); at >= 0 {
-			return append(hits, Hit{SessionID: id, Seq: msg.Seq, Role: msg.Role, Snippet: snippet(call, at, len(w.m.query))})
+	for _, call := range toolCallsOf(msg.ToolCalls) {
+		if at, n, ok := call.match(w.m, len(w.m.query)); ok {
+			text := call.text()
+			return append(hits, Hit{SessionID: id, Seq: msg.Seq, Role: msg.Role, Snippet: snippet(text, at, n)})
 		}
 	}
 	return hits
 }
 
-// toolCallTexts returns the searchable text of each tool call: the name,
-// then the arguments in parentheses, as the model wrote them (a JSON text):
-// read_file({"path":"notes.md"}). A search hit in a call shows it so.
-func toolCallTexts(calls json.RawMessage) []string {
+// toolCall is a call as search sees it: its name and its arguments as the
+// model wrote them (a JSON text).
+type toolCall struct{ name, args string }
+
+// text is the call as a hit shows it: read_file({"path":"notes.md"}).
+func (c toolCall) text() string { return c.name + "(" + c.args + ")" }
+
+// match finds the query, n bytes long, in the call's name or in one of the
+// values of its arguments, never in their keys: "path" is not a word of
+// read_file({"path":"notes.md"}). It returns where in text() to cut the
+// snippet, and how much to show.
+func (c toolCall) match(m *foldMatcher, n int) (at, size int, ok bool) {
+	if at := m.index(c.name); at >= 0 {
+		return at, n, true
+	}
+	base := len(c.name) + 1
+	if !json.Valid([]byte(c.args)) {
+		// Not JSON: the whole of it is what the model said.
+		if at := m.index(c.args); at >= 0 {
+			return base + at, n, true
+		}
+		return 0, 0, false
+	}
+	found := false
+	jsonValues(c.args, func(start, end int, value string) bool {
+		if k := m.index(value); k >= 0 {
+			if value == c.args[start:end] {
+				at, size = base+start+k, n
+			} else {
+				// Escapes make the decoded value another length: show it all.
+				at, size = base+start, end-start
+			}
+			found = true
+		}
+		return !found
+	})
+	return at, size, found
+}
+
+// jsonValues calls fn with the byte range and the text of each string,
+// number and literal of doc, a valid JSON text, that is not an object's
+// key, in order, until fn returns false. A string's text is decoded.
+func jsonValues(doc string, fn func(start, end int, value string) bool) {
+	var objects []bool // for each open container, whether it is an object
+	key := false       // whether the next string is a key
+	for i := 0; i < len(doc); {
+		switch c := doc[i]; c {
+		case ' ', '\t', '\n', '\r':
+			i++
+		case '{', '[':
+			objects = append(objects, c == '{')
+			key = c == '{'
+			i++
+		case '}', ']':
+			objects = objects[:len(objects)-1]
+			i++
+		case ',':
+			key = objects[len(objects)-1]
+			i++
+		case ':':
+			key = false
+			i++
+		case '"':
+			end := i + 1
+			for doc[end] != '"' {
+				if doc[end] == '\\' {
+					end++
+				}
+				end++
+			}
+			end++
+			if !key {
+				value := doc[i+1 : end-1]
+				if strings.IndexByte(value, '\\') >= 0 {
+					json.Unmarshal([]byte(doc[i:end]), &value)
+				}
+				if !fn(i+1, end-1, value) {
+					return
+				}
+			}
+			i = end
+		default:
+			end := i
+			for end < len(doc) && !strings.ContainsRune(" \t\n\r,]}", rune(doc[end])) {
+				end++
+			}
+			if !fn(i, end, doc[i:end]) {
+				return
+			}
+			i = end
+		}
+	}
+}
+
+// toolCallsOf returns the calls of a message's tool_calls; an argument
+// string that holds JSON is taken as that JSON text.
+func toolCallsOf(calls json.RawMessage) []toolCall {
 	if len(calls) == 0 || calls[0] != '[' {
 		return nil
 	}
@@ -281,7 +375,7 @@ func toolCallTexts(calls json.RawMessage) []string {
 	if json.Unmarshal(calls, &list) != nil {
 		return nil
 	}
-	out := make([]string, 0, len(list))
+	out := make([]toolCall, 0, len(list))
 	for _, c := range list {
 		args := string(c.Function.Arguments)
 		if len(args) > 0 && args[0] == '"' {
@@ -289,7 +383,7 @@ func toolCallTexts(calls json.RawMessage) []string {
 		} else if args == "null" {
 			args = ""
 		}
-		out = append(out, c.Function.Name+"("+args+")")
+		out = append(out, toolCall{name: c.Function.Name, args: args})
 	}
 	return out
 }

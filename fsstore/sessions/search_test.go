@@ -136,9 +136,9 @@ func TestSearchDuringAppends(t *testing.T) {
 	}
 }
 
-// TestSearchToolActivity: a tool call is found by its name and its
-// arguments, shown as name(arguments); a tool result by its content; ids
-// and keys of the call are not text.
+// TestSearchToolActivity: a tool call is found by its name and the values
+// of its arguments, shown as name(arguments); a tool result by its
+// content; ids, keys of the call and keys of its arguments are not text.
 func TestSearchToolActivity(t *testing.T) {
 	s, _, _ := newTestStore(t)
 	id := mustCreate(t, s, "tools")
@@ -156,7 +156,9 @@ func TestSearchToolActivity(t *testing.T) {
 	}{
 		{"read_file", []string{`2 assistant read_file({"path":"notes.md"})`}},
 		{"NOTES.MD", []string{`2 assistant read_file({"path":"notes.md"})`}},
-		{`"path":"notes`, []string{`2 assistant read_file({"path":"notes.md"})`}},
+		{"path", nil},
+		{`"path":"notes`, nil},
+		{"ls", []string{`4 assistant terminal({"command":"ls"})`}},
 		{"quokka", []string{"3 tool a quokka lives here", `4 assistant web_search({"query":"Quokka habitat"})`}},
 		{"look", []string{"4 assistant Let me look."}},
 		{"call_1", nil},

@@ -65,9 +65,31 @@ type Session struct {
 	CompressedInto string `json:"compressed_into"`
 	// Meta is what an imported session's source said of it beyond these
 	// fields (its token counts, costs, model settings, …), kept as the
-	// source wrote it; null for a session made here.
-	Meta    json.RawMessage `json:"meta"`
-	Preview string          `json:"preview"`
+	// source wrote it; empty for a session made here.
+	Meta    Meta   `json:"meta"`
+	Preview string `json:"preview"`
+}
+
+// Meta is a JSON object kept as it was written. Empty, it is written {},
+// never null, so that a reader can take its keys on every session.
+type Meta json.RawMessage
+
+// MarshalJSON writes m, or {} when it is empty.
+func (m Meta) MarshalJSON() ([]byte, error) {
+	if len(m) == 0 || string(m) == "null" {
+		return []byte("{}"), nil
+	}
+	return json.RawMessage(m).MarshalJSON()
+}
+
+// UnmarshalJSON keeps a copy of data; null and {} are empty.
+func (m *Meta) UnmarshalJSON(data []byte) error {
+	if string(data) == "null" || string(data) == "{}" {
+		*m = nil
+		return nil
+	}
+	*m = append((*m)[:0], data...)
+	return nil
 }
 
 // times are the document's time fields, by name.
@@ -233,6 +255,9 @@ func (s *Store) CreateWith(sess Session, msgs []Message) (_ Session, created boo
 		return Session{}, false, err
 	}
 	if sess.Title != "" {
+		if sess.Title, err = fsstore.NormalTitle(sess.Title); err != nil {
+			return Session{}, false, err
+		}
 		unlockTitles, err := s.lockTitles()
 		if err != nil {
 			return Session{}, false, err
@@ -399,14 +424,14 @@ func lastSeq(f *os.File, size int64) (int64, fsstore.Time, error) {
 	}
 	head := make([]byte, min(end-start, lineHead))
 	if _, err := f.ReadAt(head, start); err != nil {
-		return 0, "", fmt.Errorf("read %s: %w", f.Name(), err)
+		return 0, "", fsstore.PathErr("read", f.Name(), err)
 	}
 	if seq, ts, ok := headPosition(head); ok {
 		return seq, ts, nil
 	}
 	line := make([]byte, end-start)
 	if _, err := f.ReadAt(line, start); err != nil {
-		return 0, "", fmt.Errorf("read %s: %w", f.Name(), err)
+		return 0, "", fsstore.PathErr("read", f.Name(), err)
 	}
 	seq, ts, err := linePosition(line)
 	if err != nil {
@@ -865,7 +890,7 @@ func (t *Transcript) All() ([]Message, error) {
 	if err := inParallel(parts, func(k int) error {
 		_, err := t.f.ReadAt(buf[bounds[k]:bounds[k+1]], int64(bounds[k]))
 		if err != nil && err != io.EOF {
-			return fmt.Errorf("read %s: %w", t.f.Name(), err)
+			return fsstore.PathErr("read", t.f.Name(), err)
 		}
 		return nil
 	}); err != nil {
@@ -1029,6 +1054,10 @@ func (s *Store) Rename(id, title string) (Session, error) {
 		return Session{}, fsstore.Invalidf("empty title")
 	}
 	if err := fsstore.CheckID("session id", id); err != nil {
+		return Session{}, err
+	}
+	title, err := fsstore.NormalTitle(title)
+	if err != nil {
 		return Session{}, err
 	}
 	unlock, err := s.lockTitles()
@@ -1285,17 +1314,19 @@ func (s *Store) all(read func(id string, locked bool) (Session, error)) ([]Sessi
 func (s *Store) Resolve(ref string) (string, error) {
 	if err := fsstore.CheckID("session id", ref); err != nil {
 		// Titles are free text ("fix a/b bug"): a ref that cannot be an id
-		// may still name one. It is only compared, never used in a path.
-		if ref != "" {
-			byTitle, terr := s.titleIDs(ref)
-			if terr != nil {
-				return "", terr
-			}
-			if len(byTitle) > 0 {
-				return byTitle[0], nil
-			}
+		// may still name one. It is only compared, never used in a path;
+		// when it names nothing, it is not found, like any other ref.
+		if ref == "" || fsstore.CheckTitle(ref) != nil {
+			return "", err
 		}
-		return "", err
+		byTitle, terr := s.titleIDs(ref)
+		if terr != nil {
+			return "", terr
+		}
+		if len(byTitle) == 0 {
+			return "", fsstore.NotFoundf("no session titled %q (and it cannot be an id: %v)", ref, err)
+		}
+		return byTitle[0], nil
 	}
 	if _, err := os.Stat(s.docPath(ref)); err == nil {
 		return ref, nil

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/hermes/hermes/fsstore"
 )
@@ -152,12 +153,24 @@ func (s *Store) verify(entries []titleEntry, title string) (ids []string, stale 
 	return ids, stale, nil
 }
 
-// titleIDs returns the sessions whose title is title, newest first (one,
+// titleIDs returns the sessions whose title is title in NFC, newest first (one,
 // unless titles were shared before they were unique): the read path of a
 // title lookup, which takes no lock while the index is complete and has
 // no stale entry for title. It reads one bucket and the documents of its
 // entries for title.
 func (s *Store) titleIDs(title string) ([]string, error) {
+	if nfc := norm.NFC.String(title); nfc != title {
+		// A title stored before titles were kept in NFC is found as it
+		// was typed.
+		if ids, err := s.titleIDsAsIs(nfc); err != nil || len(ids) > 0 {
+			return ids, err
+		}
+	}
+	return s.titleIDsAsIs(title)
+}
+
+// titleIDsAsIs is titleIDs for title byte for byte.
+func (s *Store) titleIDsAsIs(title string) ([]string, error) {
 	if _, err := os.Stat(s.Dir); errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -276,10 +289,19 @@ func (s *Store) claimTitle(title, self string) error {
 	if err != nil {
 		return err
 	}
-	for _, other := range ids {
-		if other != self {
-			return fsstore.Refusedf("title %q is taken by session %s", title, other)
+	if nfd := norm.NFD.String(title); nfd != title {
+		// A session titled before titles were kept in NFC may hold the
+		// title decomposed.
+		old, err := s.titleIDsLocked(nfd)
+		if err != nil {
+			return err
 		}
+		if err := takenBy(title, old, self); err != nil {
+			return err
+		}
+	}
+	if err := takenBy(title, ids, self); err != nil {
+		return err
 	}
 	if len(ids) > 0 {
 		return nil
@@ -290,6 +312,16 @@ func (s *Store) claimTitle(title, self string) error {
 		return err
 	}
 	return s.writeBucket(name, append(entries, titleEntry{Title: title, SessionID: self}))
+}
+
+// takenBy refuses title when a session of ids other than self has it.
+func takenBy(title string, ids []string, self string) error {
+	for _, other := range ids {
+		if other != self {
+			return fsstore.Refusedf("title %q is taken by session %s", title, other)
+		}
+	}
+	return nil
 }
 
 // dropTitle removes the entry {title, id} once the document of id no

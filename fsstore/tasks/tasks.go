@@ -186,7 +186,7 @@ func removeAll(paths []string) {
 func createEmpty(path string) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, fsstore.FileMode)
 	if err != nil {
-		return fmt.Errorf("create %s: %w", path, err)
+		return fsstore.PathErr("create", path, err)
 	}
 	err = f.Chmod(fsstore.FileMode)
 	if cerr := f.Close(); err == nil {
