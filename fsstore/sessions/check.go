@@ -85,6 +85,7 @@ func (s *Store) CheckSessions(repair bool, lostFound string) ([]fsstore.Finding,
 				return out, 0, err
 			}
 			docs[id] = true
+			out = append(out, checkIDRule(path, id)...)
 			if sess.Title != "" {
 				byTitle[sess.Title] = append(byTitle[sess.Title], *sess)
 			}
@@ -104,6 +105,9 @@ func (s *Store) CheckSessions(repair bool, lostFound string) ([]fsstore.Finding,
 		return out, 0, err
 	}
 	for i, id := range logs {
+		if !docs[id] {
+			out = append(out, checkIDRule(s.logPath(id), id)...)
+		}
 		doc := parsed[id]
 		if repair {
 			// A repair above may have rewritten it.
@@ -159,6 +163,21 @@ func (s *Store) CheckSessions(repair bool, lostFound string) ([]fsstore.Finding,
 		}
 	}
 	return out, checked, nil
+}
+
+// checkIDRule reports a session, made before the rule, whose id
+// fsstore.CheckNewID refuses: a problem that repair leaves, since the id
+// is the session's name. The session is read and removed by its exact
+// names like any other.
+func checkIDRule(path, id string) []fsstore.Finding {
+	if fsstore.CheckID("session id", id) != nil {
+		return nil
+	}
+	if err := fsstore.CheckNewID("session id", id); err != nil {
+		return []fsstore.Finding{{Path: path, Problem: true,
+			What: err.Error() + "; export it and import the export, which gives the copy a new id, then delete it"}}
+	}
+	return nil
 }
 
 // checkTitles reports every session whose title an older session has
@@ -478,7 +497,7 @@ func (s *Store) recoverDocument(id, what string) (bool, string) {
 	if _, err := os.Stat(s.logPath(id)); err != nil {
 		return true, what
 	}
-	if _, _, err := s.Create(Session{ID: id, Source: "recovered"}); err != nil {
+	if _, _, err := s.createWith(Session{ID: id, Source: "recovered"}, nil); err != nil {
 		return false, what + " (" + err.Error() + ")"
 	}
 	return true, what + "; made a new document from the transcript (source recovered)"

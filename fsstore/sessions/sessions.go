@@ -221,7 +221,20 @@ func (s *Store) Create(sess Session) (Session, bool, error) {
 // made it). A session that exists is returned as it is with
 // created=false, and msgs are not written. msgs are checked (their ts
 // included) before anything is written.
+// A new id must pass fsstore.CheckNewID.
 func (s *Store) CreateWith(sess Session, msgs []Message) (_ Session, created bool, err error) {
+	if sess.ID != "" {
+		if err := fsstore.CheckNewID("session id", sess.ID); err != nil {
+			return Session{}, false, err
+		}
+	}
+	return s.createWith(sess, msgs)
+}
+
+// createWith is CreateWith for any id CheckID accepts: fsck's repair
+// gives a document back to the transcript of a session made before the
+// rule of CheckNewID.
+func (s *Store) createWith(sess Session, msgs []Message) (_ Session, created bool, err error) {
 	now := s.Now()
 	if sess.ID == "" {
 		sess.ID = fsstore.NewID(now)
@@ -1106,8 +1119,10 @@ type Removal struct {
 	Bytes     int64        `json:"bytes"`
 }
 
-// Delete removes session id: its document, transcript, the copies kept
-// aside for it and its lock. An active or resume-pending session is refused
+// Delete removes session id: its document, transcript, the copies of them
+// kept aside (<id>.jsonl.torn-<unix>, .replaced-, <id>.json.corrupt-, each
+// maybe with .N, matched exactly: never the files of a session whose id
+// begins with this one's) and its lock. An active or resume-pending session is refused
 // (end it first). With dryRun it only says what it would remove.
 func (s *Store) Delete(id string, dryRun bool) (Removal, error) {
 	if err := fsstore.CheckID("session id", id); err != nil {
@@ -1157,7 +1172,10 @@ func (s *Store) removeLocked(sess Session, dryRun bool) (Removal, error) {
 	// The document goes first, so that from then on the session does not
 	// exist for readers; the lock goes last.
 	paths := []string{s.docPath(sess.ID), s.logPath(sess.ID)}
-	aside, _ := filepath.Glob(filepath.Join(s.Dir, fsstore.GlobEscape(sess.ID)+".jsonl.*"))
+	aside, err := fsstore.CopiesAside(s.Dir, sess.ID+".json", sess.ID+".jsonl")
+	if err != nil {
+		return r, fmt.Errorf("delete session %s: %w", sess.ID, err)
+	}
 	paths = append(paths, aside...)
 	for _, p := range paths {
 		fi, err := os.Lstat(p)
