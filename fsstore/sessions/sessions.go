@@ -330,10 +330,7 @@ func (s *Store) createWith(sess Session, msgs []Message) (_ Session, created boo
 	}
 	sess.MessageCount = seq
 	err = fsstore.AppendThen(f, made, lines, func() error {
-		if err := s.touchCatalog(&sess, active, now); err != nil {
-			return err
-		}
-		return fsstore.WriteDoc(s.docPath(sess.ID), &sess)
+		return s.touchCatalogThen(&sess, active, now, func() error { return s.writeDoc(&sess, nil) })
 	})
 	if err != nil {
 		return Session{}, false, err
@@ -518,6 +515,7 @@ func (s *Store) appendLocked(sess *Session, msgs []Message) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	old := *sess
 	hadPreview := sess.Preview != ""
 	lines, seq, err := numberLines(sess, msgs, seq)
 	if err != nil {
@@ -538,7 +536,9 @@ func (s *Store) appendLocked(sess *Session, msgs []Message) (int64, error) {
 	// is synced, and then synced at once (see SyncLogs).
 	counted := *sess
 	counted.MessageCount = seq
-	catalog, err := s.writeCatalog(&counted, active, now)
+	entry := s.entryOf(&counted, active, now)
+	catalog, err := s.appendCatalog(entry)
+	wrote := err == nil
 	if err == nil && catalog != nil {
 		err = fsstore.SyncLogs(f, catalog)
 		catalog.Close()
@@ -547,15 +547,19 @@ func (s *Store) appendLocked(sess *Session, msgs []Message) (int64, error) {
 	}
 	sess.MessageCount, sess.UpdatedAt = seq, fsstore.Later(sess.UpdatedAt, ts)
 	if err == nil && !hadPreview && sess.Preview != "" {
-		err = fsstore.WriteDoc(s.docPath(sess.ID), sess)
+		err = s.writeDoc(sess, &old)
 	}
 	if err != nil {
 		// The append is reported as failed (a full disk refused the
 		// catalog or the document), so it must not have happened: a
 		// caller that retries would store the messages twice. Cut the
-		// transcript back; a catalog line already written is a harmless
-		// cache entry.
-		return 0, fsstore.CutBack(f, fi.Size(), err)
+		// transcript back, and take back the catalog's line, which
+		// counts the messages.
+		err = fsstore.CutBack(f, fi.Size(), err)
+		if wrote {
+			s.retract(entry)
+		}
+		return 0, err
 	}
 	return seq, nil
 }
@@ -728,9 +732,6 @@ func (s *Store) replaceLocked(sess *Session, msgs []Message) (_ SaveResult, err 
 	replaced = true
 	sess.MessageCount = int64(len(msgs))
 	sess.UpdatedAt = ts
-	if err := s.touchCatalog(sess, now, now); err != nil {
-		return SaveResult{}, err
-	}
 	sess.Preview = ""
 	for _, m := range msgs {
 		if m.Role == "user" {
@@ -738,7 +739,7 @@ func (s *Store) replaceLocked(sess *Session, msgs []Message) (_ SaveResult, err 
 			break
 		}
 	}
-	if err := fsstore.WriteDoc(s.docPath(sess.ID), sess); err != nil {
+	if err := s.touchCatalogThen(sess, now, now, func() error { return fsstore.WriteDoc(s.docPath(sess.ID), sess) }); err != nil {
 		return SaveResult{}, err
 	}
 	return SaveResult{Appended: len(msgs), Count: sess.MessageCount, Replaced: kept}, nil
@@ -974,15 +975,43 @@ func (s *Store) update(id string, change func(*Session) error) (Session, error) 
 	if err != nil {
 		return Session{}, err
 	}
+	old := sess
 	if err := change(&sess); err != nil {
 		return Session{}, err
 	}
 	now := s.Now()
 	sess.UpdatedAt = fsstore.TimeOf(now)
-	if err := s.touchCatalog(&sess, now, now); err != nil {
-		return Session{}, err
+	return sess, s.touchCatalogThen(&sess, now, now, func() error { return s.writeDoc(&sess, &old) })
+}
+
+// writeDoc writes sess as the document of its session, whose document was
+// old (nil: none). A write that fails after its rename (the directory's
+// sync) has replaced the document all the same: the old one is put back
+// (or the new one removed), so that a write reported as failed is not
+// seen. When that fails too, the document is the new one, and the
+// catalog follows it (retract).
+func (s *Store) writeDoc(sess, old *Session) error {
+	path := s.docPath(sess.ID)
+	err := fsstore.WriteDoc(path, sess)
+	if err == nil {
+		return nil
 	}
-	return sess, fsstore.WriteDoc(s.docPath(id), &sess)
+	want, _ := json.Marshal(sess)
+	var now Session
+	if fsstore.ReadDoc(path, &now) != nil {
+		return err
+	}
+	if got, _ := json.Marshal(&now); !bytes.Equal(got, want) {
+		return err
+	}
+	if old == nil {
+		if os.Remove(path) == nil {
+			fsstore.SyncDir(s.Dir)
+		}
+		return err
+	}
+	fsstore.WriteDoc(path, old)
+	return err
 }
 
 // SetCwd records dir as the working directory of id's tools.
