@@ -104,13 +104,15 @@ func (s *Store) touchCatalogThen(sess *Session, at, now time.Time, commit func()
 }
 
 // retract takes back the catalog line e of a write that failed after it
-// was appended: a line that records the session as its document now is
-// (removed, when it has none) is appended after it, so the last line of
-// the session agrees with its document. When that line cannot be stored
-// (a full disk), e is cut off instead if it is still the catalog's last
-// line (a truncation needs no free space). When neither can be done the
-// catalog disagrees with the document until fsck --repair rebuilds it;
-// fsck reports it.
+// was appended, unless the session, as it now is, is what e says (a
+// document whose rename was done when the directory's sync failed). The
+// line is cut off when it is still the catalog's last (a truncation needs
+// no free space; a catalog left empty is removed, since List rebuilds a
+// missing one from the documents, and an empty one would hide them all),
+// else a line that records the session as it now is (removed, when it has
+// no document) is appended after it. When neither can be done the catalog
+// disagrees with the document until fsck --repair rebuilds it; fsck
+// reports it. The caller holds the session's lock.
 func (s *Store) retract(e catalogEntry) {
 	unlock, err := fsstore.Lock(filepath.Join(s.Dir, catalogLockName), s.LockTimeout)
 	if err == nil {
@@ -125,16 +127,20 @@ func (s *Store) retract(e catalogEntry) {
 func (s *Store) retractLocked(e catalogEntry) error {
 	now := s.Now()
 	undo := catalogEntry{SessionID: e.SessionID, At: fsstore.TimeOf(now), Removed: true}
-	var sess Session
-	switch err := fsstore.ReadDoc(s.docPath(e.SessionID), &sess); {
+	switch sess, err := s.readSession(e.SessionID, true); {
 	case err == nil:
+		if sess.State == e.State && sess.MessageCount == e.MessageCount {
+			return nil
+		}
 		at, terr := sess.UpdatedAt.Instant()
 		if terr != nil {
 			at = now
 		}
 		undo = s.entryOf(&sess, at, now)
-	case !errors.Is(err, os.ErrNotExist):
+	case !errors.Is(err, fsstore.ErrNotFound):
 		return err
+	case e.Removed:
+		return nil
 	}
 	f, err := os.OpenFile(s.catalogPath(), os.O_RDWR|syscall.O_NOFOLLOW, 0)
 	if err != nil {
@@ -146,25 +152,28 @@ func (s *Store) retractLocked(e catalogEntry) error {
 		return err
 	}
 	size := fi.Size()
-	b, _ := json.Marshal(undo)
-	if _, err = f.Seek(0, io.SeekEnd); err == nil {
-		if err = fsstore.WriteLines(f, [][]byte{append(b, '\n')}); err == nil {
-			if err = fsstore.SyncLog(f); err == nil {
-				return nil
-			}
-			fsstore.CutBack(f, size, err)
-		}
-	}
 	line, _ := json.Marshal(e)
 	line = append(line, '\n')
-	tail := make([]byte, len(line))
-	if size < int64(len(line)) {
+	if n := int64(len(line)); size >= n {
+		tail := make([]byte, n)
+		if _, err := f.ReadAt(tail, size-n); err == nil && bytes.Equal(tail, line) {
+			if size == n {
+				if err := os.Remove(s.catalogPath()); err != nil {
+					return err
+				}
+				return fsstore.SyncDir(s.Dir)
+			}
+			if err := f.Truncate(size - n); err != nil {
+				return err
+			}
+			return fsstore.SyncLog(f)
+		}
+	}
+	b, _ := json.Marshal(undo)
+	if _, err := f.Seek(0, io.SeekEnd); err != nil {
 		return err
 	}
-	if _, rerr := f.ReadAt(tail, size-int64(len(line))); rerr != nil || !bytes.Equal(tail, line) {
-		return err
-	}
-	if err := f.Truncate(size - int64(len(line))); err != nil {
+	if err := fsstore.WriteLines(f, [][]byte{append(b, '\n')}); err != nil {
 		return err
 	}
 	return fsstore.SyncLog(f)
