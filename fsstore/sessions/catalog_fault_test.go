@@ -3,6 +3,7 @@ package sessions
 import (
 	"fmt"
 	"os"
+	"sync"
 	"testing"
 
 	"github.com/hermes/hermes/fsstore/internal/storetest"
@@ -37,10 +38,14 @@ func TestFailureAtEveryStepCatalogAgrees(t *testing.T) {
 					}
 				}
 				was, werr := s.Get("c1")
+				// SyncLogs syncs a transcript and the catalog at once.
+				var mu sync.Mutex
 				calls := 0
 				// fail says whether this step fails; needsSpace is false
 				// for the steps a full disk does not refuse.
 				fail := func(needsSpace bool) bool {
+					mu.Lock()
+					defer mu.Unlock()
 					calls++
 					if sticky {
 						return needsSpace && calls >= n
