@@ -249,7 +249,7 @@ func (b *Board) Create(t Task) (Task, error) {
 	if t.ID == "" {
 		t.ID = fsstore.NewID(now)
 	}
-	if err := fsstore.CheckID("task id", t.ID); err != nil {
+	if err := fsstore.CheckNewID("task id", t.ID); err != nil {
 		return Task{}, err
 	}
 	if strings.TrimSpace(t.Title) == "" {
