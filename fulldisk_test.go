@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -245,65 +247,8 @@ func short(s string) string {
 // the disk has room, fsck finds nothing half-made: no task, no empty
 // session, no task stuck running.
 func TestFullDiskEveryPage(t *testing.T) {
-	mnt := mountTmpfs(t, "1m")
-	home := filepath.Join(mnt, "hermes")
-	// hermes runs the real binary: the dispatcher and tasks run start
-	// supervisors, which run it again.
-	hermes := func(profile string, args ...string) (int, string, string) {
-		t.Helper()
-		c := exec.Command("hermes", append([]string{"--home", home, "-p", profile}, args...)...)
-		c.Env = append(os.Environ(), quickRaceExit())
-		var out, errb bytes.Buffer
-		c.Stdout, c.Stderr = &out, &errb
-		err := c.Run()
-		var exit *exec.ExitError
-		switch {
-		case err == nil:
-			return 0, out.String(), errb.String()
-		case errors.As(err, &exit):
-			return exit.ExitCode(), out.String(), errb.String()
-		}
-		t.Fatalf("hermes %v: %v", args, err)
-		return 0, "", ""
-	}
-	must := func(profile string, args ...string) string {
-		t.Helper()
-		code, out, errs := hermes(profile, args...)
-		if code != 0 {
-			t.Fatalf("hermes -p %s %v: exit %d: %s", profile, args, code, errs)
-		}
-		return out
-	}
-	// fill leaves exactly pages free pages on the tmpfs.
-	filler := filepath.Join(mnt, "filler")
-	fill := func(pages int) {
-		t.Helper()
-		spacer := filepath.Join(mnt, "spacer")
-		if err := os.WriteFile(spacer, make([]byte, pages*4096), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		f, err := os.Create(filler)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, n := range []int{64 << 10, 4 << 10, 512, 64, 1} {
-			for {
-				if _, err := f.Write(make([]byte, n)); err != nil {
-					break
-				}
-			}
-		}
-		f.Close()
-		if err := os.Remove(spacer); err != nil {
-			t.Fatal(err)
-		}
-	}
-	unfill := func() {
-		t.Helper()
-		if err := os.Remove(filler); err != nil {
-			t.Fatal(err)
-		}
-	}
+	rig := newDiskRig(t, "1m")
+	home, hermes, must, fill, unfill := rig.home, rig.hermes, rig.must, rig.fill, rig.unfill
 
 	var transcript strings.Builder
 	transcript.WriteString(`{"id":"imp","title":"imported","source":"elsewhere","messages":[`)
@@ -450,6 +395,196 @@ func TestFullDiskEveryPage(t *testing.T) {
 		if failed == 0 || succeeded == 0 {
 			t.Errorf("%s: %d failed, %d succeeded: the free pages did not span its needs", v.name, failed, succeeded)
 		}
+	}
+}
+
+// TestFullDiskChatEveryPage runs `chat -q` (the echo provider) on a disk
+// with every number of free pages from 0 to 16, in a new session and in a
+// resumed one, failing at each write in turn (issue 27 item 7: a full
+// disk left a session whose catalog said ended and whose document said
+// active with no message, and the message "session X keeps your message"
+// was false). Once the disk has room: fsck finds nothing, the catalog and
+// the documents agree (stats and list count the same states), and what
+// stderr said is true: no session was made, the message was not stored,
+// or it was, with the reply or not.
+func TestFullDiskChatEveryPage(t *testing.T) {
+	rig := newDiskRig(t, "1m")
+	type state struct {
+		ID           string `json:"id"`
+		State        string `json:"state"`
+		MessageCount int64  `json:"message_count"`
+	}
+	list := func(profile string) []state {
+		t.Helper()
+		var out []state
+		for _, line := range strings.Split(strings.TrimSpace(rig.must(profile, "--json", "sessions", "list")), "\n") {
+			if line == "" {
+				continue
+			}
+			var st state
+			if err := json.Unmarshal([]byte(line), &st); err != nil {
+				t.Fatalf("-p %s: sessions list: %v: %s", profile, err, line)
+			}
+			out = append(out, st)
+		}
+		return out
+	}
+	for _, resume := range []bool{false, true} {
+		kinds := map[string]int{}
+		for pages := 0; pages <= 16; pages++ {
+			profile := fmt.Sprintf("r%vp%d", resume, pages)
+			args := []string{"chat", "-q", "hello " + strings.Repeat("w", 3000)}
+			before := int64(0)
+			if resume {
+				rig.must(profile, "sessions", "new", "--id", "r")
+				rig.must(profile, "sessions", "append", "r", "--role", "user", "--content", "earlier")
+				rig.must(profile, "sessions", "end", "r")
+				args = append(args, "--resume", "r")
+				before = 1
+			} else if err := os.MkdirAll(filepath.Join(rig.home, "profiles", profile), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			rig.fill(pages)
+			code, stdout, stderr := rig.hermes(profile, args...)
+			rig.unfill()
+			what := fmt.Sprintf("chat -q (resume %v) with %d free pages: exit %d: %s", resume, pages, code, strings.TrimSpace(stderr))
+			t.Log(what)
+			sessions := list(profile)
+			var sess *state
+			for i := range sessions {
+				sess = &sessions[i]
+			}
+			if len(sessions) > 1 {
+				t.Errorf("%s: %d sessions: %+v", what, len(sessions), sessions)
+			}
+			kind := "ok"
+			switch {
+			case code == 0:
+				if sess == nil || sess.MessageCount != before+2 || !strings.Contains(stdout, "echo:") {
+					t.Errorf("%s: exit 0, but the session is %+v and stdout %q", what, sess, stdout)
+				}
+			case strings.Contains(stderr, "no session was made"):
+				kind = "no session"
+				if sess != nil {
+					t.Errorf("%s: said no session was made, but there is %+v", what, *sess)
+				}
+			case strings.Contains(stderr, "your message was not stored"):
+				kind = "not stored"
+				if sess == nil || sess.MessageCount != before {
+					t.Errorf("%s: said the message was not stored, but the session is %+v", what, sess)
+				}
+			case strings.Contains(stderr, "keeps your message"):
+				kind = "stored, no reply"
+				if sess == nil || sess.MessageCount != before+1 {
+					t.Errorf("%s: said the session keeps the message, but it is %+v", what, sess)
+				}
+			case strings.Contains(stderr, "ending session"):
+				kind = "replied, not ended"
+				if sess == nil || sess.MessageCount != before+2 || sess.State != "active" || !strings.Contains(stdout, "echo:") {
+					t.Errorf("%s: said only the end failed, but the session is %+v and stdout %q", what, sess, stdout)
+				}
+			default:
+				t.Errorf("%s: stderr says nothing of the session", what)
+			}
+			if code != 0 {
+				wantDiskFull(t, what, code, stderr)
+			}
+			kinds[kind]++
+			if code, out, errs := rig.hermes(profile, "fsck"); code != 0 {
+				t.Errorf("%s: fsck afterwards: exit %d\n%s%s", what, code, out, errs)
+			}
+			var stats struct {
+				ByState map[string]int `json:"by_state"`
+			}
+			if err := json.Unmarshal([]byte(rig.must(profile, "--json", "sessions", "stats")), &stats); err != nil {
+				t.Fatal(err)
+			}
+			listed := map[string]int{}
+			for _, st := range sessions {
+				listed[st.State]++
+			}
+			if !maps.Equal(stats.ByState, listed) && !(len(stats.ByState) == 0 && len(listed) == 0) {
+				t.Errorf("%s: stats counts %v, list shows %v", what, stats.ByState, listed)
+			}
+		}
+		t.Logf("resume %v: %v", resume, kinds)
+		if kinds["ok"] == 0 || len(kinds) < 2 {
+			t.Errorf("resume %v: outcomes %v: the free pages did not span the chat's needs", resume, kinds)
+		}
+	}
+}
+
+// diskRig runs the real binary on a small tmpfs whose free pages a test
+// sets.
+type diskRig struct {
+	t    *testing.T
+	mnt  string
+	home string
+}
+
+func newDiskRig(t *testing.T, size string) *diskRig {
+	mnt := mountTmpfs(t, size)
+	return &diskRig{t: t, mnt: mnt, home: filepath.Join(mnt, "hermes")}
+}
+
+// hermes runs the real binary: the dispatcher and tasks run start
+// supervisors, which run it again.
+func (r *diskRig) hermes(profile string, args ...string) (int, string, string) {
+	r.t.Helper()
+	c := exec.Command("hermes", append([]string{"--home", r.home, "-p", profile}, args...)...)
+	c.Env = append(os.Environ(), quickRaceExit())
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	err := c.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, out.String(), errb.String()
+	case errors.As(err, &exit):
+		return exit.ExitCode(), out.String(), errb.String()
+	}
+	r.t.Fatalf("hermes %v: %v", args, err)
+	return 0, "", ""
+}
+
+func (r *diskRig) must(profile string, args ...string) string {
+	r.t.Helper()
+	code, out, errs := r.hermes(profile, args...)
+	if code != 0 {
+		r.t.Fatalf("hermes -p %s %v: exit %d: %s", profile, args, code, errs)
+	}
+	return out
+}
+
+// fill leaves exactly pages free pages on the tmpfs.
+func (r *diskRig) fill(pages int) {
+	r.t.Helper()
+	spacer := filepath.Join(r.mnt, "spacer")
+	if err := os.WriteFile(spacer, make([]byte, pages*4096), 0o600); err != nil {
+		r.t.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(r.mnt, "filler"))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	for _, n := range []int{64 << 10, 4 << 10, 512, 64, 1} {
+		for {
+			if _, err := f.Write(make([]byte, n)); err != nil {
+				break
+			}
+		}
+	}
+	f.Close()
+	if err := os.Remove(spacer); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// unfill gives the disk its room back.
+func (r *diskRig) unfill() {
+	r.t.Helper()
+	if err := os.Remove(filepath.Join(r.mnt, "filler")); err != nil {
+		r.t.Fatal(err)
 	}
 }
 

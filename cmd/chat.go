@@ -191,6 +191,11 @@ func chat(e *env) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	reply, err := ch.turn(ctx, prompt)
+	if err == nil {
+		// The reply is stored: it is shown even when the session cannot
+		// be ended after it (a full disk), which exit then reports.
+		return ch.exit(ch.printReply(reply))
+	}
 	err = ch.exit(err)
 	if err != nil {
 		if e.json && reply.SessionID != "" {
@@ -199,7 +204,7 @@ func chat(e *env) error {
 		}
 		return err
 	}
-	return ch.printReply(reply)
+	return nil
 }
 
 // Reasons a chat gives when it ends a session.
@@ -376,20 +381,32 @@ type turnResult struct {
 }
 
 // session returns the chat's session, creating it for the first turn of a
-// new one, with its tools' working directory recorded.
-func (ch *chatter) session() (sessions.Session, error) {
+// new one, with its tools' working directory recorded and input as its
+// first messages, in one step: a create that fails (a full disk) leaves
+// no session, and none without the message it was made for. made says
+// that input is stored.
+func (ch *chatter) session(input []sessions.Message) (_ sessions.Session, made bool, _ error) {
 	if ch.sessionID == "" {
 		cwd, err := ch.workDir()
 		if err != nil {
-			return sessions.Session{}, err
+			return sessions.Session{}, false, err
 		}
-		sess, _, err := ch.store.Create(sessions.Session{Title: ch.title, Source: "chat", Model: ch.model, Cwd: cwd})
+		sess, _, err := ch.store.CreateWith(sessions.Session{Title: ch.title, Source: "chat", Model: ch.model, Cwd: cwd}, input)
 		if err != nil {
-			return sessions.Session{}, err
+			return sessions.Session{}, false, fmt.Errorf("%w (nothing was stored: no session was made)", err)
 		}
 		ch.sessionID, ch.title = sess.ID, ""
-		return sess, nil
+		return sess, true, nil
 	}
+	sess, err := ch.resumed()
+	if err != nil && !errors.Is(err, fsstore.ErrNotFound) && !errors.Is(err, fsstore.ErrInvalid) {
+		err = fmt.Errorf("%w (your message was not stored in session %s)", err, ch.sessionID)
+	}
+	return sess, false, err
+}
+
+// resumed returns the chat's session, which exists.
+func (ch *chatter) resumed() (sessions.Session, error) {
 	sess, err := ch.store.Get(ch.sessionID)
 	if err != nil {
 		return sess, err
@@ -433,9 +450,12 @@ func (ch *chatter) turn(ctx context.Context, text string) (turnResult, error) {
 // run runs a turn whose input is input: none for /retry, whose fork ends
 // with the user message to answer.
 func (ch *chatter) run(ctx context.Context, input []sessions.Message) (turnResult, error) {
-	sess, err := ch.session()
+	sess, made, err := ch.session(input)
 	if err != nil {
 		return turnResult{}, err
+	}
+	if made {
+		ch.system, input = "", nil
 	}
 	if len(input) > 0 {
 		ch.system = ""
@@ -454,6 +474,11 @@ func (ch *chatter) run(ctx context.Context, input []sessions.Message) (turnResul
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return turnResult{SessionID: sess.ID}, err
+		}
+		// The engine stores the input before its first model call; a
+		// count of 0 is an input it could not store (a full disk).
+		if len(input) > 0 && res.Count == 0 {
+			return turnResult{SessionID: sess.ID}, fmt.Errorf("%w (your message was not stored in session %s)", err, sess.ID)
 		}
 		return turnResult{SessionID: sess.ID}, fmt.Errorf("%w (session %s keeps your message; resume it with hermes chat --resume %s)", err, sess.ID, sess.ID)
 	}

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -128,6 +129,15 @@ func importOne(e *env, store *sessions.Store, in importer.Session) (importResult
 		e.warn(fmt.Sprintf("source id %q cannot be a session id; the session gets a new one", id))
 		id = ""
 	}
+	if id != "" && fsstore.CheckNewID("session id", id) != nil {
+		meta, err := withSourceID(in.Meta, id)
+		if err != nil {
+			return importResult{}, err
+		}
+		safe := fsstore.SafeID(id)
+		e.warn(fmt.Sprintf("source id %q cannot be a new session id (a part after a '.' is json, jsonl, lock or log); the session is %s, and its meta keeps source_id", id, safe))
+		id, in.Meta = safe, meta
+	}
 	if id != "" {
 		if _, err := store.Get(id); err == nil {
 			return importInto(e, store, id, in)
@@ -163,6 +173,19 @@ func importOne(e *env, store *sessions.Store, in importer.Session) (importResult
 		return importInto(e, store, created.ID, in)
 	}
 	return importResult{SessionID: created.ID, Status: "created", Appended: len(in.Messages), MessageCount: created.MessageCount, Skipped: in.Skipped}, nil
+}
+
+// withSourceID is meta (a JSON object, or null) with source_id set to id:
+// an imported session whose id had to change keeps its source's.
+func withSourceID(meta json.RawMessage, id string) (json.RawMessage, error) {
+	m := map[string]json.RawMessage{}
+	if len(meta) > 0 && string(meta) != "null" {
+		if err := json.Unmarshal(meta, &m); err != nil {
+			return nil, fsstore.Invalidf("meta: %v", err)
+		}
+	}
+	m["source_id"], _ = json.Marshal(id)
+	return json.Marshal(m)
 }
 
 func timeOrEmpty(t time.Time) fsstore.Time {

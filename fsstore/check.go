@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -24,8 +25,61 @@ type Finding struct {
 // younger one may belong to a write in progress.
 const strayAge = time.Minute
 
-// asideMarkers are the infixes of the copies that recovery keeps.
+// asideMarkers are the infixes of the copies that recovery keeps: each
+// copy is named <file><marker><unix>, with ".N" after it when that name was
+// taken (freeName).
 var asideMarkers = []string{".torn-", ".corrupt-", ".replaced-", ".uncommitted-"}
+
+// AsideOf reports whether name is the name of a copy that recovery kept
+// aside (<file>.torn-<unix>, .corrupt-, .replaced-, .uncommitted-, each
+// with an optional .N), and of which file: the name with that suffix cut.
+// It reads the whole suffix, so a record whose id merely contains a marker
+// ("a.torn-x") is no copy.
+func AsideOf(name string) (string, bool) {
+	// The marker ends in '-', so a '.' before the last digits is
+	// freeName's, never the unix time's.
+	rest := name
+	if i := strings.LastIndexByte(rest, '.'); i >= 0 && allDigits(rest[i+1:]) {
+		rest = rest[:i]
+	}
+	for _, m := range asideMarkers {
+		i := strings.LastIndex(rest, m)
+		if i > 0 && allDigits(rest[i+len(m):]) {
+			return rest[:i], true
+		}
+	}
+	return "", false
+}
+
+func allDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// CopiesAside returns the paths of the copies kept aside in dir of the
+// files named names (base names such as "abc.jsonl"), matched exactly by
+// AsideOf: never a file of another record whose name begins with one of
+// them.
+func CopiesAside(dir string, names ...string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		if of, ok := AsideOf(e.Name()); ok && slices.Contains(names, of) {
+			out = append(out, filepath.Join(dir, e.Name()))
+		}
+	}
+	return out, nil
+}
 
 // CheckCommon handles the entries every store directory may hold: copies
 // kept aside by recovery (a note) and stray temp files (a problem; repair
@@ -52,12 +106,8 @@ func CheckCommon(e os.DirEntry, path string, repair bool, lostFound string, add 
 }
 
 func isAside(name string) bool {
-	for _, m := range asideMarkers {
-		if strings.Contains(name, m) {
-			return true
-		}
-	}
-	return false
+	_, ok := AsideOf(name)
+	return ok
 }
 
 // MoveToLostFound moves a stray file to the profile's lostFound directory

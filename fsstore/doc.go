@@ -72,8 +72,12 @@
 // after which it has happened. A failure before it is undone before the
 // error is returned, so a command exits 0 if and only if its change is
 // durable, and a command that fails has changed nothing a reader sees
-// (an empty lock sidecar, an empty directory or a catalog line may
-// stay: they hold no record). A crash before the commit point leaves what
+// (an empty lock sidecar or an empty directory may stay: they hold no
+// record). A session's catalog line written before a commit that fails
+// is taken back: cut off, or followed by a line that says what the
+// document says, so the catalog never tells another story than the
+// documents; a document whose rename was done when the directory's sync
+// failed is put back as it was. A crash before the commit point leaves what
 // the list below says, which readers skip and someone named cleans up.
 // Files are listed in the order they are written; "(cache)" marks an
 // index a reader checks against the records.
@@ -87,7 +91,8 @@
 //	                          document at the first user message     or the document                                  aside
 //	session save --force,     copy aside (.replaced-), catalog       document          the new transcript, its copy   fsck --repair: the count;
 //	import --force            (cache), transcript, document                            aside, the document behind     the copy stays, a note
-//	session rename, end, …    catalog (cache), document              document          a catalog line (cache)         nobody: it is skipped
+//	session rename, end, …    catalog (cache), document              document          a catalog line that says what  fsck reports it; --repair
+//	                                                                                   the document does not          rebuilds the catalog
 //	session delete, prune     document removed, transcript, copies   document removed  a transcript without a         fsck --repair (recovered)
 //	                          aside, lock                                              document
 //	board task create         open marker (cache), events,           document          a marker, an events log        OpenTasks (the marker);

@@ -612,3 +612,31 @@ func mustAppend(t testing.TB, s *sessions.Store, id string, msgs ...sessions.Mes
 		}
 	}
 }
+
+// TestCreateRefusesFileKindParts: every store's create refuses an id with
+// a part that is a kind of file (issue 27 item 1: abc.jsonl.keep), exit 2
+// and nothing written, while the other entry points still take it, so a
+// record made before the rule stays reachable.
+func TestCreateRefusesFileKindParts(t *testing.T) {
+	for _, id := range []string{"abc.jsonl.keep", "abc.json", "abc.LOCK", "abc.log.x"} {
+		base := t.TempDir()
+		s, ts, b := hostileStores(filepath.Join(base, "profiles", "default"))
+		before := treeSnapshot(t, base)
+		errs := map[string]error{}
+		_, _, errs["SessionStore.Create"] = s.Create(sessions.Session{ID: id, Source: "test"})
+		_, _, errs["SessionStore.CreateWith"] = s.CreateWith(sessions.Session{ID: id, Source: "test"}, []sessions.Message{textMsg("user", "hi")})
+		_, errs["TaskStore.Create"] = ts.Create(tasks.Task{ID: id, Command: []string{"true"}})
+		_, errs["Board.Create"] = b.Create(kanban.Task{ID: id, Title: "card"})
+		for op, err := range errs {
+			if !errors.Is(err, fsstore.ErrInvalid) || !strings.Contains(err.Error(), id) {
+				t.Errorf("%s(%q) = %v, want fsstore.ErrInvalid naming the id", op, id, err)
+			}
+		}
+		if after := treeSnapshot(t, base); !reflect.DeepEqual(before, after) {
+			t.Errorf("%q: files written: %v", id, after)
+		}
+		if _, err := s.Get(id); !errors.Is(err, fsstore.ErrNotFound) {
+			t.Errorf("Get(%q) = %v, want fsstore.ErrNotFound: the id is still read", id, err)
+		}
+	}
+}

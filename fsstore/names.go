@@ -44,6 +44,63 @@ func CheckID(what, id string) error {
 	return nil
 }
 
+// fileKinds are the kinds of file a record's id names, <id>.<kind>, in
+// every store.
+var fileKinds = []string{"json", "jsonl", "lock", "log"}
+
+// CheckNewID is CheckID for the id of a record about to be made (a create,
+// an import). It also refuses an id with a part, after a '.', that is a
+// kind of file a store writes (json, jsonl, lock, log, in any case), such
+// as "abc.jsonl.keep": its files would begin with the name of a file of
+// record "abc" and a '.' ("abc.jsonl.keep.json"), so a pattern meant for
+// the files of one record (abc.jsonl.*) would take another's. Records
+// with such ids made before this rule are still read, ended and removed,
+// by exact names; fsck reports them.
+func CheckNewID(what, id string) error {
+	if err := CheckID(what, id); err != nil {
+		return err
+	}
+	if kind := badPart(id); kind != "" {
+		return Invalidf("%s %q has the part %q: no part of an id after a '.' may be json, jsonl, lock or log (in any case), since its files' names would begin with another record's", what, id, kind)
+	}
+	return nil
+}
+
+// badPart returns the first part of id, after a '.', that is a kind of
+// file ("" if none).
+func badPart(id string) string {
+	parts := strings.Split(id, ".")
+	for _, p := range parts[1:] {
+		for _, k := range fileKinds {
+			if strings.EqualFold(p, k) {
+				return p
+			}
+		}
+	}
+	return ""
+}
+
+// SafeID maps an id that CheckID accepts to one that CheckNewID accepts:
+// the '.' before each part that is a kind of file becomes '_'
+// ("proj.jsonl.archive" is "proj_jsonl.archive"). An id that CheckNewID
+// accepts is returned as it is. The map is the same on every call, so an
+// import run twice finds the session its first run made.
+func SafeID(id string) string {
+	parts := strings.Split(id, ".")
+	var b strings.Builder
+	b.WriteString(parts[0])
+	for _, p := range parts[1:] {
+		sep := "."
+		for _, k := range fileKinds {
+			if strings.EqualFold(p, k) {
+				sep = "_"
+			}
+		}
+		b.WriteString(sep + p)
+	}
+	return b.String()
+}
+
 // NewID returns a new time-ordered id such as 20261121_020734_a1b2c3: a
 // directory listing sorts by creation without opening a file.
 func NewID(now time.Time) string {
@@ -84,12 +141,6 @@ func WithPrefix(ids []string, ref string) []string {
 		}
 	}
 	return out
-}
-
-// GlobEscape quotes the characters of an id that filepath.Glob would
-// read as a pattern, so that a glob can start with the id.
-func GlobEscape(id string) string {
-	return strings.NewReplacer(`*`, `\*`, `?`, `\?`, `[`, `\[`).Replace(id)
 }
 
 // Ambiguous is the error for a prefix that names several records: exit 2,

@@ -249,7 +249,7 @@ func (b *Board) Create(t Task) (Task, error) {
 	if t.ID == "" {
 		t.ID = fsstore.NewID(now)
 	}
-	if err := fsstore.CheckID("task id", t.ID); err != nil {
+	if err := fsstore.CheckNewID("task id", t.ID); err != nil {
 		return Task{}, err
 	}
 	if strings.TrimSpace(t.Title) == "" {
@@ -773,9 +773,14 @@ func (b *Board) Check(repair bool, lostFound string) ([]fsstore.Finding, error) 
 	if err != nil {
 		return out, err
 	}
+	// names holds the files, and the files a copy kept aside was made
+	// from: a task whose document was quarantined has its events.
 	names := map[string]bool{}
 	for _, e := range entries {
 		names[e.Name()] = true
+		if of, ok := fsstore.AsideOf(e.Name()); ok {
+			names[of] = true
+		}
 	}
 	for _, e := range entries {
 		id, ok := strings.CutSuffix(e.Name(), ".events.jsonl")
@@ -783,9 +788,6 @@ func (b *Board) Check(repair bool, lostFound string) ([]fsstore.Finding, error) 
 			id, ok = strings.CutSuffix(e.Name(), ".comments.jsonl")
 		}
 		if !ok || names[id+".json"] {
-			continue
-		}
-		if aside, _ := filepath.Glob(filepath.Join(b.tasksDir(), fsstore.GlobEscape(id)+".json.corrupt-*")); len(aside) > 0 {
 			continue
 		}
 		path := filepath.Join(b.tasksDir(), e.Name())

@@ -5,9 +5,12 @@ import (
 	"container/heap"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
+	"syscall"
 	"time"
 
 	"github.com/hermes/hermes/fsstore"
@@ -34,7 +37,11 @@ import (
 //
 // The catalog is a cache. The documents are the truth: a line whose session
 // has no document is skipped; a missing catalog is rebuilt from the
-// documents; `fsck --repair` rebuilds it when it lacks a session. It is
+// documents. A write that fails after its line takes the line back
+// (touchCatalogThen), so the catalog does not say what no document says;
+// fsck reports a catalog that lacks a session, counts one without a
+// document, or gives another state than a document (a crash between the
+// two writes), and `fsck --repair` rebuilds it. It is
 // compacted (one line per session) when it grows past catalogCompactSize.
 const (
 	catalogName        = ".catalog.jsonl"
@@ -80,9 +87,96 @@ func (s *Store) entryOf(sess *Session, at, now time.Time) catalogEntry {
 	return e
 }
 
-// touchCatalog records a write to sess, active at time at, synced.
-func (s *Store) touchCatalog(sess *Session, at, now time.Time) error {
-	return s.syncCatalog(s.entryOf(sess, at, now))
+// touchCatalogThen records a write to sess, active at time at, synced,
+// then runs commit, the write of the document. If commit fails, the line
+// is taken back (retract), so that the catalog does not say what no
+// document says: a failed end leaves no line that says ended.
+func (s *Store) touchCatalogThen(sess *Session, at, now time.Time, commit func() error) error {
+	e := s.entryOf(sess, at, now)
+	if err := s.syncCatalog(e); err != nil {
+		return err
+	}
+	if err := commit(); err != nil {
+		s.retract(e)
+		return err
+	}
+	return nil
+}
+
+// retract takes back the catalog line e of a write that failed after it
+// was appended, unless the session, as it now is, is what e says (a
+// document whose rename was done when the directory's sync failed). The
+// line is cut off when it is still the catalog's last (a truncation needs
+// no free space; a catalog left empty is removed, since List rebuilds a
+// missing one from the documents, and an empty one would hide them all),
+// else a line that records the session as it now is (removed, when it has
+// no document) is appended after it. When neither can be done the catalog
+// disagrees with the document until fsck --repair rebuilds it; fsck
+// reports it. The caller holds the session's lock.
+func (s *Store) retract(e catalogEntry) {
+	unlock, err := fsstore.Lock(filepath.Join(s.Dir, catalogLockName), s.LockTimeout)
+	if err == nil {
+		err = s.retractLocked(e)
+		unlock()
+	}
+	if err != nil {
+		s.Warn(fmt.Sprintf("activity catalog: the line of a failed write to session %s stays (%v); hermes fsck --repair rebuilds the catalog", e.SessionID, err))
+	}
+}
+
+func (s *Store) retractLocked(e catalogEntry) error {
+	now := s.Now()
+	undo := catalogEntry{SessionID: e.SessionID, At: fsstore.TimeOf(now), Removed: true}
+	switch sess, err := s.readSession(e.SessionID, true); {
+	case err == nil:
+		if sess.State == e.State && sess.MessageCount == e.MessageCount {
+			return nil
+		}
+		at, terr := sess.UpdatedAt.Instant()
+		if terr != nil {
+			at = now
+		}
+		undo = s.entryOf(&sess, at, now)
+	case !errors.Is(err, fsstore.ErrNotFound):
+		return err
+	case e.Removed:
+		return nil
+	}
+	f, err := os.OpenFile(s.catalogPath(), os.O_RDWR|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	size := fi.Size()
+	line, _ := json.Marshal(e)
+	line = append(line, '\n')
+	if n := int64(len(line)); size >= n {
+		tail := make([]byte, n)
+		if _, err := f.ReadAt(tail, size-n); err == nil && bytes.Equal(tail, line) {
+			if size == n {
+				if err := os.Remove(s.catalogPath()); err != nil {
+					return err
+				}
+				return fsstore.SyncDir(s.Dir)
+			}
+			if err := f.Truncate(size - n); err != nil {
+				return err
+			}
+			return fsstore.SyncLog(f)
+		}
+	}
+	b, _ := json.Marshal(undo)
+	if _, err := f.Seek(0, io.SeekEnd); err != nil {
+		return err
+	}
+	if err := fsstore.WriteLines(f, [][]byte{append(b, '\n')}); err != nil {
+		return err
+	}
+	return fsstore.SyncLog(f)
 }
 
 // recordRemoval records that session id was removed, synced.
@@ -90,20 +184,19 @@ func (s *Store) recordRemoval(id string, now time.Time) error {
 	return s.syncCatalog(catalogEntry{SessionID: id, At: fsstore.TimeOf(now), Removed: true})
 }
 
+// syncCatalog appends e and syncs it; a line whose sync fails is taken
+// back, since the write it records is reported as failed.
 func (s *Store) syncCatalog(e catalogEntry) error {
 	f, err := s.appendCatalog(e)
 	if err != nil || f == nil {
 		return err
 	}
-	defer f.Close()
-	return fsstore.SyncLog(f)
-}
-
-// writeCatalog appends the line that records a write to sess, active at
-// time at, and returns the catalog, still to be synced by the caller (nil
-// when the append made the catalog compact itself, which syncs).
-func (s *Store) writeCatalog(sess *Session, at, now time.Time) (*os.File, error) {
-	return s.appendCatalog(s.entryOf(sess, at, now))
+	err = fsstore.SyncLog(f)
+	f.Close()
+	if err != nil {
+		s.retract(e)
+	}
+	return err
 }
 
 // appendCatalog appends e. The lock is held for the write only: a sync
@@ -311,9 +404,9 @@ func (s *Store) compactCatalogLocked() error {
 // RebuildCatalog rebuilds the catalog from the documents (fsck --repair).
 func (s *Store) RebuildCatalog() error { return s.rebuildCatalog() }
 
-// catalogIDs returns the set of sessions the catalog names.
-func (s *Store) catalogIDs() (map[string]bool, error) {
-	ids := map[string]bool{}
+// catalogLatest returns the last line of each session the catalog names.
+func (s *Store) catalogLatest() (map[string]catalogEntry, error) {
+	ids := map[string]catalogEntry{}
 	f, size, err := fsstore.OpenSized(s.catalogPath())
 	if f == nil || err != nil {
 		return ids, err
@@ -322,7 +415,7 @@ func (s *Store) catalogIDs() (map[string]bool, error) {
 	_, err = fsstore.ScanLines(f, size, func(line []byte, _ int64) error {
 		var e catalogEntry
 		if json.Unmarshal(line, &e) == nil {
-			ids[e.SessionID] = !e.Removed
+			ids[e.SessionID] = e
 		}
 		return nil
 	})

@@ -85,6 +85,7 @@ func (s *Store) CheckSessions(repair bool, lostFound string) ([]fsstore.Finding,
 				return out, 0, err
 			}
 			docs[id] = true
+			out = append(out, checkIDRule(path, id)...)
 			if sess.Title != "" {
 				byTitle[sess.Title] = append(byTitle[sess.Title], *sess)
 			}
@@ -104,6 +105,9 @@ func (s *Store) CheckSessions(repair bool, lostFound string) ([]fsstore.Finding,
 		return out, 0, err
 	}
 	for i, id := range logs {
+		if !docs[id] {
+			out = append(out, checkIDRule(s.logPath(id), id)...)
+		}
 		doc := parsed[id]
 		if repair {
 			// A repair above may have rewritten it.
@@ -115,37 +119,11 @@ func (s *Store) CheckSessions(repair bool, lostFound string) ([]fsstore.Finding,
 		}
 		out = append(out, s.checkTranscript(id, scans[i], docs[id], doc, repair)...)
 	}
-	catalog, err := s.catalogIDs()
+	catalog, err := s.catalogLatest()
 	if err != nil {
 		return out, 0, err
 	}
-	// One finding, the first, for a catalog that disagrees with the
-	// documents: a rebuild repairs them all. A session the catalog counts
-	// (stats reads it) whose files are gone was removed by hand (a
-	// transcript without its document has its own finding); its document
-	// is looked for again, since one made during the check has its line
-	// before its document.
-	var stale *fsstore.Finding
-	for id := range docs {
-		if !catalog[id] {
-			stale = &fsstore.Finding{Path: s.catalogPath(), What: "activity catalog lacks session " + id, Problem: true}
-			break
-		}
-	}
-	if stale == nil {
-		for id, counted := range catalog {
-			if !counted || docs[id] || fsstore.CheckID("session id", id) != nil || slices.Contains(logs, id) {
-				continue
-			}
-			if _, err := os.Lstat(s.docPath(id)); errors.Is(err, os.ErrNotExist) {
-				// A note: a create that failed (a full disk) leaves its
-				// line, written before the document; only stats's count
-				// is off, until the rebuild.
-				stale = &fsstore.Finding{Path: s.catalogPath(), What: "activity catalog counts session " + id + ", which has no document"}
-				break
-			}
-		}
-	}
+	stale := s.checkCatalog(catalog, docs, parsed, logs)
 	if stale != nil {
 		if repair {
 			stale.Repaired = s.RebuildCatalog() == nil
@@ -159,6 +137,67 @@ func (s *Store) CheckSessions(repair bool, lostFound string) ([]fsstore.Finding,
 		}
 	}
 	return out, checked, nil
+}
+
+// checkCatalog returns one finding, the first, for a catalog that
+// disagrees with the documents (a rebuild repairs them all), or nil: a
+// session it lacks; a session it counts (stats reads it) that has no
+// document, which a write that failed after its line and could not take
+// it back leaves, or a removal by hand (a transcript without its
+// document has its own finding); a session whose last line gives
+// another state than its document, which a crash between the line and
+// the document leaves. A document is read again before it is found
+// wanting, since a write during the check writes its line first.
+func (s *Store) checkCatalog(catalog map[string]catalogEntry, docs map[string]bool, parsed map[string]*Session, logs []string) *fsstore.Finding {
+	ids := make([]string, 0, len(docs))
+	for id := range docs {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		if e, ok := catalog[id]; !ok || e.Removed {
+			return &fsstore.Finding{Path: s.catalogPath(), What: "activity catalog lacks session " + id, Problem: true}
+		}
+	}
+	for _, id := range ids {
+		e, doc := catalog[id], parsed[id]
+		if doc == nil || e.State == "" || e.State == doc.State {
+			continue
+		}
+		var now Session
+		if fsstore.ReadDoc(s.docPath(id), &now) == nil && now.State != e.State {
+			return &fsstore.Finding{Path: s.catalogPath(), Problem: true,
+				What: fmt.Sprintf("activity catalog says session %s is %s; its document says %s", id, e.State, now.State)}
+		}
+	}
+	ids = ids[:0]
+	for id, e := range catalog {
+		if !e.Removed && !docs[id] && fsstore.CheckID("session id", id) == nil && !slices.Contains(logs, id) {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		if _, err := os.Lstat(s.docPath(id)); errors.Is(err, os.ErrNotExist) {
+			return &fsstore.Finding{Path: s.catalogPath(), What: "activity catalog counts session " + id + ", which has no document", Problem: true}
+		}
+	}
+	return nil
+}
+
+// checkIDRule reports a session, made before the rule, whose id
+// fsstore.CheckNewID refuses: a problem that repair leaves, since the id
+// is the session's name. The session is read and removed by its exact
+// names like any other.
+func checkIDRule(path, id string) []fsstore.Finding {
+	if fsstore.CheckID("session id", id) != nil {
+		return nil
+	}
+	if err := fsstore.CheckNewID("session id", id); err != nil {
+		return []fsstore.Finding{{Path: path, Problem: true,
+			What: err.Error() + "; export it and import the export, which gives the copy a new id, then delete it"}}
+	}
+	return nil
 }
 
 // checkTitles reports every session whose title an older session has
@@ -478,7 +517,7 @@ func (s *Store) recoverDocument(id, what string) (bool, string) {
 	if _, err := os.Stat(s.logPath(id)); err != nil {
 		return true, what
 	}
-	if _, _, err := s.Create(Session{ID: id, Source: "recovered"}); err != nil {
+	if _, _, err := s.createWith(Session{ID: id, Source: "recovered"}, nil); err != nil {
 		return false, what + " (" + err.Error() + ")"
 	}
 	return true, what + "; made a new document from the transcript (source recovered)"

@@ -64,10 +64,7 @@ func (s *Store) Compress(parentID string, count int64, msgs []Message) (Session,
 	ts := fsstore.TimeOf(now)
 	parent.State, parent.EndedAt, parent.EndReason = StateEnded, ts, EndCompression
 	parent.CompressedInto, parent.UpdatedAt = child.ID, ts
-	err = s.touchCatalog(&parent, now, now)
-	if err == nil {
-		err = fsstore.WriteDoc(s.docPath(parentID), &parent)
-	}
+	err = s.touchCatalogThen(&parent, now, now, func() error { return fsstore.WriteDoc(s.docPath(parentID), &parent) })
 	if err != nil {
 		unlockChild, rerr := s.lock(child.ID)
 		if rerr == nil {

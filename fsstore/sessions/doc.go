@@ -10,7 +10,12 @@
 // activity catalog (.catalog.jsonl, catalog.go), whose lines say which
 // session was written when, so that List reads only the most recent
 // sessions, and what Stats counts, its lock, the title index (.titles/,
-// titles.go) and the titles lock (.titles.lock).
+// titles.go) and the titles lock (.titles.lock). Copies kept aside by
+// recovery are <id>.jsonl.torn-<unix>, <id>.jsonl.replaced-<unix> and
+// <id>.json.corrupt-<unix>, each maybe with ".N"; a removal finds them by
+// their whole name (fsstore.AsideOf), never by a pattern such as
+// <id>.jsonl.*, which the files of session "<id>.jsonl.keep" match. A new
+// session's id must pass fsstore.CheckNewID, which refuses such ids.
 //
 // # Titles
 //

@@ -84,8 +84,5 @@ func (s *Store) EndIdle(id, source string, cutoff time.Time, reason string) (boo
 	now := s.Now()
 	sess.State, sess.EndedAt, sess.EndReason = StateEnded, fsstore.TimeOf(now), reason
 	sess.UpdatedAt = fsstore.TimeOf(now)
-	if err := s.touchCatalog(&sess, now, now); err != nil {
-		return false, err
-	}
-	return true, fsstore.WriteDoc(s.docPath(id), &sess)
+	return true, s.touchCatalogThen(&sess, now, now, func() error { return fsstore.WriteDoc(s.docPath(id), &sess) })
 }

@@ -243,7 +243,20 @@ func (s *Store) Create(sess Session) (Session, bool, error) {
 // made it). A session that exists is returned as it is with
 // created=false, and msgs are not written. msgs are checked (their ts
 // included) before anything is written.
+// A new id must pass fsstore.CheckNewID.
 func (s *Store) CreateWith(sess Session, msgs []Message) (_ Session, created bool, err error) {
+	if sess.ID != "" {
+		if err := fsstore.CheckNewID("session id", sess.ID); err != nil {
+			return Session{}, false, err
+		}
+	}
+	return s.createWith(sess, msgs)
+}
+
+// createWith is CreateWith for any id CheckID accepts: fsck's repair
+// gives a document back to the transcript of a session made before the
+// rule of CheckNewID.
+func (s *Store) createWith(sess Session, msgs []Message) (_ Session, created bool, err error) {
 	now := s.Now()
 	if sess.ID == "" {
 		sess.ID = fsstore.NewID(now)
@@ -342,10 +355,7 @@ func (s *Store) CreateWith(sess Session, msgs []Message) (_ Session, created boo
 	}
 	sess.MessageCount = seq
 	err = fsstore.AppendThen(f, made, lines, func() error {
-		if err := s.touchCatalog(&sess, active, now); err != nil {
-			return err
-		}
-		return fsstore.WriteDoc(s.docPath(sess.ID), &sess)
+		return s.touchCatalogThen(&sess, active, now, func() error { return s.writeDoc(&sess, nil) })
 	})
 	if err != nil {
 		return Session{}, false, err
@@ -530,6 +540,7 @@ func (s *Store) appendLocked(sess *Session, msgs []Message) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	old := *sess
 	hadPreview := sess.Preview != ""
 	lines, seq, err := numberLines(sess, msgs, seq)
 	if err != nil {
@@ -550,7 +561,9 @@ func (s *Store) appendLocked(sess *Session, msgs []Message) (int64, error) {
 	// is synced, and then synced at once (see SyncLogs).
 	counted := *sess
 	counted.MessageCount = seq
-	catalog, err := s.writeCatalog(&counted, active, now)
+	entry := s.entryOf(&counted, active, now)
+	catalog, err := s.appendCatalog(entry)
+	wrote := err == nil
 	if err == nil && catalog != nil {
 		err = fsstore.SyncLogs(f, catalog)
 		catalog.Close()
@@ -559,15 +572,19 @@ func (s *Store) appendLocked(sess *Session, msgs []Message) (int64, error) {
 	}
 	sess.MessageCount, sess.UpdatedAt = seq, fsstore.Later(sess.UpdatedAt, ts)
 	if err == nil && !hadPreview && sess.Preview != "" {
-		err = fsstore.WriteDoc(s.docPath(sess.ID), sess)
+		err = s.writeDoc(sess, &old)
 	}
 	if err != nil {
 		// The append is reported as failed (a full disk refused the
 		// catalog or the document), so it must not have happened: a
 		// caller that retries would store the messages twice. Cut the
-		// transcript back; a catalog line already written is a harmless
-		// cache entry.
-		return 0, fsstore.CutBack(f, fi.Size(), err)
+		// transcript back, and take back the catalog's line, which
+		// counts the messages.
+		err = fsstore.CutBack(f, fi.Size(), err)
+		if wrote {
+			s.retract(entry)
+		}
+		return 0, err
 	}
 	return seq, nil
 }
@@ -740,9 +757,6 @@ func (s *Store) replaceLocked(sess *Session, msgs []Message) (_ SaveResult, err 
 	replaced = true
 	sess.MessageCount = int64(len(msgs))
 	sess.UpdatedAt = ts
-	if err := s.touchCatalog(sess, now, now); err != nil {
-		return SaveResult{}, err
-	}
 	sess.Preview = ""
 	for _, m := range msgs {
 		if m.Role == "user" {
@@ -750,7 +764,7 @@ func (s *Store) replaceLocked(sess *Session, msgs []Message) (_ SaveResult, err 
 			break
 		}
 	}
-	if err := fsstore.WriteDoc(s.docPath(sess.ID), sess); err != nil {
+	if err := s.touchCatalogThen(sess, now, now, func() error { return fsstore.WriteDoc(s.docPath(sess.ID), sess) }); err != nil {
 		return SaveResult{}, err
 	}
 	return SaveResult{Appended: len(msgs), Count: sess.MessageCount, Replaced: kept}, nil
@@ -986,15 +1000,43 @@ func (s *Store) update(id string, change func(*Session) error) (Session, error) 
 	if err != nil {
 		return Session{}, err
 	}
+	old := sess
 	if err := change(&sess); err != nil {
 		return Session{}, err
 	}
 	now := s.Now()
 	sess.UpdatedAt = fsstore.TimeOf(now)
-	if err := s.touchCatalog(&sess, now, now); err != nil {
-		return Session{}, err
+	return sess, s.touchCatalogThen(&sess, now, now, func() error { return s.writeDoc(&sess, &old) })
+}
+
+// writeDoc writes sess as the document of its session, whose document was
+// old (nil: none). A write that fails after its rename (the directory's
+// sync) has replaced the document all the same: the old one is put back
+// (or the new one removed), so that a write reported as failed is not
+// seen. When that fails too, the document is the new one, and the
+// catalog follows it (retract).
+func (s *Store) writeDoc(sess, old *Session) error {
+	path := s.docPath(sess.ID)
+	err := fsstore.WriteDoc(path, sess)
+	if err == nil {
+		return nil
 	}
-	return sess, fsstore.WriteDoc(s.docPath(id), &sess)
+	want, _ := json.Marshal(sess)
+	var now Session
+	if fsstore.ReadDoc(path, &now) != nil {
+		return err
+	}
+	if got, _ := json.Marshal(&now); !bytes.Equal(got, want) {
+		return err
+	}
+	if old == nil {
+		if os.Remove(path) == nil {
+			fsstore.SyncDir(s.Dir)
+		}
+		return err
+	}
+	fsstore.WriteDoc(path, old)
+	return err
 }
 
 // SetCwd records dir as the working directory of id's tools.
@@ -1135,8 +1177,10 @@ type Removal struct {
 	Bytes     int64        `json:"bytes"`
 }
 
-// Delete removes session id: its document, transcript, the copies kept
-// aside for it and its lock. An active or resume-pending session is refused
+// Delete removes session id: its document, transcript, the copies of them
+// kept aside (<id>.jsonl.torn-<unix>, .replaced-, <id>.json.corrupt-, each
+// maybe with .N, matched exactly: never the files of a session whose id
+// begins with this one's) and its lock. An active or resume-pending session is refused
 // (end it first). With dryRun it only says what it would remove.
 func (s *Store) Delete(id string, dryRun bool) (Removal, error) {
 	if err := fsstore.CheckID("session id", id); err != nil {
@@ -1186,7 +1230,10 @@ func (s *Store) removeLocked(sess Session, dryRun bool) (Removal, error) {
 	// The document goes first, so that from then on the session does not
 	// exist for readers; the lock goes last.
 	paths := []string{s.docPath(sess.ID), s.logPath(sess.ID)}
-	aside, _ := filepath.Glob(filepath.Join(s.Dir, fsstore.GlobEscape(sess.ID)+".jsonl.*"))
+	aside, err := fsstore.CopiesAside(s.Dir, sess.ID+".json", sess.ID+".jsonl")
+	if err != nil {
+		return r, fmt.Errorf("delete session %s: %w", sess.ID, err)
+	}
 	paths = append(paths, aside...)
 	for _, p := range paths {
 		fi, err := os.Lstat(p)

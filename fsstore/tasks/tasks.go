@@ -119,7 +119,7 @@ func (s *Store) Create(t Task) (Task, error) {
 	if t.ID == "" {
 		t.ID = fsstore.NewID(now)
 	}
-	if err := fsstore.CheckID("task id", t.ID); err != nil {
+	if err := fsstore.CheckNewID("task id", t.ID); err != nil {
 		return Task{}, err
 	}
 	if err := s.ensureDirs(); err != nil {
