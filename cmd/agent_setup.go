@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"bufio"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/hermes/hermes/cmd/agent"
+	"github.com/hermes/hermes/cmd/mcp"
 	"github.com/hermes/hermes/cmd/supervisor"
 	"github.com/hermes/hermes/fsstore"
 	"github.com/hermes/hermes/fsstore/tasks"
@@ -71,23 +73,70 @@ func maxSteps(cfg profiles.Config) (int, error) {
 }
 
 // chatTools are the tools a chat offers: --no-tools, else --tools, else
-// agent.tools, else the default set (agent.Select).
-func chatTools(e *env, cfg profiles.Config) ([]agent.Tool, error) {
+// agent.tools, else the default set (agent.Select, and every enabled MCP
+// server's tools), with the pool of the MCP servers they call, which the
+// caller closes.
+func chatTools(e *env, cfg profiles.Config) ([]agent.Tool, *mcp.Pool, error) {
 	_, inWorker := workerFromEnv()
 	if e.c.Bool("no-tools") {
 		if e.c.IsSet("tools") {
-			return nil, usagef("--tools and --no-tools do not go together")
+			return nil, nil, usagef("--tools and --no-tools do not go together")
 		}
-		return nil, nil
+		return nil, nil, nil
 	}
 	names := cfg.Agent.Tools
 	if e.c.IsSet("tools") {
 		names = splitList(e.c.String("tools"))
 		if len(names) == 0 {
-			return nil, usagef("--tools needs tool names (or use --no-tools)")
+			return nil, nil, usagef("--tools needs tool names (or use --no-tools)")
 		}
 	}
-	return agent.Select(names, inWorker)
+	return selectTools(e, cfg, names, inWorker)
+}
+
+// selectTools returns the built-in tools names picks (agent.Select) and
+// the MCP servers' tools (names starting with mcp__, mcp.Pool.Select).
+// No names: the default built-ins and every enabled server's tools.
+func selectTools(e *env, cfg profiles.Config, names []string, inWorker bool) ([]agent.Tool, *mcp.Pool, error) {
+	var builtin, fromMCP []string
+	if names != nil {
+		builtin = []string{}
+		for _, n := range names {
+			if strings.HasPrefix(n, "mcp__") {
+				fromMCP = append(fromMCP, n)
+			} else {
+				builtin = append(builtin, n)
+			}
+		}
+	}
+	tools, err := agent.Select(builtin, inWorker)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(cfg.MCPServers) == 0 {
+		if len(fromMCP) > 0 {
+			return nil, nil, fsstore.Invalidf("unknown tool %q: config.yaml has no mcp_servers", fromMCP[0])
+		}
+		return tools, nil, nil
+	}
+	pool, err := newMCPPool(e, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	if names != nil && fromMCP == nil {
+		return tools, pool, nil
+	}
+	more, err := pool.Select(context.Background(), fromMCP, e.warn)
+	if err != nil {
+		pool.Close()
+		return nil, nil, err
+	}
+	return append(tools, more...), pool, nil
+}
+
+// newMCPPool is the pool of the profile's MCP servers; it starts none.
+func newMCPPool(e *env, cfg profiles.Config) (*mcp.Pool, error) {
+	return mcp.NewPool(e.profile.Dir(), cfg, Version, e.warn)
 }
 
 func splitList(s string) []string {

@@ -17,6 +17,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/hermes/hermes/cmd/agent"
+	"github.com/hermes/hermes/cmd/mcp"
 	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/fsstore"
 	"github.com/hermes/hermes/fsstore/kanban"
@@ -113,6 +114,7 @@ session. In line mode also: /background PROMPT, /tasks [history|log|prune …].`
 // session ("" until the first turn of a new session creates it).
 type chatter struct {
 	e         *env
+	mcp       *mcp.Pool // the MCP servers the tools call, closed as the chat ends
 	store     *sessions.Store
 	engine    *agent.Engine
 	toolEnv   *agent.Env
@@ -138,6 +140,7 @@ func chat(e *env) error {
 	if err != nil {
 		return err
 	}
+	defer ch.mcp.Close()
 	if err := ch.pickSession(); err != nil {
 		return err
 	}
@@ -234,7 +237,7 @@ func newChatter(e *env) (*chatter, error) {
 	if err != nil {
 		return nil, err
 	}
-	tools, err := chatTools(e, cfg)
+	tools, pool, err := chatTools(e, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -248,6 +251,7 @@ func newChatter(e *env) (*chatter, error) {
 	}
 	ch := &chatter{
 		e:      e,
+		mcp:    pool,
 		store:  e.sessions(),
 		model:  pc.Model,
 		title:  e.c.String("title"),
