@@ -10,6 +10,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/hermes/hermes/cmd"
+	"github.com/hermes/hermes/cmd/mcp/mcptest"
 )
 
 // TestMain lets the scripts run the real binary: testscript re-executes
@@ -17,6 +18,8 @@ import (
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"hermes": func() { os.Exit(cmd.Main()) },
+		// An MCP server over stdio (cmd/mcp/mcptest) for mcp_servers.
+		"mcp-test-server": mcptest.Main,
 	})
 }
 

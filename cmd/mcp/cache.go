@@ -101,3 +101,49 @@ func (c Cache) write(l Listing) error {
 	}
 	return fsstore.WriteCacheFile(c.path(l.Server), b)
 }
+
+// Status is what hermes mcp list says of a server.
+type Status struct {
+	Name      string `json:"name"`
+	Transport string `json:"transport"` // stdio or http
+	Enabled   bool   `json:"enabled"`
+	// State is disabled; not listed (never started); listed (its tools
+	// cached for its present configuration); stale (cached for another
+	// configuration: the next use lists it again); or failed (its last
+	// start or call failed after its last listing).
+	State       string     `json:"state"`
+	Tools       int        `json:"tools"` // offered, its tools filter applied
+	ListedAt    *time.Time `json:"listed_at,omitempty"`
+	LastError   string     `json:"last_error,omitempty"`
+	LastErrorAt *time.Time `json:"last_error_at,omitempty"`
+}
+
+// Status reads the server's state from the cache; it starts nothing.
+func (p *Pool) Status(s Spec) (Status, error) {
+	st := Status{Name: s.Name, Transport: "http", Enabled: s.Enabled, State: "not listed"}
+	if s.Stdio() {
+		st.Transport = "stdio"
+	}
+	l, err := p.Cache.Read(s.Name)
+	if err != nil {
+		return st, err
+	}
+	st.ListedAt, st.LastError, st.LastErrorAt = l.ListedAt, l.LastError, l.LastErrorAt
+	if l.Key == s.Key {
+		st.State = "listed"
+		for _, t := range l.Tools {
+			if s.Offered(t.Name) {
+				st.Tools++
+			}
+		}
+	} else if l.Key != "" {
+		st.State = "stale"
+	}
+	switch {
+	case !s.Enabled:
+		st.State = "disabled"
+	case l.LastErrorAt != nil && (l.ListedAt == nil || l.LastErrorAt.After(*l.ListedAt)):
+		st.State = "failed"
+	}
+	return st, nil
+}

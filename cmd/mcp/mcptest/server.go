@@ -6,6 +6,8 @@
 //   - MCPTEST_FAULT: "exit" writes to stderr and exits 1 before it
 //     answers; "hang" never answers.
 //   - MCPTEST_NO_ECHO: the echo tool is not listed (nor answered).
+//   - MCPTEST_LINGER: the server does not exit at the end of its input,
+//     as some do not; only a signal ends it.
 package mcptest
 
 import (
@@ -71,5 +73,8 @@ func Main() {
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, "mcptest:", err)
 		os.Exit(2)
+	}
+	if os.Getenv("MCPTEST_LINGER") != "" {
+		select {}
 	}
 }
