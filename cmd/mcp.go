@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/hermes/hermes/cmd/mcp"
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/profiles"
 )
 
 func mcpCommand() *cli.Command {
@@ -25,6 +27,21 @@ func mcpCommand() *cli.Command {
 			{Name: "tools", Usage: "the tools offered, by name, with descriptions (--json: with their input schemas)", ArgsUsage: "[NAME]", Action: withEnv(mcpTools)},
 			{Name: "test", Usage: "start a server, list its tools, close it: exit 0, or 1 with the reason", ArgsUsage: "NAME", Action: withEnv(mcpTest)},
 			{Name: "refresh", Usage: "list the tools of NAME (default: every enabled server) again, renewing the cache", ArgsUsage: "[NAME]", Action: withEnv(mcpRefresh)},
+			{
+				Name: "add", Usage: "add a server to mcp_servers in config.yaml: a command (NAME -- CMD ARGS…) or --url URL",
+				ArgsUsage: "NAME [-- CMD ARGS…]", Action: withEnv(mcpAdd),
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "url", Usage: "a streamable HTTP server's endpoint"},
+					&cli.StringSliceFlag{Name: "env", Usage: "KEY=VALUE for a command's environment (repeatable; ${VAR} is hermes's VAR when the server starts)"},
+					&cli.StringFlag{Name: "cwd", Usage: "the command's working directory"},
+					&cli.StringSliceFlag{Name: "header", Usage: "KEY=VALUE sent with each request to --url (repeatable)"},
+					&cli.StringFlag{Name: "bearer-token-env", Usage: "the variable holding a bearer token for --url"},
+					&cli.StringFlag{Name: "approval", Usage: "ask, auto or deny for the server's tools (default tools.approval)"},
+					&cli.StringFlag{Name: "startup-timeout", Usage: "how long a start may take (default 10s)"},
+					&cli.StringFlag{Name: "tool-timeout", Usage: "how long a call may take (default 60s)"},
+				},
+			},
+			{Name: "remove", Usage: "remove a server from mcp_servers in config.yaml", ArgsUsage: "NAME", Action: withEnv(mcpRemove)},
 		},
 	}
 }
@@ -202,5 +219,76 @@ func mcpRelist(e *env, pool *mcp.Pool, ctx context.Context, specs []mcp.Spec) er
 	case len(failed) > 0:
 		return fmt.Errorf("MCP servers failed: %s", strings.Join(failed, ", "))
 	}
+	return nil
+}
+
+func mcpAdd(e *env) error {
+	args := e.c.Args().Slice()
+	if len(args) == 0 {
+		return usagef("mcp add needs a server NAME")
+	}
+	name, argv := args[0], args[1:]
+	// Flag parsing stops at NAME, so the "--" before CMD is still there.
+	if len(argv) > 0 && argv[0] == "--" {
+		argv = argv[1:]
+	}
+	if err := mcp.CheckName(name); err != nil {
+		return err
+	}
+	s := profiles.MCPServer{
+		URL:            e.c.String("url"),
+		Cwd:            e.c.String("cwd"),
+		BearerTokenEnv: e.c.String("bearer-token-env"),
+		Approval:       e.c.String("approval"),
+		StartupTimeout: e.c.String("startup-timeout"),
+		ToolTimeout:    e.c.String("tool-timeout"),
+	}
+	if len(argv) > 0 {
+		s.Command, s.Args = argv[0], argv[1:]
+	}
+	var err error
+	if s.Env, err = keyValues("--env", e.c.StringSlice("env")); err != nil {
+		return err
+	}
+	if s.Headers, err = keyValues("--header", e.c.StringSlice("header")); err != nil {
+		return err
+	}
+	// The entry is checked as config.yaml will be read, before it is
+	// written.
+	if _, err := mcp.Specs(profiles.Config{MCPServers: map[string]profiles.MCPServer{name: s}}); err != nil {
+		return err
+	}
+	if err := profiles.AddMCPServer(e.profile.Dir(), name, s, e.lockTimeout); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stderr, "hermes: added MCP server %s to %s (hermes mcp test %s starts it once)\n", name, filepath.Join(e.profile.Dir(), "config.yaml"), name)
+	return nil
+}
+
+// keyValues reads KEY=VALUE flags into a map.
+func keyValues(flag string, kvs []string) (map[string]string, error) {
+	if len(kvs) == 0 {
+		return nil, nil
+	}
+	m := map[string]string{}
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, usagef("%s %q: want KEY=VALUE", flag, kv)
+		}
+		m[k] = v
+	}
+	return m, nil
+}
+
+func mcpRemove(e *env) error {
+	name, err := oneArg(e.c, "server NAME")
+	if err != nil {
+		return err
+	}
+	if err := profiles.RemoveMCPServer(e.profile.Dir(), name, e.lockTimeout); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stderr, "hermes: removed MCP server %s from %s\n", name, filepath.Join(e.profile.Dir(), "config.yaml"))
 	return nil
 }
