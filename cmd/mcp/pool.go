@@ -255,13 +255,24 @@ func (p *Pool) Call(ctx context.Context, s Spec, tool string, args json.RawMessa
 		return "", context.Cause(ctx)
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
 		return fmt.Sprintf("timed out after %s (tool_timeout of MCP server %s): the call was cancelled; the server stays in use", s.ToolTimeout, s.Name), nil
-	case errors.As(err, &rpcErr):
+	case errors.As(err, &rpcErr) && !transportCode(rpcErr.Code):
 		if tools, lerr := p.List(ctx, s); lerr == nil && !hasTool(tools, tool) {
 			return "", fmt.Errorf("MCP server %s no longer has the tool %s (its tool list is renewed for the next turn)", s.Name, tool)
 		}
 		return "", fmt.Errorf("MCP server %s: %s", s.Name, rpcErr.Message)
 	}
 	return "", p.lost(ctx, c, cs, err)
+}
+
+// transportCode reports whether a JSON-RPC error code is the SDK's own
+// word that the request never got an answer (the connection closed, or
+// the HTTP transport failed), not the server's.
+func transportCode(code int64) bool {
+	switch code {
+	case -32003, -32004, -32005: // client closing, server closing, rejected by transport
+		return true
+	}
+	return false
 }
 
 func hasTool(tools []RemoteTool, name string) bool {

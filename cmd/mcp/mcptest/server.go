@@ -42,6 +42,17 @@ func Main() {
 		fmt.Fprintln(os.Stderr, "mcptest: waiting forever")
 		select {}
 	}
+	if err := NewServer().Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+		fmt.Fprintln(os.Stderr, "mcptest:", err)
+		os.Exit(2)
+	}
+	if os.Getenv("MCPTEST_LINGER") != "" {
+		select {}
+	}
+}
+
+// NewServer is the test server, to serve over any transport.
+func NewServer() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "mcptest", Version: "1"}, nil)
 	if os.Getenv("MCPTEST_NO_ECHO") == "" {
 		mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo the text back."}, func(_ context.Context, _ *mcp.CallToolRequest, a textArgs) (*mcp.CallToolResult, any, error) {
@@ -70,11 +81,5 @@ func Main() {
 			&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "file:///a.txt", MIMEType: "text/plain", Text: "hello"}},
 		}}, nil, nil
 	})
-	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
-		fmt.Fprintln(os.Stderr, "mcptest:", err)
-		os.Exit(2)
-	}
-	if os.Getenv("MCPTEST_LINGER") != "" {
-		select {}
-	}
+	return s
 }
