@@ -11,6 +11,7 @@ import (
 
 	"github.com/hermes/hermes/cmd/agent"
 	"github.com/hermes/hermes/cmd/mcp"
+	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/cmd/supervisor"
 	"github.com/hermes/hermes/fsstore"
 	"github.com/hermes/hermes/fsstore/tasks"
@@ -166,6 +167,51 @@ func newApprover(e *env, cfg profiles.Config, in *bufio.Reader) (agent.Approver,
 		return &agent.Prompter{In: in, Out: e.stderr}, nil
 	}
 	return agent.Fixed(false), nil
+}
+
+// serverAsks sends the calls of MCP servers whose approval is ask to ask,
+// whatever tools.approval says for the other tools, which rest decides.
+type serverAsks struct {
+	ask, rest agent.Approver
+	names     map[string]bool
+}
+
+func (a serverAsks) Approve(ctx context.Context, c provider.ToolCall) (bool, error) {
+	if a.names[c.Function.Name] {
+		return a.ask.Approve(ctx, c)
+	}
+	return a.rest.Approve(ctx, c)
+}
+
+// withServerApproval is approver with the calls of MCP servers whose
+// approval is ask sent to ask (a person at a terminal, or a refusal),
+// unless --yes approves every call of the run.
+func withServerApproval(e *env, approver, ask agent.Approver, tools []agent.Tool) agent.Approver {
+	if e.c.Bool("yes") {
+		return approver
+	}
+	names := map[string]bool{}
+	for _, t := range tools {
+		if m, ok := t.(*mcp.Tool); ok && m.Approval() == agent.PolicyAsk {
+			names[m.Name()] = true
+		}
+	}
+	if len(names) == 0 {
+		return approver
+	}
+	return serverAsks{ask: ask, rest: approver, names: names}
+}
+
+// askApprover is what tools.approval: ask gives: a Prompter on a
+// terminal (approver, when it is one already), else a refusal.
+func askApprover(e *env, approver agent.Approver, in *bufio.Reader) agent.Approver {
+	if p, ok := approver.(*agent.Prompter); ok {
+		return p
+	}
+	if e.stdinIsTerminal() {
+		return &agent.Prompter{In: in, Out: e.stderr}
+	}
+	return agent.Fixed(false)
 }
 
 // absDir resolves dir to an absolute directory that exists.

@@ -268,6 +268,7 @@ func newChatter(e *env) (*chatter, error) {
 	if err != nil {
 		return nil, err
 	}
+	approver = withServerApproval(e, approver, askApprover(e, approver, ch.in), tools)
 	if ch.toolEnv, err = newToolEnv(e, cfg); err != nil {
 		return nil, err
 	}

@@ -161,7 +161,7 @@ func gatewayServe(e *env) error {
 			ReadTimeout:        readTimeout,
 			WriteTimeout:       writeTimeout,
 			Tools:              tools,
-			Approver:           agent.Fixed(policy == agent.PolicyAuto),
+			Approver:           withServerApproval(e, agent.Fixed(policy == agent.PolicyAuto), agent.Fixed(false), tools),
 			ToolEnv:            *toolEnv,
 			MaxSteps:           steps,
 			Logf:               func(format string, args ...any) { fmt.Fprintf(e.stderr, "hermes: "+format+"\n", args...) },

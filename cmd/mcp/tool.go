@@ -51,8 +51,11 @@ func (t *Tool) Schema() json.RawMessage {
 	return b
 }
 
-// NeedsApproval: a server's tools need approval unless its approval is
-// auto; deny is refused by Run.
+// Approval is the server's approval: ask, auto or deny.
+func (t *Tool) Approval() string { return t.spec.Approval }
+
+// NeedsApproval: a server's tools need approval when its approval is ask;
+// deny is refused by Run.
 func (t *Tool) NeedsApproval(json.RawMessage) bool { return t.spec.Approval == agent.PolicyAsk }
 
 // Run calls the tool on its server, starting the server if it is not
