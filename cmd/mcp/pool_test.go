@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 
 // testServer is a config entry that runs the test server, counting its
 // starts in the returned file.
-func testServer(t *testing.T, env map[string]string) (profiles.MCPServer, string) {
+func testServer(t testing.TB, env map[string]string) (profiles.MCPServer, string) {
 	starts := filepath.Join(t.TempDir(), "starts")
 	e := map[string]string{"MCPTEST_SERVE": "1", "MCPTEST_STARTS": starts}
 	for k, v := range env {
