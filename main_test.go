@@ -36,13 +36,28 @@ func TestScripts(t *testing.T) {
 			if cond == "race" {
 				return raceEnabled, nil
 			}
+			if cond == "mcpnpm" {
+				_, err := os.Stat(filepath.Join(mcpNPMDir(), "node_modules", "@modelcontextprotocol", "server-everything"))
+				return err == nil, nil
+			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 		Setup: func(e *testscript.Env) error {
 			e.Setenv("HOME", filepath.Join(e.WorkDir, "home"))
 			e.Setenv("HERMES_HOME", filepath.Join(e.WorkDir, "hermes"))
 			e.Setenv("HERMES_PROFILE", "")
+			e.Setenv("MCP_NPM", filepath.Join(mcpNPMDir(), "node_modules"))
 			return nil
 		},
 	})
+}
+
+// mcpNPMDir is where scripts/mcp-npm.sh installs the npm reference MCP
+// servers that testdata/mcp_npm.txtar needs.
+func mcpNPMDir() string {
+	if dir := os.Getenv("HERMES_MCP_NPM_DIR"); dir != "" {
+		return dir
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".cache", "hermes-mcp-npm")
 }
