@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/hermes/hermes/cmd/agent"
 	"github.com/hermes/hermes/cmd/mcp/mcptest"
@@ -314,4 +315,27 @@ func TestApproval(t *testing.T) {
 // fatal is a warn function that fails the test: no warning is expected.
 func fatal(t *testing.T) func(string) {
 	return func(msg string) { t.Helper(); t.Fatal(msg) }
+}
+
+// A tools/list_changed notification renews the cached list.
+func TestListChanged(t *testing.T) {
+	srv, _ := testServer(t, nil)
+	p := newTestPool(t, t.TempDir(), map[string]profiles.MCPServer{"test": srv})
+	tools, err := p.Select(context.Background(), nil, fatal(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run(t, tool(t, tools, "mcp__test__grow"), `{}`); err != nil || out != "added grown" {
+		t.Fatalf("grow: %q, %v", out, err)
+	}
+	// The notification comes on its own; wait for its listing, boundedly.
+	for i := 0; ; i++ {
+		if l, _ := p.Cache.Read("test"); hasTool(l.Tools, "grown") {
+			break
+		}
+		if i == 400 {
+			t.Fatal("the cache never got the tool the server announced")
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
 }
