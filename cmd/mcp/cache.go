@@ -25,6 +25,8 @@ type Listing struct {
 	// cleared by its next successful listing.
 	LastError   string     `json:"last_error,omitempty"`
 	LastErrorAt *time.Time `json:"last_error_at,omitempty"`
+	// ErrorKey is the Spec.Key the server failed under.
+	ErrorKey string `json:"error_key,omitempty"`
 }
 
 // RemoteTool is one tool as the server lists it.
@@ -80,14 +82,14 @@ func (c Cache) Listed(server, key string, tools []RemoteTool) error {
 	return c.write(Listing{Server: server, Key: key, ListedAt: &now, Tools: tools})
 }
 
-// Failed records why the server failed, keeping its tool list.
-func (c Cache) Failed(server, reason string) error {
+// Failed records why the server failed under key, keeping its tool list.
+func (c Cache) Failed(server, key, reason string) error {
 	l, err := c.Read(server)
 	if err != nil {
 		return err
 	}
 	now := time.Now().UTC()
-	l.LastError, l.LastErrorAt = reason, &now
+	l.LastError, l.LastErrorAt, l.ErrorKey = reason, &now, key
 	return c.write(l)
 }
 

@@ -46,7 +46,12 @@
 // stderr, and the reason is recorded as the server's last_error (hermes
 // mcp list). A server that cannot be listed offers no tools; a warning
 // says so and the turn goes on. A failed start is not tried again for a
-// minute; a server that exited is started again by the next call.
+// minute: in the process that saw it, and, for a server with no cached
+// list, by the offers of other processes (the failure is recorded under
+// the configuration's key), so that a server that hangs at start-up does
+// not cost every one-shot chat its startup_timeout; hermes mcp test and
+// refresh try at once. A server that exited is started again by the next
+// call.
 //
 // A stdio server's stderr is appended to <profile>/mcp/<server>.stderr.log,
 // which is moved to .stderr.log.1 when it would pass 256 KiB.

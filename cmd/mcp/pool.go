@@ -124,7 +124,7 @@ func (p *Pool) session(ctx context.Context, s Spec) (*conn, *sdk.ClientSession, 
 	cs, proc, err := p.start(ctx, s)
 	if err != nil {
 		c.failure, c.failedAt = err, time.Now()
-		p.Cache.Failed(s.Name, oneLine(err))
+		p.Cache.Failed(s.Name, s.Key, oneLine(err))
 		return c, nil, err
 	}
 	c.cs, c.proc, c.failure = cs, proc, nil
@@ -195,7 +195,7 @@ func (p *Pool) lost(ctx context.Context, c *conn, cs *sdk.ClientSession, err err
 	}
 	cs.Close()
 	u := p.failed(ctx, c.spec, proc, err)
-	p.Cache.Failed(c.spec.Name, oneLine(u))
+	p.Cache.Failed(c.spec.Name, c.spec.Key, oneLine(u))
 	return u
 }
 

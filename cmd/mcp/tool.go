@@ -7,6 +7,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/hermes/hermes/cmd/agent"
 	"github.com/hermes/hermes/fsstore"
@@ -84,6 +85,14 @@ func (p *Pool) ServerTools(ctx context.Context, s Spec) ([]*Tool, error) {
 	}
 	remote := l.Tools
 	if l.Key != s.Key {
+		// A server that could not be listed a moment ago, by this process
+		// or another, is not started again at each turn's offer: each
+		// would pay its startup_timeout.
+		if l.ErrorKey == s.Key && l.LastErrorAt != nil && time.Since(*l.LastErrorAt) < retryAfter {
+			why := strings.TrimPrefix(l.LastError, "MCP server "+s.Name+" unavailable: ")
+			return nil, &Unavailable{Server: s.Name, Reason: fmt.Sprintf("it failed %s ago (%s); hermes mcp test %s tries again now",
+				time.Since(*l.LastErrorAt).Round(time.Second), why, s.Name)}
+		}
 		if remote, err = p.List(ctx, s); err != nil {
 			return nil, err
 		}
