@@ -21,7 +21,7 @@ import (
 // toolFlags choose what the agent's turns may run.
 func toolFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "tools", Usage: "the tools offered, comma-separated (default agent.tools in config.yaml, else all but the kanban ones outside a worker)"},
+		&cli.StringFlag{Name: "tools", Usage: "the tools offered, comma-separated; an MCP server's as mcp__SERVER__TOOL or mcp__SERVER__* (default agent.tools in config.yaml, else all but the kanban ones outside a worker)"},
 		&cli.BoolFlag{Name: "no-tools", Usage: "offer the model no tools"},
 		&cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "approve every tool call for this run (tools.approval: auto)"},
 		&cli.StringFlag{Name: "cwd", Usage: "the working directory of the session's tools (recorded on the session)"},
