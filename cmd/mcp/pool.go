@@ -189,8 +189,11 @@ func (p *Pool) failed(ctx context.Context, s Spec, proc *process, err error) err
 func (p *Pool) lost(ctx context.Context, c *conn, cs *sdk.ClientSession, err error) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	proc := c.proc
+	// Another call may have started the server again already: only this
+	// session's process is ended.
+	var proc *process
 	if c.cs == cs {
+		proc = c.proc
 		c.cs, c.proc = nil, nil
 	}
 	cs.Close()
