@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -63,6 +64,40 @@ func BenchmarkLaterCall(b *testing.B) {
 	for b.Loop() {
 		if _, err := tools[0].Run(context.Background(), nil, []byte(`{"text":"hi"}`)); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSelectCached is what three configured servers whose lists
+// (20 tools each) are cached add to a turn that calls none of them:
+// reading the lists and building the tools' schemas. Nothing starts.
+func BenchmarkSelectCached(b *testing.B) {
+	dir := b.TempDir()
+	servers := map[string]profiles.MCPServer{}
+	for _, name := range []string{"a", "b", "c"} {
+		servers[name] = profiles.MCPServer{Command: "hermes-bench-no-such-server"}
+	}
+	p, err := NewPool(dir, profiles.Config{MCPServers: servers}, "bench", func(msg string) { b.Fatal(msg) })
+	if err != nil {
+		b.Fatal(err)
+	}
+	schema := []byte(`{"type":"object","properties":{"path":{"type":"string","description":"the file"},"limit":{"type":"integer"}},"required":["path"]}`)
+	for _, s := range p.Specs {
+		tools := make([]RemoteTool, 20)
+		for i := range tools {
+			tools[i] = RemoteTool{Name: fmt.Sprintf("tool_%d", i), Description: "A tool that does one thing well, described in a sentence or two.", InputSchema: schema}
+		}
+		if err := p.Cache.Listed(s.Name, s.Key, tools); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for b.Loop() {
+		tools, err := p.Select(context.Background(), nil, func(msg string) { b.Fatal(msg) })
+		if err != nil || len(tools) != 60 {
+			b.Fatal(len(tools), err)
+		}
+		for _, t := range tools {
+			t.Schema()
 		}
 	}
 }
