@@ -3,18 +3,23 @@ package mcp
 import (
 	"context"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
 	"github.com/hermes/hermes/profiles"
 )
 
-// BenchmarkFirstCall is the first call to a Go stdio server (the SDK's,
-// in this test binary) in a process whose pool offers its tools from the
-// cache: start the server, connect, call echo; then Close, which is not
-// timed. first-call-ms is the median's input.
+// BenchmarkFirstCall is the first call to a Go stdio server (the SDK's:
+// this test binary, or the binary $HERMES_BENCH_MCP_SERVER names, such as
+// go build ./scripts/mcptestserver) in a process whose pool offers its
+// tools from the cache: start the server, connect, call echo; then Close,
+// which is not timed.
 func BenchmarkFirstCall(b *testing.B) {
 	srv, _ := testServer(b, nil)
+	if bin := os.Getenv("HERMES_BENCH_MCP_SERVER"); bin != "" {
+		srv.Command = bin
+	}
 	dir := b.TempDir()
 	servers := map[string]profiles.MCPServer{"go": srv}
 	p, err := NewPool(dir, profiles.Config{MCPServers: servers}, "bench", func(msg string) { b.Fatal(msg) })
