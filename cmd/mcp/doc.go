@@ -51,7 +51,7 @@
 // the configuration's key), so that a server that hangs at start-up does
 // not cost every one-shot chat its startup_timeout; hermes mcp test and
 // refresh try at once. A server that exited is started again by the next
-// call.
+// call (one that exits under a call is that call's failure).
 //
 // A stdio server's stderr is appended to <profile>/mcp/<server>.stderr.log,
 // which is moved to .stderr.log.1 when it would pass 256 KiB.

@@ -53,8 +53,9 @@ type conn struct {
 
 	mu       sync.Mutex // held while starting, and to read or change what follows
 	cs       *sdk.ClientSession
-	proc     *process // stdio servers only
-	failure  error    // the last start's failure, answered until retryAfter
+	ended    chan struct{} // closed when cs ends (the server exited)
+	proc     *process      // stdio servers only
+	failure  error         // the last start's failure, answered until retryAfter
 	failedAt time.Time
 }
 
@@ -116,7 +117,17 @@ func (p *Pool) session(ctx context.Context, s Spec) (*conn, *sdk.ClientSession, 
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.cs != nil {
-		return c, c.cs, nil
+		select {
+		case <-c.ended:
+			// The server exited between calls: this call starts it again.
+			c.cs.Close()
+			if c.proc != nil {
+				c.proc.close(closeGrace)
+			}
+			c.cs, c.proc = nil, nil
+		default:
+			return c, c.cs, nil
+		}
 	}
 	if c.failure != nil && time.Since(c.failedAt) < retryAfter {
 		return c, nil, c.failure
@@ -128,6 +139,11 @@ func (p *Pool) session(ctx context.Context, s Spec) (*conn, *sdk.ClientSession, 
 		return c, nil, err
 	}
 	c.cs, c.proc, c.failure = cs, proc, nil
+	c.ended = make(chan struct{})
+	go func(ended chan struct{}) {
+		cs.Wait()
+		close(ended)
+	}(c.ended)
 	return c, cs, nil
 }
 
@@ -366,7 +382,15 @@ func (p *Pool) Running(name string) bool {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.cs != nil
+	if c.cs == nil {
+		return false
+	}
+	select {
+	case <-c.ended:
+		return false
+	default:
+		return true
+	}
 }
 
 func oneLine(err error) string {

@@ -339,3 +339,35 @@ func TestListChanged(t *testing.T) {
 		time.Sleep(25 * time.Millisecond)
 	}
 }
+
+// A server that exits between calls is started again by the next call,
+// which it answers.
+func TestExitBetweenCalls(t *testing.T) {
+	srv, starts := testServer(t, nil)
+	p := newTestPool(t, t.TempDir(), map[string]profiles.MCPServer{"test": srv})
+	tools, err := p.Select(context.Background(), nil, fatal(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := run(t, tool(t, tools, "mcp__test__pid"), `{}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	if _, err := fmtSscan(out, &pid); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; p.Running("test"); i++ {
+		if i == 400 {
+			t.Fatal("the pool never saw its server exit")
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	out, err = run(t, tool(t, tools, "mcp__test__echo"), `{"text":"back"}`)
+	if err != nil || out != "echo: back" || startCount(t, starts) != 2 {
+		t.Fatalf("after an exit between calls: %q, %v, %d starts", out, err, startCount(t, starts))
+	}
+}
