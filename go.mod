@@ -6,6 +6,7 @@ require (
 	github.com/ergochat/readline v0.1.3
 	github.com/gofrs/flock v0.13.1
 	github.com/google/shlex v0.0.0-20191202100458-e7afc7fbc510
+	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/natefinch/atomic v1.0.1
 	github.com/openai/openai-go/v3 v3.96.0
 	github.com/rogpeppe/go-internal v1.16.0
@@ -19,11 +20,18 @@ require (
 require (
 	github.com/coder/websocket v1.8.15 // indirect
 	github.com/cpuguy83/go-md2man/v2 v2.0.7 // indirect
+	github.com/google/jsonschema-go v0.4.3 // indirect
 	github.com/russross/blackfriday/v2 v2.1.0 // indirect
+	github.com/segmentio/asm v1.1.3 // indirect
+	github.com/segmentio/encoding v0.5.4 // indirect
 	github.com/tidwall/gjson v1.20.0 // indirect
 	github.com/tidwall/match v1.1.1 // indirect
 	github.com/tidwall/pretty v1.2.1 // indirect
 	github.com/tidwall/sjson v1.2.5 // indirect
 	github.com/xrash/smetrics v0.0.0-20240521201337-686a1a2994c1 // indirect
+	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
+	golang.org/x/oauth2 v0.35.0 // indirect
+	golang.org/x/sync v0.23.0 // indirect
+	golang.org/x/time v0.15.0 // indirect
 	golang.org/x/tools v0.49.0 // indirect
 )

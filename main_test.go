@@ -10,6 +10,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/hermes/hermes/cmd"
+	"github.com/hermes/hermes/cmd/mcp/mcptest"
 )
 
 // TestMain lets the scripts run the real binary: testscript re-executes
@@ -17,6 +18,8 @@ import (
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"hermes": func() { os.Exit(cmd.Main()) },
+		// An MCP server over stdio (cmd/mcp/mcptest) for mcp_servers.
+		"mcp-test-server": mcptest.Main,
 	})
 }
 
@@ -36,13 +39,28 @@ func TestScripts(t *testing.T) {
 			if cond == "race" {
 				return raceEnabled, nil
 			}
+			if cond == "mcpnpm" {
+				_, err := os.Stat(filepath.Join(mcpNPMDir(), "node_modules", "@modelcontextprotocol", "server-everything"))
+				return err == nil, nil
+			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 		Setup: func(e *testscript.Env) error {
 			e.Setenv("HOME", filepath.Join(e.WorkDir, "home"))
 			e.Setenv("HERMES_HOME", filepath.Join(e.WorkDir, "hermes"))
 			e.Setenv("HERMES_PROFILE", "")
+			e.Setenv("MCP_NPM", filepath.Join(mcpNPMDir(), "node_modules"))
 			return nil
 		},
 	})
+}
+
+// mcpNPMDir is where scripts/mcp-npm.sh installs the npm reference MCP
+// servers that testdata/mcp_npm.txtar needs.
+func mcpNPMDir() string {
+	if dir := os.Getenv("HERMES_MCP_NPM_DIR"); dir != "" {
+		return dir
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".cache", "hermes-mcp-npm")
 }

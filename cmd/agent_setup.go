@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"bufio"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/hermes/hermes/cmd/agent"
+	"github.com/hermes/hermes/cmd/mcp"
+	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/cmd/supervisor"
 	"github.com/hermes/hermes/fsstore"
 	"github.com/hermes/hermes/fsstore/tasks"
@@ -18,7 +21,7 @@ import (
 // toolFlags choose what the agent's turns may run.
 func toolFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "tools", Usage: "the tools offered, comma-separated (default agent.tools in config.yaml, else all but the kanban ones outside a worker)"},
+		&cli.StringFlag{Name: "tools", Usage: "the tools offered, comma-separated; an MCP server's as mcp__SERVER__TOOL or mcp__SERVER__* (default agent.tools in config.yaml, else all but the kanban ones outside a worker)"},
 		&cli.BoolFlag{Name: "no-tools", Usage: "offer the model no tools"},
 		&cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "approve every tool call for this run (tools.approval: auto)"},
 		&cli.StringFlag{Name: "cwd", Usage: "the working directory of the session's tools (recorded on the session)"},
@@ -71,23 +74,70 @@ func maxSteps(cfg profiles.Config) (int, error) {
 }
 
 // chatTools are the tools a chat offers: --no-tools, else --tools, else
-// agent.tools, else the default set (agent.Select).
-func chatTools(o chatOptions, cfg profiles.Config) ([]agent.Tool, error) {
+// agent.tools, else the default set (agent.Select, and every enabled MCP
+// server's tools), with the pool of the MCP servers they call, which the
+// caller closes.
+func chatTools(e *env, o chatOptions, cfg profiles.Config) ([]agent.Tool, *mcp.Pool, error) {
 	_, inWorker := workerFromEnv()
 	if o.NoTools {
 		if o.HasTools {
-			return nil, usagef("--tools and --no-tools do not go together")
+			return nil, nil, usagef("--tools and --no-tools do not go together")
 		}
-		return nil, nil
+		return nil, nil, nil
 	}
 	names := cfg.Agent.Tools
 	if o.HasTools {
 		names = splitList(o.Tools)
 		if len(names) == 0 {
-			return nil, usagef("--tools needs tool names (or use --no-tools)")
+			return nil, nil, usagef("--tools needs tool names (or use --no-tools)")
 		}
 	}
-	return agent.Select(names, inWorker)
+	return selectTools(e, cfg, names, inWorker)
+}
+
+// selectTools returns the built-in tools names picks (agent.Select) and
+// the MCP servers' tools (names starting with mcp__, mcp.Pool.Select).
+// No names: the default built-ins and every enabled server's tools.
+func selectTools(e *env, cfg profiles.Config, names []string, inWorker bool) ([]agent.Tool, *mcp.Pool, error) {
+	var builtin, fromMCP []string
+	if names != nil {
+		builtin = []string{}
+		for _, n := range names {
+			if strings.HasPrefix(n, "mcp__") {
+				fromMCP = append(fromMCP, n)
+			} else {
+				builtin = append(builtin, n)
+			}
+		}
+	}
+	tools, err := agent.Select(builtin, inWorker)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(cfg.MCPServers) == 0 {
+		if len(fromMCP) > 0 {
+			return nil, nil, fsstore.Invalidf("unknown tool %q: config.yaml has no mcp_servers", fromMCP[0])
+		}
+		return tools, nil, nil
+	}
+	pool, err := newMCPPool(e, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	if names != nil && fromMCP == nil {
+		return tools, pool, nil
+	}
+	more, err := pool.Select(context.Background(), fromMCP, e.warn)
+	if err != nil {
+		pool.Close()
+		return nil, nil, err
+	}
+	return append(tools, more...), pool, nil
+}
+
+// newMCPPool is the pool of the profile's MCP servers; it starts none.
+func newMCPPool(e *env, cfg profiles.Config) (*mcp.Pool, error) {
+	return mcp.NewPool(e.profile.Dir(), cfg, readBuildInfo().Version, e.warn)
 }
 
 func splitList(s string) []string {
@@ -118,6 +168,51 @@ func newApprover(e *env, cfg profiles.Config, in *bufio.Reader, yes bool) (agent
 		return &agent.Prompter{In: in, Out: e.stderr}, nil
 	}
 	return agent.Fixed(false), nil
+}
+
+// serverAsks sends the calls of MCP servers whose approval is ask to ask,
+// whatever tools.approval says for the other tools, which rest decides.
+type serverAsks struct {
+	ask, rest agent.Approver
+	names     map[string]bool
+}
+
+func (a serverAsks) Approve(ctx context.Context, c provider.ToolCall) (bool, error) {
+	if a.names[c.Function.Name] {
+		return a.ask.Approve(ctx, c)
+	}
+	return a.rest.Approve(ctx, c)
+}
+
+// withServerApproval is approver with the calls of MCP servers whose
+// approval is ask sent to ask (a person at a terminal, or a refusal),
+// unless --yes approves every call of the run.
+func withServerApproval(e *env, approver, ask agent.Approver, tools []agent.Tool) agent.Approver {
+	if e.c.Bool("yes") {
+		return approver
+	}
+	names := map[string]bool{}
+	for _, t := range tools {
+		if m, ok := t.(*mcp.Tool); ok && m.Approval() == agent.PolicyAsk {
+			names[m.Name()] = true
+		}
+	}
+	if len(names) == 0 {
+		return approver
+	}
+	return serverAsks{ask: ask, rest: approver, names: names}
+}
+
+// askApprover is what tools.approval: ask gives: a Prompter on a
+// terminal (approver, when it is one already), else a refusal.
+func askApprover(e *env, approver agent.Approver, in *bufio.Reader) agent.Approver {
+	if p, ok := approver.(*agent.Prompter); ok {
+		return p
+	}
+	if e.stdinIsTerminal() {
+		return &agent.Prompter{In: in, Out: e.stderr}
+	}
+	return agent.Fixed(false)
 }
 
 // absDir resolves dir to an absolute directory that exists.

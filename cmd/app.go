@@ -156,6 +156,7 @@ func NewApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			tasksCommand(),
 			kanbanCommand(),
 			gatewayCommand(),
+			mcpCommand(),
 			profileCommand(),
 			fsckCommand(),
 			completionCommand(),

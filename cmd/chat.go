@@ -17,6 +17,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/hermes/hermes/cmd/agent"
+	"github.com/hermes/hermes/cmd/mcp"
 	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/fsstore"
 	"github.com/hermes/hermes/fsstore/kanban"
@@ -120,6 +121,7 @@ Line mode's commands:
 type chatter struct {
 	e         *env
 	opts      chatOptions
+	mcp       *mcp.Pool // the MCP servers the tools call, closed as the chat ends
 	store     *sessions.Store
 	engine    *agent.Engine
 	toolEnv   *agent.Env
@@ -148,6 +150,7 @@ func chat(e *env) error {
 	if err != nil {
 		return err
 	}
+	defer ch.mcp.Close()
 	if err := ch.pickSession(); err != nil {
 		return err
 	}
@@ -250,7 +253,7 @@ func newChatter(e *env) (*chatter, error) {
 	if err != nil {
 		return nil, err
 	}
-	tools, err := chatTools(opts, cfg)
+	tools, pool, err := chatTools(e, opts, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -265,6 +268,7 @@ func newChatter(e *env) (*chatter, error) {
 	ch := &chatter{
 		e:      e,
 		opts:   opts,
+		mcp:    pool,
 		store:  e.sessions(),
 		model:  pc.Model,
 		title:  opts.Title,
@@ -281,6 +285,7 @@ func newChatter(e *env) (*chatter, error) {
 	if err != nil {
 		return nil, err
 	}
+	approver = withServerApproval(e, approver, askApprover(e, approver, ch.in), tools)
 	if ch.toolEnv, err = newToolEnv(e, cfg); err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hermes/hermes/cmd/agent"
 	"github.com/hermes/hermes/cmd/gateway"
+	"github.com/hermes/hermes/cmd/mcp"
 	"github.com/hermes/hermes/fsstore"
 	"github.com/hermes/hermes/fsstore/gatewaystate"
 	"github.com/hermes/hermes/fsstore/sessions"
@@ -116,9 +117,11 @@ func gatewayServe(e *env) error {
 	// prompts: approval ask acts as deny.
 	var tools []agent.Tool
 	if len(g.Tools) > 0 {
-		if tools, err = agent.Select(g.Tools, false); err != nil {
+		var pool *mcp.Pool
+		if tools, pool, err = selectTools(e, cfg, g.Tools, false); err != nil {
 			return fsstore.Invalidf("gateway.tools: %w", err)
 		}
+		defer pool.Close()
 	}
 	policy := firstSet(cfg.Tools.Approval, agent.PolicyAsk)
 	if err := agent.CheckPolicy(policy); err != nil {
@@ -163,7 +166,7 @@ func gatewayServe(e *env) error {
 			ReadTimeout:        readTimeout,
 			WriteTimeout:       writeTimeout,
 			Tools:              tools,
-			Approver:           agent.Fixed(policy == agent.PolicyAuto),
+			Approver:           withServerApproval(e, agent.Fixed(policy == agent.PolicyAuto), agent.Fixed(false), tools),
 			ToolEnv:            *toolEnv,
 			MaxSteps:           steps,
 			Instructions:       instructions,

@@ -85,6 +85,41 @@ type Config struct {
 		// call that needs approval (terminal, write_file, process kill).
 		Approval string `yaml:"approval" json:"approval"`
 	} `yaml:"tools" json:"tools"`
+	// MCPServers are the MCP servers whose tools the agent is offered,
+	// by name (cmd/mcp).
+	MCPServers map[string]MCPServer `yaml:"mcp_servers" json:"mcp_servers"`
+}
+
+// MCPServer is one entry of mcp_servers: a command run over stdio
+// (Command, Args, Env, Cwd) or a streamable HTTP endpoint (URL, Headers,
+// BearerTokenEnv). ${VAR} in Env, Headers and URL is hermes's environment
+// variable VAR.
+type MCPServer struct {
+	Command        string            `yaml:"command,omitempty" json:"command,omitempty"`
+	Args           []string          `yaml:"args,omitempty" json:"args,omitempty"`
+	Env            map[string]string `yaml:"env,omitempty" json:"env,omitempty"`
+	Cwd            string            `yaml:"cwd,omitempty" json:"cwd,omitempty"`
+	URL            string            `yaml:"url,omitempty" json:"url,omitempty"`
+	Headers        map[string]string `yaml:"headers,omitempty" json:"headers,omitempty"`
+	BearerTokenEnv string            `yaml:"bearer_token_env,omitempty" json:"bearer_token_env,omitempty"`
+	// Enabled false keeps the entry but offers none of its tools.
+	Enabled *bool `yaml:"enabled,omitempty" json:"enabled,omitempty"`
+	// StartupTimeout bounds a start (connect and list), ToolTimeout one
+	// call: durations such as 10s.
+	StartupTimeout string `yaml:"startup_timeout,omitempty" json:"startup_timeout,omitempty"`
+	ToolTimeout    string `yaml:"tool_timeout,omitempty" json:"tool_timeout,omitempty"`
+	// Tools picks the server's tools by name or glob: those Include names
+	// (all when empty), less those Exclude names.
+	Tools MCPToolFilter `yaml:"tools,omitempty" json:"tools,omitempty"`
+	// Approval is ask, auto or deny for this server's tools; empty means
+	// tools.approval.
+	Approval string `yaml:"approval,omitempty" json:"approval,omitempty"`
+}
+
+// MCPToolFilter picks a server's tools by name or glob.
+type MCPToolFilter struct {
+	Include []string `yaml:"include,omitempty" json:"include,omitempty"`
+	Exclude []string `yaml:"exclude,omitempty" json:"exclude,omitempty"`
 }
 
 // LoadConfig reads <dir>/config.yaml. A file that does not parse is an

@@ -64,3 +64,8 @@ const (
 	DefaultMaxOutput       = 16 << 10
 	DefaultTerminalTimeout = 120 * time.Second
 )
+
+// Cut keeps a tool's output whole when it fits in limit bytes, else its
+// head and tail with a line saying how many bytes were cut: for tools
+// outside this package (an MCP server's), as the built-ins cut theirs.
+func Cut(s string, limit int) string { return cut(s, limit) }

@@ -1,0 +1,108 @@
+package mcp
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/hermes/hermes/profiles"
+)
+
+// BenchmarkFirstCall is the first call to a Go stdio server (the SDK's:
+// this test binary, or the binary $HERMES_BENCH_MCP_SERVER names, such as
+// go build ./scripts/mcptestserver) in a process whose pool offers its
+// tools from the cache: start the server, connect, call echo; then Close,
+// which is not timed.
+func BenchmarkFirstCall(b *testing.B) {
+	srv, _ := testServer(b, nil)
+	if bin := os.Getenv("HERMES_BENCH_MCP_SERVER"); bin != "" {
+		srv.Command = bin
+	}
+	dir := b.TempDir()
+	servers := map[string]profiles.MCPServer{"go": srv}
+	p, err := NewPool(dir, profiles.Config{MCPServers: servers}, "bench", func(msg string) { b.Fatal(msg) })
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := p.List(context.Background(), p.Specs[0]); err != nil {
+		b.Fatal(err)
+	}
+	p.Close()
+	var total time.Duration
+	n := 0
+	for b.Loop() {
+		p, err := NewPool(dir, profiles.Config{MCPServers: servers}, "bench", func(msg string) { b.Fatal(msg) })
+		if err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		tools, err := p.Select(context.Background(), []string{"mcp__go__echo"}, func(msg string) { b.Fatal(msg) })
+		if err != nil || len(tools) != 1 {
+			b.Fatal(len(tools), err)
+		}
+		if _, err := tools[0].Run(context.Background(), nil, []byte(`{"text":"hi"}`)); err != nil {
+			b.Fatal(err)
+		}
+		total += time.Since(start)
+		n++
+		b.StopTimer()
+		p.Close()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(total.Microseconds())/1000/float64(n), "first-call-ms")
+}
+
+// BenchmarkLaterCall is one call to a running Go stdio server.
+func BenchmarkLaterCall(b *testing.B) {
+	srv, _ := testServer(b, nil)
+	p, err := NewPool(b.TempDir(), profiles.Config{MCPServers: map[string]profiles.MCPServer{"go": srv}}, "bench", func(msg string) { b.Fatal(msg) })
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	tools, err := p.Select(context.Background(), []string{"mcp__go__echo"}, func(msg string) { b.Fatal(msg) })
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := tools[0].Run(context.Background(), nil, []byte(`{"text":"hi"}`)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSelectCached is what three configured servers whose lists
+// (20 tools each) are cached add to a turn that calls none of them:
+// reading the lists and building the tools' schemas. Nothing starts.
+func BenchmarkSelectCached(b *testing.B) {
+	dir := b.TempDir()
+	servers := map[string]profiles.MCPServer{}
+	for _, name := range []string{"a", "b", "c"} {
+		servers[name] = profiles.MCPServer{Command: "hermes-bench-no-such-server"}
+	}
+	p, err := NewPool(dir, profiles.Config{MCPServers: servers}, "bench", func(msg string) { b.Fatal(msg) })
+	if err != nil {
+		b.Fatal(err)
+	}
+	schema := []byte(`{"type":"object","properties":{"path":{"type":"string","description":"the file"},"limit":{"type":"integer"}},"required":["path"]}`)
+	for _, s := range p.Specs {
+		tools := make([]RemoteTool, 20)
+		for i := range tools {
+			tools[i] = RemoteTool{Name: fmt.Sprintf("tool_%d", i), Description: "A tool that does one thing well, described in a sentence or two.", InputSchema: schema}
+		}
+		if err := p.Cache.Listed(s.Name, s.Key, tools); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for b.Loop() {
+		tools, err := p.Select(context.Background(), nil, func(msg string) { b.Fatal(msg) })
+		if err != nil || len(tools) != 60 {
+			b.Fatal(len(tools), err)
+		}
+		for _, t := range tools {
+			t.Schema()
+		}
+	}
+}
