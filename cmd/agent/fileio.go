@@ -193,7 +193,8 @@ func replace(path string, data []byte, keep fs.FileMode, existing bool) (err err
 // an absolute name, or through a symbolic link, whether the file exists
 // or a write would create it (the real path of its deepest existing
 // ancestor decides).
-func resolve(env *Env, path string) (string, error) {
+func resolve(env *Env, name string) (string, error) {
+	path := name
 	if !filepath.IsAbs(path) && env.Cwd != "" {
 		path = filepath.Join(env.Cwd, path)
 	}
@@ -210,7 +211,7 @@ func resolve(env *Env, path string) (string, error) {
 		return "", err
 	}
 	if rel, err := filepath.Rel(root, real); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return "", fmt.Errorf("%s is outside %s, the directory file tools keep to", path, env.Root)
+		return "", fmt.Errorf("%s is outside %s, the directory file tools keep to", name, env.Root)
 	}
 	return path, nil
 }
