@@ -29,8 +29,11 @@ func gatewayCommand() *cli.Command {
 				Usage: "serve /v1/chat/completions and /v1/responses until SIGTERM or SIGINT",
 				Description: `Replies come from the provider (the flags of chat). Loopback only unless an API
 key is set: a non-loopback --addr needs the key in the environment variable
-that gateway.api_key_env names (default HERMES_GATEWAY_API_KEY), and then every
-route but /health needs "Authorization: Bearer <key>". Web pages cannot call it
+that gateway.api_key_env names (default HERMES_GATEWAY_API_KEY) or in
+gateway.api_key, and then every route but /health needs "Authorization: Bearer
+<key>". gateway.tools needs the key too (the tools run as you for whoever
+reaches the gateway), unless gateway.unauthenticated_tools is true; the file
+tools keep to gateway.cwd (default: the directory serve runs in). Web pages cannot call it
 unless gateway.allowed_origins names them, nor reach it under a name other
 than a loopback one, its address or one of gateway.allowed_hosts.
 
