@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sort"
+	"strings"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -28,8 +30,11 @@ func gatewayCommand() *cli.Command {
 				Usage: "serve /v1/chat/completions and /v1/responses until SIGTERM or SIGINT",
 				Description: `Replies come from the provider (the flags of chat). Loopback only unless an API
 key is set: a non-loopback --addr needs the key in the environment variable
-that gateway.api_key_env names (default HERMES_GATEWAY_API_KEY), and then every
-route but /health needs "Authorization: Bearer <key>". Web pages cannot call it
+that gateway.api_key_env names (default HERMES_GATEWAY_API_KEY) or in
+gateway.api_key, and then every route but /health needs "Authorization: Bearer
+<key>". gateway.tools needs the key too (the tools run as you for whoever
+reaches the gateway), unless gateway.unauthenticated_tools is true; the file
+tools keep to gateway.cwd (default: the directory serve runs in). Web pages cannot call it
 unless gateway.allowed_origins names them, nor reach it under a name other
 than a loopback one, its address or one of gateway.allowed_hosts.
 
@@ -105,9 +110,9 @@ func gatewayServe(e *env) error {
 		return fsstore.Invalidf("gateway.allowed_origins: %w", err)
 	}
 	keyEnv := firstSet(g.APIKeyEnv, gateway.DefaultAPIKeyEnv)
-	key := os.Getenv(keyEnv)
+	key := firstSet(os.Getenv(keyEnv), g.APIKey)
 	if key == "" && !gateway.IsLoopback(addr) {
-		return usagef("--addr %s is not a loopback address: it needs an API key in $%s (the variable gateway.api_key_env names); refusing to start", addr, keyEnv)
+		return usagef("--addr %s is not a loopback address: it needs an API key in $%s (the variable gateway.api_key_env names) or gateway.api_key; refusing to start", addr, keyEnv)
 	}
 	prov, pc, err := newProvider(e, cfg)
 	if err != nil {
@@ -123,6 +128,12 @@ func gatewayServe(e *env) error {
 		}
 		defer pool.Close()
 	}
+	// A tool runs as the gateway's user for whoever reaches the gateway:
+	// on loopback, any local account.
+	if len(tools) > 0 && key == "" && !g.UnauthenticatedTools {
+		return usagef("gateway.tools (%s) needs an API key, or anyone who can reach the gateway (on loopback, every local account) runs them as you: set gateway.api_key or $%s (the variable gateway.api_key_env names), or gateway.unauthenticated_tools: true to run them without one; refusing to start",
+			strings.Join(g.Tools, ", "), keyEnv)
+	}
 	policy := firstSet(cfg.Tools.Approval, agent.PolicyAsk)
 	if err := agent.CheckPolicy(policy); err != nil {
 		return err
@@ -135,7 +146,12 @@ func gatewayServe(e *env) error {
 	if err != nil {
 		return err
 	}
-	if toolEnv.Cwd, err = os.Getwd(); err != nil {
+	if toolEnv.Root, err = gatewayCwd(g.Cwd); err != nil {
+		return err
+	}
+	toolEnv.Cwd = toolEnv.Root
+	headerTimeout, err := durationSetting("gateway.header_timeout", g.HeaderTimeout, gateway.DefaultHeaderTimeout, profiles.ParsePeriod)
+	if err != nil {
 		return err
 	}
 	logf := func(format string, args ...any) { fmt.Fprintf(e.stderr, "hermes: "+format+"\n", args...) }
@@ -150,6 +166,9 @@ func gatewayServe(e *env) error {
 	if key != "" {
 		auth = ", bearer auth"
 	}
+	if len(tools) > 0 && key == "" {
+		e.warn(fmt.Sprintf("gateway.unauthenticated_tools: the gateway runs %s, without an API key, for anyone who can reach it (on loopback, every local account)", strings.Join(g.Tools, ", ")))
+	}
 	return gateway.Serve(gateway.ServeOptions{
 		Options: gateway.Options{
 			Sessions:           e.sessions(),
@@ -163,6 +182,7 @@ func gatewayServe(e *env) error {
 			MaxStoredResponses: g.MaxStoredResponses,
 			ResumeFreshness:    freshness,
 			IdleEnd:            idleEnd,
+			HeaderTimeout:      headerTimeout,
 			ReadTimeout:        readTimeout,
 			WriteTimeout:       writeTimeout,
 			Tools:              tools,
@@ -180,6 +200,27 @@ func gatewayServe(e *env) error {
 		Version:        readBuildInfo().Version,
 		Describe:       fmt.Sprintf(" (profile %s, provider %s%s)", e.profile.Name, prov.Name(), auth),
 	})
+}
+
+// gatewayCwd is gateway.cwd as an absolute path (a relative one is taken
+// from the working directory), the working directory when unset.
+func gatewayCwd(setting string) (string, error) {
+	wd, err := os.Getwd()
+	if err != nil || setting == "" {
+		return wd, err
+	}
+	dir := setting
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(wd, dir)
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return "", fsstore.Invalidf("gateway.cwd: %w", err)
+	}
+	if !fi.IsDir() {
+		return "", fsstore.Invalidf("gateway.cwd: %s is not a directory", setting)
+	}
+	return dir, nil
 }
 
 // gatewayStatusRecord is what status prints with --json: one object.

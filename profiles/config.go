@@ -40,7 +40,10 @@ type Config struct {
 		WorkerCommand   string `yaml:"worker_command" json:"worker_command"`
 	} `yaml:"kanban" json:"kanban"`
 	Gateway struct {
-		Addr                string `yaml:"addr" json:"addr"`
+		Addr string `yaml:"addr" json:"addr"`
+		// APIKey is the key clients must send, unless the variable
+		// APIKeyEnv names is set. Never printed (profile show).
+		APIKey              string `yaml:"api_key" json:"-"`
 		APIKeyEnv           string `yaml:"api_key_env" json:"api_key_env"`
 		MaxStoredResponses  int    `yaml:"max_stored_responses" json:"max_stored_responses"`
 		ResumeFreshness     string `yaml:"resume_freshness" json:"resume_freshness"`
@@ -52,14 +55,23 @@ type Config struct {
 		// instructions (AGENTS.md) of the gateway's working directory, as
 		// a chat's does; off by default (a client sends its own).
 		Instructions bool `yaml:"instructions" json:"instructions"`
+		// UnauthenticatedTools lets the gateway run Tools without an API
+		// key, which it otherwise refuses to do.
+		UnauthenticatedTools bool `yaml:"unauthenticated_tools" json:"unauthenticated_tools"`
+		// Cwd is the directory the gateway's file tools keep to, and
+		// where relative paths and commands start (default: the
+		// directory serve runs in).
+		Cwd string `yaml:"cwd" json:"cwd"`
 		// AllowedHosts are the names a request's Host may carry besides
 		// loopback ones and the server's own addresses; AllowedOrigins
 		// the web origins that may call the gateway (none by default).
 		AllowedHosts   []string `yaml:"allowed_hosts" json:"allowed_hosts"`
 		AllowedOrigins []string `yaml:"allowed_origins" json:"allowed_origins"`
-		// ReadTimeout bounds the reading of a request, WriteTimeout each
-		// write of a response (durations, e.g. 30s); MaxConnections the
+		// HeaderTimeout bounds the reading of a request's headers,
+		// ReadTimeout the reading of a request, WriteTimeout each write of
+		// a response (durations, e.g. 30s); MaxConnections the
 		// connections open at once.
+		HeaderTimeout  string `yaml:"header_timeout" json:"header_timeout"`
 		ReadTimeout    string `yaml:"read_timeout" json:"read_timeout"`
 		WriteTimeout   string `yaml:"write_timeout" json:"write_timeout"`
 		MaxConnections int    `yaml:"max_connections" json:"max_connections"`

@@ -61,7 +61,10 @@ func (editFileTool) Run(_ context.Context, env *Env, raw json.RawMessage) (strin
 	case *args.OldString == *args.NewString:
 		return "", errors.New("edit_file: old_string and new_string are the same; nothing to change")
 	}
-	path := resolve(env, *args.Path)
+	path, err := resolve(env, *args.Path)
+	if err != nil {
+		return "", fmt.Errorf("edit_file: %w", err)
+	}
 	content, mode, err := readForEdit(path, *args.Path)
 	if err != nil {
 		return "", fmt.Errorf("edit_file: %w", err)

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/hermes/hermes/fsstore"
@@ -54,7 +55,11 @@ func (readFileTool) Run(ctx context.Context, env *Env, raw json.RawMessage) (str
 	if args.Offset < 0 || args.Limit < 0 {
 		return "", errors.New("read_file: offset and limit must not be negative")
 	}
-	f, err := openRegular(resolve(env, args.Path), args.Path)
+	path, err := resolve(env, args.Path)
+	if err != nil {
+		return "", fmt.Errorf("read_file: %w", err)
+	}
+	f, err := openRegular(path, args.Path)
 	if err != nil {
 		return "", fmt.Errorf("read_file: %w", err)
 	}
@@ -190,7 +195,10 @@ func (writeFileTool) Run(_ context.Context, env *Env, raw json.RawMessage) (stri
 	if args.Path == nil || *args.Path == "" || args.Content == nil {
 		return "", errors.New("write_file: path and content are required")
 	}
-	path := resolve(env, *args.Path)
+	path, err := resolve(env, *args.Path)
+	if err != nil {
+		return "", fmt.Errorf("write_file: %w", err)
+	}
 	var mode fs.FileMode
 	existing := false
 	fi, err := os.Lstat(path)
@@ -256,10 +264,68 @@ func replace(path string, data []byte, keep fs.FileMode, existing bool) (err err
 	return fsstore.SyncDir(dir)
 }
 
-// resolve makes path absolute from the session's working directory.
-func resolve(env *Env, path string) string {
-	if filepath.IsAbs(path) || env.Cwd == "" {
-		return filepath.Clean(path)
+// resolve makes path absolute from the session's working directory. When
+// env.Root is set, a path that leads outside it is an error: by "..", by
+// an absolute name, or through a symbolic link, whether the file exists
+// or a write would create it (the real path of its deepest existing
+// ancestor decides).
+func resolve(env *Env, name string) (string, error) {
+	path := name
+	if !filepath.IsAbs(path) && env.Cwd != "" {
+		path = filepath.Join(env.Cwd, path)
 	}
-	return filepath.Join(env.Cwd, path)
+	path = filepath.Clean(path)
+	if env.Root == "" {
+		return path, nil
+	}
+	root, err := filepath.EvalSymlinks(env.Root)
+	if err != nil {
+		return "", err
+	}
+	real, err := realPath(path)
+	if err != nil {
+		return "", err
+	}
+	if rel, err := filepath.Rel(root, real); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", fmt.Errorf("%s is outside %s, the directory file tools keep to", name, env.Root)
+	}
+	return path, nil
+}
+
+// realPath is path with every symbolic link on it followed, as far as it
+// exists: the real path of its deepest existing ancestor, then the rest
+// of its names. A link to nothing is followed to where it points.
+func realPath(path string) (string, error) {
+	for range 255 {
+		dir, rest := path, ""
+		for {
+			_, err := os.Lstat(dir)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, fs.ErrNotExist) || dir == filepath.Dir(dir) {
+				return "", err
+			}
+			rest = filepath.Join(filepath.Base(dir), rest)
+			dir = filepath.Dir(dir)
+		}
+		real, err := filepath.EvalSymlinks(dir)
+		if err == nil {
+			return filepath.Join(real, rest), nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+		// dir exists but leads nowhere: it is a link (or a chain of them)
+		// to a missing name, which a write through it would create.
+		target, err := os.Readlink(dir)
+		if err != nil {
+			return "", err
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(dir), target)
+		}
+		path = filepath.Join(target, rest)
+	}
+	return "", fmt.Errorf("%s: too many levels of symbolic links", path)
 }

@@ -91,7 +91,10 @@ func (searchFilesTool) Run(ctx context.Context, env *Env, raw json.RawMessage) (
 	if err != nil {
 		return "", fmt.Errorf("search_files: glob: %v", err)
 	}
-	root := resolve(env, firstNonEmpty(args.Path, "."))
+	root, err := resolve(env, firstNonEmpty(args.Path, "."))
+	if err != nil {
+		return "", fmt.Errorf("search_files: %w", err)
+	}
 	fi, err := os.Stat(root)
 	if err != nil {
 		return "", fmt.Errorf("search_files: %w", err)
@@ -359,7 +362,10 @@ func (findFilesTool) Run(ctx context.Context, env *Env, raw json.RawMessage) (st
 	if err != nil {
 		return "", fmt.Errorf("find_files: glob: %v", err)
 	}
-	root := resolve(env, firstNonEmpty(args.Path, "."))
+	root, err := resolve(env, firstNonEmpty(args.Path, "."))
+	if err != nil {
+		return "", fmt.Errorf("find_files: %w", err)
+	}
 	if fi, err := os.Stat(root); err != nil {
 		return "", fmt.Errorf("find_files: %w", err)
 	} else if !fi.IsDir() {

@@ -33,7 +33,11 @@ type Env struct {
 	SessionID string
 	// Cwd is the session's working directory: relative paths and
 	// commands start there.
-	Cwd      string
+	Cwd string
+	// Root, when set, is the directory the file tools keep to: a path
+	// that leads outside it, symbolic links followed, is refused. The
+	// terminal tool is not confined by it.
+	Root     string
 	Sessions *sessions.Store
 	Tasks    *tasks.Store
 	// MaxOutput bounds a result's text, in bytes: longer output keeps its

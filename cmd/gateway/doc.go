@@ -300,11 +300,25 @@
 // lifetime; a second serve waits a second for it (long enough to outlast a
 // status probe) and then exits 4 naming the running one's pid and address.
 // The default address is loopback (127.0.0.1:8642). A non-loopback address
-// needs an API key in the environment variable that gateway.api_key_env
-// names (default HERMES_GATEWAY_API_KEY); without one serve exits 2. When
-// the key is set it is required on every route but /health, whatever the
-// address: Authorization: Bearer <key>, else 401 with an OpenAI error body
-// (code invalid_api_key), answered before the body is read.
+// needs an API key, in the environment variable that gateway.api_key_env
+// names (default HERMES_GATEWAY_API_KEY; it wins when both are set) or in
+// gateway.api_key; without one serve exits 2. When the key is set it is
+// required on every route but /health, whatever the address:
+// Authorization: Bearer <key> (the scheme in any case, RFC 9110), else
+// 401 with an OpenAI error body (code invalid_api_key), answered before
+// the body is read.
+//
+// A tool of gateway.tools runs as the gateway's user for whoever sends
+// the request: on loopback, any local account. So gateway.tools naming
+// any tool needs the key too (serve exits 2 saying so), unless
+// gateway.unauthenticated_tools is true, which starts it with a warning.
+// The file tools (read_file, write_file) keep to gateway.cwd (default:
+// the directory serve runs in), agent.Env.Root: a path leaving it by "..",
+// an absolute name or a symbolic link is an error to the model. A session
+// that recorded a working directory of its own (one a chat made) keeps
+// its relative paths there, still inside gateway.cwd or refused. The
+// terminal tool cannot be confined: it runs any command, which is why the
+// key is required.
 //
 // A server on loopback is reachable from every web page the user opens,
 // so a request is not trusted for coming from 127.0.0.1 (what local model
@@ -351,9 +365,11 @@
 // takes its replies from the API too (their documents go with eviction).
 //
 // No client can stall the gateway or hold its resources:
-//   - A request's headers and body must arrive within gateway.read_timeout
-//     (30s): a late body is a 408, late headers close the connection. The
-//     deadline ends when the body has been read, so it never bounds a turn.
+//   - A request's headers must arrive within gateway.header_timeout (10s,
+//     at most the read timeout), and with its body within
+//     gateway.read_timeout (30s): a late body is a 408, late headers
+//     close the connection. The deadline ends when the body has been
+//     read, so it never bounds a turn.
 //   - Each write of a response (at most 32 KiB) must be taken within
 //     gateway.write_timeout (30s). Handlers never write to the connection
 //     themselves: what they write is queued and sent by a goroutine of its
@@ -365,12 +381,21 @@
 //     next request on its conversation is served at once. A turn that
 //     finished is stored whatever its client does.
 //   - At most gateway.max_connections (256) connections are open at once,
-//     idle keep-alive ones included (closed after 2 minutes idle). One more
-//     is accepted and closed at once, unanswered (the client sees the
-//     connection closed or reset, and may retry), rather than left to wait
-//     in the kernel's queue: a flood of connections cannot take the
-//     process's file descriptors. The log says when the limit is reached
-//     and when connections are taken again.
+//     idle keep-alive ones included (closed after 2 minutes idle), and
+//     the slots are kept for requests being served: slow clients cannot
+//     hold them. When all are open, a new connection takes the place of
+//     the one idle longest between requests, else of the one that has
+//     been reading its request longest (headers, or a body, not all
+//     there yet), which is closed: an idle one costs its client a new
+//     connection, and a slow one is what a slowloris attack holds. A
+//     request is served from the moment its handler runs with its body
+//     read to the end, and is never closed for another. Only when every
+//     open connection is serving is the new one accepted and closed at
+//     once, unanswered (the client sees the connection closed or reset,
+//     and may retry), rather than left to wait in the kernel's queue: a
+//     flood of connections cannot take the process's file descriptors.
+//     The log says when the limit is reached and when the connections are
+//     below it again.
 //   - An error answered to a request that came with a body closes the
 //     connection: the body may be unread (a refusal comes first), and
 //     net/http would read it, with no deadline, before answering.

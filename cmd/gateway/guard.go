@@ -223,3 +223,14 @@ func refuseMarkers(fields map[string]json.RawMessage, param string) error {
 	return badRequest(param+"."+found[0], "%s.%s: fields named %s* mark hermes's own messages; a client's message cannot carry them",
 		param, found[0], markerPrefix)
 }
+
+// bearerToken is the token of an Authorization header of the Bearer
+// scheme, whose name is case-insensitive (RFC 9110, section 11.1:
+// clients send "bearer" too), followed by one or more spaces.
+func bearerToken(header string) (string, bool) {
+	scheme, token, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return strings.TrimLeft(token, " "), true
+}

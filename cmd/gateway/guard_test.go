@@ -263,3 +263,18 @@ func TestListenHost(t *testing.T) {
 		}
 	}
 }
+
+// The scheme of Authorization is case-insensitive (RFC 9110 11.1), and
+// one or more spaces may follow it: clients that send "bearer" are let in.
+func TestBearerSchemeAnyCase(t *testing.T) {
+	e := newTestEnv(t, func(o *Options) { o.APIKey = "s3cret" })
+	chat := map[string]any{"messages": []any{userMsg("x")}}
+	for _, auth := range []string{"Bearer s3cret", "bearer s3cret", "BEARER s3cret", "bEaReR  s3cret"} {
+		resp, body := e.do("POST", "/v1/chat/completions", chat, map[string]string{"Authorization": auth})
+		mustStatus(t, resp, body, 200)
+	}
+	for _, auth := range []string{"Bearers3cret", "bearer", "bearer nope", "Basic s3cret", "Bearer\ts3cret x"} {
+		resp, body := e.do("GET", "/v1/models", nil, map[string]string{"Authorization": auth})
+		mustCode(t, resp, body, 401, "invalid_api_key")
+	}
+}

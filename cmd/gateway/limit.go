@@ -1,7 +1,9 @@
 package gateway
 
 import (
+	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -201,15 +203,38 @@ func isTimeout(err error) bool {
 	return errors.Is(err, os.ErrDeadlineExceeded)
 }
 
-// limitListener accepts at most max connections open at once. One more
-// is closed as soon as it is accepted, unanswered, rather than left
-// waiting in the kernel's queue: a flood of connections (idle, slow or
-// stalled ones) cannot take the process's file descriptors, and a client
-// learns at once that it should come back later. logf hears when the
-// limit is reached and when a connection is taken again.
+// limitListener accepts at most max connections open at once, and keeps
+// their slots for the requests being served: when all are open, a new
+// connection takes the place of one that holds a slot without a request
+// being served, the one idle longest between requests, else the one that
+// has been reading its request longest (headers, or a body, not all
+// there yet); that one is closed. Only when every open connection
+// is being served is the new one closed as soon as it is accepted,
+// unanswered, rather than left waiting in the kernel's queue: a flood of
+// connections (slow, idle or stalled ones) cannot take the process's file
+// descriptors, nor keep a client with a whole request out, and a client
+// refused learns at once that it should come back later. logf hears when
+// the limit is reached and when the connections are below it again.
+//
+// The http.Server that serves it reports its connections' states
+// (trackConns): a request is served from the moment its handler runs and
+// its body has been read to the end (the handlers read it whole, in
+// decodeBody), until the connection is idle again.
 func limitListener(ln net.Listener, max int, logf func(string, ...any)) net.Listener {
-	return &limiter{Listener: ln, max: max, logf: logf}
+	return &limiter{Listener: ln, max: max, logf: logf, conns: make(map[*limitedConn]struct{})}
 }
+
+// connState is where a limited connection is in its request, in the
+// order in which connections give their place up: one idle costs its
+// client a new connection; one reading may be a client about to send the
+// rest; one serving is never closed for another.
+type connState int
+
+const (
+	idle    connState = iota // between requests
+	reading                  // accepted, or its request's body not all read
+	serving                  // its request is being answered
+)
 
 type limiter struct {
 	net.Listener
@@ -217,8 +242,9 @@ type limiter struct {
 	logf func(string, ...any)
 
 	mu      sync.Mutex
-	open    int
-	refused int // since the limit was last reached
+	conns   map[*limitedConn]struct{}
+	closed  int // reading or idle connections closed for new ones, since the limit was reached
+	refused int // new connections refused, since the limit was reached
 }
 
 func (l *limiter) Accept() (net.Conn, error) {
@@ -227,43 +253,115 @@ func (l *limiter) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		if l.take() {
-			return &limitedConn{Conn: c, l: l}, nil
+		lc := &limitedConn{Conn: c, l: l, state: reading, since: time.Now()}
+		ok, victim := l.take(lc)
+		if victim != nil {
+			victim.Conn.Close()
+		}
+		if ok {
+			return lc, nil
 		}
 		c.Close()
 	}
 }
 
-func (l *limiter) take() bool {
+// take counts c in, and returns the connection that gives its place up
+// for it, if one must; false if none can.
+func (l *limiter) take(c *limitedConn) (bool, *limitedConn) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.open < l.max {
-		l.open++
-		if l.refused > 0 {
-			l.logf("gateway: taking connections again, after refusing %d at the limit", l.refused)
-			l.refused = 0
+	if len(l.conns) < l.max {
+		if l.closed+l.refused > 0 {
+			l.logf("gateway: below gateway.max_connections again, after closing %d connections idle or reading a request, and refusing %d", l.closed, l.refused)
+			l.closed, l.refused = 0, 0
 		}
-		return true
+		l.conns[c] = struct{}{}
+		return true, nil
 	}
-	if l.refused == 0 {
-		l.logf("gateway: %d connections open (gateway.max_connections): refusing new ones until some close", l.max)
+	if l.closed+l.refused == 0 {
+		l.logf("gateway: %d connections open (gateway.max_connections): a new one takes the place of one idle or reading its request, else is refused", l.max)
 	}
-	l.refused++
-	return false
+	var victim *limitedConn
+	for o := range l.conns {
+		if o.state != serving && (victim == nil || o.state < victim.state || o.state == victim.state && o.since.Before(victim.since)) {
+			victim = o
+		}
+	}
+	if victim == nil {
+		l.refused++
+		return false, nil
+	}
+	delete(l.conns, victim)
+	l.closed++
+	l.conns[c] = struct{}{}
+	return true, victim
+}
+
+func (l *limiter) set(c *limitedConn, state connState) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if c.state != state {
+		c.state, c.since = state, time.Now()
+	}
 }
 
 type limitedConn struct {
 	net.Conn
-	l    *limiter
-	once sync.Once
+	l *limiter
+
+	state connState // under l.mu
+	since time.Time // when it entered state
 }
 
 func (c *limitedConn) Close() error {
 	err := c.Conn.Close()
-	c.once.Do(func() {
-		c.l.mu.Lock()
-		c.l.open--
-		c.l.mu.Unlock()
-	})
+	c.l.mu.Lock()
+	delete(c.l.conns, c)
+	c.l.mu.Unlock()
 	return err
+}
+
+// connKey is the context key of a request's connection.
+type connKey struct{}
+
+// trackConns has hs report its connections' states to the limiter whose
+// listener it serves: idle between requests, serving once a request's
+// body has been read. A connection of another listener is left alone.
+func trackConns(hs *http.Server) {
+	hs.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+		return context.WithValue(ctx, connKey{}, c)
+	}
+	hs.ConnState = func(c net.Conn, state http.ConnState) {
+		if lc, ok := c.(*limitedConn); ok && state == http.StateIdle {
+			lc.l.set(lc, idle)
+		}
+	}
+	next := hs.Handler
+	hs.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if lc, ok := r.Context().Value(connKey{}).(*limitedConn); ok {
+			if r.Body == nil || r.Body == http.NoBody {
+				lc.l.set(lc, serving)
+			} else {
+				lc.l.set(lc, reading)
+				r.Body = &bodyRead{ReadCloser: r.Body, c: lc}
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// bodyRead marks its connection serving once the body has been read to
+// its end (or failed, after which the request is answered and the
+// connection closed).
+type bodyRead struct {
+	io.ReadCloser
+	c *limitedConn
+}
+
+func (b *bodyRead) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil {
+		b.c.l.set(b.c, serving)
+	}
+	return n, err
 }

@@ -34,22 +34,26 @@ type ServeOptions struct {
 	Describe string
 }
 
-// httpServer is the http.Server that serves s: a request's headers and
-// body must arrive within the read timeout. The read deadline ends when
+// httpServer is the http.Server that serves s: a request's headers must
+// arrive within the header timeout, and with its body within the read
+// timeout. Its connections' states go to the limiter of its listener
+// (trackConns), if it has one. The read deadline ends when
 // the body has been read (net/http clears it to watch for the client
 // going away), so it never cancels a turn; a body nobody reads stays
 // under it, so a client that sends headers and no body holds nothing
 // past it. Writes have their deadlines per write (bound, clientWriter):
 // WriteTimeout would bound the whole response, a stream included.
 func (s *Server) httpServer(errorLog io.Writer) *http.Server {
-	return &http.Server{
+	hs := &http.Server{
 		Handler:           s.Handler(),
 		BaseContext:       func(net.Listener) context.Context { return s.BaseContext() },
-		ReadHeaderTimeout: s.opts.ReadTimeout,
+		ReadHeaderTimeout: min(s.opts.HeaderTimeout, s.opts.ReadTimeout),
 		ReadTimeout:       s.opts.ReadTimeout,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          log.New(errorLog, "hermes: gateway: ", 0),
 	}
+	trackConns(hs)
+	return hs
 }
 
 // listenHost is the host of a listen address, as ParseAllowedHosts

@@ -30,6 +30,7 @@ const (
 	DefaultMaxStoredResponses = 1000
 	DefaultResumeFreshness    = time.Hour
 	DefaultMaxBodyBytes       = 10 << 20
+	DefaultHeaderTimeout      = 10 * time.Second
 	DefaultReadTimeout        = 30 * time.Second
 	DefaultWriteTimeout       = 30 * time.Second
 	DefaultMaxConnections     = 256
@@ -65,9 +66,11 @@ type Options struct {
 	AllowedHosts   []string
 	AllowedOrigins []string
 	MaxBodyBytes   int64 // 0: DefaultMaxBodyBytes
-	// ReadTimeout bounds the reading of a request, headers and body (0:
-	// DefaultReadTimeout); WriteTimeout each write of a response (0:
-	// DefaultWriteTimeout).
+	// HeaderTimeout bounds the reading of a request's headers (0:
+	// DefaultHeaderTimeout); ReadTimeout the reading of a request,
+	// headers and body (0: DefaultReadTimeout); WriteTimeout each write
+	// of a response (0: DefaultWriteTimeout).
+	HeaderTimeout      time.Duration
 	ReadTimeout        time.Duration
 	WriteTimeout       time.Duration
 	MaxStoredResponses int           // 0: DefaultMaxStoredResponses
@@ -121,6 +124,9 @@ func New(opts Options) *Server {
 	}
 	if opts.IdleEnd <= 0 {
 		opts.IdleEnd = DefaultIdleEnd
+	}
+	if opts.HeaderTimeout <= 0 {
+		opts.HeaderTimeout = DefaultHeaderTimeout
 	}
 	if opts.ReadTimeout <= 0 {
 		opts.ReadTimeout = DefaultReadTimeout
@@ -186,7 +192,7 @@ func (s *Server) auth(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		got, ok := bearerToken(r.Header.Get("Authorization"))
 		if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), want) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="hermes"`)
 			msg := "missing API key: send Authorization: Bearer <key>"

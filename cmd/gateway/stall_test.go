@@ -284,11 +284,25 @@ func TestReadTimeoutDoesNotCancelTheTurn(t *testing.T) {
 	}
 }
 
-// At the connection limit, the next connection is refused at once (closed
-// unanswered), not queued; once one closes, a new one is served.
+// At the connection limit, a new connection takes the place of one idle
+// between requests (closed); when every connection is serving a request,
+// the new one is refused at once (closed unanswered), not queued; once one
+// closes, a new one is served.
 func TestConnectionLimit(t *testing.T) {
 	var log logged
-	e := newServedEnv(t, func(o *Options) { o.Logf = log.logf }, 2, 0)
+	release, started := make(chan struct{}), make(chan struct{}, 2)
+	e := newServedEnv(t, func(o *Options) {
+		o.Logf = log.logf
+		o.Provider = &funcProvider{name: "wait", fn: func(ctx context.Context, req provider.Request) (provider.Reply, error) {
+			started <- struct{}{}
+			select {
+			case <-release:
+				return assistant("done"), nil
+			case <-ctx.Done():
+				return provider.Reply{}, ctx.Err()
+			}
+		}}
+	}, 2, 0)
 	health := "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
 	served := func(c net.Conn) bool {
 		if _, err := io.WriteString(c, health); err != nil {
@@ -311,13 +325,29 @@ func TestConnectionLimit(t *testing.T) {
 	if !served(a) || !served(b) {
 		t.Fatal("connections within the limit were not served")
 	}
-	if served(e.rawClient()) {
-		t.Fatal("a third connection was served with a limit of 2")
+	waitIdle(t, e.ts.Listener, 2)
+	if !served(e.rawClient()) {
+		t.Fatal("a third connection was not served while two were idle")
 	}
+	if served(a) && served(b) {
+		t.Fatal("neither idle connection was closed for the third")
+	}
+	waitIdle(t, e.ts.Listener, 2)
 	if !strings.Contains(log.String(), "gateway.max_connections") {
 		t.Fatalf("the log does not say the limit was reached: %s", log.String())
 	}
-	a.Close()
+
+	// Two turns in flight hold both places: the next is refused.
+	c, d := e.rawClient(), e.rawClient()
+	post(t, c, "/v1/responses", `{"input":"one"}`, map[string]string{"Idempotency-Key": "one"})
+	post(t, d, "/v1/responses", `{"input":"two"}`, map[string]string{"Idempotency-Key": "two"})
+	<-started
+	<-started
+	if served(e.rawClient()) {
+		t.Fatal("a connection was served while the limit's were all serving turns")
+	}
+	close(release)
+	c.Close()
 	deadline := time.Now().Add(30 * time.Second) // watchdog: the server sees the close soon
 	for !served(e.rawClient()) {
 		if time.Now().After(deadline) {
@@ -325,8 +355,31 @@ func TestConnectionLimit(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if !served(b) {
-		t.Fatal("an open connection stopped being served")
+}
+
+// waitIdle waits until n of the connections of ln, a limitListener, are
+// idle: the server marks them so once it has sent its response, which
+// the client may have read before.
+func waitIdle(t *testing.T, ln net.Listener, n int) {
+	t.Helper()
+	l := ln.(*limiter)
+	deadline := time.Now().Add(30 * time.Second) // watchdog: the server marks them soon
+	for {
+		l.mu.Lock()
+		k := 0
+		for c := range l.conns {
+			if c.state == idle {
+				k++
+			}
+		}
+		l.mu.Unlock()
+		if k >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections idle, want %d", k, n)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
