@@ -20,6 +20,8 @@ func TestMain(m *testing.M) {
 		"hermes": func() { os.Exit(cmd.Main()) },
 		// An MCP server over stdio (cmd/mcp/mcptest) for mcp_servers.
 		"mcp-test-server": mcptest.Main,
+		// Runs a command and writes its peak RSS to a file (memory_test.go).
+		"peak-rss": peakRSSMain,
 	})
 }
 

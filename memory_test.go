@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,14 +17,20 @@ import (
 
 // peakRSS runs hermes on home with stdin and env, and returns its exit
 // code, its stderr and its peak resident memory in bytes (rusage Maxrss).
+// hermes runs under peak-rss (peakRSSMain), not as this process's child:
+// os/exec starts a child in this process's address space (vfork), and
+// Linux counts the peak of the address space an exec replaces in the new
+// program's Maxrss, so a child of a test process grown large by other
+// tests would report that size, not its own.
 func peakRSS(t *testing.T, home string, stdin io.Reader, env []string, args ...string) (int, string, int64) {
 	t.Helper()
-	exe, err := exec.LookPath("hermes")
+	runner, err := exec.LookPath("peak-rss")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(exe, append([]string{"--home", home}, args...)...)
-	cmd.Env = append(os.Environ(), append([]string{"HERMES_PROFILE=default", "HERMES_PROVIDER=echo", "HERMES_MODEL="}, env...)...)
+	out := filepath.Join(t.TempDir(), "rss")
+	cmd := exec.Command(runner, append([]string{"hermes", "--home", home}, args...)...)
+	cmd.Env = append(os.Environ(), append([]string{"HERMES_PROFILE=default", "HERMES_PROVIDER=echo", "HERMES_MODEL=", "PEAK_RSS_FILE=" + out}, env...)...)
 	cmd.Stdin = stdin
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -31,11 +39,39 @@ func peakRSS(t *testing.T, home string, stdin io.Reader, env []string, args ...s
 	if err != nil && !errors.As(err, &exit) {
 		t.Fatal(err)
 	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatalf("peak-rss wrote no figure: %v: %s", err, stderr.String())
+	}
+	rss, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cmd.ProcessState.ExitCode(), stderr.String(), rss
+}
+
+// peakRSSMain runs its arguments as a command with its own streams, writes
+// the command's peak resident memory in bytes to $PEAK_RSS_FILE, and exits
+// with the command's exit code. It is small, so the Maxrss of the command
+// it starts is the command's own.
+func peakRSSMain() {
+	cmd := exec.Command(os.Args[1], os.Args[2:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		fmt.Fprintln(os.Stderr, "peak-rss:", err)
+		os.Exit(1)
+	}
 	rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss
 	if runtime.GOOS == "linux" || runtime.GOOS == "freebsd" {
 		rss <<= 10 // kilobytes there, bytes on macOS
 	}
-	return cmd.ProcessState.ExitCode(), stderr.String(), rss
+	if err := os.WriteFile(os.Getenv("PEAK_RSS_FILE"), []byte(strconv.FormatInt(rss, 10)), 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, "peak-rss:", err)
+		os.Exit(1)
+	}
+	os.Exit(cmd.ProcessState.ExitCode())
 }
 
 // repeatReader is n bytes of c, between a head and a tail.

@@ -396,7 +396,7 @@ func (ch *chatter) session(input []sessions.Message) (_ sessions.Session, made b
 		if err != nil {
 			return sessions.Session{}, false, err
 		}
-		sess, _, err := ch.store.CreateWith(sessions.Session{Title: ch.title, Source: "chat", Model: ch.model, Cwd: cwd}, input)
+		sess, _, err := ch.store.CreateWith(sessions.Session{Title: ch.title, Source: "chat", Model: ch.model, Cwd: cwd}, ch.engine.Opening(cwd, input))
 		if err != nil {
 			return sessions.Session{}, false, fmt.Errorf("%w (nothing was stored: no session was made)", err)
 		}

@@ -126,6 +126,20 @@ func (r Result) Text() string {
 	return ""
 }
 
+// Opening is msgs after the project instructions of cwd (when the engine
+// reads them and there are some): what Run stores at a session's first
+// turn. A front end that creates a session together with its first
+// messages, so that a failed create leaves none (chat), stores these.
+func (e *Engine) Opening(cwd string, msgs []sessions.Message) []sessions.Message {
+	if e.Instructions == nil {
+		return msgs
+	}
+	if m, ok := e.Instructions.Note(cwd); ok {
+		return append([]sessions.Message{m}, msgs...)
+	}
+	return msgs
+}
+
 // Run runs one turn on an existing session; see the package doc for the
 // steps and what each stores. An error leaves the session consistent and
 // resumable: what was stored stays, every stored call has or gets a result.
@@ -150,10 +164,8 @@ func (e *Engine) Run(ctx context.Context, t Turn) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	if e.Instructions != nil && sess.MessageCount == 0 {
-		if m, ok := e.Instructions.Note(firstNonEmpty(env.Cwd, sess.Cwd)); ok {
-			head = append([]sessions.Message{m}, head...)
-		}
+	if sess.MessageCount == 0 {
+		head = e.Opening(firstNonEmpty(env.Cwd, sess.Cwd), head)
 	}
 	if len(head) > 0 {
 		if res.Count, err = st.Append(sess.ID, head); err != nil {
