@@ -51,8 +51,10 @@ func newToolEnv(e *env, cfg profiles.Config) (*agent.Env, error) {
 		Tasks:           taskStore,
 		MaxOutput:       maxOutput,
 		TerminalTimeout: timeout,
-		StartTask: func(name string, argv []string, cwd, sessionID string) (tasks.Task, error) {
-			return spawnTask(e, taskStore, tasks.Task{Name: name, Command: argv, Cwd: cwd, SessionID: sessionID}, os.Environ())
+		StartTask: func(ctx context.Context, name string, argv []string, cwd, sessionID string) (tasks.Task, error) {
+			st := *taskStore // plain values: the copy is the same store, with its own Cancel
+			st.Cancel = ctx.Done()
+			return spawnTask(e, &st, tasks.Task{Name: name, Command: argv, Cwd: cwd, SessionID: sessionID}, os.Environ())
 		},
 	}
 	if w, ok := workerFromEnv(); ok {

@@ -41,6 +41,9 @@ func usagef(format string, args ...any) error {
 
 // exitCode maps an error to the exit-code table. It is the only place that
 // does, and it looks through wrapping with errors.Is and errors.As.
+// A lock wait that its caller called off (*fsstore.LockInterruptedError,
+// only ever a tool call's, answered to the model) is no timeout: 1, as
+// any cancelled work.
 func exitCode(err error) int {
 	var lockErr *fsstore.LockTimeoutError
 	var usage usageError

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -501,23 +502,32 @@ type kanbanWorker struct {
 	author string
 }
 
-func (k *kanbanWorker) Complete(result string) error {
-	_, err := k.board.Complete(k.w.Task, &k.w, result)
+// boardFor is the board for one call under ctx, whose lock waits end when
+// ctx does. A Board is plain values (a directory, a timeout, functions),
+// so its copy is the same board.
+func (k *kanbanWorker) boardFor(ctx context.Context) *kanban.Board {
+	b := *k.board
+	b.Cancel = ctx.Done()
+	return &b
+}
+
+func (k *kanbanWorker) Complete(ctx context.Context, result string) error {
+	_, err := k.boardFor(ctx).Complete(k.w.Task, &k.w, result)
 	return err
 }
 
-func (k *kanbanWorker) Block(reason string) error {
-	_, _, err := k.board.Block(k.w.Task, &k.w, reason)
+func (k *kanbanWorker) Block(ctx context.Context, reason string) error {
+	_, _, err := k.boardFor(ctx).Block(k.w.Task, &k.w, reason)
 	return err
 }
 
-func (k *kanbanWorker) Comment(text string) error {
-	_, err := k.board.AddComment(k.w.Task, k.author, text)
+func (k *kanbanWorker) Comment(ctx context.Context, text string) error {
+	_, err := k.boardFor(ctx).AddComment(k.w.Task, k.author, text)
 	return err
 }
 
-func (k *kanbanWorker) Heartbeat() error {
-	_, err := k.board.Heartbeat(k.w)
+func (k *kanbanWorker) Heartbeat(ctx context.Context) error {
+	_, err := k.boardFor(ctx).Heartbeat(k.w)
 	return err
 }
 

@@ -18,7 +18,9 @@
 // Every writer holds a lock: flock on a sidecar file (<name>.lock), never
 // on a file that a rename replaces. Waits are bounded (Lock's timeout;
 // --lock-timeout on the command line) and end in a *LockTimeoutError that
-// names the lock. Writers to different records take different locks and
+// names the lock; a wait on behalf of work that can be called off (a tool
+// call) also ends when that work is (LockUntil, a store's Cancel), in a
+// *LockInterruptedError. Writers to different records take different locks and
 // never wait for each other. A reader that wants a shared lock whose file
 // is missing and cannot be made (a read-only copy of a profile) reads
 // without it; a writer there fails, naming the lock.
@@ -188,7 +190,8 @@
 //
 // Errors wrap their cause with %w and name the path. Their kind is tested
 // with errors.Is: ErrNotFound, ErrInvalid, ErrRefused; or errors.As:
-// *LockTimeoutError, *CorruptError. IsDiskFull tells a full disk apart.
+// *LockTimeoutError, *LockInterruptedError (which is also
+// context.Canceled), *CorruptError. IsDiskFull tells a full disk apart.
 //
 // A command that opens a profile on a network filesystem (NetworkFS: one
 // statfs, on Linux, of the profile directory) warns once per profile and

@@ -85,7 +85,9 @@ type Record struct {
 	Path, Lock string
 	Locked     bool // the caller holds Lock
 	Timeout    time.Duration
-	Now        func() time.Time
+	// Cancel, when it closes, ends a wait for Lock at once (LockUntil).
+	Cancel <-chan struct{}
+	Now    func() time.Time
 }
 
 // ReadRecord reads the document of a record whose id field (idOf) must be
@@ -108,7 +110,7 @@ func ReadRecord[T any](r Record, idOf func(*T) string) (T, error) {
 		return v, err
 	}
 	if !r.Locked {
-		unlock, err := Lock(r.Lock, r.Timeout)
+		unlock, err := LockUntil(r.Lock, r.Timeout, r.Cancel)
 		if err != nil {
 			return zero, err
 		}

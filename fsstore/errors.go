@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -56,6 +57,20 @@ type LockTimeoutError struct {
 func (e *LockTimeoutError) Error() string {
 	return fmt.Sprintf("timed out after %s waiting for lock %s", e.Timeout, e.Path)
 }
+
+// LockInterruptedError reports a lock wait that its caller called off
+// (LockUntil's done closed) before the lock was free. It matches
+// context.Canceled with errors.Is: the wait ended for the reason its
+// caller's work did.
+type LockInterruptedError struct {
+	Path string
+}
+
+func (e *LockInterruptedError) Error() string {
+	return "interrupted while waiting for lock " + e.Path
+}
+
+func (e *LockInterruptedError) Unwrap() error { return context.Canceled }
 
 // CorruptError reports a record that is complete (newline-terminated) but
 // does not parse: damage in the middle of a log, which no crash of ours can

@@ -19,13 +19,27 @@ import (
 // A lock held by a process that died is free: the kernel drops flocks with
 // the last descriptor.
 func Lock(path string, timeout time.Duration) (unlock func(), err error) {
-	return lock(path, timeout, false)
+	return lock(path, timeout, nil, false)
 }
 
 // RLock is like Lock but takes a shared lock: readers that need a stable
 // view (the size of a log as of the last complete write) take it briefly.
 func RLock(path string, timeout time.Duration) (unlock func(), err error) {
-	return lock(path, timeout, true)
+	return lock(path, timeout, nil, true)
+}
+
+// LockUntil is like Lock, but a wait also ends when done closes (a tool
+// call's ctx.Done(): Ctrl-C, a gateway client gone), with a
+// *LockInterruptedError, which matches context.Canceled. A lock that is
+// free is taken even if done has closed: only a wait is called off. A nil
+// done never closes, which is Lock.
+func LockUntil(path string, timeout time.Duration, done <-chan struct{}) (unlock func(), err error) {
+	return lock(path, timeout, done, false)
+}
+
+// RLockUntil is like RLock, with LockUntil's done.
+func RLockUntil(path string, timeout time.Duration, done <-chan struct{}) (unlock func(), err error) {
+	return lock(path, timeout, done, true)
 }
 
 // RLock on a sidecar that is missing and cannot be made (IsReadOnly: a
@@ -33,7 +47,7 @@ func RLock(path string, timeout time.Duration) (unlock func(), err error) {
 // returns at once, without a lock: the reader reads what is complete, and
 // a write in progress that it may meet looks like a torn tail, which it
 // skips and reports. Lock in the same place fails, naming the lock.
-func lock(path string, timeout time.Duration, shared bool) (func(), error) {
+func lock(path string, timeout time.Duration, done <-chan struct{}, shared bool) (func(), error) {
 	if err := makeSidecar(path); err != nil {
 		if shared && IsReadOnly(err) {
 			return func() {}, nil
@@ -48,9 +62,10 @@ func lock(path string, timeout time.Duration, shared bool) (func(), error) {
 	// The wait polls: a blocking flock cannot be called off when the time
 	// is up, and a waiter that got the lock after its caller gave up would
 	// hold it for nobody. Short sleeps keep the wake-up close to the
-	// holder's release.
+	// holder's release; done ends a sleep at once.
 	deadline := time.Now().Add(timeout)
 	delay := 250 * time.Microsecond
+	var nap *time.Timer
 	for {
 		ok, err := try()
 		if errors.Is(err, syscall.ELOOP) {
@@ -65,7 +80,18 @@ func lock(path string, timeout time.Duration, shared bool) (func(), error) {
 		if !time.Now().Before(deadline) {
 			return nil, &LockTimeoutError{Path: path, Timeout: timeout.String()}
 		}
-		time.Sleep(min(delay, time.Until(deadline)+time.Millisecond))
+		d := min(delay, time.Until(deadline)+time.Millisecond)
+		if nap == nil {
+			nap = time.NewTimer(d)
+			defer nap.Stop()
+		} else {
+			nap.Reset(d)
+		}
+		select {
+		case <-done:
+			return nil, &LockInterruptedError{Path: path}
+		case <-nap.C:
+		}
 		delay = min(delay*2, maxLockPoll)
 	}
 	// flock creates the sidecar 0600 less the umask, which may narrow it;

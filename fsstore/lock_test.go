@@ -1,6 +1,7 @@
 package fsstore_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -63,4 +64,53 @@ func TestRLockOnReadOnlyStore(t *testing.T) {
 	if _, err := fsstore.RLock(lock, time.Second); !errors.Is(err, syscall.EIO) {
 		t.Fatalf("RLock with EIO: %v", err)
 	}
+}
+
+// A wait for a lock held by another holder ends when done closes, with an
+// error that says so, long before the timeout; the holder keeps the lock,
+// and once it is free LockUntil takes it as Lock would. The timeout is far
+// beyond the test's deadline, so only done can end the waits.
+func TestLockUntilEndsWhenDoneCloses(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.lock")
+	unlock, err := fsstore.Lock(path, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, take := range []struct {
+		name string
+		f    func(string, time.Duration, <-chan struct{}) (func(), error)
+	}{{"LockUntil", fsstore.LockUntil}, {"RLockUntil", fsstore.RLockUntil}} {
+		done := make(chan struct{})
+		got := make(chan error, 1)
+		go func() {
+			u, err := take.f(path, time.Hour, done)
+			if err == nil {
+				u()
+			}
+			got <- err
+		}()
+		close(done)
+		select {
+		case err := <-got:
+			var interrupted *fsstore.LockInterruptedError
+			if !errors.As(err, &interrupted) || interrupted.Path != path || !errors.Is(err, context.Canceled) {
+				t.Fatalf("%s: %v, want a *LockInterruptedError for %s that is context.Canceled", take.name, err, path)
+			}
+			if !strings.Contains(err.Error(), "interrupted") || !strings.Contains(err.Error(), path) {
+				t.Fatalf("%s: message %q", take.name, err)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("%s still waits after done closed", take.name)
+		}
+	}
+	var timeout *fsstore.LockTimeoutError
+	if _, err := fsstore.Lock(path, 0); !errors.As(err, &timeout) {
+		t.Fatalf("after the interrupted waits, Lock: %v, want the holder still holding it", err)
+	}
+	unlock()
+	u, err := fsstore.LockUntil(path, time.Hour, make(chan struct{}))
+	if err != nil {
+		t.Fatalf("LockUntil on a free lock: %v", err)
+	}
+	u()
 }

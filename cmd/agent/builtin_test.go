@@ -238,7 +238,7 @@ func waitGone(t *testing.T, pid int) {
 func TestTerminalBackground(t *testing.T) {
 	env := toolEnv(t)
 	var got []string
-	env.StartTask = func(name string, argv []string, cwd, sessionID string) (tasks.Task, error) {
+	env.StartTask = func(_ context.Context, name string, argv []string, cwd, sessionID string) (tasks.Task, error) {
 		got = append(got, name, strings.Join(argv, " "), cwd, sessionID)
 		return tasks.Task{ID: "t1", PID: 42}, nil
 	}
@@ -375,16 +375,22 @@ type fakeWorker struct {
 	refuse error
 }
 
-func (w *fakeWorker) Complete(r string) error {
+func (w *fakeWorker) Complete(_ context.Context, r string) error {
 	w.calls = append(w.calls, "complete "+r)
 	return w.refuse
 }
-func (w *fakeWorker) Block(r string) error { w.calls = append(w.calls, "block "+r); return w.refuse }
-func (w *fakeWorker) Comment(s string) error {
+func (w *fakeWorker) Block(_ context.Context, r string) error {
+	w.calls = append(w.calls, "block "+r)
+	return w.refuse
+}
+func (w *fakeWorker) Comment(_ context.Context, s string) error {
 	w.calls = append(w.calls, "comment "+s)
 	return w.refuse
 }
-func (w *fakeWorker) Heartbeat() error { w.calls = append(w.calls, "heartbeat"); return w.refuse }
+func (w *fakeWorker) Heartbeat(context.Context) error {
+	w.calls = append(w.calls, "heartbeat")
+	return w.refuse
+}
 
 func TestKanbanTools(t *testing.T) {
 	env := toolEnv(t)

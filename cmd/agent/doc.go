@@ -57,7 +57,10 @@
 // approved: …"). A cancelled context (Ctrl-C) stops the call in flight
 // (its tool kills what it started), answers it "cancelled by the user" and
 // the calls after it "not run", and ends the turn with the context's
-// error; the session stays resumable.
+// error; the session stays resumable. A call waiting for a lock that another
+// process holds (a session's, a task's, the board's) stops waiting then
+// too: each call works on copies of the Env's stores whose Cancel is its
+// context's Done, and the kanban tools pass their context on.
 //
 // # Approval
 //

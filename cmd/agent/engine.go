@@ -467,7 +467,7 @@ func (e *Engine) runCall(ctx context.Context, env *Env, c provider.ToolCall) str
 	if e.Progress != nil {
 		e.Progress(Progress{Call: c})
 	}
-	out, err := tool.Run(ctx, env, args)
+	out, err := tool.Run(ctx, env.forCall(ctx), args)
 	if err != nil {
 		return "error: " + err.Error()
 	}

@@ -30,7 +30,7 @@ func (k kanbanTool) Schema() json.RawMessage {
 
 func (kanbanTool) NeedsApproval(json.RawMessage) bool { return false }
 
-func (k kanbanTool) Run(_ context.Context, env *Env, raw json.RawMessage) (string, error) {
+func (k kanbanTool) Run(ctx context.Context, env *Env, raw json.RawMessage) (string, error) {
 	if env.Kanban == nil {
 		return "", fmt.Errorf("%s: this is not a kanban worker", k.name)
 	}
@@ -46,19 +46,19 @@ func (k kanbanTool) Run(_ context.Context, env *Env, raw json.RawMessage) (strin
 	var done string
 	switch k.name {
 	case "kanban_complete":
-		err, done = env.Kanban.Complete(args.Result), "the task is done; end your turn with a one-line summary"
+		err, done = env.Kanban.Complete(ctx, args.Result), "the task is done; end your turn with a one-line summary"
 	case "kanban_block":
 		if strings.TrimSpace(args.Reason) == "" {
 			return "", errors.New("kanban_block: reason is required")
 		}
-		err, done = env.Kanban.Block(args.Reason), "the task is blocked; end your turn with a one-line summary"
+		err, done = env.Kanban.Block(ctx, args.Reason), "the task is blocked; end your turn with a one-line summary"
 	case "kanban_comment":
 		if strings.TrimSpace(args.Text) == "" {
 			return "", errors.New("kanban_comment: text is required")
 		}
-		err, done = env.Kanban.Comment(args.Text), "comment added"
+		err, done = env.Kanban.Comment(ctx, args.Text), "comment added"
 	default:
-		err, done = env.Kanban.Heartbeat(), "claim extended"
+		err, done = env.Kanban.Heartbeat(ctx), "claim extended"
 	}
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", k.name, err)

@@ -53,7 +53,7 @@ func (terminalTool) Run(ctx context.Context, env *Env, raw json.RawMessage) (str
 		if env.StartTask == nil {
 			return "", errors.New("terminal: background tasks are not available here")
 		}
-		t, err := env.StartTask("agent", []string{"sh", "-c", args.Command}, env.Cwd, env.SessionID)
+		t, err := env.StartTask(ctx, "agent", []string{"sh", "-c", args.Command}, env.Cwd, env.SessionID)
 		if err != nil {
 			return "", fmt.Errorf("terminal: starting the background task: %w", err)
 		}

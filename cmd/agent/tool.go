@@ -46,20 +46,41 @@ type Env struct {
 	// TerminalTimeout is the terminal tool's default timeout.
 	TerminalTimeout time.Duration
 	// StartTask starts argv as a background task of the tasks store, with
-	// its session_id set to sessionID, and returns its record at once.
-	StartTask func(name string, argv []string, cwd, sessionID string) (tasks.Task, error)
+	// its session_id set to sessionID, and returns its record at once. A
+	// lock wait on the way ends when ctx does.
+	StartTask func(ctx context.Context, name string, argv []string, cwd, sessionID string) (tasks.Task, error)
 	// Kanban is the worker's own task, set only inside a kanban worker.
 	Kanban KanbanWorker
 }
 
+// forCall is env for one call run under ctx: its stores are copies whose
+// lock waits end when ctx does (Ctrl-C, the gateway's client gone), so
+// that a call waiting on a lock another process holds is called off with
+// its turn. A store is plain values (a directory, a timeout, functions),
+// with no mutex or cache inside, so its copy is the same store.
+func (env *Env) forCall(ctx context.Context) *Env {
+	c := *env
+	if env.Sessions != nil {
+		st := *env.Sessions
+		st.Cancel = ctx.Done()
+		c.Sessions = &st
+	}
+	if env.Tasks != nil {
+		st := *env.Tasks
+		st.Cancel = ctx.Done()
+		c.Tasks = &st
+	}
+	return &c
+}
+
 // KanbanWorker acts on the kanban task a worker was started for, with the
 // CLI verbs' rules: a run or claim that is no longer current is refused
-// (an error the model is told).
+// (an error the model is told). A lock wait ends when ctx does.
 type KanbanWorker interface {
-	Complete(result string) error
-	Block(reason string) error
-	Comment(text string) error
-	Heartbeat() error
+	Complete(ctx context.Context, result string) error
+	Block(ctx context.Context, reason string) error
+	Comment(ctx context.Context, text string) error
+	Heartbeat(ctx context.Context) error
 }
 
 // Default limits, each overridden by config.yaml's agent section.

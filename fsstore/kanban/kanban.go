@@ -204,6 +204,10 @@ type Board struct {
 	// filesystem: fsstore.NetworkFS, one statfs, asked only when a change
 	// finds events later than its document). Nil is that question.
 	Shared func() bool
+	// Cancel, when it closes, ends a lock wait at once, with a
+	// *fsstore.LockInterruptedError: a tool call's ctx.Done(). Nil never
+	// closes. A copy of the store with its own Cancel serves one call.
+	Cancel <-chan struct{}
 }
 
 // NewBoard returns the board of the profile whose directory is profileDir.
@@ -261,7 +265,7 @@ func (b *Board) Create(t Task) (Task, error) {
 	if err := b.ensureDirs(); err != nil {
 		return Task{}, err
 	}
-	unlock, err := fsstore.Lock(b.lockPath(t.ID), b.LockTimeout)
+	unlock, err := fsstore.LockUntil(b.lockPath(t.ID), b.LockTimeout, b.Cancel)
 	if err != nil {
 		return Task{}, err
 	}
@@ -318,7 +322,7 @@ func (b *Board) Get(id string) (Task, error) {
 
 func (b *Board) read(id string, locked bool) (Task, error) {
 	return fsstore.ReadRecord(fsstore.Record{What: "kanban task", ID: id, Path: b.docPath(id), Lock: b.lockPath(id),
-		Locked: locked, Timeout: b.LockTimeout, Now: b.Now}, func(v *Task) string { return v.ID })
+		Locked: locked, Timeout: b.LockTimeout, Cancel: b.Cancel, Now: b.Now}, func(v *Task) string { return v.ID })
 }
 
 // Update applies change to task id under its lock: a compare-and-swap,
@@ -345,7 +349,7 @@ func (b *Board) update(id string, change func(t *Task, now time.Time) ([]Event, 
 	if err := b.ensureDirs(); err != nil {
 		return Task{}, nil, err
 	}
-	unlock, err := fsstore.Lock(b.lockPath(id), b.LockTimeout)
+	unlock, err := fsstore.LockUntil(b.lockPath(id), b.LockTimeout, b.Cancel)
 	if err != nil {
 		return Task{}, nil, err
 	}
@@ -407,7 +411,7 @@ func (b *Board) apply(id string, change func(t *Task, now time.Time) ([]Event, e
 // returned Pending to put back or drop. The caller holds the task's lock.
 func (b *Board) commit(t *Task, committed fsstore.Time, events []Event, now time.Time, keep bool) (*Pending, error) {
 	path := b.eventsPath(t.ID)
-	unlock, err := fsstore.Lock(path+".lock", b.LockTimeout)
+	unlock, err := fsstore.LockUntil(path+".lock", b.LockTimeout, b.Cancel)
 	if err != nil {
 		return nil, err
 	}
@@ -561,7 +565,7 @@ func (p *Pending) Keep() {
 // aside by the next change.
 func (p *Pending) Undo() error {
 	b, id := p.b, p.Task.ID
-	unlock, err := fsstore.Lock(b.lockPath(id), b.LockTimeout)
+	unlock, err := fsstore.LockUntil(b.lockPath(id), b.LockTimeout, b.Cancel)
 	if err != nil {
 		return err
 	}
@@ -581,7 +585,7 @@ func (p *Pending) Undo() error {
 		return fmt.Errorf("undo the claim of kanban task %s: %w", id, err)
 	}
 	path := b.eventsPath(id)
-	unlockEvents, err := fsstore.Lock(path+".lock", b.LockTimeout)
+	unlockEvents, err := fsstore.LockUntil(path+".lock", b.LockTimeout, b.Cancel)
 	if err != nil {
 		return err
 	}
@@ -739,7 +743,7 @@ func (b *Board) appendLine(path string, line []byte) error {
 	if err := b.ensureDirs(); err != nil {
 		return err
 	}
-	unlock, err := fsstore.Lock(path+".lock", b.LockTimeout)
+	unlock, err := fsstore.LockUntil(path+".lock", b.LockTimeout, b.Cancel)
 	if err != nil {
 		return err
 	}

@@ -202,7 +202,7 @@ func (s *Store) syncCatalog(e catalogEntry) error {
 // appendCatalog appends e. The lock is held for the write only: a sync
 // covers whatever other writers appended meanwhile.
 func (s *Store) appendCatalog(e catalogEntry) (*os.File, error) {
-	unlock, err := fsstore.Lock(filepath.Join(s.Dir, catalogLockName), s.LockTimeout)
+	unlock, err := fsstore.LockUntil(filepath.Join(s.Dir, catalogLockName), s.LockTimeout, s.Cancel)
 	if err != nil {
 		return nil, err
 	}
@@ -366,7 +366,7 @@ func (s *Store) rebuildCatalog() error {
 	if _, err := os.Stat(s.Dir); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	unlock, err := fsstore.Lock(filepath.Join(s.Dir, catalogLockName), s.LockTimeout)
+	unlock, err := fsstore.LockUntil(filepath.Join(s.Dir, catalogLockName), s.LockTimeout, s.Cancel)
 	if err != nil {
 		return err
 	}

@@ -129,6 +129,10 @@ type Store struct {
 	Dir         string
 	Profile     string
 	LockTimeout time.Duration
+	// Cancel, when it closes, ends a lock wait at once, with a
+	// *fsstore.LockInterruptedError: a tool call's ctx.Done(). Nil never
+	// closes. A copy of the store with its own Cancel serves one call.
+	Cancel <-chan struct{}
 	// Now is the clock; tests replace it.
 	Now func() time.Time
 	// Warn receives reports of recovered damage (a torn tail skipped or
@@ -157,7 +161,7 @@ func (s *Store) lock(id string) (func(), error) {
 	if err := fsstore.EnsureDir(s.Dir); err != nil {
 		return nil, err
 	}
-	return fsstore.Lock(s.lockPath(id), s.LockTimeout)
+	return fsstore.LockUntil(s.lockPath(id), s.LockTimeout, s.Cancel)
 }
 
 // titlesLockName is the profile-wide lock under which a title is checked
@@ -170,7 +174,7 @@ func (s *Store) lockTitles() (func(), error) {
 	if err := fsstore.EnsureDir(s.Dir); err != nil {
 		return nil, err
 	}
-	return fsstore.Lock(filepath.Join(s.Dir, titlesLockName), s.LockTimeout)
+	return fsstore.LockUntil(filepath.Join(s.Dir, titlesLockName), s.LockTimeout, s.Cancel)
 }
 
 // readSession reads the document of id, brought up to its transcript (see
@@ -189,7 +193,7 @@ func (s *Store) readSession(id string, locked bool) (Session, error) {
 // which reads the transcript's last line itself.
 func (s *Store) readDocument(id string, locked bool) (Session, error) {
 	return fsstore.ReadRecord(fsstore.Record{What: "session", ID: id, Path: s.docPath(id), Lock: s.lockPath(id),
-		Locked: locked, Timeout: s.LockTimeout, Now: s.Now}, func(v *Session) string { return v.ID })
+		Locked: locked, Timeout: s.LockTimeout, Cancel: s.Cancel, Now: s.Now}, func(v *Session) string { return v.ID })
 }
 
 // current sets the message count and the last activity of sess from the
@@ -792,7 +796,7 @@ func (s *Store) OpenTranscript(id string) (*Transcript, error) {
 	// A writer holds the lock for one append; one that holds it longer is
 	// stuck (a stopped process), and a reader does not wait for it: it
 	// reads what is complete, a write in progress looking like a torn tail.
-	unlock, err := fsstore.RLock(s.lockPath(id), min(s.LockTimeout, readerLockWait))
+	unlock, err := fsstore.RLockUntil(s.lockPath(id), min(s.LockTimeout, readerLockWait), s.Cancel)
 	var timeout *fsstore.LockTimeoutError
 	switch {
 	case errors.As(err, &timeout):

@@ -92,6 +92,10 @@ type Store struct {
 	// Host is the id of the host this process runs on (fsstore.ThisHost),
 	// which Create records.
 	Host string
+	// Cancel, when it closes, ends a lock wait at once, with a
+	// *fsstore.LockInterruptedError: a tool call's ctx.Done(). Nil never
+	// closes. A copy of the store with its own Cancel serves one call.
+	Cancel <-chan struct{}
 }
 
 // NewStore returns the task store of the profile whose directory is
@@ -125,7 +129,7 @@ func (s *Store) Create(t Task) (Task, error) {
 	if err := s.ensureDirs(); err != nil {
 		return Task{}, err
 	}
-	unlock, err := fsstore.Lock(s.lockPath(t.ID), s.LockTimeout)
+	unlock, err := fsstore.LockUntil(s.lockPath(t.ID), s.LockTimeout, s.Cancel)
 	if err != nil {
 		return Task{}, err
 	}
@@ -209,7 +213,7 @@ func (s *Store) Get(id string) (Task, error) {
 // that has just finished is found at once.
 func (s *Store) read(id string, locked bool) (Task, error) {
 	t, err := fsstore.ReadRecord(fsstore.Record{What: "task", ID: id, Path: s.docPath(id), Lock: s.lockPath(id),
-		Locked: locked, Timeout: s.LockTimeout, Now: s.Now}, func(v *Task) string { return v.ID })
+		Locked: locked, Timeout: s.LockTimeout, Cancel: s.Cancel, Now: s.Now}, func(v *Task) string { return v.ID })
 	if !errors.Is(err, fsstore.ErrNotFound) {
 		return t, err
 	}
@@ -261,7 +265,7 @@ func (s *Store) Update(id string, change func(*Task)) (Task, error) {
 	if err := s.ensureDirs(); err != nil {
 		return Task{}, err
 	}
-	unlock, err := fsstore.Lock(s.lockPath(id), s.LockTimeout)
+	unlock, err := fsstore.LockUntil(s.lockPath(id), s.LockTimeout, s.Cancel)
 	if err != nil {
 		return Task{}, err
 	}
@@ -356,7 +360,7 @@ func (s *Store) Finish(id string, change func(*Task)) (t Task, finished bool, er
 	if err := s.ensureDirs(); err != nil {
 		return Task{}, false, err
 	}
-	unlock, err := fsstore.Lock(s.lockPath(id), s.LockTimeout)
+	unlock, err := fsstore.LockUntil(s.lockPath(id), s.LockTimeout, s.Cancel)
 	if err != nil {
 		return Task{}, false, err
 	}
@@ -404,7 +408,7 @@ func (s *Store) Finish(id string, change func(*Task)) (t Task, finished bool, er
 // held throughout, so no other line comes after it meanwhile: it is taken
 // after a record's lock, never before one.
 func (s *Store) appendFinished(line []byte, now time.Time, commit func() error) error {
-	unlock, err := fsstore.Lock(s.finishedLockPath(), s.LockTimeout)
+	unlock, err := fsstore.LockUntil(s.finishedLockPath(), s.LockTimeout, s.Cancel)
 	if err != nil {
 		return err
 	}
@@ -433,7 +437,7 @@ func (s *Store) Discard(id string) error {
 	if err := fsstore.CheckID("task id", id); err != nil {
 		return err
 	}
-	unlock, err := fsstore.Lock(s.lockPath(id), s.LockTimeout)
+	unlock, err := fsstore.LockUntil(s.lockPath(id), s.LockTimeout, s.Cancel)
 	if err != nil {
 		return err
 	}
@@ -553,7 +557,7 @@ func (s *Store) entryRecord(e finishedEntry) (Task, error) {
 		}
 	}
 	t, err := fsstore.ReadRecord(fsstore.Record{What: "task", ID: e.TaskID, Path: s.docPath(e.TaskID), Lock: s.lockPath(e.TaskID),
-		Timeout: s.LockTimeout, Now: s.Now}, func(v *Task) string { return v.ID })
+		Timeout: s.LockTimeout, Cancel: s.Cancel, Now: s.Now}, func(v *Task) string { return v.ID })
 	if errors.Is(err, fsstore.ErrNotFound) && e.Record != nil {
 		return *e.Record, nil
 	}
@@ -597,7 +601,7 @@ func (s *Store) Prune(opts PruneOptions) ([]Removal, error) {
 	if _, err := os.Lstat(s.Dir); errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
-	unlock, err := fsstore.Lock(s.pruneLockPath(), s.LockTimeout)
+	unlock, err := fsstore.LockUntil(s.pruneLockPath(), s.LockTimeout, s.Cancel)
 	if err != nil {
 		return nil, err
 	}
@@ -783,7 +787,7 @@ func (s *Store) docIDs() (map[string]bool, error) {
 // dropFinished rewrites the finished log without the lines of removed
 // tasks. It reads no record.
 func (s *Store) dropFinished(removed map[string]bool) error {
-	unlock, err := fsstore.Lock(s.finishedLockPath(), s.LockTimeout)
+	unlock, err := fsstore.LockUntil(s.finishedLockPath(), s.LockTimeout, s.Cancel)
 	if err != nil {
 		return err
 	}
@@ -914,7 +918,7 @@ func (s *Store) RebuildIndex() error {
 	if err := fsstore.EnsureDir(s.runningDir()); err != nil {
 		return err
 	}
-	unlock, err := fsstore.Lock(s.finishedLockPath(), s.LockTimeout)
+	unlock, err := fsstore.LockUntil(s.finishedLockPath(), s.LockTimeout, s.Cancel)
 	if err != nil {
 		return err
 	}
