@@ -143,31 +143,47 @@ func (s *Server) routeHistory(ctx context.Context, msgs []sessions.Message) (rou
 	return rt, msgs, err
 }
 
+// indexed locks the session a history index entry names (rt holds the
+// lock) and returns it with its transcript, which holds the entry's
+// history: its first h.MessageCount messages end with the one stored at
+// h.LastTS. stored is nil when it does not (the transcript has changed
+// since: the transcript wins), and sess is empty too when the session is
+// gone.
+func (s *Server) indexed(ctx context.Context, rt *route, h gatewaystate.History) (sess sessions.Session, stored []sessions.Message, err error) {
+	unlock, err := s.sessions.lock(ctx, h.SessionID)
+	if err != nil {
+		return sessions.Session{}, nil, err
+	}
+	rt.hold(unlock)
+	sess, err = s.opts.Sessions.Get(h.SessionID)
+	if errors.Is(err, fsstore.ErrNotFound) {
+		return sessions.Session{}, nil, nil
+	}
+	if err != nil {
+		return sessions.Session{}, nil, err
+	}
+	if stored, err = s.transcript(sess.ID); err != nil {
+		return sessions.Session{}, nil, err
+	}
+	k := int(h.MessageCount)
+	if k < 1 || k > len(stored) || stored[k-1].TS != h.LastTS {
+		return sess, nil, nil
+	}
+	return sess, stored, nil
+}
+
 // continueHistory is routeHistory for a history the index names: found is
 // false when the entry does not hold (its session is gone, or its
 // transcript does not have that history: the transcript wins).
 func (s *Server) continueHistory(ctx context.Context, rt *route, h gatewaystate.History, digest string, input []sessions.Message) (found bool, add []sessions.Message, err error) {
-	unlock, err := s.sessions.lock(ctx, h.SessionID)
-	if err != nil {
-		return false, nil, err
-	}
-	rt.hold(unlock)
-	sess, err := s.opts.Sessions.Get(h.SessionID)
-	if errors.Is(err, fsstore.ErrNotFound) {
-		return false, nil, nil
-	}
-	if err != nil {
-		return false, nil, err
-	}
-	stored, err := s.transcript(sess.ID)
-	if err != nil {
+	sess, stored, err := s.indexed(ctx, rt, h)
+	if err != nil || stored == nil {
+		if err == nil && sess.ID != "" {
+			s.opts.Logf("the history index names session %s, whose transcript has changed since: not used", sess.ID)
+		}
 		return false, nil, err
 	}
 	k := int(h.MessageCount)
-	if k < 1 || k > len(stored) || stored[k-1].TS != h.LastTS {
-		s.opts.Logf("the history index names session %s, whose transcript has changed since: not used", sess.ID)
-		return false, nil, nil
-	}
 	rt.a, rt.stored = admission{sess: sess}, stored
 	tail := stored[k:]
 	switch {
@@ -214,26 +230,11 @@ func (s *Server) continueHistory(ctx context.Context, rt *route, h gatewaystate.
 // moved on, or whose reply was delivered, is not found: the same opening
 // messages are then a new conversation.
 func (s *Server) retryOpening(ctx context.Context, rt *route, h gatewaystate.History, msgs []sessions.Message) (found bool, add []sessions.Message, err error) {
-	unlock, err := s.sessions.lock(ctx, h.SessionID)
-	if err != nil {
-		return false, nil, err
-	}
-	rt.hold(unlock)
-	sess, err := s.opts.Sessions.Get(h.SessionID)
-	if errors.Is(err, fsstore.ErrNotFound) {
-		return false, nil, nil
-	}
-	if err != nil {
-		return false, nil, err
-	}
-	stored, err := s.transcript(sess.ID)
-	if err != nil {
+	sess, stored, err := s.indexed(ctx, rt, h)
+	if err != nil || stored == nil {
 		return false, nil, err
 	}
 	k := int(h.MessageCount)
-	if k < 1 || k > len(stored) || stored[k-1].TS != h.LastTS {
-		return false, nil, nil
-	}
 	rt.a, rt.stored = admission{sess: sess}, stored
 	if len(stored) > k {
 		err := s.findRepeat(rt, msgs, 0)
