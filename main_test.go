@@ -20,6 +20,8 @@ func TestMain(m *testing.M) {
 		"hermes": func() { os.Exit(cmd.Main()) },
 		// An MCP server over stdio (cmd/mcp/mcptest) for mcp_servers.
 		"mcp-test-server": mcptest.Main,
+		// An MCP client (cmd/mcp/mcptest) for hermes mcp serve.
+		"mcp-client": mcptest.ClientMain,
 	})
 }
 
