@@ -382,11 +382,8 @@ func mcpServeHTTP(e *env, ctx context.Context, addr string, o mcpserve.Options) 
 	if err != nil {
 		return fmt.Errorf("mcp serve: %w", err)
 	}
-	srv := mcpserve.New(o)
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
 	hs := &http.Server{
-		Handler:           gateway.Protect(mux, addr, key, hosts, origins),
+		Handler:           mcpserve.Handler(mcpserve.New(o), addr, key, hosts, origins),
 		ReadHeaderTimeout: gateway.DefaultReadTimeout,
 		ErrorLog:          log.New(e.stderr, "hermes: mcp serve: ", 0),
 	}

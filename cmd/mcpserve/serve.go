@@ -263,15 +263,16 @@ func (s *server) sessionShow(_ context.Context, _ *mcp.CallToolRequest, a showAr
 // size.
 func omitted(line []byte, seq int64, max int) []byte {
 	var m struct {
-		Seq  int64  `json:"seq"`
-		Role string `json:"role"`
+		Seq     int64  `json:"seq"`
+		Role    string `json:"role"`
+		Omitted string `json:"omitted"`
 	}
 	json.Unmarshal(line, &m)
 	if m.Seq == 0 {
 		m.Seq = seq
 	}
-	b, _ := marshal(map[string]any{"seq": m.Seq, "role": m.Role,
-		"omitted": fmt.Sprintf("a message of %d bytes, over the output limit of %d bytes: hermes sessions show --json has it whole", len(line), max)})
+	m.Omitted = fmt.Sprintf("a message of %d bytes, over the output limit of %d bytes: hermes sessions show --json has it whole", len(line), max)
+	b, _ := marshal(m)
 	return b
 }
 
@@ -356,14 +357,14 @@ type createArgs struct {
 	Title    string `json:"title" jsonschema:"the task's title: one line"`
 	Body     string `json:"body,omitempty" jsonschema:"what is to be done, in full"`
 	Priority int    `json:"priority,omitempty" jsonschema:"higher runs first (default 0)"`
-	Status   string `json:"status,omitempty" jsonschema:"todo (default) or ready (a dispatcher may start it)"`
+	Status   string `json:"status,omitempty" jsonschema:"ready (default: a dispatcher may start it) or todo (not yet)"`
 	Assignee string `json:"assignee,omitempty" jsonschema:"the profile whose worker runs it (default this profile)"`
 }
 
 func (s *server) kanbanCreate(_ context.Context, _ *mcp.CallToolRequest, a createArgs) (*mcp.CallToolResult, none, error) {
 	t := kanban.Task{Title: a.Title, Body: a.Body, Priority: a.Priority, Status: kanban.Status(a.Status), Assignee: a.Assignee}
 	if t.Status == "" {
-		t.Status = kanban.Todo
+		t.Status = kanban.Ready
 	}
 	if t.Status != kanban.Todo && t.Status != kanban.Ready {
 		return failure(fsstore.Invalidf("status must be todo or ready, not %q", a.Status)), nil, nil
