@@ -182,7 +182,7 @@ func (s *server) sessionList(_ context.Context, _ *mcp.CallToolRequest, a listAr
 }
 
 type showArgs struct {
-	Session string `json:"session" jsonschema:"the session's id or title"`
+	Session string `json:"session" jsonschema:"the session's id, a unique prefix of it, or its title"`
 	Offset  int64  `json:"offset,omitempty" jsonschema:"how many messages to skip from the start (default 0): the messages returned begin at seq offset+1"`
 	Limit   int    `json:"limit,omitempty" jsonschema:"the most messages to return (default 20, at most 200)"`
 }
