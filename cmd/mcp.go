@@ -3,9 +3,7 @@ package cmd
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"log"
 	"net"
 	"net/http"
@@ -347,7 +345,7 @@ func mcpServe(e *env) error {
 	addr := e.c.String("http")
 	if addr == "" {
 		err := mcpserve.New(o).Run(ctx, &sdk.StdioTransport{})
-		if ctx.Err() != nil || errors.Is(err, io.EOF) {
+		if ctx.Err() != nil {
 			return nil
 		}
 		return err
