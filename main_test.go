@@ -22,6 +22,8 @@ func TestMain(m *testing.M) {
 		"mcp-test-server": mcptest.Main,
 		// Runs a command and writes its peak RSS to a file (memory_test.go).
 		"peak-rss": peakRSSMain,
+		// An MCP client (cmd/mcp/mcptest) for hermes mcp serve.
+		"mcp-client": mcptest.ClientMain,
 	})
 }
 

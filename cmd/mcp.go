@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -11,9 +14,12 @@ import (
 	"syscall"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/urfave/cli/v2"
 
+	"github.com/hermes/hermes/cmd/gateway"
 	"github.com/hermes/hermes/cmd/mcp"
+	"github.com/hermes/hermes/cmd/mcpserve"
 	"github.com/hermes/hermes/fsstore"
 	"github.com/hermes/hermes/profiles"
 )
@@ -42,6 +48,26 @@ func mcpCommand() *cli.Command {
 				},
 			},
 			{Name: "remove", Usage: "remove a server from mcp_servers in config.yaml", ArgsUsage: "NAME", Action: withEnv(mcpRemove)},
+			{
+				Name: "serve", Usage: "offer this profile's sessions and kanban board to other agents as an MCP server (stdio, or --http)",
+				ArgsUsage: " ", Action: withEnv(mcpServe),
+				Description: `Tools: session_search, session_list, session_show, kanban_list, kanban_show,
+kanban_create, kanban_comment; inside a kanban worker also kanban_complete and
+kanban_block, for the worker's own task. Each call keeps the stores' rules
+(--lock-timeout bounds its waits); a failure is a tool error that says what
+the command line would: "not found: …", "refused: …", "lock timeout: …".
+
+Without --http it serves MCP over stdin and stdout until its input ends
+(claude mcp add hermes -- hermes mcp serve). With --http ADDR it serves
+streamable HTTP at http://ADDR/mcp with the gateway's checks: a Host that is
+not a loopback name, the address or one of gateway.allowed_hosts is refused,
+as is an Origin not in gateway.allowed_origins; and every request needs
+"Authorization: Bearer <key>", the key in the variable gateway.api_key_env
+names (default HERMES_GATEWAY_API_KEY): without one it does not start.`,
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "http", Usage: "serve streamable HTTP on `ADDR` (host:port) instead of stdio"},
+				},
+			},
 		},
 	}
 }
@@ -290,5 +316,87 @@ func mcpRemove(e *env) error {
 		return err
 	}
 	fmt.Fprintf(e.stderr, "hermes: removed MCP server %s from %s\n", name, filepath.Join(e.profile.Dir(), "config.yaml"))
+	return nil
+}
+
+func mcpServe(e *env) error {
+	if e.c.NArg() > 0 {
+		return usagef("mcp serve takes no arguments")
+	}
+	board, err := e.board()
+	if err != nil {
+		return err
+	}
+	o := mcpserve.Options{
+		Sessions: e.sessions(),
+		Board:    board,
+		Profile:  e.profile.Name,
+		Author:   firstSet(os.Getenv("USER"), "user"),
+		Version:  readBuildInfo().Version,
+	}
+	if w, ok := workerFromEnv(); ok {
+		if err := fsstore.CheckID("task id", w.Task); err != nil {
+			return err
+		}
+		o.Worker, o.Author = &w, e.profile.Name
+	}
+	ctx, stop := mcpContext()
+	defer stop()
+	addr := e.c.String("http")
+	if addr == "" {
+		err := mcpserve.New(o).Run(ctx, &sdk.StdioTransport{})
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	return mcpServeHTTP(e, ctx, addr, o)
+}
+
+// mcpServeHTTP serves o at http://addr/mcp behind the gateway's guard and
+// key until ctx ends.
+func mcpServeHTTP(e *env, ctx context.Context, addr string, o mcpserve.Options) error {
+	cfg, err := e.config()
+	if err != nil {
+		return err
+	}
+	g := cfg.Gateway
+	hosts, err := gateway.ParseAllowedHosts(g.AllowedHosts)
+	if err != nil {
+		return fsstore.Invalidf("gateway.allowed_hosts: %w", err)
+	}
+	origins, err := gateway.ParseAllowedOrigins(g.AllowedOrigins)
+	if err != nil {
+		return fsstore.Invalidf("gateway.allowed_origins: %w", err)
+	}
+	// Its tools write to the profile: another local account is not the
+	// user, so loopback is no reason to go without the key.
+	keyEnv := firstSet(g.APIKeyEnv, gateway.DefaultAPIKeyEnv)
+	key := os.Getenv(keyEnv)
+	if key == "" {
+		return usagef("mcp serve --http needs an API key in $%s (the variable gateway.api_key_env names); refusing to start", keyEnv)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("mcp serve: %w", err)
+	}
+	hs := &http.Server{
+		Handler:           mcpserve.Handler(mcpserve.New(o), addr, key, hosts, origins),
+		ReadHeaderTimeout: gateway.DefaultReadTimeout,
+		ErrorLog:          log.New(e.stderr, "hermes: mcp serve: ", 0),
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	fmt.Fprintf(e.stderr, "hermes: MCP server on http://%s/mcp (profile %s)\n", ln.Addr(), e.profile.Name)
+	select {
+	case err := <-served:
+		return fmt.Errorf("mcp serve: %w", err)
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(shutdown); err != nil {
+		hs.Close()
+	}
 	return nil
 }

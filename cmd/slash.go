@@ -43,6 +43,7 @@ func slashCommands() []slashCommand {
 		{name: "/compress", args: "[N]", help: fmt.Sprintf("go on in a new session: a summary, then the last N messages (default %d)", agent.DefaultKeep),
 			run: (*chatter).compressCmd},
 		{name: "/tools", help: "the tools offered to the model, by where they come from", run: (*chatter).toolsCmd},
+		{name: "/mcp", help: "the MCP servers: transport, state (running: started by this chat), tools, last error", run: (*chatter).mcpCmd},
 		{name: "/background", args: "PROMPT", help: "run PROMPT as a background task, in a new session whose parent is this one",
 			run: (*chatter).backgroundCmd},
 		{name: "/tasks", args: "[VERB ARGS]", help: "this session's recent background tasks; with a VERB, hermes tasks VERB ARGS (history, log ID, …)",
@@ -281,6 +282,27 @@ func (ch *chatter) toolsCmd(string) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// mcpCmd lists the MCP servers as hermes mcp list does, a server this
+// chat has started being "running". It starts none.
+func (ch *chatter) mcpCmd(string) (bool, error) {
+	if ch.mcp == nil || len(ch.mcp.Specs) == 0 {
+		fmt.Fprintln(ch.e.stdout, "no MCP servers in this chat (mcp_servers in config.yaml; hermes mcp add)")
+		return false, nil
+	}
+	tb := newTable(ch.e.stdout, "NAME", "TRANSPORT", "STATE", "TOOLS", "LAST ERROR")
+	for _, s := range ch.mcp.Specs {
+		st, err := ch.mcp.Status(s)
+		if err != nil {
+			return false, err
+		}
+		if ch.mcp.Running(s.Name) {
+			st.State = "running"
+		}
+		tb.row(st.Name, st.Transport, st.State, st.Tools, st.LastError)
+	}
+	return false, tb.flush()
 }
 
 // toolDescription is the description in t's schema.
