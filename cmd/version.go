@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"fmt"
-	"regexp"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -31,11 +30,28 @@ type BuildInfo struct {
 	Platform string `json:"platform"`
 }
 
-// pseudoVersion matches what Go calls a build of a commit that no tag
-// names (v0.0.0-20261124193505-a9ac76bade9e, +dirty with changes), and a
-// build without version control ("(devel)", ""): hermes says "devel" and
-// names the commit and its date apart.
-var pseudoVersion = regexp.MustCompile(`^$|^\(devel\)$|[0-9]{14}-[0-9a-f]{12}(\+dirty)?$`)
+// pseudoVersion reports whether v is what Go calls a build of a commit
+// that no tag names (v0.0.0-20261124193505-a9ac76bade9e, +dirty with
+// changes), or a build without version control ("(devel)", ""): hermes
+// says "devel" and names the commit and its date apart.
+func pseudoVersion(v string) bool {
+	if v == "" || v == "(devel)" {
+		return true
+	}
+	v = strings.TrimSuffix(v, "+dirty")
+	// ...-yyyymmddhhmmss-abcdefabcdef: 14 digits, a dash, 12 hex digits.
+	if len(v) < 27 || v[len(v)-13] != '-' {
+		return false
+	}
+	for i, c := range v[len(v)-27:] {
+		digit := c >= '0' && c <= '9'
+		switch {
+		case i < 14 && !digit, i > 14 && !digit && (c < 'a' || c > 'f'):
+			return false
+		}
+	}
+	return true
+}
 
 // readBuildInfo reads the binary's own build information. The date is
 // the commit's, not the clock's at build time, so that two builds of one
@@ -43,7 +59,7 @@ var pseudoVersion = regexp.MustCompile(`^$|^\(devel\)$|[0-9]{14}-[0-9a-f]{12}(\+
 func readBuildInfo() BuildInfo {
 	b := BuildInfo{Version: Version, Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
 	info, ok := debug.ReadBuildInfo()
-	if ok && b.Version == "" && !pseudoVersion.MatchString(info.Main.Version) {
+	if ok && b.Version == "" && !pseudoVersion(info.Main.Version) {
 		b.Version = strings.TrimSuffix(info.Main.Version, "+dirty")
 	}
 	if b.Version == "" {
