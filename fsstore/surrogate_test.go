@@ -2,6 +2,7 @@ package fsstore
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -70,4 +71,22 @@ func FuzzLoneSurrogate(f *testing.F) {
 			t.Fatalf("%s: lone %v, but %d replacement characters read for %d sent", s, lone, got, sent)
 		}
 	})
+}
+
+// BenchmarkLoneSurrogate is the cost the check adds to each message an
+// append writes: a content of 200 bytes without escapes, and one whose
+// every character is an escaped pair.
+func BenchmarkLoneSurrogate(b *testing.B) {
+	plain := []byte(`"` + strings.Repeat("run the tests again, ", 10) + `"`)
+	pairs := []byte(`"` + strings.Repeat(`\ud83d\ude00`, 17) + `"`)
+	for name, text := range map[string][]byte{"plain": plain, "pairs": pairs} {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(text)))
+			for b.Loop() {
+				if LoneSurrogate(text) >= 0 {
+					b.Fatal("found one")
+				}
+			}
+		})
+	}
 }
