@@ -210,6 +210,11 @@ func readMessages(r io.Reader) ([]sessions.Message, error) {
 			if perr != nil {
 				return nil, fmt.Errorf("stdin line %d: %w", n, perr)
 			}
+			// A raw value keeps the escape as sent, where the decoder
+			// reads it as U+FFFD.
+			if at := fsstore.LoneSurrogate(line); at >= 0 {
+				return nil, fsstore.Invalidf("stdin line %d: %s at offset %d is a lone surrogate escape (half of a UTF-16 pair), which is not Unicode", n, line[at:at+6], at)
+			}
 			msgs = append(msgs, m)
 		}
 		if err == io.EOF {

@@ -96,10 +96,14 @@ func sessionsImport(e *env) error {
 		if fi, err := f.Stat(); err == nil && fi.IsDir() {
 			return importDir(e, name, limit)
 		}
-		r = limitLines(f, name, limit)
+		r = limitLines(f, "", limit)
 	}
 	// Everything is parsed before anything is written.
 	parsed, err := importer.Parse(r, e.c.String("format"))
+	if err != nil && name != "-" {
+		// Named as a directory import names each file.
+		return fmt.Errorf("import %s: %w", name, err)
+	}
 	if err != nil {
 		return err
 	}

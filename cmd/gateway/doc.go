@@ -359,8 +359,12 @@
 // stripped: it can only come from a client replaying hermes's own
 // transcript or passing its text off as hermes's, and either should hear
 // so. A body that is not valid UTF-8 is a 400 naming the offset, as the
-// command line refuses such text (exit 2), never stored with U+FFFD. The
-// stored responses of a session that a person deleted answer 404, to GET
+// command line refuses such text (exit 2), never stored with U+FFFD. So is
+// a lone surrogate escape ("\ud800" unpaired), which encoding/json reads
+// as U+FFFD but a raw value (content, tool calls) would keep as sent: the
+// 400 names the escape, its offset and, as param, the path of the value
+// holding it (messages[1].content). The stored responses of a session
+// that a person deleted answer 404, to GET
 // and as previous_response_id, as unknown ones do: deleting a session
 // takes its replies from the API too (their documents go with eviction).
 //

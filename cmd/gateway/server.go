@@ -392,7 +392,7 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) error
 	if err := json.Unmarshal(body, v); err != nil {
 		return badRequest("", "the request body is not valid JSON: %v", err)
 	}
-	return nil
+	return refuseLoneSurrogate(body)
 }
 
 // invalidUTF8At is the offset of the first byte of b that is not UTF-8.

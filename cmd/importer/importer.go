@@ -187,6 +187,11 @@ func Parse(r io.Reader, format string) ([]Session, error) {
 		}
 		return nil, invalidf(format, lineAt(data, int64(off)), "not valid UTF-8")
 	}
+	// Each format keeps some values raw, which would keep such an escape
+	// as sent.
+	if off := fsstore.LoneSurrogate(data); off >= 0 {
+		return nil, invalidf(format, lineAt(data, int64(off)), "%s is a lone surrogate escape (half of a UTF-16 pair), which is not Unicode", data[off:off+6])
+	}
 	var out []Session
 	switch format {
 	case FormatHermesJSON:

@@ -185,6 +185,10 @@ func (o *execOutput) parse(line []byte) {
 		o.err = fmt.Sprintf("output line %d: %v", o.line, err)
 		return
 	}
+	if field, esc := m.LoneSurrogate(); field != "" {
+		o.err = fmt.Sprintf("output line %d: %s holds %s, a lone surrogate escape (half of a UTF-16 pair), which is not Unicode", o.line, field, esc)
+		return
+	}
 	if m.Role != "assistant" && m.Role != "tool" {
 		o.err = fmt.Sprintf("output line %d: role %q is not allowed (want assistant or tool)", o.line, m.Role)
 		return

@@ -119,6 +119,8 @@ func TestExecBadOutput(t *testing.T) {
 			`exec provider: output line 2: role "system" is not allowed (want assistant or tool)`},
 		{"bad content", `echo '{"role":"assistant","content":5}'`,
 			"exec provider: output line 1: message content must be"},
+		{"lone surrogate", `echo '{"role":"assistant","content":"cut \\ud83d"}'`,
+			`exec provider: output line 1: content holds \ud83d, a lone surrogate escape`},
 		{"no output", `true`,
 			"exec provider: command printed no messages"},
 		{"blank lines only", `printf '\n  \n\n'`,

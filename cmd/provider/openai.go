@@ -355,6 +355,11 @@ func assistantMessage(content, toolCalls json.RawMessage, refusal, reasoning *st
 	if reasoning != nil && *reasoning != "" {
 		extra("reasoning_content", *reasoning)
 	}
+	// The store refuses such text as the caller's bad input; from the
+	// model it is the provider's failure.
+	if field, esc := m.LoneSurrogate(); field != "" {
+		return m, badResponse("malformed response: %s holds %s, a lone surrogate escape (half of a UTF-16 pair), which is not Unicode", field, esc)
+	}
 	return m, nil
 }
 

@@ -382,3 +382,20 @@ func TestRetryDelay(t *testing.T) {
 		}
 	}
 }
+
+// A reply holding a lone surrogate escape is the provider's failure, not
+// stored (the store would refuse it as the caller's bad input). A streamed
+// reply's text is decoded from its deltas, so it never keeps one.
+func TestOpenAILoneSurrogateReply(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"x","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"cut \ud83d"}}]}`)
+	}))
+	defer srv.Close()
+	p := newOpenAITest(t, srv.URL, Config{})
+	reply, err := p.Complete(context.Background(), toolTranscript(t))
+	var pe *Error
+	if !errors.As(err, &pe) || !strings.Contains(err.Error(), `content holds \ud83d, a lone surrogate escape`) {
+		t.Fatalf("reply %s, error %v", chatLines(reply.Messages), err)
+	}
+}

@@ -382,6 +382,9 @@ func (r *lineReader) scanTranscript(id string) transcriptScan {
 					sc.findings = append(sc.findings, fsstore.Finding{Path: path, What: what, Problem: true})
 				}
 				want = seq + 1
+				if at := fsstore.LoneSurrogate(line); at >= 0 {
+					sc.findings = append(sc.findings, loneSurrogate(path, id, seq, base+int64(off), line[at:at+6]))
+				}
 			}
 			if end+1 == len(b) {
 				last, hasLast = append(last[:0], line...), true
@@ -402,6 +405,18 @@ func (r *lineReader) scanTranscript(id string) transcriptScan {
 		sc.count, _, sc.countErr = linePosition(last)
 	}
 	return sc
+}
+
+// loneSurrogate is the finding of a line, written before appends refused
+// them, that holds a lone surrogate escape. A transcript is history and
+// is not rewritten; a fork up to the line before is the way on.
+func loneSurrogate(path, id string, seq, off int64, esc []byte) fsstore.Finding {
+	what := fmt.Sprintf("seq %d at offset %d holds %s, a lone surrogate escape (half of a UTF-16 pair), which is not Unicode: strict JSON readers (jq) refuse the line (not repaired: a transcript is not rewritten", seq, off, esc)
+	if seq > 1 {
+		what += fmt.Sprintf("; `hermes sessions fork %s --at %d` copies the messages before it", id, seq-1)
+	}
+	what += ")"
+	return fsstore.Finding{Path: path, What: what, Problem: true}
 }
 
 // lineSeq returns the seq of a transcript line, and false when the line

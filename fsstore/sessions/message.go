@@ -57,6 +57,43 @@ func ParseMessage(line []byte) (Message, error) {
 	return m, nil
 }
 
+// LoneSurrogate returns the first field of m (content, tool_calls, or one
+// of Extra in the order of their names) whose JSON holds a lone surrogate
+// escape (fsstore.LoneSurrogate), and the escape; "" when none does. The
+// string fields are decoded, so they cannot hold one.
+func (m Message) LoneSurrogate() (field, escape string) {
+	at := func(v json.RawMessage) string {
+		if i := fsstore.LoneSurrogate(v); i >= 0 {
+			return string(v[i : i+6])
+		}
+		return ""
+	}
+	if e := at(m.Content); e != "" {
+		return "content", e
+	}
+	if e := at(m.ToolCalls); e != "" {
+		return "tool_calls", e
+	}
+	for k, v := range m.Extra {
+		if e := at(v); e != "" && (field == "" || k < field) {
+			field, escape = k, e
+		}
+	}
+	return field, escape
+}
+
+// checkUnicode refuses messages holding text that is not Unicode: a lone
+// surrogate escape, which a raw value would keep as it came, so that the
+// stored line could not be read by a strict JSON reader (jq) again.
+func checkUnicode(msgs []Message) error {
+	for i, m := range msgs {
+		if field, esc := m.LoneSurrogate(); field != "" {
+			return fsstore.Invalidf("message %d: %s holds %s, a lone surrogate escape (half of a UTF-16 pair), which is not Unicode", i+1, field, esc)
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON reads a message, keeping unknown fields in Extra.
 func (m *Message) UnmarshalJSON(b []byte) error {
 	var fields map[string]json.RawMessage

@@ -271,6 +271,9 @@ func (s *Store) createWith(sess Session, msgs []Message) (_ Session, created boo
 	if err := stamp(msgs, now); err != nil {
 		return Session{}, false, err
 	}
+	if err := checkUnicode(msgs); err != nil {
+		return Session{}, false, err
+	}
 	if sess.Title != "" {
 		if sess.Title, err = fsstore.NormalTitle(sess.Title); err != nil {
 			return Session{}, false, err
@@ -530,6 +533,9 @@ func (s *Store) appendLocked(sess *Session, msgs []Message) (int64, error) {
 	if err := stamp(msgs, now); err != nil {
 		return 0, err
 	}
+	if err := checkUnicode(msgs); err != nil {
+		return 0, err
+	}
 	f, moved, err := fsstore.OpenAppend(s.logPath(sess.ID), now)
 	if err != nil {
 		return 0, err
@@ -718,6 +724,9 @@ func (s *Store) replaceLocked(sess *Session, msgs []Message) (_ SaveResult, err 
 	path := s.logPath(sess.ID)
 	ts := fsstore.TimeOf(now)
 	if err := stamp(msgs, now); err != nil {
+		return SaveResult{}, err
+	}
+	if err := checkUnicode(msgs); err != nil {
 		return SaveResult{}, err
 	}
 	kept, err := fsstore.CopyAside(path, fmt.Sprintf(".replaced-%d", now.Unix()))
