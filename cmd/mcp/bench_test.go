@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"testing"
 	"time"
 
 	"github.com/hermes/hermes/profiles"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // BenchmarkFirstCall is the first call to a Go stdio server (the SDK's:
@@ -49,6 +51,41 @@ func BenchmarkFirstCall(b *testing.B) {
 		n++
 		b.StopTimer()
 		p.Close()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(total.Microseconds())/1000/float64(n), "first-call-ms")
+}
+
+// BenchmarkFirstCallSDK is BenchmarkFirstCall's reference: the same
+// server started, connected and called through the SDK alone
+// (CommandTransport), with none of hermes's pool, cache or process
+// handling. The difference between the two is hermes's part of a first
+// call; the rest is the server's start and the protocol's handshake.
+func BenchmarkFirstCallSDK(b *testing.B) {
+	srv, _ := testServer(b, nil)
+	if bin := os.Getenv("HERMES_BENCH_MCP_SERVER"); bin != "" {
+		srv.Command = bin
+	}
+	var total time.Duration
+	n := 0
+	for b.Loop() {
+		cmd := exec.Command(srv.Command)
+		for k, v := range srv.Env {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+		start := time.Now()
+		client := sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "bench"}, nil)
+		cs, err := client.Connect(context.Background(), &sdk.CommandTransport{Command: cmd}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}}); err != nil {
+			b.Fatal(err)
+		}
+		total += time.Since(start)
+		n++
+		b.StopTimer()
+		cs.Close()
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(total.Microseconds())/1000/float64(n), "first-call-ms")
