@@ -519,6 +519,19 @@ func ToolCalls(m sessions.Message) []provider.ToolCall {
 	return calls
 }
 
+// Interrupted is a reply cut short (msgs: an assistant message and what
+// followed it) with a result saying it was interrupted for each call of
+// its last assistant message that has none, as the engine answers such
+// calls before its next provider call: a history that can be carried on
+// elsewhere (a gateway session's successor) without running a call again.
+func Interrupted(msgs []sessions.Message) []sessions.Message {
+	out := sessions.CopyMessages(msgs)
+	for _, c := range unanswered(msgs) {
+		out = append(out, toolResult(c, interruptedResult, true))
+	}
+	return out
+}
+
 // unanswered returns the calls of the last assistant message of msgs that
 // no later tool message of msgs answers, in order.
 func unanswered(msgs []sessions.Message) []provider.ToolCall {

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hermes/hermes/fsstore/sessions"
 )
 
 // toolModel is the model of the tool-crash tests, an exec provider: to a
@@ -188,5 +190,47 @@ func TestProcessRetryAfterAKillInsideAGatewayTool(t *testing.T) {
 		if n := strings.Count(texts(msgs), "user:t"); n != 1 {
 			t.Fatalf("session %s holds the cut turn's message %d times: %s", sid, n, dump(msgs))
 		}
+	}
+}
+
+// A turn killed inside the gateway's own tool in a session that is then
+// suspended (the third interruption in a row): the retry goes on in a
+// successor, which carries the cut call, answered as interrupted, after
+// the retried message, so the model answers instead of calling the tool
+// again (before: the successor began with the user message alone, and the
+// tool ran a second time).
+func TestProcessRetryOfACutTurnInASuspendedSession(t *testing.T) {
+	g := newToolGateway(t)
+	sessionStore, _ := profileStores(g.home)
+	p := g.start()
+	conv := `{"input":"tsusp","conversation":"c2"}`
+	send(p, "/v1/responses", conv, g.header())
+	g.waitRuns(p, "tsusp")
+	p.stop(syscall.SIGKILL)
+
+	ids := sessionsByKey(t, sessionStore, "conversation:c2")
+	if len(ids) != 1 {
+		t.Fatalf("sessions of the conversation: %v", ids)
+	}
+	if _, err := sessionStore.SetState(ids[0], sessions.StateSuspended, "restart_interrupted"); err != nil {
+		t.Fatal(err)
+	}
+
+	p = g.start()
+	resp, body := p.post("/v1/responses", conv, g.header())
+	mustStatus(t, resp, body, 200)
+	if r := decode[respObj](t, body); r.text() != "done tsusp" || len(r.Output) != 1 || r.Output[0].Type != "message" {
+		t.Errorf("the retry got %s", body)
+	}
+	if n := g.runsOf()["tsusp"]; n != 1 {
+		t.Fatalf("the tool ran %d times", n)
+	}
+	sid := resp.Header.Get(SessionHeader)
+	if sid == ids[0] {
+		t.Fatalf("the retry went to the suspended session %s", sid)
+	}
+	msgs := messages(t, sessionStore, sid)
+	if got := roles(msgs); !strings.HasPrefix(got, "user assistant tool") || !strings.HasSuffix(got, "assistant") || !strings.HasPrefix(msgs[2].Text(), "interrupted") {
+		t.Fatalf("the successor's transcript: %s", dump(msgs))
 	}
 }

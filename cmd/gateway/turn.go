@@ -44,6 +44,14 @@ type admission struct {
 	// opening is the digest of a conversation that has no reply yet,
 	// indexed once the turn has stored it (see indexOpening).
 	opening string
+	// carry is the reply the predecessor of a fresh successor was cut
+	// short in (the gateway stopped inside one of its own tools), its
+	// calls answered as interrupted, and carryAfter the user message that
+	// turn answered: a retry of that turn stores carry after its input
+	// (see runTurn), so the model learns of the calls instead of making
+	// them again.
+	carry      []sessions.Message
+	carryAfter sessions.Message
 }
 
 // newSession creates a gateway session, the successor of parent when set.
@@ -101,11 +109,19 @@ func (s *Server) admit(sess sessions.Session) (admission, error) {
 // successor makes the session that replaces old, and records it so that a
 // client that still names old reaches it (see follow).
 func (s *Server) successor(old sessions.Session) (admission, error) {
+	tail, err := s.opts.Sessions.Tail(old.ID, func(m sessions.Message) bool { return m.Role == "user" })
+	if err != nil {
+		return admission{}, err
+	}
 	sess, err := s.newSession(old.ID, old.SessionKey)
 	if err != nil {
 		return admission{}, err
 	}
-	return admission{sess: sess, fresh: true}, s.opts.Store.SetSuccessor(old.ID, sess.ID)
+	a := admission{sess: sess, fresh: true}
+	if cut := s.engine.CutAt(tail); cut < len(tail) && tail[0].Role == "user" {
+		a.carry, a.carryAfter = agent.Interrupted(tail[cut:]), tail[0]
+	}
+	return a, s.opts.Store.SetSuccessor(old.ID, sess.ID)
 }
 
 // namedSession is the session a request names by id (X-Hermes-Session-Id),
@@ -370,6 +386,9 @@ func (s *Server) runTurn(ctx context.Context, a admission, add []sessions.Messag
 			return turnOutcome{}, err
 		}
 		cut = tail[s.engine.CutAt(tail):]
+	}
+	if n := len(add); n > 0 && len(a.carry) > 0 && sameMessage(add[n-1], a.carryAfter) {
+		add = append(add, a.carry...)
 	}
 	env := s.opts.ToolEnv
 	if a.sess.Cwd != "" {
