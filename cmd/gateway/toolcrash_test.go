@@ -234,3 +234,79 @@ func TestProcessRetryOfACutTurnInASuspendedSession(t *testing.T) {
 		t.Fatalf("the successor's transcript: %s", dump(msgs))
 	}
 }
+
+// The same when the successor's own first turn was cut before it stored
+// anything (the gateway killed again at once): the successor, empty and
+// resume_pending, still carries its predecessor's cut call when the
+// client retries.
+func TestProcessRetryInAnEmptySuccessor(t *testing.T) {
+	g := newToolGateway(t)
+	sessionStore, gatewayStore := profileStores(g.home)
+	p := g.start()
+	conv := `{"input":"tempty","conversation":"c3"}`
+	send(p, "/v1/responses", conv, g.header())
+	g.waitRuns(p, "tempty")
+	p.stop(syscall.SIGKILL)
+
+	ids := sessionsByKey(t, sessionStore, "conversation:c3")
+	if len(ids) != 1 {
+		t.Fatalf("sessions of the conversation: %v", ids)
+	}
+	parent := ids[0]
+	// What the gateway leaves when it is killed right after making the
+	// successor of the suspended session, before the retry stored a word.
+	if _, err := sessionStore.End(parent, endSuspended); err != nil {
+		t.Fatal(err)
+	}
+	next, _, err := sessionStore.Create(sessions.Session{Source: "gateway", ParentSessionID: parent, SessionKey: "conversation:c3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gatewayStore.SetSuccessor(parent, next.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sessionStore.MarkInterrupted(next.ID, "restart_interrupted", SuspendAfter); err != nil {
+		t.Fatal(err)
+	}
+
+	p = g.start()
+	resp, body := p.post("/v1/responses", conv, g.header())
+	mustStatus(t, resp, body, 200)
+	if r := decode[respObj](t, body); r.text() != "done tempty" {
+		t.Errorf("the retry got %s", body)
+	}
+	if n := g.runsOf()["tempty"]; n != 1 {
+		t.Fatalf("the tool ran %d times", n)
+	}
+	if sid := resp.Header.Get(SessionHeader); sid == parent {
+		t.Fatalf("the retry went to the suspended session %s", sid)
+	}
+
+	// And when the empty successor has itself been suspended since: the
+	// retry goes on in a successor of it, which carries the call still.
+	send(p, "/v1/responses", `{"input":"tchain","conversation":"c4"}`, g.header())
+	g.waitRuns(p, "tchain")
+	p.stop(syscall.SIGKILL)
+	ids = sessionsByKey(t, sessionStore, "conversation:c4")
+	if len(ids) != 1 {
+		t.Fatalf("sessions of the conversation: %v", ids)
+	}
+	sessionStore.End(ids[0], endSuspended)
+	empty, _, err := sessionStore.Create(sessions.Session{Source: "gateway", ParentSessionID: ids[0], SessionKey: "conversation:c4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gatewayStore.SetSuccessor(ids[0], empty.ID)
+	if _, err := sessionStore.SetState(empty.ID, sessions.StateSuspended, "restart_interrupted"); err != nil {
+		t.Fatal(err)
+	}
+	p = g.start()
+	resp, body = p.post("/v1/responses", `{"input":"tchain","conversation":"c4"}`, g.header())
+	mustStatus(t, resp, body, 200)
+	if r := decode[respObj](t, body); r.text() != "done tchain" {
+		t.Errorf("the retry in a chain got %s", body)
+	}
+	if n := g.runsOf()["tchain"]; n != 1 {
+		t.Fatalf("the tool ran %d times in a chain of successors", n)
+	}
+}

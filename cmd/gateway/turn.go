@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -44,14 +45,6 @@ type admission struct {
 	// opening is the digest of a conversation that has no reply yet,
 	// indexed once the turn has stored it (see indexOpening).
 	opening string
-	// carry is the reply the predecessor of a fresh successor was cut
-	// short in (the gateway stopped inside one of its own tools), its
-	// calls answered as interrupted, and carryAfter the user message that
-	// turn answered: a retry of that turn stores carry after its input
-	// (see runTurn), so the model learns of the calls instead of making
-	// them again.
-	carry      []sessions.Message
-	carryAfter sessions.Message
 }
 
 // newSession creates a gateway session, the successor of parent when set.
@@ -109,20 +102,74 @@ func (s *Server) admit(sess sessions.Session) (admission, error) {
 // successor makes the session that replaces old, and records it so that a
 // client that still names old reaches it (see follow).
 func (s *Server) successor(old sessions.Session) (admission, error) {
-	tail, err := s.opts.Sessions.Tail(old.ID, func(m sessions.Message) bool { return m.Role == "user" })
-	if err != nil {
-		return admission{}, err
-	}
 	sess, err := s.newSession(old.ID, old.SessionKey)
 	if err != nil {
 		return admission{}, err
 	}
-	a := admission{sess: sess, fresh: true}
-	if cut := s.engine.CutAt(tail); cut < len(tail) && tail[0].Role == "user" {
-		a.carry, a.carryAfter = agent.Interrupted(tail[cut:]), tail[0]
-	}
-	return a, s.opts.Store.SetSuccessor(old.ID, sess.ID)
+	return admission{sess: sess, fresh: true}, s.opts.Store.SetSuccessor(old.ID, sess.ID)
 }
+
+func isUser(m sessions.Message) bool { return m.Role == "user" }
+
+// carried is what a turn of sess stores after its input add when sess is
+// the successor of a session suspended (or expired) in a turn the gateway
+// was cut short in, inside one of its own tools, and add retries that
+// turn: the cut reply, its calls answered as interrupted, so the model
+// learns of the calls instead of making them again. It is worked out at
+// each such turn, not when the successor is made, so that a successor
+// whose first turn was itself cut before it stored anything (and the
+// successors of that one) still carries it. Nothing when sess holds it
+// already.
+func (s *Server) carried(sess sessions.Session, add []sessions.Message) ([]sessions.Message, error) {
+	if len(add) == 0 {
+		return nil, nil
+	}
+	// Up the successors that hold nothing: each was made for a retry
+	// that a kill cut short before it stored a word.
+	child := sess
+	for range maxCarryDepth {
+		if child.ParentSessionID == "" {
+			return nil, nil
+		}
+		parent, err := s.opts.Sessions.Get(child.ParentSessionID)
+		if errors.Is(err, fsstore.ErrNotFound) {
+			return nil, nil
+		}
+		if err != nil || (parent.EndReason != endSuspended && parent.EndReason != endPendingExpired) {
+			return nil, err
+		}
+		if next, err := s.opts.Store.SuccessorOf(parent.ID); err != nil || next != child.ID {
+			return nil, err
+		}
+		tail, err := s.opts.Sessions.Tail(parent.ID, isUser)
+		if err != nil {
+			return nil, err
+		}
+		if len(tail) == 0 {
+			child = parent
+			continue
+		}
+		cut := s.engine.CutAt(tail)
+		if cut == len(tail) || tail[0].Role != "user" || !sameMessage(add[len(add)-1], tail[0]) {
+			return nil, nil
+		}
+		carry := agent.Interrupted(tail[cut:])
+		own, err := s.opts.Sessions.Tail(sess.ID, isUser)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range own {
+			if len(m.ToolCalls) > 0 && bytes.Equal(m.ToolCalls, carry[0].ToolCalls) {
+				return nil, nil
+			}
+		}
+		return carry, nil
+	}
+	return nil, nil
+}
+
+// maxCarryDepth bounds how many empty successors carried looks past.
+const maxCarryDepth = 8
 
 // namedSession is the session a request names by id (X-Hermes-Session-Id),
 // under its lock, followed to the session that replaced it (follow): an
@@ -381,15 +428,17 @@ func (s *Server) runTurn(ctx context.Context, a admission, add []sessions.Messag
 	// short in, if any: the client gets that whole reply.
 	var cut []sessions.Message
 	if len(add) == 0 {
-		tail, err := s.opts.Sessions.Tail(id, func(m sessions.Message) bool { return m.Role == "user" })
+		tail, err := s.opts.Sessions.Tail(id, isUser)
 		if err != nil {
 			return turnOutcome{}, err
 		}
 		cut = tail[s.engine.CutAt(tail):]
 	}
-	if n := len(add); n > 0 && len(a.carry) > 0 && sameMessage(add[n-1], a.carryAfter) {
-		add = append(add, a.carry...)
+	carry, err := s.carried(a.sess, add)
+	if err != nil {
+		return turnOutcome{}, err
 	}
+	add = append(add, carry...)
 	env := s.opts.ToolEnv
 	if a.sess.Cwd != "" {
 		env.Cwd = a.sess.Cwd
