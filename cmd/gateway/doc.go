@@ -84,7 +84,12 @@
 // is run again) and calls the model, and the client gets the whole reply,
 // the cut part included, as it would have without the cut. A reply is
 // never built from a cut one, so a call of a gateway tool never reaches a
-// client as if it were the client's to run.
+// client as if it were the client's to run. When the session was
+// suspended (or its resume_pending expired) meanwhile, the retry goes on
+// in a successor, which begins with the client's messages only; it stores
+// the cut reply, each call answered as interrupted, after the retried
+// message (carried, also through successors a kill left empty), so the
+// model learns of the calls instead of making them again.
 //
 // A conversation that names no session and has no reply yet (a chat
 // client's first turn) is recorded in the history index once its turn
