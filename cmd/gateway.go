@@ -101,16 +101,10 @@ func gatewayServe(e *env) error {
 	if g.MaxRequestBodyBytes < 0 {
 		return fsstore.Invalidf("gateway.max_request_body_bytes must be positive, not %d", g.MaxRequestBodyBytes)
 	}
-	hosts, err := gateway.ParseAllowedHosts(g.AllowedHosts)
+	hosts, origins, key, keyEnv, err := gatewayAccess(cfg)
 	if err != nil {
-		return fsstore.Invalidf("gateway.allowed_hosts: %w", err)
+		return err
 	}
-	origins, err := gateway.ParseAllowedOrigins(g.AllowedOrigins)
-	if err != nil {
-		return fsstore.Invalidf("gateway.allowed_origins: %w", err)
-	}
-	keyEnv := firstSet(g.APIKeyEnv, gateway.DefaultAPIKeyEnv)
-	key := firstSet(os.Getenv(keyEnv), g.APIKey)
 	if key == "" && !gateway.IsLoopback(addr) {
 		return usagef("--addr %s is not a loopback address: it needs an API key in $%s (the variable gateway.api_key_env names) or gateway.api_key; refusing to start", addr, keyEnv)
 	}
@@ -297,4 +291,20 @@ func gatewayStatus(e *env) error {
 		tb.row(s.ID, s.State, dash(s.ResumeReason), s.InterruptCount, shortTime(since), s.Source)
 	}
 	return tb.flush()
+}
+
+// gatewayAccess reads who may reach an HTTP server of the profile (the
+// gateway, mcp serve --http) from the gateway section of config.yaml: the
+// allowed hosts and origins, and the API key, from the variable keyEnv
+// names (gateway.api_key_env), else gateway.api_key ("" when neither).
+func gatewayAccess(cfg profiles.Config) (hosts, origins []string, key, keyEnv string, err error) {
+	g := cfg.Gateway
+	if hosts, err = gateway.ParseAllowedHosts(g.AllowedHosts); err != nil {
+		return nil, nil, "", "", fsstore.Invalidf("gateway.allowed_hosts: %w", err)
+	}
+	if origins, err = gateway.ParseAllowedOrigins(g.AllowedOrigins); err != nil {
+		return nil, nil, "", "", fsstore.Invalidf("gateway.allowed_origins: %w", err)
+	}
+	keyEnv = firstSet(g.APIKeyEnv, gateway.DefaultAPIKeyEnv)
+	return hosts, origins, firstSet(os.Getenv(keyEnv), g.APIKey), keyEnv, nil
 }

@@ -360,19 +360,12 @@ func mcpServeHTTP(e *env, ctx context.Context, addr string, o mcpserve.Options) 
 	if err != nil {
 		return err
 	}
-	g := cfg.Gateway
-	hosts, err := gateway.ParseAllowedHosts(g.AllowedHosts)
+	hosts, origins, key, keyEnv, err := gatewayAccess(cfg)
 	if err != nil {
-		return fsstore.Invalidf("gateway.allowed_hosts: %w", err)
-	}
-	origins, err := gateway.ParseAllowedOrigins(g.AllowedOrigins)
-	if err != nil {
-		return fsstore.Invalidf("gateway.allowed_origins: %w", err)
+		return err
 	}
 	// Its tools write to the profile: another local account is not the
 	// user, so loopback is no reason to go without the key.
-	keyEnv := firstSet(g.APIKeyEnv, gateway.DefaultAPIKeyEnv)
-	key := os.Getenv(keyEnv)
 	if key == "" {
 		return usagef("mcp serve --http needs an API key in $%s (the variable gateway.api_key_env names); refusing to start", keyEnv)
 	}
