@@ -235,10 +235,13 @@ func TestProcessRetryOfACutTurnInASuspendedSession(t *testing.T) {
 	}
 }
 
-// The same when the successor's own first turn was cut before it stored
-// anything (the gateway killed again at once): the successor, empty and
-// resume_pending, still carries its predecessor's cut call when the
-// client retries.
+// The same with a successor left empty (its first turn cut before it
+// stored anything), resume_pending or suspended in its turn: the retry
+// does not run the tool again, wherever routing takes it. Routing here
+// goes through the conversation's first session, so this holds with the
+// carry worked out once at the successor's creation too; the crash loop
+// (scripts/crashloop.sh with -gateway-kills) is what showed the case of
+// a retry routed into the empty successor itself.
 func TestProcessRetryInAnEmptySuccessor(t *testing.T) {
 	g := newToolGateway(t)
 	sessionStore, gatewayStore := profileStores(g.home)
