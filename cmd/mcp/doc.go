@@ -62,9 +62,11 @@
 // lists (${VAR} expanded from hermes's environment; an unset one is a
 // failure naming it) and a small base: PATH, HOME, USER, LANG, TMPDIR,
 // TERM. Close closes its input, waits a second, and kills its process
-// group, so nothing it started is left. On Linux the server also gets a
-// parent-death signal: a kill -9 of hermes kills it. What the server
-// itself starts (npx runs node) is not covered by that signal; it is told
-// of hermes's death by the end of its input, on which the MCP stdio
-// transport asks a server to exit.
+// group, so nothing it started is left. A kill -9 of hermes runs no Close:
+// the guard (guard.go), an sh started with the process's first stdio
+// server and told of each server's group, kills the groups left when its
+// input from hermes ends, what the servers started included (npx runs sh,
+// which runs node); on Linux the server itself also gets a parent-death
+// signal. A guard that cannot start leaves a server's children to the end
+// of their input, on which the MCP stdio transport asks a server to exit.
 package mcp

@@ -430,7 +430,8 @@ type process struct {
 }
 
 // startProcess starts the server's command with its environment, in its
-// own process group (see procattr_*.go), with stderr going to its log.
+// own process group (see procattr_*.go) which the guard kills if hermes
+// is killed, with stderr going to its log.
 func startProcess(s Spec, logPath string) (*process, error) {
 	env := make([]string, 0, len(baseEnv)+len(s.Config.Env))
 	for _, k := range baseEnv {
@@ -477,6 +478,7 @@ func startProcess(s Spec, logPath string) (*process, error) {
 		errR.Close()
 		return nil, err
 	}
+	procGuard.watch(cmd.Process.Pid)
 	proc := &process{cmd: cmd, stdin: inW, stdout: outR, log: openStderrLog(logPath), exited: make(chan struct{})}
 	copied := make(chan struct{})
 	go func() {
@@ -523,6 +525,7 @@ func (pr *process) close(grace time.Duration) string {
 	case <-time.After(grace):
 	}
 	pr.kill()
+	procGuard.forget(pr.cmd.Process.Pid)
 	<-pr.exited
 	pr.stdout.Close()
 	pr.log.Close()
