@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -257,6 +258,71 @@ func TestHTTPGuardAndKey(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusForbidden {
 			t.Fatalf("%v: status %d, want 403", h, resp.StatusCode)
+		}
+	}
+}
+
+// A page of an allowed origin can speak MCP to mcp serve --http: its
+// preflight allows the transport's headers and DELETE, and a response
+// exposes Mcp-Session-Id, without which a browser client cannot go on.
+func TestHTTPCORS(t *testing.T) {
+	o := testOptions(t)
+	hs := httptest.NewServer(nil)
+	hs.Config.Handler = Handler(New(o), hs.Listener.Addr().String(), "sekrit", nil, []string{"http://app.example"})
+	defer hs.Close()
+	do := func(method, origin string, hdr map[string]string, body string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(method, hs.URL+"/mcp", strings.NewReader(body))
+		req.Header.Set("Origin", origin)
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	preflight := map[string]string{
+		"Access-Control-Request-Method":  "POST",
+		"Access-Control-Request-Headers": "authorization, content-type, mcp-session-id, mcp-protocol-version, last-event-id",
+	}
+
+	resp := do("OPTIONS", "http://app.example", preflight, "")
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("preflight: status %d", resp.StatusCode)
+	}
+	allowed := strings.ToLower(resp.Header.Get("Access-Control-Allow-Headers"))
+	for _, h := range []string{"authorization", "content-type", "mcp-session-id", "mcp-protocol-version", "last-event-id"} {
+		if !strings.Contains(allowed, h) {
+			t.Errorf("preflight: Access-Control-Allow-Headers %q lacks %s", allowed, h)
+		}
+	}
+	if m := resp.Header.Get("Access-Control-Allow-Methods"); !strings.Contains(m, "DELETE") || !strings.Contains(m, "POST") {
+		t.Errorf("preflight: Access-Control-Allow-Methods %q", m)
+	}
+	if got := resp.Header.Get("Access-Control-Allow-Origin"); got != "http://app.example" {
+		t.Errorf("preflight: Access-Control-Allow-Origin %q", got)
+	}
+
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"page","version":"1"}}}`
+	post := map[string]string{"Authorization": "Bearer sekrit", "Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+	resp = do("POST", "http://app.example", post, initialize)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Mcp-Session-Id") == "" {
+		t.Fatalf("initialize: status %d, Mcp-Session-Id %q", resp.StatusCode, resp.Header.Get("Mcp-Session-Id"))
+	}
+	if got := resp.Header.Get("Access-Control-Expose-Headers"); got != "Mcp-Session-Id" {
+		t.Errorf("initialize: Access-Control-Expose-Headers %q, want Mcp-Session-Id", got)
+	}
+
+	// Another origin: refused, and told nothing of CORS.
+	for _, method := range []string{"OPTIONS", "POST"} {
+		resp = do(method, "http://attacker.example", preflight, initialize)
+		if resp.StatusCode != http.StatusForbidden || resp.Header.Get("Access-Control-Allow-Origin") != "" ||
+			resp.Header.Get("Access-Control-Allow-Headers") != "" || resp.Header.Get("Access-Control-Expose-Headers") != "" {
+			t.Errorf("%s from another origin: status %d, headers %v", method, resp.StatusCode, resp.Header)
 		}
 	}
 }
