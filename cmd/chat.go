@@ -34,8 +34,25 @@ func providerFlags() []cli.Flag {
 		&cli.StringFlag{Name: "model", Usage: "model name (default $HERMES_MODEL, else model: in config.yaml)"},
 		&cli.StringFlag{Name: "base-url", Usage: "OpenAI-compatible base URL, e.g. http://127.0.0.1:8080/v1 (default $HERMES_BASE_URL)"},
 		&cli.StringFlag{Name: "exec-command", Usage: "exec provider: the agent command, run with sh -c (default $HERMES_EXEC_COMMAND)"},
-		&cli.StringFlag{Name: "timeout", Value: "10m", Usage: "how long one model call may take"},
+		&cli.StringFlag{Name: "timeout", Value: providerTimeout, Usage: "how long one model call may take"},
 	}
+}
+
+// providerTimeout is how long one model call may take when --timeout is
+// not given.
+const providerTimeout = "10m"
+
+// givenProviderFlags are the provider flags given on the command line, by
+// name, in the order of providerFlags: what chat's options keep (and hand
+// to a background chat) and what providerConfig reads.
+func givenProviderFlags(c *cli.Context) map[string]string {
+	given := map[string]string{}
+	for _, f := range providerFlags() {
+		if name := f.Names()[0]; c.IsSet(name) {
+			given[name] = c.String(name)
+		}
+	}
+	return given
 }
 
 // firstSet returns the first non-empty value.
@@ -48,29 +65,36 @@ func firstSet(values ...string) string {
 	return ""
 }
 
-// providerConfig resolves the provider settings: flag, else environment,
-// else config.yaml, else the embedded default (echo).
-func providerConfig(e *env, cfg profiles.Config) (provider.Config, error) {
-	timeout, err := durationFlag(e.c, "timeout", profiles.ParsePeriod)
+// providerConfig resolves the provider settings: flag (given, as
+// givenProviderFlags reads them), else environment, else config.yaml, else
+// the embedded default (echo).
+func providerConfig(given map[string]string, cfg profiles.Config) (provider.Config, error) {
+	timeout, err := profiles.ParsePeriod(firstSet(given["timeout"], providerTimeout))
 	if err != nil {
-		return provider.Config{}, err
+		return provider.Config{}, fmt.Errorf("--timeout: %w", err)
 	}
 	return provider.Config{
-		Name:        firstSet(e.c.String("provider"), os.Getenv("HERMES_PROVIDER"), cfg.Provider, "echo"),
-		Model:       firstSet(e.c.String("model"), os.Getenv("HERMES_MODEL"), cfg.Model),
-		BaseURL:     firstSet(e.c.String("base-url"), os.Getenv("HERMES_BASE_URL"), cfg.BaseURL),
+		Name:        firstSet(given["provider"], os.Getenv("HERMES_PROVIDER"), cfg.Provider, "echo"),
+		Model:       firstSet(given["model"], os.Getenv("HERMES_MODEL"), cfg.Model),
+		BaseURL:     firstSet(given["base-url"], os.Getenv("HERMES_BASE_URL"), cfg.BaseURL),
 		APIKey:      firstSet(os.Getenv("HERMES_API_KEY"), os.Getenv("OPENAI_API_KEY")),
-		ExecCommand: firstSet(e.c.String("exec-command"), os.Getenv("HERMES_EXEC_COMMAND"), cfg.ExecCommand),
+		ExecCommand: firstSet(given["exec-command"], os.Getenv("HERMES_EXEC_COMMAND"), cfg.ExecCommand),
 		Timeout:     timeout,
 		// Only config.yaml sets it: it describes the server a profile talks to.
 		ReasoningContent: cfg.ReasoningContent,
 	}, nil
 }
 
-// newProvider makes the provider providerConfig resolves, and returns its
-// settings too.
+// newProvider makes the provider providerConfig resolves from the
+// command's flags, and returns its settings too.
 func newProvider(e *env, cfg profiles.Config) (provider.Provider, provider.Config, error) {
-	pc, err := providerConfig(e, cfg)
+	return providerFrom(givenProviderFlags(e.c), cfg)
+}
+
+// providerFrom makes the provider providerConfig resolves from the given
+// provider flags.
+func providerFrom(given map[string]string, cfg profiles.Config) (provider.Provider, provider.Config, error) {
+	pc, err := providerConfig(given, cfg)
 	if err != nil {
 		return nil, pc, err
 	}
@@ -249,7 +273,7 @@ func newChatter(e *env) (*chatter, error) {
 	if err != nil {
 		return nil, err
 	}
-	prov, pc, err := newProvider(e, cfg)
+	prov, pc, err := providerFrom(opts.Provider, cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -29,16 +29,14 @@ type chatOptions struct {
 	HasTools       bool
 	NoTools        bool
 	Yes            bool
-	// The provider flags that were given, by name (providerFlags).
+	// The provider flags that were given, by name (givenProviderFlags):
+	// the chat's provider is made from them, and a background chat gets
+	// them as they were given.
 	Provider map[string]string
 }
 
-// chatPassedFlags are the provider flags a background chat gets as they
-// were given.
-var chatPassedFlags = []string{"provider", "model", "base-url", "exec-command", "timeout"}
-
 func readChatOptions(c *cli.Context) chatOptions {
-	o := chatOptions{
+	return chatOptions{
 		Query:          c.String("query"),
 		HasQuery:       c.IsSet("query"),
 		Resume:         c.String("resume"),
@@ -54,14 +52,8 @@ func readChatOptions(c *cli.Context) chatOptions {
 		HasTools:       c.IsSet("tools"),
 		NoTools:        c.Bool("no-tools"),
 		Yes:            c.Bool("yes"),
-		Provider:       map[string]string{},
+		Provider:       givenProviderFlags(c),
 	}
-	for _, name := range chatPassedFlags {
-		if c.IsSet(name) {
-			o.Provider[name] = c.String(name)
-		}
-	}
-	return o
 }
 
 // backgroundArgs are the arguments of hermes chat (after the global flags)
@@ -72,9 +64,9 @@ func (o chatOptions) backgroundArgs(id, prompt string) []string {
 	if o.System != "" {
 		argv = append(argv, "--system", o.System)
 	}
-	for _, name := range chatPassedFlags {
-		if v, ok := o.Provider[name]; ok {
-			argv = append(argv, "--"+name, v)
+	for _, f := range providerFlags() {
+		if v, ok := o.Provider[f.Names()[0]]; ok {
+			argv = append(argv, "--"+f.Names()[0], v)
 		}
 	}
 	if o.HasTools {

@@ -2,9 +2,13 @@ package cmd
 
 import (
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/hermes/hermes/profiles"
 )
 
 // TestBackgroundKeepsEveryOption sets every flag of hermes chat and checks
@@ -61,4 +65,53 @@ func TestBackgroundKeepsEveryOption(t *testing.T) {
 func isBool(f cli.Flag) bool {
 	_, ok := f.(*cli.BoolFlag)
 	return ok
+}
+
+// The chat's provider is made from its options, the one reading of the
+// provider flags, which a background chat is handed too: a flag given
+// wins over the environment and config.yaml, one not given leaves them
+// (and --timeout's default) to decide.
+func TestChatProviderFromOptions(t *testing.T) {
+	for _, k := range []string{"HERMES_PROVIDER", "HERMES_MODEL", "HERMES_BASE_URL", "HERMES_EXEC_COMMAND"} {
+		t.Setenv(k, "")
+	}
+	t.Setenv("HERMES_MODEL", "env-model")
+	cfg := profiles.Config{Provider: "openai", BaseURL: "http://config.example/v1"}
+	read := func(args ...string) chatOptions {
+		t.Helper()
+		var opts chatOptions
+		cmd := chatCommand()
+		cmd.Action = func(c *cli.Context) error {
+			opts = readChatOptions(c)
+			return nil
+		}
+		app := &cli.App{Commands: []*cli.Command{cmd}}
+		if err := app.Run(append([]string{"hermes", "chat"}, args...)); err != nil {
+			t.Fatal(err)
+		}
+		return opts
+	}
+
+	opts := read("--provider", "exec", "--model", "flag-model", "--timeout", "5s", "--exec-command", "agent")
+	pc, err := providerConfig(opts.Provider, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pc.Name != "exec" || pc.Model != "flag-model" || pc.Timeout != 5*time.Second || pc.ExecCommand != "agent" || pc.BaseURL != "http://config.example/v1" {
+		t.Errorf("with flags: %+v", pc)
+	}
+	if got := opts.backgroundArgs("S", "P"); !slices.Contains(got, "flag-model") || !slices.Contains(got, "5s") {
+		t.Errorf("background args %q lack the flags the chat ran with", got)
+	}
+
+	if pc, err = providerConfig(read().Provider, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if pc.Name != "openai" || pc.Model != "env-model" || pc.Timeout != 10*time.Minute {
+		t.Errorf("without flags: %+v", pc)
+	}
+
+	if _, err := providerConfig(read("--timeout", "soon").Provider, cfg); err == nil || !strings.HasPrefix(err.Error(), "--timeout: ") {
+		t.Errorf("--timeout soon: %v", err)
+	}
 }
