@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -369,5 +370,73 @@ func TestExitBetweenCalls(t *testing.T) {
 	out, err = run(t, tool(t, tools, "mcp__test__echo"), `{"text":"back"}`)
 	if err != nil || out != "echo: back" || startCount(t, starts) != 2 {
 		t.Fatalf("after an exit between calls: %q, %v, %d starts", out, err, startCount(t, starts))
+	}
+}
+
+// A stdio server gets the variables its env lists, ${VAR} expanded from
+// hermes's, and the small base, not hermes's whole environment.
+func TestServerEnvironment(t *testing.T) {
+	t.Setenv("HERMES_TEST_TEAM", "blue")
+	t.Setenv("HERMES_TEST_SECRET", "not for servers")
+	t.Setenv("LANG", "C.UTF-8")
+	environ := filepath.Join(t.TempDir(), "environ")
+	srv, _ := testServer(t, map[string]string{"TEAM": "team ${HERMES_TEST_TEAM}", "MCPTEST_ENVIRON": environ})
+	p := newTestPool(t, t.TempDir(), map[string]profiles.MCPServer{"test": srv})
+	if _, err := p.List(context.Background(), p.Specs[0]); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(environ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Split(strings.TrimSpace(string(b)), "\n")
+	for _, want := range []string{"TEAM=team blue", "LANG=C.UTF-8", "PATH=" + os.Getenv("PATH")} {
+		if !slices.Contains(got, want) {
+			t.Errorf("the server's environment lacks %s: %q", want, got)
+		}
+	}
+	for _, kv := range got {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(baseEnv, name) && srv.Env[name] == "" {
+			t.Errorf("the server got %s, which neither its env nor the base lists", kv)
+		}
+	}
+}
+
+// A result is cut to the turn's max_tool_output, as a built-in's is.
+func TestResultCut(t *testing.T) {
+	srv, _ := testServer(t, nil)
+	p := newTestPool(t, t.TempDir(), map[string]profiles.MCPServer{"test": srv})
+	tools, err := p.Select(context.Background(), []string{"mcp__test__echo"}, fatal(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("x", 5000)
+	out, err := tools[0].Run(context.Background(), &agent.Env{MaxOutput: 1000}, []byte(`{"text":"`+long+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := agent.Cut("echo: "+long, 1000); out != want || len(out) >= 5000 {
+		t.Fatalf("cut to %d bytes, want %d (agent.Cut)", len(out), len(want))
+	}
+}
+
+// A disabled server (enabled: false) keeps its entry but offers nothing,
+// starts nothing, and a tool of it named is refused.
+func TestDisabledServer(t *testing.T) {
+	srv, starts := testServer(t, nil)
+	no := false
+	srv.Enabled = &no
+	p := newTestPool(t, t.TempDir(), map[string]profiles.MCPServer{"test": srv})
+	tools, err := p.Select(context.Background(), nil, fatal(t))
+	if err != nil || len(tools) != 0 {
+		t.Fatalf("offered %d tools, %v; want none", len(tools), err)
+	}
+	_, err = p.Select(context.Background(), []string{"mcp__test__echo"}, fatal(t))
+	if err == nil || !strings.Contains(err.Error(), "MCP server test is disabled") {
+		t.Fatalf("a disabled server's tool named: %v", err)
+	}
+	if n := startCount(t, starts); n != 0 {
+		t.Fatalf("%d starts, want none", n)
 	}
 }

@@ -3,6 +3,8 @@
 // process, and start-up faults chosen by environment variables.
 //
 //   - MCPTEST_STARTS names a file that gets a line at each start.
+//   - MCPTEST_ENVIRON names a file that gets the server's environment,
+//     one variable a line.
 //   - MCPTEST_FAULT: "exit" writes to stderr and exits 1 before it
 //     answers; "hang" never answers.
 //   - MCPTEST_NO_ECHO: the echo tool is not listed (nor answered).
@@ -33,6 +35,9 @@ func Main() {
 			fmt.Fprintf(f, "%d\n", os.Getpid())
 			f.Close()
 		}
+	}
+	if path := os.Getenv("MCPTEST_ENVIRON"); path != "" {
+		os.WriteFile(path, []byte(strings.Join(os.Environ(), "\n")+"\n"), 0o600)
 	}
 	switch os.Getenv("MCPTEST_FAULT") {
 	case "exit":
