@@ -147,8 +147,7 @@ func (d *Dispatcher) Tick() error {
 	var ready []kanban.Task
 	var failed []error
 	for _, t := range open {
-		switch t.Status {
-		case kanban.Running:
+		if t.Status == kanban.Running {
 			still, err := d.reconcile(t)
 			if err != nil {
 				failed = append(failed, err)
@@ -156,9 +155,14 @@ func (d *Dispatcher) Tick() error {
 			if still {
 				running++
 			}
-		case kanban.Ready:
-			ready = append(ready, t)
 		}
+	}
+	now := d.now()
+	for _, t := range d.claimable(open) {
+		if at, err := t.NotBefore.Instant(); err == nil && now.Before(at) {
+			continue // a retry's backoff, or a task for later
+		}
+		ready = append(ready, t)
 	}
 	sort.SliceStable(ready, func(i, j int) bool {
 		if ready[i].Priority != ready[j].Priority {
@@ -184,6 +188,35 @@ func (d *Dispatcher) Tick() error {
 		}
 	}
 	return errors.Join(failed...)
+}
+
+// claimable returns the open tasks that are ready: those stored ready, and
+// the waiting ones (todo, with parents) whose parents are all done. An
+// open parent is not done, and is known without a read: only parents
+// that are closed, or gone, are read.
+func (d *Dispatcher) claimable(open []kanban.Task) []kanban.Task {
+	byID := make(map[string]kanban.Task, len(open))
+	for _, t := range open {
+		byID[t.ID] = t
+	}
+	get := func(id string) (kanban.Task, error) {
+		if t, ok := byID[id]; ok {
+			return t, nil
+		}
+		return d.Board.Get(id)
+	}
+	var out []kanban.Task
+	for _, t := range open {
+		v, _, err := d.Board.View(t, get)
+		if err != nil {
+			d.Warn(err.Error())
+			continue
+		}
+		if v.Status == kanban.Ready {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // reconcile looks at a running task's worker. It reports whether the task
@@ -231,11 +264,11 @@ func (d *Dispatcher) reconcile(t kanban.Task) (bool, error) {
 			d.say("block %s: %s (%s)", t.ID, outcome, reason)
 			return false, nil
 		}
-		err := d.Board.FailRun(t.ID, r.ID, outcome, reason, w.ExitCode, w.Signal)
-		if err == nil {
-			d.say("blocked %s: %s (%s)", t.ID, outcome, reason)
+		if err := d.Board.FailRun(t.ID, r.ID, outcome, reason, w.ExitCode, w.Signal); err != nil {
+			return false, err
 		}
-		return false, err
+		d.sayFailed(t.ID, outcome+" ("+reason+")")
+		return false, nil
 	}
 	expires, err := t.ClaimExpires.Instant()
 	if err != nil || d.now().Before(expires) {
@@ -259,8 +292,15 @@ func (d *Dispatcher) reconcile(t kanban.Task) (bool, error) {
 	}
 	if r.WorkerTaskID != "" && !unseen {
 		killed, killErr := d.kill(d.Tasks, w.ID, syscall.SIGTERM, 5*time.Second)
-		if killErr != nil && !errors.Is(killErr, fsstore.ErrRefused) {
-			d.Warn(killErr.Error())
+		if !killed.Finished() {
+			// Not stopped (its command not started yet, or not gone):
+			// reclaimed now, the task could be claimed again while this
+			// worker lives. The next tick tries again.
+			if killErr == nil {
+				killErr = fmt.Errorf("its worker task %s has not ended", w.ID)
+			}
+			d.Warn(fmt.Sprintf("task %s: its claim expired, but its worker is not stopped, so it is not reclaimed yet: %v", t.ID, killErr))
+			return true, nil
 		}
 		w = killed
 	}
@@ -269,11 +309,25 @@ func (d *Dispatcher) reconcile(t kanban.Task) (bool, error) {
 		return false, err
 	}
 	if unseen {
-		d.say("reclaimed %s: its claim expired; its worker task %s, of host %s, has no record here and is not stopped", t.ID, r.WorkerTaskID, r.Host)
+		d.sayFailed(t.ID, fmt.Sprintf("reclaimed (its claim expired; its worker task %s, of host %s, has no record here and is not stopped)", r.WorkerTaskID, r.Host))
 	} else {
-		d.say("reclaimed %s: its claim expired", t.ID)
+		d.sayFailed(t.ID, "reclaimed (its claim expired)")
 	}
 	return false, nil
+}
+
+// sayFailed says what became of task id after a failed run (what): a
+// retry, or the task given up (retry.go).
+func (d *Dispatcher) sayFailed(id, what string) {
+	t, err := d.Board.Get(id)
+	switch {
+	case err != nil:
+		d.say("%s %s", what, id)
+	case t.Status == kanban.Blocked:
+		d.say("blocked %s: %s", id, t.BlockReason)
+	default:
+		d.say("retry %s at %s: %s", id, t.NotBefore, what)
+	}
 }
 
 // resumeOn is the task's resume setting, else the profile's, else true.
@@ -302,7 +356,11 @@ type plan struct {
 func (d *Dispatcher) planRun(t kanban.Task) (plan, error) {
 	task := strings.TrimSpace(t.Title + "\n\n" + t.Body)
 	if len(t.Runs) == 0 {
-		return plan{prompt: task + "\n\n" + protocol(t)}, nil
+		results, err := d.parentResults(t)
+		if err != nil {
+			return plan{}, err
+		}
+		return plan{prompt: task + results + "\n\n" + protocol(t)}, nil
 	}
 	// A fresh worker after earlier runs still gets what people said since
 	// the last block, after the task itself.
@@ -350,6 +408,31 @@ func (d *Dispatcher) planRun(t kanban.Task) (plan, error) {
 		return skip("session " + missing + " missing")
 	}
 	return skip("no earlier session")
+}
+
+// parentResults is what a task's first prompt says of its parents: each
+// one's title and result, in the order they were linked.
+func (d *Dispatcher) parentResults(t kanban.Task) (string, error) {
+	if len(t.Parents) == 0 {
+		return "", nil
+	}
+	var b strings.Builder
+	b.WriteString("\n\nThe tasks this one waited for are done:")
+	for _, id := range t.Parents {
+		p, err := d.Board.Get(id)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&b, "\n\n%s (task %s): %s", p.Title, p.ID, firstNonEmpty(p.Result, "(no result given)"))
+	}
+	return b.String(), nil
+}
+
+func firstNonEmpty(s, otherwise string) string {
+	if s != "" {
+		return s
+	}
+	return otherwise
 }
 
 // resumePrompt is the prompt of a resumed worker: the comments posted
