@@ -47,9 +47,23 @@ func kanbanCommand() *cli.Command {
 					&cli.StringFlag{Name: "assignee", Usage: "the profile whose agent works it (default: this profile)"},
 					&cli.IntFlag{Name: "priority", Usage: "higher is dispatched first"},
 					&cli.StringFlag{Name: "resume-on-respawn", Usage: "true or false (default: kanban.resume_on_respawn in config.yaml, else true)"},
-					&cli.StringFlag{Name: "status", Value: string(kanban.Ready), Usage: "todo or ready"},
+					&cli.StringFlag{Name: "status", Value: string(kanban.Ready), Usage: "todo or ready (a task with parents waits for them)"},
+					&cli.StringSliceFlag{Name: "parent", Usage: "a task this one waits for (repeatable): it is ready once they are all done"},
+					&cli.IntFlag{Name: "max-retries", Usage: "retries after a failed run before the task is given up (default: kanban.failure_limit in config.yaml, less one)"},
 				},
 				Action: withEnv(kanbanCreate),
+			},
+			{
+				Name:      "link",
+				Usage:     "make PARENT a parent of CHILD: CHILD waits until PARENT is done (a cycle is refused)",
+				ArgsUsage: "CHILD PARENT",
+				Action:    withEnv(kanbanLink((*kanban.Board).Link)),
+			},
+			{
+				Name:      "unlink",
+				Usage:     "remove PARENT from CHILD's parents",
+				ArgsUsage: "CHILD PARENT",
+				Action:    withEnv(kanbanLink((*kanban.Board).Unlink)),
 			},
 			{
 				Name:      "list",
@@ -58,6 +72,7 @@ func kanbanCommand() *cli.Command {
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "status", Usage: "only this status"},
 					&cli.StringFlag{Name: "assignee", Usage: "only this assignee"},
+					&cli.BoolFlag{Name: "tree", Usage: "each task under its parents"},
 				},
 				Action: withEnv(kanbanList),
 			},
@@ -166,6 +181,17 @@ func kanbanCreate(e *env) error {
 	if err := profiles.CheckName(t.Assignee); err != nil {
 		return err
 	}
+	t.Parents = e.c.StringSlice("parent")
+	if len(t.Parents) > 0 && e.c.IsSet("status") {
+		return usagef("a task with --parent waits for its parents (todo, then ready): give no --status")
+	}
+	if e.c.IsSet("max-retries") {
+		n := e.c.Int("max-retries")
+		if n < 0 {
+			return usagef("--max-retries must be 0 or more")
+		}
+		t.MaxRetries = &n
+	}
 	if s := e.c.String("resume-on-respawn"); s != "" {
 		v, err := strconv.ParseBool(s)
 		if err != nil {
@@ -219,12 +245,19 @@ func kanbanList(e *env) error {
 	if err != nil {
 		return err
 	}
+	all, err = viewAll(board, all)
+	if err != nil {
+		return err
+	}
 	var list []kanban.Task
 	for _, t := range all {
 		if (status == "" && t.Status == kanban.Archived) || (status != "" && t.Status != status) || (assignee != "" && t.Assignee != assignee) {
 			continue
 		}
 		list = append(list, t)
+	}
+	if e.c.Bool("tree") {
+		return printTree(e, kanbanTree(list))
 	}
 	if e.json {
 		for _, t := range list {
@@ -281,19 +314,37 @@ func kanbanShow(e *env) error {
 	if events == nil {
 		events = []kanban.Event{} // an events log lost or torn whole: still an array
 	}
+	t, hold, err := board.View(t, nil)
+	if err != nil {
+		return err
+	}
 	if e.json {
+		var held *kanban.Hold
+		if hold.Parent != "" {
+			held = &hold
+		}
 		return printJSON(e.stdout, struct {
 			kanban.Task
+			Hold     *kanban.Hold     `json:"hold,omitempty"`
 			Comments []kanban.Comment `json:"comments"`
 			Events   []kanban.Event   `json:"events"`
-		}{t, comments, events})
+		}{t, held, comments, events})
 	}
 	tb := newTable(e.stdout)
 	tb.row("id:", t.ID)
 	tb.row("title:", t.Title)
 	tb.row("status:", t.Status)
+	if hold.Parent != "" {
+		tb.row("waiting:", hold.Reason)
+	}
 	if t.BlockReason != "" {
 		tb.row("blocked:", t.BlockReason)
+	}
+	if len(t.Parents) > 0 {
+		tb.row("parents:", strings.Join(t.Parents, " "))
+	}
+	if t.NotBefore != "" && t.Status == kanban.Ready {
+		tb.row("not before:", t.NotBefore)
 	}
 	tb.row("assignee:", t.Assignee)
 	tb.row("priority:", t.Priority)
@@ -396,7 +447,11 @@ func target(e *env) (id string, w *kanban.Worker, err error) {
 	return id, nil, fsstore.CheckID("task id", id)
 }
 
-func printKanbanTask(e *env, t kanban.Task) error {
+// printKanbanTask prints a task a verb changed, as readers see it.
+func printKanbanTask(e *env, board *kanban.Board, t kanban.Task) error {
+	if v, _, err := board.View(t, nil); err == nil {
+		t = v
+	}
 	if e.json {
 		return printJSON(e.stdout, t)
 	}
@@ -436,7 +491,7 @@ func kanbanBlock(e *env) error {
 			e.warn(fmt.Sprintf("task %s is blocked, but its worker %s: %v", t.ID, worker, err))
 		}
 	}
-	return printKanbanTask(e, t)
+	return printKanbanTask(e, board, t)
 }
 
 // personVerb is a verb a person runs on the task ID names: one board
@@ -451,7 +506,7 @@ func personVerb(move func(*kanban.Board, string) (kanban.Task, error)) func(*env
 		if err != nil {
 			return err
 		}
-		return printKanbanTask(e, t)
+		return printKanbanTask(e, board, t)
 	}
 }
 
@@ -468,7 +523,7 @@ func kanbanComplete(e *env) error {
 	if err != nil {
 		return err
 	}
-	return printKanbanTask(e, t)
+	return printKanbanTask(e, board, t)
 }
 
 func kanbanHeartbeat(e *env) error {

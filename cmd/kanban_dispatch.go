@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hermes/hermes/cmd/dispatch"
+	"github.com/hermes/hermes/fsstore/kanban"
 	"github.com/hermes/hermes/fsstore/sessions"
 	"github.com/hermes/hermes/fsstore/tasks"
 	"github.com/hermes/hermes/profiles"
@@ -54,6 +55,9 @@ func kanbanDispatch(e *env) error {
 	if d.Board, err = e.board(); err != nil {
 		return err
 	}
+	if err := retryPolicy(d.Board, cfg); err != nil {
+		return err
+	}
 	if d.Tasks, err = e.tasks(); err != nil {
 		return err
 	}
@@ -78,6 +82,22 @@ func kanbanDispatch(e *env) error {
 		case <-time.After(interval):
 		}
 	}
+}
+
+// retryPolicy sets the board's retry policy from config.yaml
+// (kanban.failure_limit, kanban.retry_backoff); a bad value is exit 2.
+func retryPolicy(b *kanban.Board, cfg profiles.Config) error {
+	if n := cfg.Kanban.FailureLimit; n < 0 {
+		return usagef("kanban.failure_limit must be at least 1 (0 or unset: %d)", kanban.DefaultFailureLimit)
+	} else if n > 0 {
+		b.FailureLimit = n
+	}
+	backoff, err := durationSetting("kanban.retry_backoff", cfg.Kanban.RetryBackoff, kanban.DefaultRetryBackoff, profiles.ParsePeriod)
+	if err != nil {
+		return err
+	}
+	b.RetryBackoff = backoff
+	return nil
 }
 
 // spawnWorker starts a kanban worker as background task id under the

@@ -38,6 +38,10 @@ type Config struct {
 	Kanban struct {
 		ResumeOnRespawn *bool  `yaml:"resume_on_respawn" json:"resume_on_respawn"`
 		WorkerCommand   string `yaml:"worker_command" json:"worker_command"`
+		// FailureLimit and RetryBackoff are the board's retry policy
+		// (fsstore/kanban retry.go); unset, its defaults.
+		FailureLimit int    `yaml:"failure_limit" json:"failure_limit"`
+		RetryBackoff string `yaml:"retry_backoff" json:"retry_backoff"`
 	} `yaml:"kanban" json:"kanban"`
 	Gateway struct {
 		Addr string `yaml:"addr" json:"addr"`

@@ -261,7 +261,7 @@ func (d *Dispatcher) reconcile(t kanban.Task) (bool, error) {
 			reason = "the worker was lost: " + w.Error
 		}
 		if d.DryRun {
-			d.say("block %s: %s (%s)", t.ID, outcome, reason)
+			d.say("end the run of %s: %s (%s)", t.ID, outcome, reason)
 			return false, nil
 		}
 		if err := d.Board.FailRun(t.ID, r.ID, outcome, reason, w.ExitCode, w.Signal); err != nil {

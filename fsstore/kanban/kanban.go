@@ -114,9 +114,9 @@ type Task struct {
 	NotBefore fsstore.Time `json:"not_before"`
 	// Failures counts the runs in a row that ended crashed,
 	// protocol_violation or reclaimed; MaxRetries is the task's own
-	// limit of retries after a failure (nil: the board's).
+	// limit of retries after a failure (absent: the board's).
 	Failures   int   `json:"failures"`
-	MaxRetries *int  `json:"max_retries"`
+	MaxRetries *int  `json:"max_retries,omitempty"`
 	Runs       []Run `json:"runs"`
 }
 
