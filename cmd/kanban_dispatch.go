@@ -85,14 +85,15 @@ func kanbanDispatch(e *env) error {
 }
 
 // retryPolicy sets the board's retry policy from config.yaml
-// (kanban.failure_limit, kanban.retry_backoff); a bad value is exit 2.
+// (kanban.failure_limit, kanban.retry_backoff, which may be 0s: retry at
+// the next tick); a bad value is exit 2.
 func retryPolicy(b *kanban.Board, cfg profiles.Config) error {
 	if n := cfg.Kanban.FailureLimit; n < 0 {
 		return usagef("kanban.failure_limit must be at least 1 (0 or unset: %d)", kanban.DefaultFailureLimit)
 	} else if n > 0 {
 		b.FailureLimit = n
 	}
-	backoff, err := durationSetting("kanban.retry_backoff", cfg.Kanban.RetryBackoff, kanban.DefaultRetryBackoff, profiles.ParsePeriod)
+	backoff, err := durationSetting("kanban.retry_backoff", cfg.Kanban.RetryBackoff, kanban.DefaultRetryBackoff, profiles.ParseDuration)
 	if err != nil {
 		return err
 	}
