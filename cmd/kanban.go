@@ -49,9 +49,17 @@ func kanbanCommand() *cli.Command {
 					&cli.StringFlag{Name: "resume-on-respawn", Usage: "true or false (default: kanban.resume_on_respawn in config.yaml, else true)"},
 					&cli.StringFlag{Name: "status", Value: string(kanban.Ready), Usage: "todo or ready (a task with parents waits for them)"},
 					&cli.StringSliceFlag{Name: "parent", Usage: "a task this one waits for (repeatable): it is ready once they are all done"},
+					&cli.StringFlag{Name: "idempotency-key", Usage: "a create with a key that made a task before prints that task, creating nothing"},
+					&cli.StringFlag{Name: "at", Usage: "ready at this time: RFC 3339, or a duration from now (90m)"},
 					&cli.IntFlag{Name: "max-retries", Usage: "retries after a failed run before the task is given up (default: kanban.failure_limit in config.yaml, less one)"},
 				},
 				Action: withEnv(kanbanCreate),
+			},
+			{
+				Name:      "assign",
+				Usage:     "give a task that is not running to PROFILE, whose agent works its next run",
+				ArgsUsage: "ID PROFILE",
+				Action:    withEnv(kanbanAssign),
 			},
 			{
 				Name:      "link",
@@ -199,11 +207,20 @@ func kanbanCreate(e *env) error {
 		}
 		t.ResumeOnRespawn = &v
 	}
+	if at := e.c.String("at"); at != "" {
+		if t.NotBefore, err = kanban.ParseAt(at, time.Now(), profiles.ParseDuration); err != nil {
+			return err
+		}
+	}
 	board, err := e.board()
 	if err != nil {
 		return err
 	}
-	t, err = board.Create(t)
+	if e.c.IsSet("idempotency-key") {
+		t, err = board.CreateOnce(e.c.String("idempotency-key"), t)
+	} else {
+		t, err = board.Create(t)
+	}
 	if err != nil {
 		return err
 	}
@@ -637,4 +654,26 @@ func kanbanRegisterSession(e *env) error {
 		return err
 	}
 	return board.RegisterSession(w, sid)
+}
+
+func kanbanAssign(e *env) error {
+	if e.c.NArg() != 2 {
+		return usagef("assign takes ID and PROFILE")
+	}
+	id, profile := e.c.Args().Get(0), e.c.Args().Get(1)
+	if err := fsstore.CheckID("task id", id); err != nil {
+		return err
+	}
+	if err := profiles.CheckName(profile); err != nil {
+		return err
+	}
+	board, err := e.board()
+	if err != nil {
+		return err
+	}
+	t, err := board.Assign(id, profile)
+	if err != nil {
+		return err
+	}
+	return printKanbanTask(e, board, t)
 }

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -58,6 +59,9 @@ func kanbanDispatch(e *env) error {
 	if err := retryPolicy(d.Board, cfg); err != nil {
 		return err
 	}
+	if err := inProgressLimits(d, cfg, e.c.IsSet("max-workers")); err != nil {
+		return err
+	}
 	if d.Tasks, err = e.tasks(); err != nil {
 		return err
 	}
@@ -98,6 +102,32 @@ func retryPolicy(b *kanban.Board, cfg profiles.Config) error {
 		return err
 	}
 	b.RetryBackoff = backoff
+	return nil
+}
+
+// inProgressLimits applies kanban.max_in_progress (the board's running
+// tasks: --max-workers when it is not given, else the smaller of the two)
+// and kanban.assignees.<profile>.max_in_progress. A bad value is exit 2.
+func inProgressLimits(d *dispatch.Dispatcher, cfg profiles.Config, flagSet bool) error {
+	if n := cfg.Kanban.MaxInProgress; n < 0 {
+		return usagef("kanban.max_in_progress must be at least 1")
+	} else if n > 0 && (!flagSet || n < d.MaxWorkers) {
+		d.MaxWorkers = n
+	}
+	for who, a := range cfg.Kanban.Assignees {
+		if err := profiles.CheckName(who); err != nil {
+			return fmt.Errorf("kanban.assignees: %w", err)
+		}
+		if a.MaxInProgress < 0 {
+			return usagef("kanban.assignees.%s.max_in_progress must be at least 1", who)
+		}
+		if a.MaxInProgress > 0 {
+			if d.MaxInProgress == nil {
+				d.MaxInProgress = map[string]int{}
+			}
+			d.MaxInProgress[who] = a.MaxInProgress
+		}
+	}
 	return nil
 }
 

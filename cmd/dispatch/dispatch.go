@@ -79,8 +79,12 @@ type Dispatcher struct {
 	Worker          []string
 	ResumeOnRespawn *bool
 	MaxWorkers      int
-	ClaimTTL        time.Duration
-	DryRun          bool
+	// MaxInProgress is kanban.assignees.<profile>.max_in_progress: at
+	// most this many running tasks of each assignee named, counted over
+	// the whole board (every host's runs), as MaxWorkers is.
+	MaxInProgress map[string]int
+	ClaimTTL      time.Duration
+	DryRun        bool
 	// Now, Kill and ReconcileTasks default to time.Now, supervisor.Kill and
 	// supervisor.Reconcile.
 	Now            func() time.Time
@@ -144,6 +148,7 @@ func (d *Dispatcher) Tick() error {
 		return err
 	}
 	running := 0
+	byAssignee := map[string]int{}
 	var ready []kanban.Task
 	var failed []error
 	for _, t := range open {
@@ -154,6 +159,7 @@ func (d *Dispatcher) Tick() error {
 			}
 			if still {
 				running++
+				byAssignee[d.assignee(t)]++
 			}
 		}
 	}
@@ -174,9 +180,14 @@ func (d *Dispatcher) Tick() error {
 		if running >= d.MaxWorkers {
 			break
 		}
+		who := d.assignee(t)
+		if limit, ok := d.MaxInProgress[who]; ok && byAssignee[who] >= limit {
+			continue
+		}
 		if d.DryRun {
 			d.say("claim %s (%s)", t.ID, t.Title)
 			running++
+			byAssignee[who]++
 			continue
 		}
 		started, err := d.claimAndSpawn(t)
@@ -185,6 +196,7 @@ func (d *Dispatcher) Tick() error {
 		}
 		if started {
 			running++
+			byAssignee[who]++
 		}
 	}
 	return errors.Join(failed...)
@@ -328,6 +340,15 @@ func (d *Dispatcher) sayFailed(id, what string) {
 	default:
 		d.say("retry %s at %s: %s", id, t.NotBefore, what)
 	}
+}
+
+// assignee is the profile whose agent works t: its assignee, else the
+// board's.
+func (d *Dispatcher) assignee(t kanban.Task) string {
+	if t.Assignee != "" {
+		return t.Assignee
+	}
+	return d.Profile
 }
 
 // resumeOn is the task's resume setting, else the profile's, else true.
@@ -500,10 +521,7 @@ func (d *Dispatcher) claimAndSpawn(t kanban.Task) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	profile := t.Assignee
-	if profile == "" {
-		profile = d.Profile
-	}
+	profile := d.assignee(t)
 	workerID := fsstore.NewID(d.now())
 	pending, err := d.Board.ClaimPending(t.ID, d.ClaimTTL, profile, func(_ *kanban.Task, r *kanban.Run) []kanban.Event {
 		r.ResumedFromSession = p.sessionID

@@ -71,6 +71,7 @@ const (
 	EventLinked            EventType = "linked"
 	EventUnlinked          EventType = "unlinked"
 	EventGaveUp            EventType = "gave_up"
+	EventAssigned          EventType = "assigned"
 )
 
 // Blocks reports whether an event stopped the task's work (a block by a
@@ -115,9 +116,12 @@ type Task struct {
 	// Failures counts the runs in a row that ended crashed,
 	// protocol_violation or reclaimed; MaxRetries is the task's own
 	// limit of retries after a failure (absent: the board's).
-	Failures   int   `json:"failures"`
-	MaxRetries *int  `json:"max_retries,omitempty"`
-	Runs       []Run `json:"runs"`
+	Failures   int  `json:"failures"`
+	MaxRetries *int `json:"max_retries,omitempty"`
+	// IdempotencyKey is the key of the create that made the task
+	// (CreateOnce), if any.
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	Runs           []Run  `json:"runs"`
 }
 
 // Run is one attempt of a worker at a task.

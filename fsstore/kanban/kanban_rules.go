@@ -273,3 +273,18 @@ func (b *Board) Reclaim(id, runID string, exitCode *int, signal string) error {
 	})
 	return err
 }
+
+// Assign gives task id to profile: its next run runs there. A running
+// task is refused (its worker runs as its assignee), as is a closed one.
+func (b *Board) Assign(id, profile string) (Task, error) {
+	return b.Update(id, func(t *Task, _ time.Time) ([]Event, error) {
+		if t.Status == Running || !t.Open() {
+			return nil, fsstore.Refusedf("task %s is %s; only a task that is open and not running can be assigned", t.ID, t.Status)
+		}
+		if t.Assignee == profile {
+			return nil, nil
+		}
+		t.Assignee = profile
+		return []Event{{Type: EventAssigned, Detail: profile}}, nil
+	})
+}
