@@ -14,15 +14,19 @@ import (
 // state that allows it.
 //
 //	claim             ready, unclaimed   → running, a new run, a claim lock and an expiry
+//	                  (a waiting task whose parents are done, too; not before not_before)
 //	block             todo/ready/running → blocked (a running run ends: blocked)
 //	complete          any open           → done (a running run ends: completed)
 //	heartbeat         running            → running, the claim extended
-//	unblock           blocked            → ready
-//	ready             todo               → ready
+//	unblock           blocked            → ready (todo with parents)
+//	ready             todo               → ready, its parents done
 //	archive           not running        → archived
+//	assign            open, not running  → the same, another assignee
 //	register session  running            → the run records its session
-//	fail run          running            → blocked (crashed, protocol_violation, spawn_failed)
-//	reclaim           running            → ready (the run ends: reclaimed)
+//	fail run          running            → ready after a backoff (crashed, protocol_violation),
+//	                                       blocked (spawn_failed, or gave_up at the limit)
+//	reclaim           running            → as fail run (the run ends: reclaimed)
+//	link, unlink      todo/ready         → todo while a parent is not done (deps.go)
 //
 // A worker acts for its own run: Block, Complete, Heartbeat and
 // RegisterSession given a Worker refuse when its run or claim is no longer
