@@ -85,6 +85,7 @@ func kanbanCommand() *cli.Command {
 				Action: withEnv(kanbanList),
 			},
 			{Name: "show", Usage: "a task with its runs, comments and events", ArgsUsage: "ID", Action: withEnv(kanbanShow)},
+			kanbanWatchCommand(),
 			{
 				Name:      "comment",
 				Usage:     "comment on a task; a resumed worker gets the comments since the last block as its prompt",
