@@ -599,6 +599,30 @@ func (k *kanbanWorker) Comment(ctx context.Context, text string) error {
 	return err
 }
 
+// Create makes a task on the worker's board, assigned to assignee or the
+// worker's profile. A subtask is created, then made a parent of the
+// worker's task: a crash between the two leaves a task the worker's does
+// not wait for, which the worker, resumed, sees in its transcript.
+func (k *kanbanWorker) Create(ctx context.Context, title, body, assignee string, subtask bool) (string, error) {
+	if assignee == "" {
+		assignee = k.author
+	}
+	if err := profiles.CheckName(assignee); err != nil {
+		return "", err
+	}
+	b := k.boardFor(ctx)
+	t, err := b.Create(kanban.Task{Title: title, Body: body, Assignee: assignee})
+	if err != nil {
+		return "", err
+	}
+	if subtask {
+		if _, err := b.AddSubtask(k.w, t.ID); err != nil {
+			return t.ID, fmt.Errorf("task %s was created, but your task does not wait for it: %w", t.ID, err)
+		}
+	}
+	return t.ID, nil
+}
+
 func (k *kanbanWorker) Heartbeat(ctx context.Context) error {
 	_, err := k.boardFor(ctx).Heartbeat(k.w)
 	return err

@@ -377,12 +377,18 @@ type plan struct {
 func (d *Dispatcher) planRun(t kanban.Task) (plan, error) {
 	task := strings.TrimSpace(t.Title + "\n\n" + t.Body)
 	if len(t.Runs) == 0 {
-		results, err := d.parentResults(t)
+		results, err := d.parentResults(t, "")
 		if err != nil {
 			return plan{}, err
 		}
 		return plan{prompt: task + results + "\n\n" + protocol(t)}, nil
 	}
+	// Subtasks done since the last run started: what the worker waited for.
+	results, err := d.parentResults(t, t.Runs[len(t.Runs)-1].StartedAt)
+	if err != nil {
+		return plan{}, err
+	}
+	task += results
 	// A fresh worker after earlier runs still gets what people said since
 	// the last block, after the task itself.
 	comments, err := d.commentsSinceBlock(t)
@@ -419,7 +425,7 @@ func (d *Dispatcher) planRun(t kanban.Task) (plan, error) {
 		if sess.MessageCount == 0 {
 			continue // the run died before its first message
 		}
-		prompt, err := d.resumePrompt(t)
+		prompt, err := d.resumePrompt(t, results)
 		if err != nil {
 			return plan{}, err
 		}
@@ -431,18 +437,21 @@ func (d *Dispatcher) planRun(t kanban.Task) (plan, error) {
 	return skip("no earlier session")
 }
 
-// parentResults is what a task's first prompt says of its parents: each
-// one's title and result, in the order they were linked.
-func (d *Dispatcher) parentResults(t kanban.Task) (string, error) {
-	if len(t.Parents) == 0 {
-		return "", nil
-	}
+// parentResults is what a prompt says of the task's parents completed
+// after after ("": all): each one's title and result, in the order they
+// were linked, after a blank line; "" when there is none.
+func (d *Dispatcher) parentResults(t kanban.Task, after fsstore.Time) (string, error) {
 	var b strings.Builder
-	b.WriteString("\n\nThe tasks this one waited for are done:")
 	for _, id := range t.Parents {
 		p, err := d.Board.Get(id)
 		if err != nil {
 			return "", err
+		}
+		if !p.Done() || (after != "" && !after.Before(p.CompletedAt)) {
+			continue
+		}
+		if b.Len() == 0 {
+			b.WriteString("\n\nThe tasks this one waited for are done:")
 		}
 		fmt.Fprintf(&b, "\n\n%s (task %s): %s", p.Title, p.ID, firstNonEmpty(p.Result, "(no result given)"))
 	}
@@ -456,13 +465,17 @@ func firstNonEmpty(s, otherwise string) string {
 	return otherwise
 }
 
-// resumePrompt is the prompt of a resumed worker: the comments posted
-// since the last block, oldest first, or a note that the task resumes and
-// its body.
-func (d *Dispatcher) resumePrompt(t kanban.Task) (string, error) {
+// resumePrompt is the prompt of a resumed worker: the results of the
+// subtasks done since its last run (results), then the comments posted
+// since the last block, oldest first; with neither, a note that the task
+// resumes and its body.
+func (d *Dispatcher) resumePrompt(t kanban.Task, results string) (string, error) {
 	comments, err := d.commentsSinceBlock(t)
 	if err != nil {
 		return "", err
+	}
+	if results != "" {
+		comments = strings.TrimSpace(strings.TrimSpace(results) + "\n\n" + comments)
 	}
 	if comments == "" {
 		comments = strings.TrimSpace("The task resumes after an interruption. Continue where you left off.\n\n" + t.Title + "\n\n" + t.Body)
@@ -475,7 +488,8 @@ func (d *Dispatcher) resumePrompt(t kanban.Task) (string, error) {
 func protocol(t kanban.Task) string {
 	return "You are working kanban task " + t.ID + ". When the work is done, call the tool kanban_complete with its result; " +
 		"if you cannot go on, call kanban_block with the reason. End every run with one of the two. " +
-		"kanban_comment adds a note to the task, and kanban_heartbeat extends your claim during long work."
+		"kanban_comment adds a note to the task, and kanban_heartbeat extends your claim during long work; " +
+		"kanban_create with subtask true makes a subtask: block to wait for your subtasks, and you resume with their results."
 }
 
 // commentsSinceBlock joins the comments posted since the task was last

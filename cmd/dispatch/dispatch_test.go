@@ -181,7 +181,7 @@ func TestReconcileDryRun(t *testing.T) {
 	if got := r.get(id); got.Status != kanban.Running {
 		t.Fatalf("a dry run changed the task: %s", got.Status)
 	}
-	if !strings.Contains(r.out.String(), "would block "+id+": protocol_violation") {
+	if !strings.Contains(r.out.String(), "would end the run of "+id+": protocol_violation") {
 		t.Fatalf("said %q", r.out)
 	}
 }
