@@ -86,6 +86,7 @@ func kanbanCommand() *cli.Command {
 			},
 			{Name: "show", Usage: "a task with its runs, comments and events", ArgsUsage: "ID", Action: withEnv(kanbanShow)},
 			kanbanWatchCommand(),
+			kanbanStatsCommand(),
 			{
 				Name:      "comment",
 				Usage:     "comment on a task; a resumed worker gets the comments since the last block as its prompt",
