@@ -173,3 +173,38 @@ func TestDependenciesLinkUnlink(t *testing.T) {
 		t.Fatalf("link of a running child: %v", err)
 	}
 }
+
+// A worker that blocks while a subtask it made is not done waits (todo),
+// and is ready once the subtask is done; a stale worker cannot add one.
+func TestSubtaskWait(t *testing.T) {
+	b, clock, _ := kbBoard(t)
+	kbCreate(t, b, Task{ID: "o", Title: "orchestrate"})
+	task, err := b.Claim("o", time.Minute, "p", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := Worker{Task: "o", Run: task.CurrentRunID, Claim: task.ClaimLock}
+	kbCreate(t, b, Task{ID: "s", Title: "part"})
+	if _, err := b.AddSubtask(w, "s"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.AddSubtask(Worker{Task: "o", Run: "stale", Claim: "x"}, "s"); !errors.Is(err, fsstore.ErrRefused) {
+		t.Fatalf("a stale worker's subtask: %v", err)
+	}
+	clock.Advance(time.Second)
+	blocked, _, err := b.Block("o", &w, "waiting for the part")
+	if err != nil || blocked.Status != Todo || blocked.Runs[0].Outcome != OutcomeBlocked {
+		t.Fatalf("block with a subtask pending: %v %+v", err, blocked)
+	}
+	if _, h := kbView(t, b, "o"); h.Parent != "s" {
+		t.Fatalf("hold %+v", h)
+	}
+	kbDone(t, b, "s")
+	if v, _ := kbView(t, b, "o"); v.Status != Ready {
+		t.Fatalf("after the subtask: %s", v.Status)
+	}
+	// A person's block blocks, subtasks or not.
+	if task, _, err := b.Block("o", nil, "hold on"); err != nil || task.Status != Blocked {
+		t.Fatalf("a person's block: %v %+v", err, task)
+	}
+}
