@@ -51,7 +51,7 @@ func kanbanCommand() *cli.Command {
 					&cli.StringSliceFlag{Name: "parent", Usage: "a task this one waits for (repeatable): it is ready once they are all done"},
 					&cli.StringFlag{Name: "idempotency-key", Usage: "a create with a key that made a task before prints that task, creating nothing"},
 					&cli.StringFlag{Name: "at", Usage: "ready at this time: RFC 3339, or a duration from now (90m)"},
-					&cli.IntFlag{Name: "max-retries", Usage: "retries after a failed run before the task is given up (default: kanban.failure_limit in config.yaml, less one)"},
+					&cli.IntFlag{Name: "max-retries", Usage: "retries after a failed run before the task is given up", DefaultText: "kanban.failure_limit in config.yaml, less one"},
 				},
 				Action: withEnv(kanbanCreate),
 			},
