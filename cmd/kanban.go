@@ -47,9 +47,31 @@ func kanbanCommand() *cli.Command {
 					&cli.StringFlag{Name: "assignee", Usage: "the profile whose agent works it (default: this profile)"},
 					&cli.IntFlag{Name: "priority", Usage: "higher is dispatched first"},
 					&cli.StringFlag{Name: "resume-on-respawn", Usage: "true or false (default: kanban.resume_on_respawn in config.yaml, else true)"},
-					&cli.StringFlag{Name: "status", Value: string(kanban.Ready), Usage: "todo or ready"},
+					&cli.StringFlag{Name: "status", Value: string(kanban.Ready), Usage: "todo or ready (a task with parents waits for them)"},
+					&cli.StringSliceFlag{Name: "parent", Usage: "a task this one waits for (repeatable): it is ready once they are all done"},
+					&cli.StringFlag{Name: "idempotency-key", Usage: "a create with a key that made a task before prints that task, creating nothing"},
+					&cli.StringFlag{Name: "at", Usage: "ready at this time: RFC 3339, or a duration from now (90m)"},
+					&cli.IntFlag{Name: "max-retries", Usage: "retries after a failed run before the task is given up", DefaultText: "kanban.failure_limit in config.yaml, less one"},
 				},
 				Action: withEnv(kanbanCreate),
+			},
+			{
+				Name:      "assign",
+				Usage:     "give a task that is not running to PROFILE, whose agent works its next run",
+				ArgsUsage: "ID PROFILE",
+				Action:    withEnv(kanbanAssign),
+			},
+			{
+				Name:      "link",
+				Usage:     "make PARENT a parent of CHILD: CHILD waits until PARENT is done (a cycle is refused)",
+				ArgsUsage: "CHILD PARENT",
+				Action:    withEnv(kanbanLink((*kanban.Board).Link)),
+			},
+			{
+				Name:      "unlink",
+				Usage:     "remove PARENT from CHILD's parents",
+				ArgsUsage: "CHILD PARENT",
+				Action:    withEnv(kanbanLink((*kanban.Board).Unlink)),
 			},
 			{
 				Name:      "list",
@@ -58,10 +80,13 @@ func kanbanCommand() *cli.Command {
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "status", Usage: "only this status"},
 					&cli.StringFlag{Name: "assignee", Usage: "only this assignee"},
+					&cli.BoolFlag{Name: "tree", Usage: "each task under its parents"},
 				},
 				Action: withEnv(kanbanList),
 			},
 			{Name: "show", Usage: "a task with its runs, comments and events", ArgsUsage: "ID", Action: withEnv(kanbanShow)},
+			kanbanWatchCommand(),
+			kanbanStatsCommand(),
 			{
 				Name:      "comment",
 				Usage:     "comment on a task; a resumed worker gets the comments since the last block as its prompt",
@@ -166,6 +191,17 @@ func kanbanCreate(e *env) error {
 	if err := profiles.CheckName(t.Assignee); err != nil {
 		return err
 	}
+	t.Parents = e.c.StringSlice("parent")
+	if len(t.Parents) > 0 && e.c.IsSet("status") {
+		return usagef("a task with --parent waits for its parents (todo, then ready): give no --status")
+	}
+	if e.c.IsSet("max-retries") {
+		n := e.c.Int("max-retries")
+		if n < 0 {
+			return usagef("--max-retries must be 0 or more")
+		}
+		t.MaxRetries = &n
+	}
 	if s := e.c.String("resume-on-respawn"); s != "" {
 		v, err := strconv.ParseBool(s)
 		if err != nil {
@@ -173,11 +209,20 @@ func kanbanCreate(e *env) error {
 		}
 		t.ResumeOnRespawn = &v
 	}
+	if at := e.c.String("at"); at != "" {
+		if t.NotBefore, err = kanban.ParseAt(at, time.Now(), profiles.ParseDuration); err != nil {
+			return err
+		}
+	}
 	board, err := e.board()
 	if err != nil {
 		return err
 	}
-	t, err = board.Create(t)
+	if e.c.IsSet("idempotency-key") {
+		t, err = board.CreateOnce(e.c.String("idempotency-key"), t)
+	} else {
+		t, err = board.Create(t)
+	}
 	if err != nil {
 		return err
 	}
@@ -219,12 +264,19 @@ func kanbanList(e *env) error {
 	if err != nil {
 		return err
 	}
+	all, err = viewAll(board, all)
+	if err != nil {
+		return err
+	}
 	var list []kanban.Task
 	for _, t := range all {
 		if (status == "" && t.Status == kanban.Archived) || (status != "" && t.Status != status) || (assignee != "" && t.Assignee != assignee) {
 			continue
 		}
 		list = append(list, t)
+	}
+	if e.c.Bool("tree") {
+		return printTree(e, kanbanTree(list))
 	}
 	if e.json {
 		for _, t := range list {
@@ -281,19 +333,37 @@ func kanbanShow(e *env) error {
 	if events == nil {
 		events = []kanban.Event{} // an events log lost or torn whole: still an array
 	}
+	t, hold, err := board.View(t, nil)
+	if err != nil {
+		return err
+	}
 	if e.json {
+		var held *kanban.Hold
+		if hold.Parent != "" {
+			held = &hold
+		}
 		return printJSON(e.stdout, struct {
 			kanban.Task
+			Hold     *kanban.Hold     `json:"hold,omitempty"`
 			Comments []kanban.Comment `json:"comments"`
 			Events   []kanban.Event   `json:"events"`
-		}{t, comments, events})
+		}{t, held, comments, events})
 	}
 	tb := newTable(e.stdout)
 	tb.row("id:", t.ID)
 	tb.row("title:", t.Title)
 	tb.row("status:", t.Status)
+	if hold.Parent != "" {
+		tb.row("waiting:", hold.Reason)
+	}
 	if t.BlockReason != "" {
 		tb.row("blocked:", t.BlockReason)
+	}
+	if len(t.Parents) > 0 {
+		tb.row("parents:", strings.Join(t.Parents, " "))
+	}
+	if t.NotBefore != "" && t.Status == kanban.Ready {
+		tb.row("not before:", t.NotBefore)
 	}
 	tb.row("assignee:", t.Assignee)
 	tb.row("priority:", t.Priority)
@@ -396,7 +466,11 @@ func target(e *env) (id string, w *kanban.Worker, err error) {
 	return id, nil, fsstore.CheckID("task id", id)
 }
 
-func printKanbanTask(e *env, t kanban.Task) error {
+// printKanbanTask prints a task a verb changed, as readers see it.
+func printKanbanTask(e *env, board *kanban.Board, t kanban.Task) error {
+	if v, _, err := board.View(t, nil); err == nil {
+		t = v
+	}
 	if e.json {
 		return printJSON(e.stdout, t)
 	}
@@ -436,7 +510,7 @@ func kanbanBlock(e *env) error {
 			e.warn(fmt.Sprintf("task %s is blocked, but its worker %s: %v", t.ID, worker, err))
 		}
 	}
-	return printKanbanTask(e, t)
+	return printKanbanTask(e, board, t)
 }
 
 // personVerb is a verb a person runs on the task ID names: one board
@@ -451,7 +525,7 @@ func personVerb(move func(*kanban.Board, string) (kanban.Task, error)) func(*env
 		if err != nil {
 			return err
 		}
-		return printKanbanTask(e, t)
+		return printKanbanTask(e, board, t)
 	}
 }
 
@@ -468,7 +542,7 @@ func kanbanComplete(e *env) error {
 	if err != nil {
 		return err
 	}
-	return printKanbanTask(e, t)
+	return printKanbanTask(e, board, t)
 }
 
 func kanbanHeartbeat(e *env) error {
@@ -524,6 +598,30 @@ func (k *kanbanWorker) Block(ctx context.Context, reason string) error {
 func (k *kanbanWorker) Comment(ctx context.Context, text string) error {
 	_, err := k.boardFor(ctx).AddComment(k.w.Task, k.author, text)
 	return err
+}
+
+// Create makes a task on the worker's board, assigned to assignee or the
+// worker's profile. A subtask is created, then made a parent of the
+// worker's task: a crash between the two leaves a task the worker's does
+// not wait for, which the worker, resumed, sees in its transcript.
+func (k *kanbanWorker) Create(ctx context.Context, title, body, assignee string, subtask bool) (string, error) {
+	if assignee == "" {
+		assignee = k.author
+	}
+	if err := profiles.CheckName(assignee); err != nil {
+		return "", err
+	}
+	b := k.boardFor(ctx)
+	t, err := b.Create(kanban.Task{Title: title, Body: body, Assignee: assignee})
+	if err != nil {
+		return "", err
+	}
+	if subtask {
+		if _, err := b.AddSubtask(k.w, t.ID); err != nil {
+			return t.ID, fmt.Errorf("task %s was created, but your task does not wait for it: %w", t.ID, err)
+		}
+	}
+	return t.ID, nil
 }
 
 func (k *kanbanWorker) Heartbeat(ctx context.Context) error {
@@ -582,4 +680,26 @@ func kanbanRegisterSession(e *env) error {
 		return err
 	}
 	return board.RegisterSession(w, sid)
+}
+
+func kanbanAssign(e *env) error {
+	if e.c.NArg() != 2 {
+		return usagef("assign takes ID and PROFILE")
+	}
+	id, profile := e.c.Args().Get(0), e.c.Args().Get(1)
+	if err := fsstore.CheckID("task id", id); err != nil {
+		return err
+	}
+	if err := profiles.CheckName(profile); err != nil {
+		return err
+	}
+	board, err := e.board()
+	if err != nil {
+		return err
+	}
+	t, err := board.Assign(id, profile)
+	if err != nil {
+		return err
+	}
+	return printKanbanTask(e, board, t)
 }

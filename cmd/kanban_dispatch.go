@@ -2,12 +2,14 @@ package cmd
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
 	"github.com/hermes/hermes/cmd/dispatch"
+	"github.com/hermes/hermes/fsstore/kanban"
 	"github.com/hermes/hermes/fsstore/sessions"
 	"github.com/hermes/hermes/fsstore/tasks"
 	"github.com/hermes/hermes/profiles"
@@ -54,6 +56,12 @@ func kanbanDispatch(e *env) error {
 	if d.Board, err = e.board(); err != nil {
 		return err
 	}
+	if err := retryPolicy(d.Board, cfg); err != nil {
+		return err
+	}
+	if err := inProgressLimits(d, cfg, e.c.IsSet("max-workers")); err != nil {
+		return err
+	}
 	if d.Tasks, err = e.tasks(); err != nil {
 		return err
 	}
@@ -78,6 +86,49 @@ func kanbanDispatch(e *env) error {
 		case <-time.After(interval):
 		}
 	}
+}
+
+// retryPolicy sets the board's retry policy from config.yaml
+// (kanban.failure_limit, kanban.retry_backoff, which may be 0s: retry at
+// the next tick); a bad value is exit 2.
+func retryPolicy(b *kanban.Board, cfg profiles.Config) error {
+	if n := cfg.Kanban.FailureLimit; n < 0 {
+		return usagef("kanban.failure_limit must be at least 1 (0 or unset: %d)", kanban.DefaultFailureLimit)
+	} else if n > 0 {
+		b.FailureLimit = n
+	}
+	backoff, err := durationSetting("kanban.retry_backoff", cfg.Kanban.RetryBackoff, kanban.DefaultRetryBackoff, profiles.ParseDuration)
+	if err != nil {
+		return err
+	}
+	b.RetryBackoff = backoff
+	return nil
+}
+
+// inProgressLimits applies kanban.max_in_progress (the board's running
+// tasks: --max-workers when it is not given, else the smaller of the two)
+// and kanban.assignees.<profile>.max_in_progress. A bad value is exit 2.
+func inProgressLimits(d *dispatch.Dispatcher, cfg profiles.Config, flagSet bool) error {
+	if n := cfg.Kanban.MaxInProgress; n < 0 {
+		return usagef("kanban.max_in_progress must be at least 1")
+	} else if n > 0 && (!flagSet || n < d.MaxWorkers) {
+		d.MaxWorkers = n
+	}
+	for who, a := range cfg.Kanban.Assignees {
+		if err := profiles.CheckName(who); err != nil {
+			return fmt.Errorf("kanban.assignees: %w", err)
+		}
+		if a.MaxInProgress < 0 {
+			return usagef("kanban.assignees.%s.max_in_progress must be at least 1", who)
+		}
+		if a.MaxInProgress > 0 {
+			if d.MaxInProgress == nil {
+				d.MaxInProgress = map[string]int{}
+			}
+			d.MaxInProgress[who] = a.MaxInProgress
+		}
+	}
+	return nil
 }
 
 // spawnWorker starts a kanban worker as background task id under the

@@ -38,6 +38,15 @@ type Config struct {
 	Kanban struct {
 		ResumeOnRespawn *bool  `yaml:"resume_on_respawn" json:"resume_on_respawn"`
 		WorkerCommand   string `yaml:"worker_command" json:"worker_command"`
+		// FailureLimit and RetryBackoff are the board's retry policy
+		// (fsstore/kanban retry.go); unset, its defaults.
+		FailureLimit int    `yaml:"failure_limit" json:"failure_limit"`
+		RetryBackoff string `yaml:"retry_backoff" json:"retry_backoff"`
+		// MaxInProgress bounds the board's running tasks, and each
+		// assignee's under Assignees; unset, no bound beyond dispatch's
+		// --max-workers.
+		MaxInProgress int                       `yaml:"max_in_progress" json:"max_in_progress"`
+		Assignees     map[string]KanbanAssignee `yaml:"assignees" json:"assignees"`
 	} `yaml:"kanban" json:"kanban"`
 	Gateway struct {
 		Addr string `yaml:"addr" json:"addr"`
@@ -153,4 +162,10 @@ func LoadConfig(dir string) (Config, error) {
 		return c, fsstore.Invalidf("%s: %w", path, err)
 	}
 	return c, nil
+}
+
+// KanbanAssignee is what kanban.assignees.<profile> sets for the tasks
+// assigned to that profile.
+type KanbanAssignee struct {
+	MaxInProgress int `yaml:"max_in_progress" json:"max_in_progress"`
 }

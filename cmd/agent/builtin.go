@@ -16,7 +16,7 @@ func Builtin() []Tool {
 		terminalTool{}, processTool{}, readFileTool{}, writeFileTool{}, editFileTool{},
 		searchFilesTool{}, findFilesTool{}, searchTool{},
 		kanbanTool{name: "kanban_complete"}, kanbanTool{name: "kanban_block"},
-		kanbanTool{name: "kanban_comment"}, kanbanTool{name: "kanban_heartbeat"},
+		kanbanTool{name: "kanban_comment"}, kanbanTool{name: "kanban_heartbeat"}, kanbanTool{name: "kanban_create"},
 	}
 }
 
@@ -27,7 +27,7 @@ func GeneralToolNames() []string {
 
 // KanbanToolNames are the tools offered only inside a kanban worker.
 func KanbanToolNames() []string {
-	return []string{"kanban_complete", "kanban_block", "kanban_comment", "kanban_heartbeat"}
+	return []string{"kanban_complete", "kanban_block", "kanban_comment", "kanban_heartbeat", "kanban_create"}
 }
 
 // Select returns the tools names picks. No names means the default: the

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -52,7 +53,7 @@ func TestSelect(t *testing.T) {
 		err      string
 	}{
 		{nil, false, "terminal,process,read_file,write_file,edit_file,search_files,find_files,session_search", ""},
-		{nil, true, "terminal,process,read_file,write_file,edit_file,search_files,find_files,session_search,kanban_complete,kanban_block,kanban_comment,kanban_heartbeat", ""},
+		{nil, true, "terminal,process,read_file,write_file,edit_file,search_files,find_files,session_search,kanban_complete,kanban_block,kanban_comment,kanban_heartbeat,kanban_create", ""},
 		{[]string{"read_file", "terminal", "read_file"}, false, "read_file,terminal", ""},
 		{[]string{}, false, "", ""},
 		{[]string{"rm_rf"}, false, "", `unknown tool "rm_rf"`},
@@ -391,6 +392,10 @@ func (w *fakeWorker) Heartbeat(context.Context) error {
 	w.calls = append(w.calls, "heartbeat")
 	return w.refuse
 }
+func (w *fakeWorker) Create(_ context.Context, title, body, assignee string, subtask bool) (string, error) {
+	w.calls = append(w.calls, fmt.Sprintf("create %s/%s/%s/%v", title, body, assignee, subtask))
+	return "t9", w.refuse
+}
 
 func TestKanbanTools(t *testing.T) {
 	env := toolEnv(t)
@@ -399,12 +404,13 @@ func TestKanbanTools(t *testing.T) {
 	for name, args := range map[string]string{
 		"kanban_complete": `{"result":"shipped"}`, "kanban_block": `{"reason":"no data"}`,
 		"kanban_comment": `{"text":"half way"}`, "kanban_heartbeat": `{}`,
+		"kanban_create": `{"title":"part one","body":"do it","subtask":true}`,
 	} {
 		if _, err := run(t, kanbanTool{name: name}, env, args); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 	}
-	if len(w.calls) != 4 {
+	if len(w.calls) != 5 || !slices.Contains(w.calls, "create part one/do it//true") {
 		t.Fatalf("calls %q", w.calls)
 	}
 	if _, err := run(t, kanbanTool{name: "kanban_block"}, env, `{"reason":" "}`); err == nil {

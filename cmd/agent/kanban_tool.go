@@ -24,6 +24,15 @@ func (k kanbanTool) Schema() json.RawMessage {
 	case "kanban_comment":
 		return schema(k.name, "Add a comment to your kanban task: progress, a finding, a question.",
 			map[string]any{"text": prop("string", "the comment")}, "text")
+	case "kanban_create":
+		return schema(k.name, "Create a kanban task. With subtask true, your own task waits for it: create your subtasks, then call kanban_block saying you wait for them, and end your turn; "+
+			"your session resumes with their results once they are all done.",
+			map[string]any{
+				"title":    prop("string", "what the task is, in a line"),
+				"body":     prop("string", "what to do, in detail"),
+				"assignee": prop("string", "the profile whose agent works it (default: yours)"),
+				"subtask":  prop("boolean", "whether your own task waits for this one"),
+			}, "title")
 	}
 	return schema(k.name, "Extend your claim on your kanban task during long work, so that the dispatcher does not take it back.", map[string]any{})
 }
@@ -35,9 +44,13 @@ func (k kanbanTool) Run(ctx context.Context, env *Env, raw json.RawMessage) (str
 		return "", fmt.Errorf("%s: this is not a kanban worker", k.name)
 	}
 	var args struct {
-		Result string `json:"result"`
-		Reason string `json:"reason"`
-		Text   string `json:"text"`
+		Result   string `json:"result"`
+		Reason   string `json:"reason"`
+		Text     string `json:"text"`
+		Title    string `json:"title"`
+		Body     string `json:"body"`
+		Assignee string `json:"assignee"`
+		Subtask  bool   `json:"subtask"`
 	}
 	if err := decodeArgs(k.name, raw, &args); err != nil {
 		return "", err
@@ -57,6 +70,16 @@ func (k kanbanTool) Run(ctx context.Context, env *Env, raw json.RawMessage) (str
 			return "", errors.New("kanban_comment: text is required")
 		}
 		err, done = env.Kanban.Comment(ctx, args.Text), "comment added"
+	case "kanban_create":
+		if strings.TrimSpace(args.Title) == "" {
+			return "", errors.New("kanban_create: title is required")
+		}
+		var id string
+		id, err = env.Kanban.Create(ctx, args.Title, args.Body, args.Assignee, args.Subtask)
+		done = "created task " + id
+		if args.Subtask {
+			done += "; your task waits for it once you call kanban_block"
+		}
 	default:
 		err, done = env.Kanban.Heartbeat(ctx), "claim extended"
 	}

@@ -81,6 +81,9 @@ type KanbanWorker interface {
 	Block(ctx context.Context, reason string) error
 	Comment(ctx context.Context, text string) error
 	Heartbeat(ctx context.Context) error
+	// Create makes a task on the worker's board and returns its id; a
+	// subtask is one the worker's own task waits for.
+	Create(ctx context.Context, title, body, assignee string, subtask bool) (string, error)
 }
 
 // Default limits, each overridden by config.yaml's agent section.

@@ -79,8 +79,12 @@ type Dispatcher struct {
 	Worker          []string
 	ResumeOnRespawn *bool
 	MaxWorkers      int
-	ClaimTTL        time.Duration
-	DryRun          bool
+	// MaxInProgress is kanban.assignees.<profile>.max_in_progress: at
+	// most this many running tasks of each assignee named, counted over
+	// the whole board (every host's runs), as MaxWorkers is.
+	MaxInProgress map[string]int
+	ClaimTTL      time.Duration
+	DryRun        bool
 	// Now, Kill and ReconcileTasks default to time.Now, supervisor.Kill and
 	// supervisor.Reconcile.
 	Now            func() time.Time
@@ -144,21 +148,27 @@ func (d *Dispatcher) Tick() error {
 		return err
 	}
 	running := 0
+	byAssignee := map[string]int{}
 	var ready []kanban.Task
 	var failed []error
 	for _, t := range open {
-		switch t.Status {
-		case kanban.Running:
+		if t.Status == kanban.Running {
 			still, err := d.reconcile(t)
 			if err != nil {
 				failed = append(failed, err)
 			}
 			if still {
 				running++
+				byAssignee[d.assignee(t)]++
 			}
-		case kanban.Ready:
-			ready = append(ready, t)
 		}
+	}
+	now := d.now()
+	for _, t := range d.claimable(open) {
+		if at, err := t.NotBefore.Instant(); err == nil && now.Before(at) {
+			continue // a retry's backoff, or a task for later
+		}
+		ready = append(ready, t)
 	}
 	sort.SliceStable(ready, func(i, j int) bool {
 		if ready[i].Priority != ready[j].Priority {
@@ -170,9 +180,14 @@ func (d *Dispatcher) Tick() error {
 		if running >= d.MaxWorkers {
 			break
 		}
+		who := d.assignee(t)
+		if limit, ok := d.MaxInProgress[who]; ok && byAssignee[who] >= limit {
+			continue
+		}
 		if d.DryRun {
 			d.say("claim %s (%s)", t.ID, t.Title)
 			running++
+			byAssignee[who]++
 			continue
 		}
 		started, err := d.claimAndSpawn(t)
@@ -181,9 +196,39 @@ func (d *Dispatcher) Tick() error {
 		}
 		if started {
 			running++
+			byAssignee[who]++
 		}
 	}
 	return errors.Join(failed...)
+}
+
+// claimable returns the open tasks that are ready: those stored ready, and
+// the waiting ones (todo, with parents) whose parents are all done. An
+// open parent is not done, and is known without a read: only parents
+// that are closed, or gone, are read.
+func (d *Dispatcher) claimable(open []kanban.Task) []kanban.Task {
+	byID := make(map[string]kanban.Task, len(open))
+	for _, t := range open {
+		byID[t.ID] = t
+	}
+	get := func(id string) (kanban.Task, error) {
+		if t, ok := byID[id]; ok {
+			return t, nil
+		}
+		return d.Board.Get(id)
+	}
+	var out []kanban.Task
+	for _, t := range open {
+		v, _, err := d.Board.View(t, get)
+		if err != nil {
+			d.Warn(err.Error())
+			continue
+		}
+		if v.Status == kanban.Ready {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // reconcile looks at a running task's worker. It reports whether the task
@@ -228,14 +273,14 @@ func (d *Dispatcher) reconcile(t kanban.Task) (bool, error) {
 			reason = "the worker was lost: " + w.Error
 		}
 		if d.DryRun {
-			d.say("block %s: %s (%s)", t.ID, outcome, reason)
+			d.say("end the run of %s: %s (%s)", t.ID, outcome, reason)
 			return false, nil
 		}
-		err := d.Board.FailRun(t.ID, r.ID, outcome, reason, w.ExitCode, w.Signal)
-		if err == nil {
-			d.say("blocked %s: %s (%s)", t.ID, outcome, reason)
+		if err := d.Board.FailRun(t.ID, r.ID, outcome, reason, w.ExitCode, w.Signal); err != nil {
+			return false, err
 		}
-		return false, err
+		d.sayFailed(t.ID, outcome+" ("+reason+")")
+		return false, nil
 	}
 	expires, err := t.ClaimExpires.Instant()
 	if err != nil || d.now().Before(expires) {
@@ -259,8 +304,15 @@ func (d *Dispatcher) reconcile(t kanban.Task) (bool, error) {
 	}
 	if r.WorkerTaskID != "" && !unseen {
 		killed, killErr := d.kill(d.Tasks, w.ID, syscall.SIGTERM, 5*time.Second)
-		if killErr != nil && !errors.Is(killErr, fsstore.ErrRefused) {
-			d.Warn(killErr.Error())
+		if !killed.Finished() {
+			// Not stopped (its command not started yet, or not gone):
+			// reclaimed now, the task could be claimed again while this
+			// worker lives. The next tick tries again.
+			if killErr == nil {
+				killErr = fmt.Errorf("its worker task %s has not ended", w.ID)
+			}
+			d.Warn(fmt.Sprintf("task %s: its claim expired, but its worker is not stopped, so it is not reclaimed yet: %v", t.ID, killErr))
+			return true, nil
 		}
 		w = killed
 	}
@@ -269,11 +321,34 @@ func (d *Dispatcher) reconcile(t kanban.Task) (bool, error) {
 		return false, err
 	}
 	if unseen {
-		d.say("reclaimed %s: its claim expired; its worker task %s, of host %s, has no record here and is not stopped", t.ID, r.WorkerTaskID, r.Host)
+		d.sayFailed(t.ID, fmt.Sprintf("reclaimed (its claim expired; its worker task %s, of host %s, has no record here and is not stopped)", r.WorkerTaskID, r.Host))
 	} else {
-		d.say("reclaimed %s: its claim expired", t.ID)
+		d.sayFailed(t.ID, "reclaimed (its claim expired)")
 	}
 	return false, nil
+}
+
+// sayFailed says what became of task id after a failed run (what): a
+// retry, or the task given up (retry.go).
+func (d *Dispatcher) sayFailed(id, what string) {
+	t, err := d.Board.Get(id)
+	switch {
+	case err != nil:
+		d.say("%s %s", what, id)
+	case t.Status == kanban.Blocked:
+		d.say("blocked %s: %s", id, t.BlockReason)
+	default:
+		d.say("retry %s at %s: %s", id, t.NotBefore, what)
+	}
+}
+
+// assignee is the profile whose agent works t: its assignee, else the
+// board's.
+func (d *Dispatcher) assignee(t kanban.Task) string {
+	if t.Assignee != "" {
+		return t.Assignee
+	}
+	return d.Profile
 }
 
 // resumeOn is the task's resume setting, else the profile's, else true.
@@ -302,8 +377,18 @@ type plan struct {
 func (d *Dispatcher) planRun(t kanban.Task) (plan, error) {
 	task := strings.TrimSpace(t.Title + "\n\n" + t.Body)
 	if len(t.Runs) == 0 {
-		return plan{prompt: task + "\n\n" + protocol(t)}, nil
+		results, err := d.parentResults(t, "")
+		if err != nil {
+			return plan{}, err
+		}
+		return plan{prompt: task + results + "\n\n" + protocol(t)}, nil
 	}
+	// Subtasks done since the last run started: what the worker waited for.
+	results, err := d.parentResults(t, t.Runs[len(t.Runs)-1].StartedAt)
+	if err != nil {
+		return plan{}, err
+	}
+	task += results
 	// A fresh worker after earlier runs still gets what people said since
 	// the last block, after the task itself.
 	comments, err := d.commentsSinceBlock(t)
@@ -340,7 +425,7 @@ func (d *Dispatcher) planRun(t kanban.Task) (plan, error) {
 		if sess.MessageCount == 0 {
 			continue // the run died before its first message
 		}
-		prompt, err := d.resumePrompt(t)
+		prompt, err := d.resumePrompt(t, results)
 		if err != nil {
 			return plan{}, err
 		}
@@ -352,13 +437,45 @@ func (d *Dispatcher) planRun(t kanban.Task) (plan, error) {
 	return skip("no earlier session")
 }
 
-// resumePrompt is the prompt of a resumed worker: the comments posted
-// since the last block, oldest first, or a note that the task resumes and
-// its body.
-func (d *Dispatcher) resumePrompt(t kanban.Task) (string, error) {
+// parentResults is what a prompt says of the task's parents completed
+// after after ("": all): each one's title and result, in the order they
+// were linked, after a blank line; "" when there is none.
+func (d *Dispatcher) parentResults(t kanban.Task, after fsstore.Time) (string, error) {
+	var b strings.Builder
+	for _, id := range t.Parents {
+		p, err := d.Board.Get(id)
+		if err != nil {
+			return "", err
+		}
+		if !p.Done() || (after != "" && !after.Before(p.CompletedAt)) {
+			continue
+		}
+		if b.Len() == 0 {
+			b.WriteString("\n\nThe tasks this one waited for are done:")
+		}
+		fmt.Fprintf(&b, "\n\n%s (task %s): %s", p.Title, p.ID, firstNonEmpty(p.Result, "(no result given)"))
+	}
+	return b.String(), nil
+}
+
+func firstNonEmpty(s, otherwise string) string {
+	if s != "" {
+		return s
+	}
+	return otherwise
+}
+
+// resumePrompt is the prompt of a resumed worker: the results of the
+// subtasks done since its last run (results), then the comments posted
+// since the last block, oldest first; with neither, a note that the task
+// resumes and its body.
+func (d *Dispatcher) resumePrompt(t kanban.Task, results string) (string, error) {
 	comments, err := d.commentsSinceBlock(t)
 	if err != nil {
 		return "", err
+	}
+	if results != "" {
+		comments = strings.TrimSpace(strings.TrimSpace(results) + "\n\n" + comments)
 	}
 	if comments == "" {
 		comments = strings.TrimSpace("The task resumes after an interruption. Continue where you left off.\n\n" + t.Title + "\n\n" + t.Body)
@@ -371,7 +488,8 @@ func (d *Dispatcher) resumePrompt(t kanban.Task) (string, error) {
 func protocol(t kanban.Task) string {
 	return "You are working kanban task " + t.ID + ". When the work is done, call the tool kanban_complete with its result; " +
 		"if you cannot go on, call kanban_block with the reason. End every run with one of the two. " +
-		"kanban_comment adds a note to the task, and kanban_heartbeat extends your claim during long work."
+		"kanban_comment adds a note to the task, and kanban_heartbeat extends your claim during long work; " +
+		"kanban_create with subtask true makes a subtask: block to wait for your subtasks, and you resume with their results."
 }
 
 // commentsSinceBlock joins the comments posted since the task was last
@@ -417,10 +535,7 @@ func (d *Dispatcher) claimAndSpawn(t kanban.Task) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	profile := t.Assignee
-	if profile == "" {
-		profile = d.Profile
-	}
+	profile := d.assignee(t)
 	workerID := fsstore.NewID(d.now())
 	pending, err := d.Board.ClaimPending(t.ID, d.ClaimTTL, profile, func(_ *kanban.Task, r *kanban.Run) []kanban.Event {
 		r.ResumedFromSession = p.sessionID

@@ -123,11 +123,14 @@ func TestReconcile(t *testing.T) {
 		{name: "killed", ended: func(t *tasks.Task) { t.Status, t.Signal = tasks.Killed, "SIGKILL" }, status: kanban.Blocked, outcome: kanban.OutcomeCrashed, reason: "killed by SIGKILL"},
 		{name: "lost", ended: func(t *tasks.Task) { t.Status, t.Error = tasks.Lost, "its supervisor died" }, status: kanban.Blocked, outcome: kanban.OutcomeCrashed, reason: "lost: its supervisor died"},
 		{name: "record gone", gone: true, status: kanban.Blocked, outcome: kanban.OutcomeCrashed, reason: "is gone"},
-		{name: "claim expired", expired: true, status: kanban.Ready, outcome: kanban.OutcomeReclaimed, killed: true},
+		{name: "claim expired", expired: true, status: kanban.Blocked, outcome: kanban.OutcomeReclaimed, reason: "reclaimed: claim expired", killed: true},
 		{name: "still working", status: kanban.Running},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := newRig(t)
+			// A failure gives up at once: what a failure is is tested
+			// here, retries in TestRetries.
+			r.d.Board.FailureLimit = 1
 			id := r.task("work")
 			r.tick()
 			if len(r.spawned) != 1 {
@@ -178,7 +181,7 @@ func TestReconcileDryRun(t *testing.T) {
 	if got := r.get(id); got.Status != kanban.Running {
 		t.Fatalf("a dry run changed the task: %s", got.Status)
 	}
-	if !strings.Contains(r.out.String(), "would block "+id+": protocol_violation") {
+	if !strings.Contains(r.out.String(), "would end the run of "+id+": protocol_violation") {
 		t.Fatalf("said %q", r.out)
 	}
 }

@@ -6,7 +6,18 @@
 // A running task's worker decides its fate: one that exited 0 without
 // completing or blocking is a protocol violation, one that failed, was
 // killed or was lost has crashed, and a claim that expired with no
-// heartbeat is reclaimed after its worker is stopped. Several hosts may
+// heartbeat is reclaimed after its worker is stopped; each is retried by
+// the board's rules up to a limit (fsstore/kanban retry.go). A worker that
+// cannot be stopped yet (its command not started) is left running, and its
+// task is not reclaimed, until a tick stops it: a task has at most one
+// live worker.
+//
+// The tasks a tick claims are the open ones that are ready and past their
+// not_before, and the waiting ones whose parents are all done: a parent
+// that is open is known not done without a read, so only closed parents
+// are read. Claims go highest priority first, oldest first, up to
+// MaxWorkers running tasks on the board and MaxInProgress of each
+// assignee named, counted over every host's runs. Several hosts may
 // share a board: a worker's pids are looked up only on its run's host.
 // Elsewhere a run is crashed only once its worker's task is lost by its
 // lease (60 s without a heartbeat), and an expired claim whose worker

@@ -27,6 +27,8 @@ func (r *rig) onHost(host string, now *time.Time) {
 // expired the worker is lost and the task blocked (crashed).
 func TestForeignRunByLease(t *testing.T) {
 	r := newRig(t)
+	r.d.Board.FailureLimit = 1
+	r.d.Board.FailureLimit = 1
 	now := epoch.Add(10 * time.Minute)
 	r.onHost("host-a", &now)
 	id := r.task("far away")

@@ -2,6 +2,27 @@
 // their runs, comments and events, on the engine of package fsstore, and
 // is the one home of the board's rules (kanban_rules.go).
 //
+// A task's states and the rules (kanban_rules.go, deps.go, retry.go) that
+// move it, each one compare-and-swap of its document:
+//
+//	from            to                  by
+//	(new)           ready               Create (not_before: --at)
+//	(new)           todo                Create with Status todo, or with parents
+//	todo            ready               Ready (refused while a parent is not done);
+//	                                    a waiting task: read as ready from the commit
+//	                                    that completes its last parent (deps.go)
+//	ready           todo                Link to a parent not done
+//	ready, waiting  running             Claim (refused before not_before, or while a
+//	                                    parent is not done)
+//	running         done                Complete
+//	running         blocked             Block, FailRun of spawn_failed, the failure
+//	                                    that reaches the limit (gave_up)
+//	running         ready               FailRun (crashed, protocol_violation) and
+//	                                    Reclaim under the limit, after a backoff
+//	blocked         ready (todo)        Unblock (todo when the task has parents)
+//	todo, ready     blocked             Block
+//	not running     archived            Archive
+//
 // A task is a document that holds its runs, so that a claim (the task
 // becomes running and gains a run) is one atomic write: a compare-and-swap
 // under the task's lock (Update). Each rule (claim, block, complete,
@@ -57,6 +78,12 @@
 // worker started, or could not) is stored, the document the claim
 // replaced is kept as a hidden hard link, and Undo renames it back when
 // not even the outcome can be written (a full disk), which needs no space.
+//
+// A create with an idempotency key (CreateOnce) first records the new
+// task's id in keys/<hash of the key>, under that file's lock, then
+// creates the task: the key's file is the commit point, and a crash
+// before the task is mended by the next create with the key, which makes
+// the task with the recorded id.
 //
 // A marker in open/ for each task not done or archived lets a dispatch
 // tick read only the open tasks. It is written before the task's document

@@ -68,6 +68,10 @@ const (
 	EventSessionRegistered EventType = "session_registered"
 	EventResumed           EventType = "resumed"
 	EventResumeSkipped     EventType = "resume_skipped"
+	EventLinked            EventType = "linked"
+	EventUnlinked          EventType = "unlinked"
+	EventGaveUp            EventType = "gave_up"
+	EventAssigned          EventType = "assigned"
 )
 
 // Blocks reports whether an event stopped the task's work (a block by a
@@ -76,7 +80,7 @@ const (
 // that resumes it.
 func (t EventType) Blocks() bool {
 	switch t {
-	case EventBlocked, EventCrashed, EventProtocolViolation, EventReclaimed, EventSpawnFailed:
+	case EventBlocked, EventCrashed, EventProtocolViolation, EventReclaimed, EventSpawnFailed, EventGaveUp:
 		return true
 	}
 	return false
@@ -101,7 +105,23 @@ type Task struct {
 	ClaimTTLMS      int64        `json:"claim_ttl_ms"`
 	BlockReason     string       `json:"block_reason"`
 	Result          string       `json:"result"`
-	Runs            []Run        `json:"runs"`
+	// CompletedAt is when the task was done, kept when it is archived:
+	// an archived parent that was done still releases its children.
+	CompletedAt fsstore.Time `json:"completed_at"`
+	// Parents are the tasks this one waits for (deps.go).
+	Parents []string `json:"parents"`
+	// NotBefore is when the task may be claimed: a retry's backoff
+	// (retry.go) or --at.
+	NotBefore fsstore.Time `json:"not_before"`
+	// Failures counts the runs in a row that ended crashed,
+	// protocol_violation or reclaimed; MaxRetries is the task's own
+	// limit of retries after a failure (absent: the board's).
+	Failures   int  `json:"failures"`
+	MaxRetries *int `json:"max_retries,omitempty"`
+	// IdempotencyKey is the key of the create that made the task
+	// (CreateOnce), if any.
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	Runs           []Run  `json:"runs"`
 }
 
 // Run is one attempt of a worker at a task.
@@ -204,6 +224,12 @@ type Board struct {
 	// filesystem: fsstore.NetworkFS, one statfs, asked only when a change
 	// finds events later than its document). Nil is that question.
 	Shared func() bool
+	// FailureLimit is how many runs in a row may fail (crashed,
+	// protocol_violation, reclaimed) before a task is given up, unless
+	// the task sets max_retries; RetryBackoff is the wait before the
+	// first retry, doubled for each further one (retry.go).
+	FailureLimit int
+	RetryBackoff time.Duration
 	// Cancel, when it closes, ends a lock wait at once, with a
 	// *fsstore.LockInterruptedError: a tool call's ctx.Done(). Nil never
 	// closes. A copy of the store with its own Cancel serves one call.
@@ -212,7 +238,8 @@ type Board struct {
 
 // NewBoard returns the board of the profile whose directory is profileDir.
 func NewBoard(profileDir string, lockTimeout time.Duration, warn func(string)) *Board {
-	return &Board{Dir: filepath.Join(profileDir, "kanban"), LockTimeout: lockTimeout, Now: time.Now, Warn: warn, Host: fsstore.ThisHost(), Sleep: time.Sleep}
+	return &Board{Dir: filepath.Join(profileDir, "kanban"), LockTimeout: lockTimeout, Now: time.Now, Warn: warn, Host: fsstore.ThisHost(), Sleep: time.Sleep,
+		FailureLimit: DefaultFailureLimit, RetryBackoff: DefaultRetryBackoff}
 }
 
 // A change that finds events in the task's log later than the document it
@@ -243,7 +270,8 @@ func (b *Board) openDir() string             { return filepath.Join(b.Dir, "open
 // of workers between them.
 func (b *Board) DispatchLockPath() string { return filepath.Join(b.Dir, "dispatch.lock") }
 
-// Create adds a task. Its open marker is written first, then its
+// Create adds a task; one with parents (which must exist) waits for
+// them, todo (deps.go). Its open marker is written first, then its
 // "created" event, then its document, the commit point (see commit): a
 // failure removes the marker and the event again, and a crash before the
 // document leaves a marker without a task and an events log without a
@@ -261,6 +289,13 @@ func (b *Board) Create(t Task) (Task, error) {
 	}
 	if err := fsstore.CheckTitle(t.Title); err != nil {
 		return Task{}, err
+	}
+	if err := b.checkParents(t.Parents); err != nil {
+		return Task{}, err
+	}
+	if len(t.Parents) > 0 {
+		// It waits for its parents (deps.go): ready once they are done.
+		t.Status = Todo
 	}
 	if err := b.ensureDirs(); err != nil {
 		return Task{}, err
@@ -282,6 +317,9 @@ func (b *Board) Create(t Task) (Task, error) {
 	}
 	if t.Runs == nil {
 		t.Runs = []Run{}
+	}
+	if t.Parents == nil {
+		t.Parents = []string{}
 	}
 	marker := filepath.Join(b.openDir(), t.ID)
 	if err := fsstore.WriteFileAtomic(marker, nil); err != nil {

@@ -14,15 +14,19 @@ import (
 // state that allows it.
 //
 //	claim             ready, unclaimed   → running, a new run, a claim lock and an expiry
+//	                  (a waiting task whose parents are done, too; not before not_before)
 //	block             todo/ready/running → blocked (a running run ends: blocked)
 //	complete          any open           → done (a running run ends: completed)
 //	heartbeat         running            → running, the claim extended
-//	unblock           blocked            → ready
-//	ready             todo               → ready
+//	unblock           blocked            → ready (todo with parents)
+//	ready             todo               → ready, its parents done
 //	archive           not running        → archived
+//	assign            open, not running  → the same, another assignee
 //	register session  running            → the run records its session
-//	fail run          running            → blocked (crashed, protocol_violation, spawn_failed)
-//	reclaim           running            → ready (the run ends: reclaimed)
+//	fail run          running            → ready after a backoff (crashed, protocol_violation),
+//	                                       blocked (spawn_failed, or gave_up at the limit)
+//	reclaim           running            → as fail run (the run ends: reclaimed)
+//	link, unlink      todo/ready         → todo while a parent is not done (deps.go)
 //
 // A worker acts for its own run: Block, Complete, Heartbeat and
 // RegisterSession given a Worker refuse when its run or claim is no longer
@@ -86,15 +90,22 @@ func (b *Board) ClaimPending(id string, ttl time.Duration, profile string, extra
 
 func (b *Board) claim(ttl time.Duration, profile string, extra func(*Task, *Run) []Event) func(*Task, time.Time) ([]Event, error) {
 	return func(t *Task, now time.Time) ([]Event, error) {
+		readied, err := b.promoteWaiting(t)
+		if err != nil {
+			return nil, err
+		}
 		if t.Status != Ready || t.ClaimLock != "" {
 			return nil, fsstore.Refusedf("task %s is %s and cannot be claimed", t.ID, t.Status)
+		}
+		if at, err := t.NotBefore.Instant(); err == nil && now.Before(at) {
+			return nil, fsstore.Refusedf("task %s cannot be claimed before %s", t.ID, t.NotBefore)
 		}
 		r := Run{ID: fsstore.NewID(now), Profile: profile, Host: b.Host, Status: RunRunning, StartedAt: fsstore.TimeOf(now)}
 		t.Status = Running
 		t.ClaimLock, t.ClaimTTLMS = newClaimLock(), ttl.Milliseconds()
 		t.ClaimExpires = fsstore.TimeOf(now.Add(ttl))
 		t.BlockReason = ""
-		events := []Event{{Type: EventClaimed, RunID: r.ID}}
+		events := append(readied, Event{Type: EventClaimed, RunID: r.ID})
 		if extra != nil {
 			events = append(events, extra(t, &r)...)
 		}
@@ -121,7 +132,16 @@ func (b *Board) Block(id string, w *Worker, reason string) (Task, string, error)
 			t.EndRun(r, OutcomeBlocked, now)
 			ev.RunID, workerTask = r.ID, r.WorkerTaskID
 		}
-		t.Status, t.BlockReason = Blocked, reason
+		t.Status, t.BlockReason, t.Failures = Blocked, reason, 0
+		if w != nil {
+			// A worker that blocks to wait for its subtasks (deps.go)
+			// waits, todo, and is ready again once they are done.
+			if h, err := b.Hold(*t, nil); err != nil {
+				return nil, err
+			} else if h.Parent != "" {
+				t.Status = Todo
+			}
+		}
 		return []Event{ev}, nil
 	})
 	return t, workerTask, err
@@ -143,7 +163,8 @@ func (b *Board) Complete(id string, w *Worker, result string) (Task, error) {
 			r.Summary = result
 			ev.RunID = r.ID
 		}
-		t.Status, t.Result, t.BlockReason = Done, result, ""
+		t.Status, t.Result, t.BlockReason, t.Failures = Done, result, "", 0
+		t.CompletedAt = fsstore.TimeOf(now)
 		return []Event{ev}, nil
 	})
 }
@@ -159,26 +180,37 @@ func (b *Board) Heartbeat(w Worker) (Task, error) {
 	})
 }
 
-// Unblock makes a blocked task ready.
+// Unblock makes a blocked task ready, or waiting (todo) when it has
+// parents, and starts its count of failures in a row again.
 func (b *Board) Unblock(id string) (Task, error) {
-	return b.transition(id, Blocked, Ready, EventUnblocked)
-}
-
-// Ready makes a todo task ready.
-func (b *Board) Ready(id string) (Task, error) {
-	return b.transition(id, Todo, Ready, EventReadied)
-}
-
-func (b *Board) transition(id string, from, to Status, event EventType) (Task, error) {
 	return b.Update(id, func(t *Task, _ time.Time) ([]Event, error) {
-		if t.Status != from {
-			return nil, fsstore.Refusedf("task %s is %s, not %s", t.ID, t.Status, from)
+		if t.Status != Blocked {
+			return nil, fsstore.Refusedf("task %s is %s, not %s", t.ID, t.Status, Blocked)
 		}
-		t.Status = to
-		if to == Ready {
-			t.BlockReason = ""
+		t.Status, t.BlockReason, t.Failures, t.NotBefore = Ready, "", 0, ""
+		if len(t.Parents) > 0 {
+			t.Status = Todo
 		}
-		return []Event{{Type: event}}, nil
+		return []Event{{Type: EventUnblocked}}, nil
+	})
+}
+
+// Ready makes a todo task ready; one whose parents are not all done is
+// refused, naming the parent that holds it.
+func (b *Board) Ready(id string) (Task, error) {
+	return b.Update(id, func(t *Task, _ time.Time) ([]Event, error) {
+		if t.Status != Todo {
+			return nil, fsstore.Refusedf("task %s is %s, not %s", t.ID, t.Status, Todo)
+		}
+		h, err := b.Hold(*t, nil)
+		if err != nil {
+			return nil, err
+		}
+		if h.Parent != "" {
+			return nil, fsstore.Refusedf("task %s cannot be ready: %s", t.ID, h.Reason)
+		}
+		t.Status, t.BlockReason = Ready, ""
+		return []Event{{Type: EventReadied}}, nil
 	})
 }
 
@@ -215,9 +247,10 @@ func (b *Board) RegisterSession(w Worker, sid string) error {
 }
 
 // FailRun ends run runID with outcome (crashed, protocol_violation or
-// spawn_failed) and blocks the task with the reason, when that run is still
-// the task's current, running one; otherwise the task has moved on and
-// nothing changes. exitCode and signal record how the worker ended.
+// spawn_failed), when that run is still the task's current, running one;
+// otherwise the task has moved on and nothing changes. A crashed run or a
+// protocol violation is retried (retry.go); a failed spawn blocks the
+// task with the reason. exitCode and signal record how the worker ended.
 func (b *Board) FailRun(id, runID, outcome, reason string, exitCode *int, signal string) error {
 	_, err := b.Update(id, func(t *Task, now time.Time) ([]Event, error) {
 		cur := t.CurrentRun()
@@ -226,14 +259,19 @@ func (b *Board) FailRun(id, runID, outcome, reason string, exitCode *int, signal
 		}
 		t.EndRun(cur, outcome, now)
 		cur.ExitCode, cur.Signal = exitCode, signal
-		t.Status, t.BlockReason = Blocked, outcome+": "+reason
-		return []Event{{Type: EventType(outcome), RunID: cur.ID, Detail: reason}}, nil
+		ev := Event{Type: EventType(outcome), RunID: cur.ID, Detail: reason}
+		if outcome == OutcomeSpawnFailed {
+			t.Status, t.BlockReason = Blocked, outcome+": "+reason
+			return []Event{ev}, nil
+		}
+		return b.retryOrGiveUp(t, ev, now), nil
 	})
 	return err
 }
 
-// Reclaim ends run runID (reclaimed: its claim expired with no heartbeat)
-// and makes the task ready again, when that run is still current.
+// Reclaim ends run runID (reclaimed: its claim expired with no heartbeat),
+// when that run is still current, and retries the task (retry.go). The
+// caller has stopped the run's worker.
 func (b *Board) Reclaim(id, runID string, exitCode *int, signal string) error {
 	_, err := b.Update(id, func(t *Task, now time.Time) ([]Event, error) {
 		cur := t.CurrentRun()
@@ -243,8 +281,36 @@ func (b *Board) Reclaim(id, runID string, exitCode *int, signal string) error {
 		expired := t.ClaimExpires // EndRun clears it
 		t.EndRun(cur, OutcomeReclaimed, now)
 		cur.ExitCode, cur.Signal = exitCode, signal
-		t.Status = Ready
-		return []Event{{Type: EventReclaimed, RunID: cur.ID, Detail: fmt.Sprintf("claim expired at %s with no heartbeat", expired)}}, nil
+		ev := Event{Type: EventReclaimed, RunID: cur.ID, Detail: fmt.Sprintf("claim expired at %s with no heartbeat", expired)}
+		return b.retryOrGiveUp(t, ev, now), nil
 	})
 	return err
+}
+
+// Assign gives task id to profile: its next run runs there. A running
+// task is refused (its worker runs as its assignee), as is a closed one.
+func (b *Board) Assign(id, profile string) (Task, error) {
+	return b.Update(id, func(t *Task, _ time.Time) ([]Event, error) {
+		if t.Status == Running || !t.Open() {
+			return nil, fsstore.Refusedf("task %s is %s; only a task that is open and not running can be assigned", t.ID, t.Status)
+		}
+		if t.Assignee == profile {
+			return nil, nil
+		}
+		t.Assignee = profile
+		return []Event{{Type: EventAssigned, Detail: profile}}, nil
+	})
+}
+
+// AddSubtask makes task sub, made by worker w for its own task, a parent
+// of that task: the task waits for it once the worker blocks (Block).
+// sub is new, so no cycle can form.
+func (b *Board) AddSubtask(w Worker, sub string) (Task, error) {
+	return b.Update(w.Task, func(t *Task, _ time.Time) ([]Event, error) {
+		if err := t.holds(&w); err != nil {
+			return nil, err
+		}
+		t.Parents = append(t.Parents, sub)
+		return []Event{{Type: EventLinked, RunID: w.Run, Detail: sub}}, nil
+	})
 }

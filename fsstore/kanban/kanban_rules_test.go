@@ -178,8 +178,9 @@ func TestKanbanHeartbeatAndRegister(t *testing.T) {
 	}
 }
 
-// The dispatcher's outcomes: FailRun blocks, Reclaim readies, and both
-// leave a task that moved on meanwhile as it is.
+// The dispatcher's outcomes: FailRun of a crash and Reclaim retry, a
+// failed spawn blocks, and each leaves a task that moved on meanwhile as
+// it is.
 func TestKanbanFailRunAndReclaim(t *testing.T) {
 	b, w := kbAt(t, Running)
 	code := 3
@@ -187,14 +188,21 @@ func TestKanbanFailRunAndReclaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	task, _ := b.Get("t1")
-	if task.Status != Blocked || task.BlockReason != "crashed: exit 3" || *task.Runs[0].ExitCode != 3 || task.Runs[0].Outcome != OutcomeCrashed {
+	if task.Status != Ready || task.Failures != 1 || *task.Runs[0].ExitCode != 3 || task.Runs[0].Outcome != OutcomeCrashed {
 		t.Fatalf("after FailRun: %+v", task)
 	}
 	if err := b.FailRun("t1", w.Run, OutcomeCrashed, "again", nil, ""); err != nil {
 		t.Fatal(err)
 	}
-	if again, _ := b.Get("t1"); again.BlockReason != "crashed: exit 3" {
+	if again, _ := b.Get("t1"); again.UpdatedAt != task.UpdatedAt || again.Failures != 1 {
 		t.Fatalf("a second FailRun of an ended run changed the task: %+v", again)
+	}
+	b1, w1 := kbAt(t, Running)
+	if err := b1.FailRun("t1", w1.Run, OutcomeSpawnFailed, "no such file", nil, ""); err != nil {
+		t.Fatal(err)
+	}
+	if task, _ := b1.Get("t1"); task.Status != Blocked || task.BlockReason != "spawn_failed: no such file" {
+		t.Fatalf("after a failed spawn: %+v", task)
 	}
 	b2, w2 := kbAt(t, Running)
 	if err := b2.Reclaim("t1", w2.Run, nil, "SIGTERM"); err != nil {
@@ -207,7 +215,7 @@ func TestKanbanFailRunAndReclaim(t *testing.T) {
 }
 
 func TestEventTypeBlocks(t *testing.T) {
-	for _, e := range []EventType{EventBlocked, EventCrashed, EventProtocolViolation, EventReclaimed, EventSpawnFailed} {
+	for _, e := range []EventType{EventBlocked, EventCrashed, EventProtocolViolation, EventReclaimed, EventSpawnFailed, EventGaveUp} {
 		if !e.Blocks() {
 			t.Errorf("%s does not block", e)
 		}

@@ -24,6 +24,8 @@ func kbBoard(t testing.TB) (*Board, *storetest.Clock, *storetest.Warnings) {
 	clock := storetest.NewClock()
 	b := NewBoard(filepath.Join(t.TempDir(), "profiles", "default"), 10*time.Second, w.Add)
 	b.Now, b.Sleep = clock.Now, clock.Sleep
+	// Retries wait for the clock only in the tests of retries.
+	b.RetryBackoff = 0
 	return b, clock, w
 }
 
