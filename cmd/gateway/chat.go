@@ -13,15 +13,23 @@ import (
 	"github.com/hermes/hermes/fsstore/sessions"
 )
 
-// chatRequest is the part of a chat completion request the gateway reads;
-// sampling parameters are accepted and not used.
+// chatRequest is the part of a chat completion request the gateway reads:
+// the parameters it passes on have the names provider.Params has.
 type chatRequest struct {
 	Model         string            `json:"model"`
 	Messages      []json.RawMessage `json:"messages"`
+	Tools         []json.RawMessage `json:"tools"`
 	Stream        bool              `json:"stream"`
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
+	provider.Params
+}
+
+// decodeChat is what a chat completion request asks besides its messages.
+func (s *Server) decodeChat(cr *chatRequest) (request, error) {
+	req := request{model: cr.Model, tools: cr.Tools, params: chatParams(cr.Params)}
+	return req, s.checkTools(req.tools)
 }
 
 // parseChatMessages checks the client's messages as the store would; the
@@ -75,6 +83,10 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	msgs, err := parseChatMessages(req.Messages)
+	if err != nil {
+		return err
+	}
+	asked, err := s.decodeChat(&req)
 	if err != nil {
 		return err
 	}
@@ -162,7 +174,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 		if replayed != nil {
 			return replay(replayed, replayCount, stream, started), nil
 		}
-		out, err := s.runTurn(ctx, a, add, stream, started)
+		out, err := s.runTurn(ctx, a, add, asked, stream, started)
 		if err == nil {
 			s.done(&k, out)
 			s.indexHistory(msgs, prior, out, a.sess.ID)
@@ -172,13 +184,13 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 
 	id := "chatcmpl-" + randomID()
 	created := s.now().Unix()
-	model := s.opts.Model
+	model := s.modelOf(asked)
 	if !req.Stream {
 		out, err := turn(nil, nil)
 		if err != nil {
 			return err
 		}
-		writeJSON(w, http.StatusOK, chatCompletion(id, created, model, out))
+		writeJSON(w, http.StatusOK, chatCompletion(id, created, orDefault(out.model, model), out))
 		s.whenDelivered(w, a.sess.ID, out.count)
 		return nil
 	}

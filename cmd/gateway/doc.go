@@ -24,12 +24,60 @@
 // request. Turns on one
 // session never interleave: a per-session mutex in the server (and a
 // per-conversation one, taken first), besides the store's file locks. The
-// request's model field is accepted and ignored: responses report the
-// configured model, else the provider's name. Sampling parameters, tools
-// and metadata are accepted and ignored. The reply's text is the text of
-// its assistant messages joined by newlines (what the providers stream); a
-// reply that ends with tool calls returns them (finish_reason tool_calls,
-// or function_call output items).
+// reply's text is the text of its assistant messages joined by newlines
+// (what the providers stream); a reply that ends with tool calls returns
+// them (finish_reason tool_calls, or function_call output items).
+//
+// # What the model gets
+//
+// Each endpoint decodes what its request asks besides the messages into
+// one request value, in the chat completions API's terms (the provider's:
+// provider.Request.Model and Params), and every provider call of the turn
+// is sent it:
+//   - model: the request's, else the configured one (gateway: provider
+//     settings' model; the provider's name when none). Responses report
+//     the model that answered: what the upstream's reply names, else the
+//     request's, else the configured one. The echo provider ignores it and
+//     the exec provider finds it in $HERMES_PARAMS (cmd/provider).
+//   - tools: the client's, after the gateway's own (gateway.tools). A
+//     client's tool that has the name of one of the gateway's, or a name
+//     given twice, is a 400 naming it (param tools[i]): neither the model
+//     nor the gateway could tell whose a call is. Chat completions' tools
+//     are passed as they are. A Responses function tool ({"type":
+//     "function","name",…}) becomes {"type":"function","function":{"name",
+//     …}}. A Responses custom tool (Codex's apply_patch: free-form input
+//     in a grammar) becomes a function of the same name with one string
+//     parameter, input, its description followed by the input's format (the
+//     grammar's syntax and definition); a call of it comes back to the
+//     client as a custom_tool_call whose input is that argument, and a
+//     custom_tool_call the client sends back is stored as such a call
+//     ({"input": …}), so the stored and the re-sent history agree. The
+//     Responses API's hosted tools (web_search, file_search, mcp, computer
+//     use, local_shell) have no chat completions form and are left out.
+//   - tool_choice: chat's as sent; a Responses one naming a tool
+//     ({"type":"function","name":…}, custom too) becomes {"type":
+//     "function","function":{"name":…}}, allowed_tools likewise, "auto",
+//     "none" and "required" as they are.
+//   - parallel_tool_calls, temperature, top_p, user: as sent.
+//   - the token limit: chat's max_tokens and max_completion_tokens as sent;
+//     Responses' max_output_tokens as max_completion_tokens.
+//   - stop, seed, presence_penalty, frequency_penalty: chat's, as sent (the
+//     Responses API has none).
+//   - structured outputs: chat's response_format as sent; Responses'
+//     text.format as response_format, a json_schema format's name, schema,
+//     description and strict moved into its json_schema member.
+//   - reasoning: chat's reasoning_effort; Responses' reasoning.effort.
+//
+// A parameter sent as null is not sent; values are passed as they are,
+// the upstream being their judge. An upstream that refuses the request
+// (400, 404, 422: a model it does not serve, a value it does not take)
+// is answered with that status, type invalid_request_error, the
+// upstream's error code and its message; client libraries do not retry
+// those. A 5xx, a timeout or a network failure stays a 502 provider_error.
+// The tools and parameters are the request's: a request that retries a
+// turn (its input stored, no reply) runs it with what that request
+// carries, and one answered from a stored reply (a replay) calls no
+// model at all.
 //
 // # A stored turn is answered, never run twice
 //
@@ -202,7 +250,8 @@
 //   - function_call, custom_tool_call and local_shell_call: a tool call of
 //     an assistant message (calls in a row are one message, as parallel
 //     calls are in the chat API). A custom tool's free-form input is its
-//     arguments as sent; a local shell call is a call of local_shell whose
+//     arguments as sent, or {"input": …} when the request offers that
+//     custom tool (see What the model gets); a local shell call is a call of local_shell whose
 //     arguments are its action (the command, its directory, timeout and
 //     environment), since Codex answers it with a function_call_output. A
 //     call without a call_id (a local shell call's id stands in) is a 400:
@@ -232,7 +281,8 @@
 // output_text.delta …, output_text.done, content_part.done,
 // output_item.done, then for each function call the reply ends with
 // output_item.added (its arguments empty), function_call_arguments.delta,
-// function_call_arguments.done (with the name) and output_item.done, as the
+// function_call_arguments.done (with the name) and output_item.done (for a
+// custom tool: custom_tool_call_input.delta and .done with its input), as the
 // API streams them, so a client that appends the deltas to the added item
 // (openai-node's ResponseStream) ends with the arguments once; then
 // response.completed. Each event has type and sequence_number; a failure is

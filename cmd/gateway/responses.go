@@ -22,15 +22,47 @@ import (
 )
 
 // responsesRequest is the part of a Responses API request the gateway
-// reads; sampling parameters, tools and metadata are accepted and not used.
+// reads; metadata is accepted and not used.
 type responsesRequest struct {
-	Model              string          `json:"model"`
-	Input              json.RawMessage `json:"input"`
-	Instructions       *string         `json:"instructions"`
-	PreviousResponseID *string         `json:"previous_response_id"`
-	Conversation       json.RawMessage `json:"conversation"`
-	Store              *bool           `json:"store"`
-	Stream             bool            `json:"stream"`
+	Model              string            `json:"model"`
+	Input              json.RawMessage   `json:"input"`
+	Instructions       *string           `json:"instructions"`
+	PreviousResponseID *string           `json:"previous_response_id"`
+	Conversation       json.RawMessage   `json:"conversation"`
+	Store              *bool             `json:"store"`
+	Stream             bool              `json:"stream"`
+	Tools              []json.RawMessage `json:"tools"`
+	ToolChoice         json.RawMessage   `json:"tool_choice"`
+	ParallelToolCalls  json.RawMessage   `json:"parallel_tool_calls"`
+	Temperature        json.RawMessage   `json:"temperature"`
+	TopP               json.RawMessage   `json:"top_p"`
+	MaxOutputTokens    json.RawMessage   `json:"max_output_tokens"`
+	Text               json.RawMessage   `json:"text"`
+	Reasoning          json.RawMessage   `json:"reasoning"`
+	User               json.RawMessage   `json:"user"`
+}
+
+// decodeResponses is what a Responses request asks besides its input, in
+// chat completions' terms: max_output_tokens is max_completion_tokens,
+// text.format response_format, reasoning.effort reasoning_effort, and the
+// tools and tool_choice are translated (responsesTools,
+// responsesToolChoice).
+func (s *Server) decodeResponses(rr *responsesRequest) (request, error) {
+	tools, custom, err := responsesTools(rr.Tools)
+	if err != nil {
+		return request{}, err
+	}
+	req := request{model: rr.Model, tools: tools, custom: custom, params: provider.Params{
+		ToolChoice:          responsesToolChoice(rr.ToolChoice),
+		ParallelToolCalls:   set(rr.ParallelToolCalls),
+		Temperature:         set(rr.Temperature),
+		TopP:                set(rr.TopP),
+		MaxCompletionTokens: set(rr.MaxOutputTokens),
+		ResponseFormat:      responseFormat(rr.Text),
+		ReasoningEffort:     reasoningEffort(rr.Reasoning),
+		User:                set(rr.User),
+	}}
+	return req, s.checkTools(req.tools)
 }
 
 // inputItem is one item of a Responses API input list.
@@ -59,7 +91,7 @@ var skippedItems = map[string]bool{"reasoning": true, "web_search_call": true}
 // local_shell_call items become an assistant message with tool_calls, and
 // function_call_output and custom_tool_call_output items tool messages;
 // skippedItems are left out.
-func parseInput(raw json.RawMessage) ([]sessions.Message, error) {
+func parseInput(raw json.RawMessage, custom map[string]bool) ([]sessions.Message, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, badRequest("input", "input is required")
@@ -106,7 +138,7 @@ func parseInput(raw json.RawMessage) ([]sessions.Message, error) {
 			}
 			msgs = append(msgs, sessions.Message{Role: role, Content: content})
 		case "function_call", "custom_tool_call", "local_shell_call":
-			call, err := toolCall(it)
+			call, err := toolCall(it, custom)
 			if err != nil {
 				return nil, badRequest(param, "%s: %v", param, err)
 			}
@@ -140,13 +172,16 @@ func parseInput(raw json.RawMessage) ([]sessions.Message, error) {
 // call of the tool local_shell (the API's name for it) whose arguments
 // are its action, so that the command is kept and its result, a
 // function_call_output, answers it.
-func toolCall(it inputItem) (provider.ToolCall, error) {
+func toolCall(it inputItem, custom map[string]bool) (provider.ToolCall, error) {
 	call := provider.ToolCall{ID: it.CallID, Type: "function"}
 	switch it.Type {
 	case "function_call":
 		call.Function.Name, call.Function.Arguments = it.Name, it.Arguments
 	case "custom_tool_call":
 		call.Function.Name, call.Function.Arguments = it.Name, it.Input
+		if custom[it.Name] {
+			call.Function.Arguments = customArguments(it.Input)
+		}
 	case "local_shell_call":
 		if call.ID == "" {
 			call.ID = it.ID
@@ -279,7 +314,11 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 	if err := s.decodeBody(w, r, &req); err != nil {
 		return err
 	}
-	input, err := parseInput(req.Input)
+	asked, err := s.decodeResponses(&req)
+	if err != nil {
+		return err
+	}
+	input, err := parseInput(req.Input, asked.custom)
 	if err != nil {
 		return err
 	}
@@ -368,7 +407,7 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 		ID:                 newResponseID(now),
 		SessionID:          a.sess.ID,
 		CreatedAt:          fsstore.TimeOf(now),
-		Model:              s.opts.Model,
+		Model:              s.modelOf(asked),
 		Status:             "in_progress",
 		Output:             json.RawMessage("[]"),
 		PreviousResponseID: prev,
@@ -392,14 +431,14 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 	var out turnOutcome
 	if rt.replay != nil {
 		out = replay(rt.replay, rt.replayCount, stream, started)
-	} else if out, err = s.runTurn(ctx, a, add, stream, started); err == nil {
+	} else if out, err = s.runTurn(ctx, a, add, asked, stream, started); err == nil {
 		s.done(&k, out)
 		if viaHistory {
 			s.indexHistory(input, rt.history, out, a.sess.ID)
 		}
 	}
 	if err == nil {
-		doc = finishDoc(doc, out, rs)
+		doc = finishDoc(doc, out, rs, asked.custom)
 		// The reply is stored: a document or mapping that cannot be
 		// written now does not make the turn a failure, which a client
 		// would retry. The mapping is written again by the next turn.
@@ -424,7 +463,7 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 		s.whenDelivered(w, a.sess.ID, out.count)
 		return nil
 	}
-	rs.finish(doc, out)
+	rs.finish(doc, out, asked.custom)
 	rs.send("response.completed", map[string]any{"response": responseObject(doc, store)})
 	s.whenDelivered(w, a.sess.ID, out.count)
 	return nil
@@ -690,7 +729,7 @@ func (s *Server) keep(doc gatewaystate.Response, store bool, mapping *gatewaysta
 // finishDoc fills the response document from the turn: status, output
 // items, text and usage. A stream's message item keeps the id its events
 // used.
-func finishDoc(doc gatewaystate.Response, out turnOutcome, rs *responseStream) gatewaystate.Response {
+func finishDoc(doc gatewaystate.Response, out turnOutcome, rs *responseStream, custom map[string]bool) gatewaystate.Response {
 	itemID := "msg_" + randomID()
 	if rs != nil {
 		itemID = rs.itemID
@@ -702,9 +741,10 @@ func finishDoc(doc gatewaystate.Response, out turnOutcome, rs *responseStream) g
 		items = append(items, messageItem(itemID, text, "completed"))
 	}
 	for _, c := range calls {
-		items = append(items, functionCallItem(c, "completed"))
+		items = append(items, callItem(c, "completed", custom))
 	}
 	doc.Status = "completed"
+	doc.Model = orDefault(out.model, doc.Model)
 	doc.OutputText = text
 	doc.Output, _ = marshal(items)
 	doc.MessageCount = out.count
@@ -723,6 +763,19 @@ func messageItem(id, text, status string) map[string]any {
 
 func outputText(text string) map[string]any {
 	return map[string]any{"type": "output_text", "text": text, "annotations": []any{}, "logprobs": []any{}}
+}
+
+// callItem is the output item of a call: a custom_tool_call, with its
+// input, when it names one of the request's custom tools, else a
+// function_call.
+func callItem(c provider.ToolCall, status string, custom map[string]bool) map[string]any {
+	if custom[c.Function.Name] {
+		return map[string]any{
+			"type": "custom_tool_call", "id": "ctc_" + c.ID, "call_id": c.ID, "name": c.Function.Name,
+			"input": customInput(c.Function.Arguments), "status": status,
+		}
+	}
+	return functionCallItem(c, status)
 }
 
 func functionCallItem(c provider.ToolCall, status string) map[string]any {
@@ -875,7 +928,7 @@ func (rs *responseStream) Write(p []byte) (int, error) {
 
 // finish closes the message item with the whole text and sends the
 // function calls the reply ends with.
-func (rs *responseStream) finish(doc gatewaystate.Response, out turnOutcome) {
+func (rs *responseStream) finish(doc gatewaystate.Response, out turnOutcome, custom map[string]bool) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	text := doc.OutputText
@@ -893,6 +946,21 @@ func (rs *responseStream) finish(doc gatewaystate.Response, out turnOutcome) {
 		index++
 	}
 	for _, c := range calls {
+		if custom[c.Function.Name] {
+			item := callItem(c, "in_progress", custom)
+			input := item["input"]
+			item["input"] = ""
+			rs.sendLocked("response.output_item.added", map[string]any{"output_index": index, "item": item})
+			rs.sendLocked("response.custom_tool_call_input.delta", map[string]any{
+				"item_id": item["id"], "output_index": index, "delta": input,
+			})
+			rs.sendLocked("response.custom_tool_call_input.done", map[string]any{
+				"item_id": item["id"], "output_index": index, "input": input,
+			})
+			rs.sendLocked("response.output_item.done", map[string]any{"output_index": index, "item": callItem(c, "completed", custom)})
+			index++
+			continue
+		}
 		// The added item's arguments are empty and the deltas carry them,
 		// as the API streams them: a client that appends each delta to the
 		// added item (openai-node's ResponseStream does) would otherwise

@@ -254,6 +254,11 @@ func (s *Server) toAPIError(err error) *apiError {
 	case errors.As(err, &lockErr):
 		return &apiError{status: http.StatusServiceUnavailable, typ: "server_error", code: "lock_timeout",
 			msg: fmt.Sprintf("timed out after %s waiting for %s; try again", lockErr.Timeout, lockName(lockErr.Path))}
+	case errors.As(err, &provErr) && refusal(provErr.StatusCode):
+		// The upstream refused what the client asked (a model it does not
+		// serve, a parameter it does not take): the client's error, not
+		// a server fault that a client library would retry.
+		return &apiError{status: provErr.StatusCode, typ: "invalid_request_error", code: provErr.Code, msg: provErr.Message}
 	case errors.As(err, &provErr) && hasLocalPath(err):
 		s.opts.Logf("gateway: %v", err)
 		return &apiError{status: http.StatusBadGateway, typ: "server_error", code: "provider_error",
@@ -269,6 +274,12 @@ func (s *Server) toAPIError(err error) *apiError {
 	}
 	s.opts.Logf("gateway: %v", err)
 	return &apiError{status: http.StatusInternalServerError, typ: "server_error", msg: "internal error; the gateway's log has the details"}
+}
+
+// refusal reports whether an upstream status is its refusal of the
+// request itself, passed on to the client as it is.
+func refusal(status int) bool {
+	return status == http.StatusBadRequest || status == http.StatusNotFound || status == http.StatusUnprocessableEntity
 }
 
 // hasLocalPath reports whether err carries a path of the server's files:

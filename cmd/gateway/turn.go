@@ -386,6 +386,14 @@ type turnOutcome struct {
 	// replayed: the reply was stored by an earlier request, and nothing
 	// ran for this one.
 	replayed bool
+	// model is the model that answered, when the provider said.
+	model string
+}
+
+// modelOf is the model a request asks for: the one it names, else the
+// configured one.
+func (s *Server) modelOf(req request) string {
+	return orDefault(req.model, s.opts.Model)
 }
 
 var errStopping = errors.New("the gateway is stopping")
@@ -418,7 +426,7 @@ func (s *Server) end(id string) {
 // calls naming other tools end the turn and go back to the client. A crash
 // or a failed call loses at most the reply. started runs right before the
 // first provider call (a stream sends its headers then).
-func (s *Server) runTurn(ctx context.Context, a admission, add []sessions.Message, stream io.Writer, started func()) (turnOutcome, error) {
+func (s *Server) runTurn(ctx context.Context, a admission, add []sessions.Message, req request, stream io.Writer, started func()) (turnOutcome, error) {
 	id := a.sess.ID
 	if err := s.begin(id); err != nil {
 		return turnOutcome{}, err
@@ -448,6 +456,9 @@ func (s *Server) runTurn(ctx context.Context, a admission, add []sessions.Messag
 		Input:     add,
 		Stream:    stream,
 		Env:       &env,
+		Tools:     req.tools,
+		Model:     req.model,
+		Params:    req.params,
 		Started: func() {
 			s.indexOpening(a)
 			if started != nil {
@@ -478,7 +489,7 @@ func (s *Server) runTurn(ctx context.Context, a admission, add []sessions.Messag
 	if len(cut) > 0 {
 		reply = append(append(append([]sessions.Message{}, cut...), res.Prelude...), res.Added...)
 	}
-	return turnOutcome{reply: provider.Reply{Messages: reply, Usage: res.Usage}, count: res.Count}, nil
+	return turnOutcome{reply: provider.Reply{Messages: reply, Usage: res.Usage}, count: res.Count, model: res.Model}, nil
 }
 
 // Abandon is called when the drain timed out: the sessions with turns in
