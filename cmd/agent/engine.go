@@ -98,6 +98,8 @@ type Turn struct {
 	// provider.Request).
 	Model  string
 	Params provider.Params
+	// Provider, when set, answers the turn instead of the engine's.
+	Provider provider.Provider
 }
 
 // Result is what a turn appended after its input.
@@ -210,12 +212,16 @@ func (e *Engine) Run(ctx context.Context, t Turn) (Result, error) {
 			stream.next()
 			req.Stream = stream
 		}
-		reply, err := e.Provider.Complete(ctx, req)
+		prov := e.Provider
+		if t.Provider != nil {
+			prov = t.Provider
+		}
+		reply, err := prov.Complete(ctx, req)
 		if err != nil {
 			return res, err
 		}
 		if len(reply.Messages) == 0 {
-			return res, &provider.Error{Provider: e.Provider.Name(), Message: e.Provider.Name() + ": empty reply"}
+			return res, &provider.Error{Provider: prov.Name(), Message: prov.Name() + ": empty reply"}
 		}
 		res.Usage = addUsage(res.Usage, reply.Usage)
 		if reply.Model != "" {

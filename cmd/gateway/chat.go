@@ -29,6 +29,9 @@ type chatRequest struct {
 // decodeChat is what a chat completion request asks besides its messages.
 func (s *Server) decodeChat(cr *chatRequest) (request, error) {
 	req := request{model: cr.Model, tools: cr.Tools, params: chatParams(cr.Params)}
+	if err := s.pickModel(&req); err != nil {
+		return req, err
+	}
 	return req, s.checkTools(req.tools)
 }
 

@@ -35,10 +35,19 @@
 // provider.Request.Model and Params), and every provider call of the turn
 // is sent it:
 //   - model: the request's, else the configured one (gateway: provider
-//     settings' model; the provider's name when none). Responses report
-//     the model that answered: what the upstream's reply names, else the
-//     request's, else the configured one. The echo provider ignores it and
-//     the exec provider finds it in $HERMES_PARAMS (cmd/provider).
+//     settings' model; the provider's name when none). A model that
+//     gateway.models lists (Options.Models) is answered by that entry's
+//     provider, asked by the entry's upstream name; any other goes to the
+//     configured provider by the name the request gives, unless
+//     gateway.models_only (Options.ModelsOnly) is set: then a model that
+//     is neither listed nor the configured one is a 404 model_not_found,
+//     OpenAI's answer to an unknown model, before anything is stored.
+//     GET /v1/models lists the configured model, then the listed ones.
+//     Responses report the model that answered: what the upstream's reply
+//     names, else the request's, else the configured one. The echo
+//     provider ignores it (its reply reports the request's), and the exec
+//     provider finds it in $HERMES_PARAMS (cmd/provider). A new session
+//     records the configured model.
 //   - tools: the client's, after the gateway's own (gateway.tools). A
 //     client's tool that has the name of one of the gateway's, or a name
 //     given twice, is a 400 naming it (param tools[i]): neither the model

@@ -21,6 +21,32 @@ type request struct {
 	tools  []json.RawMessage
 	custom map[string]bool
 	params provider.Params
+	// provider answers the model (gateway.models), and upstream is the
+	// name it is asked by; nil and "": the configured provider, asked for
+	// model.
+	provider provider.Provider
+	upstream string
+}
+
+// pickModel finds the provider of the model req names: an entry of
+// gateway.models, else the configured provider, asked for that model. With
+// gateway.models_only a model that is neither listed nor the configured
+// one is a 404 model_not_found, as OpenAI answers an unknown model.
+func (s *Server) pickModel(req *request) error {
+	req.upstream = req.model
+	if req.model == "" {
+		return nil
+	}
+	for _, m := range s.opts.Models {
+		if m.Name == req.model {
+			req.provider, req.upstream = m.Provider, orDefault(m.Upstream, m.Name)
+			return nil
+		}
+	}
+	if s.opts.ModelsOnly && req.model != s.opts.Model {
+		return notFound("model", "model_not_found", "The model '%s' does not exist or you do not have access to it (gateway.models_only: the gateway serves the models GET /v1/models lists)", req.model)
+	}
+	return nil
 }
 
 // set is a parameter's value as the client sent it, or nil for a null

@@ -62,6 +62,9 @@ func (s *Server) decodeResponses(rr *responsesRequest) (request, error) {
 		ReasoningEffort:     reasoningEffort(rr.Reasoning),
 		User:                set(rr.User),
 	}}
+	if err := s.pickModel(&req); err != nil {
+		return req, err
+	}
 	return req, s.checkTools(req.tools)
 }
 

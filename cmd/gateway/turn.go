@@ -457,8 +457,9 @@ func (s *Server) runTurn(ctx context.Context, a admission, add []sessions.Messag
 		Stream:    stream,
 		Env:       &env,
 		Tools:     req.tools,
-		Model:     req.model,
+		Model:     req.upstream,
 		Params:    req.params,
+		Provider:  req.provider,
 		Started: func() {
 			s.indexOpening(a)
 			if started != nil {

@@ -43,6 +43,13 @@ func (u *upstream) provider() provider.Provider {
 	return p
 }
 
+// count is how many requests u got.
+func (u *upstream) count() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return len(u.bodies)
+}
+
 // last is the body of the last request.
 func (u *upstream) last() map[string]json.RawMessage {
 	u.mu.Lock()
@@ -244,7 +251,7 @@ func TestClientToolsBesideTheGatewaysOwn(t *testing.T) {
 		t.Errorf("the model was offered %v, want lookup (the gateway's) and client_fn", names)
 	}
 
-	n := len(u.bodies)
+	n := u.count()
 	for _, c := range []struct {
 		path string
 		body map[string]any
@@ -262,7 +269,7 @@ func TestClientToolsBesideTheGatewaysOwn(t *testing.T) {
 			t.Errorf("%s: param %v, want tools[i]", c.path, er.Error.Param)
 		}
 	}
-	if len(u.bodies) != n {
+	if u.count() != n {
 		t.Errorf("a refused request reached the model")
 	}
 	all, _ := e.sessions.All()
@@ -335,5 +342,64 @@ func TestCustomToolRoundTrip(t *testing.T) {
 	}
 	if !strings.Contains(string(body), "after the tool") {
 		t.Errorf("reply %s, want the model's answer after the tool", body)
+	}
+}
+
+// gateway.models: a listed model is answered by its provider, asked by
+// its upstream name; /v1/models lists it; responses report the model
+// that answered; with models_only a model not listed is a 404
+// model_not_found, and a request naming none gets the configured one.
+func TestGatewayModels(t *testing.T) {
+	def, other := newUpstream(t), newUpstream(t)
+	e := newTestEnv(t, func(o *Options) {
+		o.Provider, o.Model = def.provider(), "configured"
+		o.Models = []Model{{Name: "fast", Upstream: "fast-7b", Provider: other.provider()}}
+		o.ModelsOnly = true
+	})
+	resp, body := e.do("GET", "/v1/models", nil, nil)
+	mustStatus(t, resp, body, 200)
+	var list struct {
+		Data []struct{ ID string } `json:"data"`
+	}
+	json.Unmarshal(body, &list)
+	if len(list.Data) != 2 || list.Data[0].ID != "configured" || list.Data[1].ID != "fast" {
+		t.Errorf("/v1/models: %s, want configured and fast", body)
+	}
+
+	resp, body = e.do("POST", "/v1/chat/completions", map[string]any{"model": "fast", "messages": []any{userMsg("hi")}}, nil)
+	mustStatus(t, resp, body, 200)
+	if got := string(other.last()["model"]); got != `"fast-7b"` {
+		t.Errorf("the listed model's provider was asked for model %s, want fast-7b", got)
+	}
+	if c := decode[chatResp](t, body); c.Model != "fast-7b-answered" {
+		t.Errorf("reply model %q, want the one that answered", c.Model)
+	}
+	resp, body = e.do("POST", "/v1/responses", map[string]any{"model": "fast", "input": "hi"}, nil)
+	mustStatus(t, resp, body, 200)
+	if r := decode[map[string]any](t, body); r["model"] != "fast-7b-answered" {
+		t.Errorf("response model %v, want the one that answered", r["model"])
+	}
+
+	n := def.count() + other.count()
+	for _, path := range []string{"/v1/chat/completions", "/v1/responses"} {
+		body := map[string]any{"model": "gpt-unlisted", "messages": []any{userMsg("hi")}}
+		if path == "/v1/responses" {
+			body = map[string]any{"model": "gpt-unlisted", "input": "hi"}
+		}
+		resp, rbody := e.do("POST", path, body, nil)
+		er := mustError(t, resp, rbody, 404, "invalid_request_error")
+		if er.Error.Code == nil || *er.Error.Code != "model_not_found" || !strings.Contains(*er.Error.Message, "gpt-unlisted") {
+			t.Errorf("%s: %s, want model_not_found naming the model", path, rbody)
+		}
+	}
+	if def.count()+other.count() != n {
+		t.Error("a request for an unlisted model reached a provider")
+	}
+	for _, model := range []string{"configured", ""} {
+		resp, body = e.do("POST", "/v1/chat/completions", map[string]any{"model": model, "messages": []any{userMsg("hi " + model)}}, nil)
+		mustStatus(t, resp, body, 200)
+		if got := string(def.last()["model"]); got != `"configured"` {
+			t.Errorf("model %q: the configured provider was asked for %s", model, got)
+		}
 	}
 }
