@@ -158,7 +158,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 		}
 	} else if replayed == nil {
 		// No session named: the conversation is found by its history.
-		rt, routed, err := s.routeHistory(ctx, msgs)
+		rt, routed, err := s.routeHistory(ctx, msgs, retried(r))
 		defer rt.release()
 		if err != nil {
 			return err

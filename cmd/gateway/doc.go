@@ -151,9 +151,19 @@
 // A conversation that names no session and has no reply yet (a chat
 // client's first turn) is recorded in the history index once its turn
 // stored it (indexOpening): a retry of that turn, after the client dropped
-// the stream or the gateway died, continues that session and stores its
-// messages once (retryOpening). Once its reply was delivered, the same
-// opening messages are a new conversation, as before.
+// the stream, the gateway died or the provider failed (a client library
+// retries a 502 by itself), continues that session and stores its
+// messages once (retryOpening), so no session is left holding only the
+// failed attempt's message. A request is taken for that retry when it
+// sends the same opening messages (as the index's digest compares them)
+// and either says it is one, with X-Stainless-Retry-Count above 0 (the
+// official client libraries number their automatic retries so, the
+// first attempt sending 0 or nothing), or comes within
+// OpeningRetryWindow (2 minutes) of the stored messages, longer than
+// the libraries' own waits between retries. Otherwise (an unmarked
+// request later than that, or the same opening after its reply was
+// delivered) the same words begin a new conversation: two people who
+// both open with "hello" get a session each.
 //
 // After a crash, only sessions whose last turn did not finish (their
 // transcript does not end with a reply that calls no tool) are marked as
@@ -266,6 +276,16 @@
 //     call without a call_id (a local shell call's id stands in) is a 400:
 //     nothing could answer it;
 //   - function_call_output and custom_tool_call_output: a tool message;
+//   - item_reference ({"type":"item_reference","id":…}, which the Vercel AI
+//     SDK sends for the previous reply's items): the output item of a
+//     stored response that it names, read as if the client had sent it
+//     whole. Output item ids name their response: kind, the response id
+//     without resp_, and the item's index (msg_…_0, fc_…_1, ctc_…_1; the
+//     streamed events use the same ids), so no index is needed to find
+//     one. An id no stored response of an existing session holds (a
+//     response sent with store:false, evicted, of a deleted session, or
+//     made before ids had that form) is a 400 naming it. The gateway
+//     gives no reasoning items, so a reference to one is unknown too;
 //   - reasoning and web_search_call: skipped. A reasoning item is not a
 //     message: its summary is the model's notes and its encrypted content
 //     only OpenAI's models can read. A web search is a call the API ran

@@ -94,7 +94,7 @@ var skippedItems = map[string]bool{"reasoning": true, "web_search_call": true}
 // local_shell_call items become an assistant message with tool_calls, and
 // function_call_output and custom_tool_call_output items tool messages;
 // skippedItems are left out.
-func parseInput(raw json.RawMessage, custom map[string]bool) ([]sessions.Message, error) {
+func parseInput(raw json.RawMessage, custom map[string]bool, resolve func(id string) (json.RawMessage, error)) ([]sessions.Message, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, badRequest("input", "input is required")
@@ -119,6 +119,17 @@ func parseInput(raw json.RawMessage, custom map[string]bool) ([]sessions.Message
 		var it inputItem
 		if err := json.Unmarshal(rawItem, &it); err != nil {
 			return nil, badRequest(param, "%s: %v", param, err)
+		}
+		if it.Type == "item_reference" {
+			item, err := resolve(it.ID)
+			if err != nil {
+				return nil, err
+			}
+			if item == nil {
+				return nil, badRequest(param, "%s: item_reference %q names no output item of a stored response", param, it.ID)
+			}
+			rawItem, it = item, inputItem{}
+			json.Unmarshal(rawItem, &it) // an item the gateway wrote
 		}
 		var fields map[string]json.RawMessage
 		json.Unmarshal(rawItem, &fields) // an object: it decoded as an item
@@ -321,7 +332,7 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	input, err := parseInput(req.Input, asked.custom)
+	input, err := parseInput(req.Input, asked.custom, s.resolveItem)
 	if err != nil {
 		return err
 	}
@@ -367,7 +378,7 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 		rt, err = s.routePrevious(ctx, prev, input)
 	case threadOf(r) != "":
 		var add []sessions.Message
-		if rt, add, viaHistory, err = s.routeThread(ctx, threadOf(r), input); viaHistory {
+		if rt, add, viaHistory, err = s.routeThread(ctx, threadOf(r), input, retried(r)); viaHistory {
 			byHistory = add
 		} else {
 			input = add
@@ -375,7 +386,7 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 	default:
 		// No conversation named: it is found by its history, for a client
 		// that re-sends it whole (Codex CLI, store:false).
-		rt, byHistory, err = s.routeHistory(ctx, input)
+		rt, byHistory, err = s.routeHistory(ctx, input, retried(r))
 		viaHistory = true
 	}
 	defer rt.release()
@@ -422,7 +433,7 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 	var stream io.Writer
 	var started func()
 	if req.Stream {
-		rs = &responseStream{itemID: "msg_" + randomID()}
+		rs = &responseStream{itemID: outputItemID(doc.ID, "msg", 0), responseID: doc.ID}
 		stream = rs
 		started = func() {
 			rs.sse = startSSE(w)
@@ -733,18 +744,14 @@ func (s *Server) keep(doc gatewaystate.Response, store bool, mapping *gatewaysta
 // items, text and usage. A stream's message item keeps the id its events
 // used.
 func finishDoc(doc gatewaystate.Response, out turnOutcome, rs *responseStream, custom map[string]bool) gatewaystate.Response {
-	itemID := "msg_" + randomID()
-	if rs != nil {
-		itemID = rs.itemID
-	}
 	text := replyText(out.reply.Messages)
 	calls := pendingToolCalls(out.reply.Messages)
 	var items []any
 	if text != "" || len(calls) == 0 {
-		items = append(items, messageItem(itemID, text, "completed"))
+		items = append(items, messageItem(outputItemID(doc.ID, "msg", 0), text, "completed"))
 	}
 	for _, c := range calls {
-		items = append(items, callItem(c, "completed", custom))
+		items = append(items, callItem(doc.ID, len(items), c, "completed", custom))
 	}
 	doc.Status = "completed"
 	doc.Model = orDefault(out.model, doc.Model)
@@ -771,21 +778,66 @@ func outputText(text string) map[string]any {
 // callItem is the output item of a call: a custom_tool_call, with its
 // input, when it names one of the request's custom tools, else a
 // function_call.
-func callItem(c provider.ToolCall, status string, custom map[string]bool) map[string]any {
+func callItem(responseID string, index int, c provider.ToolCall, status string, custom map[string]bool) map[string]any {
 	if custom[c.Function.Name] {
 		return map[string]any{
-			"type": "custom_tool_call", "id": "ctc_" + c.ID, "call_id": c.ID, "name": c.Function.Name,
+			"type": "custom_tool_call", "id": outputItemID(responseID, "ctc", index), "call_id": c.ID, "name": c.Function.Name,
 			"input": customInput(c.Function.Arguments), "status": status,
 		}
 	}
-	return functionCallItem(c, status)
-}
-
-func functionCallItem(c provider.ToolCall, status string) map[string]any {
 	return map[string]any{
-		"type": "function_call", "id": "fc_" + c.ID, "call_id": c.ID, "name": c.Function.Name,
+		"type": "function_call", "id": outputItemID(responseID, "fc", index), "call_id": c.ID, "name": c.Function.Name,
 		"arguments": c.Function.Arguments, "status": status,
 	}
+}
+
+// outputItemID is the id of the output item at index of a response:
+// its kind (msg, fc, ctc), the response id without "resp_", and the
+// index, e.g. msg_20261121_020734_123456_a1b2c3d4e5f60718_0. So an
+// item_reference names the response that holds the item (itemResponse).
+func outputItemID(responseID, kind string, index int) string {
+	return fmt.Sprintf("%s_%s_%d", kind, strings.TrimPrefix(responseID, "resp_"), index)
+}
+
+// itemResponse is the id of the response whose output holds the item id
+// names (outputItemID), or "" when id is not of that form.
+func itemResponse(id string) string {
+	_, rest, ok := strings.Cut(id, "_")
+	i := strings.LastIndexByte(rest, '_')
+	if !ok || i <= 0 {
+		return ""
+	}
+	return "resp_" + rest[:i]
+}
+
+// resolveItem is the stored output item id names, for an item_reference:
+// an item of a stored response of a session that still exists.
+func (s *Server) resolveItem(id string) (json.RawMessage, error) {
+	respID := itemResponse(id)
+	if respID == "" {
+		return nil, nil
+	}
+	doc, err := s.opts.Store.GetResponse(respID)
+	if err == nil {
+		_, err = s.opts.Sessions.Get(doc.SessionID)
+	}
+	if errors.Is(err, fsstore.ErrNotFound) || errors.Is(err, fsstore.ErrInvalid) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var items []json.RawMessage
+	json.Unmarshal(doc.Output, &items)
+	for _, item := range items {
+		var it struct {
+			ID string `json:"id"`
+		}
+		if json.Unmarshal(item, &it) == nil && it.ID == id {
+			return item, nil
+		}
+	}
+	return nil, nil
 }
 
 // apiResponse is a response as the Responses API returns it.
@@ -886,11 +938,12 @@ func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) error {
 // responseStream writes the Responses API's events: the provider's text
 // arrives through Write as output_text deltas of one message item.
 type responseStream struct {
-	mu     sync.Mutex
-	sse    *sseWriter
-	seq    int
-	itemID string
-	opened bool
+	mu         sync.Mutex
+	sse        *sseWriter
+	seq        int
+	itemID     string
+	responseID string
+	opened     bool
 }
 
 func (rs *responseStream) send(typ string, fields map[string]any) {
@@ -950,7 +1003,7 @@ func (rs *responseStream) finish(doc gatewaystate.Response, out turnOutcome, cus
 	}
 	for _, c := range calls {
 		if custom[c.Function.Name] {
-			item := callItem(c, "in_progress", custom)
+			item := callItem(rs.responseID, index, c, "in_progress", custom)
 			input := item["input"]
 			item["input"] = ""
 			rs.sendLocked("response.output_item.added", map[string]any{"output_index": index, "item": item})
@@ -960,7 +1013,7 @@ func (rs *responseStream) finish(doc gatewaystate.Response, out turnOutcome, cus
 			rs.sendLocked("response.custom_tool_call_input.done", map[string]any{
 				"item_id": item["id"], "output_index": index, "input": input,
 			})
-			rs.sendLocked("response.output_item.done", map[string]any{"output_index": index, "item": callItem(c, "completed", custom)})
+			rs.sendLocked("response.output_item.done", map[string]any{"output_index": index, "item": callItem(rs.responseID, index, c, "completed", custom)})
 			index++
 			continue
 		}
@@ -968,7 +1021,7 @@ func (rs *responseStream) finish(doc gatewaystate.Response, out turnOutcome, cus
 		// as the API streams them: a client that appends each delta to the
 		// added item (openai-node's ResponseStream does) would otherwise
 		// hold them twice. The provider's reply is whole, so one delta.
-		item := functionCallItem(c, "in_progress")
+		item := callItem(rs.responseID, index, c, "in_progress", custom)
 		item["arguments"] = ""
 		rs.sendLocked("response.output_item.added", map[string]any{"output_index": index, "item": item})
 		rs.sendLocked("response.function_call_arguments.delta", map[string]any{
@@ -977,7 +1030,7 @@ func (rs *responseStream) finish(doc gatewaystate.Response, out turnOutcome, cus
 		rs.sendLocked("response.function_call_arguments.done", map[string]any{
 			"item_id": item["id"], "output_index": index, "name": c.Function.Name, "arguments": c.Function.Arguments,
 		})
-		rs.sendLocked("response.output_item.done", map[string]any{"output_index": index, "item": functionCallItem(c, "completed")})
+		rs.sendLocked("response.output_item.done", map[string]any{"output_index": index, "item": callItem(rs.responseID, index, c, "completed", custom)})
 		index++
 	}
 }
