@@ -55,7 +55,7 @@ func walkConversation(h hash.Hash, msgs []sessions.Message, atEnd func(n int)) {
 			}
 			atom(h, "assistant", replyText(run))
 			for _, c := range pendingToolCalls(run) {
-				atom(h, "call", c.ID, c.Function.Name, c.Function.Arguments)
+				atom(h, "call", c.ID, c.Function.Name, callArguments(c.Function.Arguments))
 			}
 			if atEnd != nil {
 				atEnd(end)

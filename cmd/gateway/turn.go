@@ -253,7 +253,45 @@ func (s *Server) pendingFresh(sess sessions.Session) bool {
 // reply (refusal, annotations, audio) that the transcript does not keep.
 func sameMessage(a, b sessions.Message) bool {
 	a.Extra, b.Extra = nil, nil
+	if a.SameAs(b) {
+		return true
+	}
+	if !hasToolCalls(a) || !hasToolCalls(b) {
+		return false
+	}
+	// A custom tool's call as the model made it and as the client sends
+	// it back (its input, which the gateway wraps) may differ in spacing.
+	a.ToolCalls, b.ToolCalls = sameArguments(a.ToolCalls), sameArguments(b.ToolCalls)
 	return a.SameAs(b)
+}
+
+// sameArguments is calls with each call's arguments as callArguments
+// writes them.
+func sameArguments(calls json.RawMessage) json.RawMessage {
+	var cs []provider.ToolCall
+	if json.Unmarshal(calls, &cs) != nil {
+		return calls
+	}
+	for i := range cs {
+		cs[i].Function.Arguments = callArguments(cs[i].Function.Arguments)
+	}
+	b, _ := json.Marshal(cs)
+	return b
+}
+
+// callArguments are arguments as the history compares them: those of a
+// custom tool's call ({"input": text} alone) as customArguments writes
+// them, others as they are.
+func callArguments(arguments string) string {
+	if !strings.Contains(arguments, `"input"`) {
+		return arguments
+	}
+	var a map[string]json.RawMessage
+	var input string
+	if json.Unmarshal([]byte(arguments), &a) != nil || len(a) != 1 || json.Unmarshal(a["input"], &input) != nil {
+		return arguments
+	}
+	return customArguments(input)
 }
 
 // transcript is the transcript of id as a request is routed on it: without

@@ -25,6 +25,8 @@ type upstream struct {
 	mu     sync.Mutex
 	bodies []map[string]json.RawMessage
 	refuse int
+	// args are the arguments of the model's calls; empty: {"input":"x"}.
+	args string
 }
 
 func newUpstream(t *testing.T) *upstream {
@@ -69,8 +71,11 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	u.mu.Lock()
 	u.bodies = append(u.bodies, body)
-	refuse := u.refuse
+	refuse, args := u.refuse, u.args
 	u.mu.Unlock()
+	if args == "" {
+		args = `{"input":"x"}`
+	}
 	if refuse != 0 {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(refuse)
@@ -104,7 +109,7 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 		finish := "stop"
 		if call != "" {
 			msg = map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
-				"id": "call_u1", "type": "function", "function": map[string]any{"name": call, "arguments": `{"input":"x"}`}}}}
+				"id": "call_u1", "type": "function", "function": map[string]any{"name": call, "arguments": args}}}}
 			finish = "tool_calls"
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -116,7 +121,7 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 	finish := "stop"
 	if call != "" {
 		delta = map[string]any{"tool_calls": []any{map[string]any{"index": 0, "id": "call_u1", "type": "function",
-			"function": map[string]any{"name": call, "arguments": `{"input":"x"}`}}}}
+			"function": map[string]any{"name": call, "arguments": args}}}}
 		finish = "tool_calls"
 	}
 	chunk, _ := json.Marshal(map[string]any{"model": model + "-answered", "choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}})
@@ -312,11 +317,25 @@ func TestUpstreamRefusalPassedOn(t *testing.T) {
 // call comes back as a custom_tool_call with that input; the input sent
 // back with the result continues the same session.
 func TestCustomToolRoundTrip(t *testing.T) {
+	for _, c := range []struct {
+		args   string
+		header map[string]string
+	}{
+		{`{"input":"x"}`, nil},
+		{"{\"input\": \"x\"}\n", nil},
+		{"{ \"input\" : \"x\" }", map[string]string{"Session-Id": "thread-1"}},
+	} {
+		t.Run(c.args, func(t *testing.T) { customToolRoundTrip(t, c.args, c.header) })
+	}
+}
+
+func customToolRoundTrip(t *testing.T, args string, header map[string]string) {
 	u := newUpstream(t)
+	u.args = args
 	e := newTestEnv(t, func(o *Options) { o.Provider = u.provider() })
 	tools := []any{map[string]any{"type": "custom", "name": "apply_patch", "description": "Patch files.",
 		"format": map[string]any{"type": "grammar", "syntax": "lark", "definition": "start: \"x\""}}}
-	resp, body := e.do("POST", "/v1/responses", map[string]any{"input": "patch it", "tools": tools, "store": false}, nil)
+	resp, body := e.do("POST", "/v1/responses", map[string]any{"input": "patch it", "tools": tools, "store": false}, header)
 	mustStatus(t, resp, body, 200)
 	sid := resp.Header.Get(SessionHeader)
 	want := `[{"type":"function","function":{"description":"Patch files.\n\nThe argument input is the tool's input: free-form text, not JSON, in this grammar (lark syntax):\nstart: \"x\"",` +
@@ -335,7 +354,7 @@ func TestCustomToolRoundTrip(t *testing.T) {
 		map[string]any{"type": "message", "role": "user", "content": []any{map[string]any{"type": "input_text", "text": "patch it"}}},
 		map[string]any{"type": "custom_tool_call", "call_id": "call_u1", "name": "apply_patch", "input": "x"},
 		map[string]any{"type": "custom_tool_call_output", "call_id": "call_u1", "output": "done"},
-	}}, nil)
+	}}, header)
 	mustStatus(t, resp, body, 200)
 	if got := resp.Header.Get(SessionHeader); got != sid {
 		t.Errorf("the tool result went to session %s, want %s", got, sid)
