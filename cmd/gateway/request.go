@@ -6,12 +6,28 @@ import (
 	"fmt"
 
 	"github.com/hermes/hermes/cmd/provider"
+	"github.com/hermes/hermes/fsstore/sessions"
 )
 
 // request is what a client asks of a turn besides its messages, decoded
 // from either API's wire shape into the chat completions API's terms, in
 // which the gateway's upstream is asked.
 type request struct {
+	// chat: a chat completion request, whose msgs are the client's whole
+	// conversation; else a Responses request, whose msgs are its input.
+	chat bool
+	msgs []sessions.Message
+	// conv, prev and instructions are a Responses request's conversation,
+	// previous_response_id and instructions; store is false for
+	// store:false.
+	conv, prev, instructions string
+	store                    bool
+	// stream: the reply goes as server-sent events; includeUsage: a
+	// chat stream ends with a usage chunk.
+	stream, includeUsage bool
+	// wire is the request as decoded, which its idempotency key's digest
+	// is of.
+	wire any
 	// model is the model the request names; empty: the configured one.
 	model string
 	// tools are the client's tools as chat completions function-calling

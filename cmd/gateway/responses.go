@@ -47,21 +47,40 @@ type responsesRequest struct {
 // text.format response_format, reasoning.effort reasoning_effort, and the
 // tools and tool_choice are translated (responsesTools,
 // responsesToolChoice).
-func (s *Server) decodeResponses(rr *responsesRequest) (request, error) {
+func (s *Server) decodeResponses(w http.ResponseWriter, r *http.Request) (request, error) {
+	rr := &responsesRequest{}
+	if err := s.decodeBody(w, r, rr); err != nil {
+		return request{}, err
+	}
 	tools, custom, err := responsesTools(rr.Tools)
 	if err != nil {
 		return request{}, err
 	}
-	req := request{model: rr.Model, tools: tools, custom: custom, params: provider.Params{
-		ToolChoice:          responsesToolChoice(rr.ToolChoice),
-		ParallelToolCalls:   set(rr.ParallelToolCalls),
-		Temperature:         set(rr.Temperature),
-		TopP:                set(rr.TopP),
-		MaxCompletionTokens: set(rr.MaxOutputTokens),
-		ResponseFormat:      responseFormat(rr.Text),
-		ReasoningEffort:     reasoningEffort(rr.Reasoning),
-		User:                set(rr.User),
-	}}
+	input, err := parseInput(rr.Input, custom, s.resolveItem)
+	if err != nil {
+		return request{}, err
+	}
+	conv, err := parseConversation(rr.Conversation)
+	if err != nil {
+		return request{}, err
+	}
+	prev := deref(rr.PreviousResponseID)
+	if prev != "" && conv != "" {
+		return request{}, badRequest("previous_response_id", "previous_response_id and conversation cannot be used together")
+	}
+	req := request{
+		msgs: input, conv: conv, prev: prev, instructions: deref(rr.Instructions),
+		store: rr.Store == nil || *rr.Store, stream: rr.Stream, wire: rr,
+		model: rr.Model, tools: tools, custom: custom, params: provider.Params{
+			ToolChoice:          responsesToolChoice(rr.ToolChoice),
+			ParallelToolCalls:   set(rr.ParallelToolCalls),
+			Temperature:         set(rr.Temperature),
+			TopP:                set(rr.TopP),
+			MaxCompletionTokens: set(rr.MaxOutputTokens),
+			ResponseFormat:      responseFormat(rr.Text),
+			ReasoningEffort:     reasoningEffort(rr.Reasoning),
+			User:                set(rr.User),
+		}}
 	if err := s.pickModel(&req); err != nil {
 		return req, err
 	}
@@ -324,71 +343,12 @@ func sameInstructions(msgs []sessions.Message, text string) bool {
 // headers (threadOf), the one the input's history is found in, or a new
 // one.
 func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
-	var req responsesRequest
-	if err := s.decodeBody(w, r, &req); err != nil {
-		return err
-	}
-	asked, err := s.decodeResponses(&req)
+	req, err := s.decodeResponses(w, r)
 	if err != nil {
 		return err
 	}
-	input, err := parseInput(req.Input, asked.custom, s.resolveItem)
-	if err != nil {
-		return err
-	}
-	conv, err := parseConversation(req.Conversation)
-	if err != nil {
-		return err
-	}
-	prev := deref(req.PreviousResponseID)
-	if prev != "" && conv != "" {
-		return badRequest("previous_response_id", "previous_response_id and conversation cannot be used together")
-	}
-	store := req.Store == nil || *req.Store
-	instructions := deref(req.Instructions)
 	ctx := r.Context()
-	k, err := s.lookupKey(ctx, r, &req)
-	defer k.unlock()
-	if err != nil {
-		return err
-	}
-
-	var rt route
-	var byHistory []sessions.Message
-	viaHistory := false
-	sid := r.Header.Get(SessionHeader)
-	switch {
-	case k.found:
-		var unlock func()
-		rt.a, rt.replay, rt.replayCount, unlock, err = s.keyedTurn(ctx, k)
-		rt.hold(unlock)
-		if err == nil && rt.replay == nil {
-			// The key's turn got no reply (it failed, or a crash came
-			// before its input was even stored): it runs again in its
-			// session, as a request naming that session would, which
-			// stores nothing twice.
-			rt.release()
-			rt, input, err = s.routeSession(ctx, k.rec.SessionID, input)
-		}
-	case sid != "":
-		rt, input, err = s.routeSession(ctx, sid, input)
-	case conv != "":
-		rt, err = s.routeConversation(ctx, conv, input)
-	case prev != "":
-		rt, err = s.routePrevious(ctx, prev, input)
-	case threadOf(r) != "":
-		var add []sessions.Message
-		if rt, add, viaHistory, err = s.routeThread(ctx, threadOf(r), input, retried(r)); viaHistory {
-			byHistory = add
-		} else {
-			input = add
-		}
-	default:
-		// No conversation named: it is found by its history, for a client
-		// that re-sends it whole (Codex CLI, store:false).
-		rt, byHistory, err = s.routeHistory(ctx, input, retried(r))
-		viaHistory = true
-	}
+	rt, err := s.routeRequest(ctx, r, req)
 	defer rt.release()
 	if err != nil {
 		return err
@@ -396,67 +356,39 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 	a := rt.a
 	w.Header().Set(SessionHeader, a.sess.ID)
 
-	var add []sessions.Message
-	if rt.replay == nil {
-		if instructions != "" && !sameInstructions(rt.stored, instructions) {
-			add = append(add, sessions.Message{
-				Role:    "system",
-				Content: sessions.TextContent(instructions),
-				Extra:   map[string]json.RawMessage{instructionsMarker: jsonTrue},
-			})
-		}
-		switch {
-		case viaHistory:
-			add = append(add, byHistory...)
-		case !isRetry(rt.pending, input):
-			add = append(add, input...)
-		}
-		if err := s.record(&k, a.sess.ID, len(rt.stored)+len(add)); err != nil {
-			return err
-		}
-	}
-
 	now := s.now()
 	doc := gatewaystate.Response{
 		ID:                 newResponseID(now),
 		SessionID:          a.sess.ID,
 		CreatedAt:          fsstore.TimeOf(now),
-		Model:              s.modelOf(asked),
+		Model:              s.modelOf(req),
 		Status:             "in_progress",
 		Output:             json.RawMessage("[]"),
-		PreviousResponseID: prev,
-		Conversation:       conv,
-		Instructions:       instructions,
+		PreviousResponseID: req.prev,
+		Conversation:       req.conv,
+		Instructions:       req.instructions,
 	}
 
 	var rs *responseStream
 	var stream io.Writer
 	var started func()
-	if req.Stream {
+	if req.stream {
 		rs = &responseStream{itemID: outputItemID(doc.ID, "msg", 0), responseID: doc.ID}
 		stream = rs
 		started = func() {
 			rs.sse = startSSE(w)
-			obj := responseObject(doc, store)
+			obj := responseObject(doc, req.store)
 			rs.send("response.created", map[string]any{"response": obj})
 			rs.send("response.in_progress", map[string]any{"response": obj})
 		}
 	}
-	var out turnOutcome
-	if rt.replay != nil {
-		out = replay(rt.replay, rt.replayCount, stream, started)
-	} else if out, err = s.runTurn(ctx, a, add, asked, stream, started); err == nil {
-		s.done(&k, out)
-		if viaHistory {
-			s.indexHistory(input, rt.history, out, a.sess.ID)
-		}
-	}
+	out, err := s.run(ctx, &rt, req, stream, started)
 	if err == nil {
-		doc = finishDoc(doc, out, rs, asked.custom)
+		doc = finishDoc(doc, out, rs, req.custom)
 		// The reply is stored: a document or mapping that cannot be
 		// written now does not make the turn a failure, which a client
 		// would retry. The mapping is written again by the next turn.
-		if kerr := s.keep(doc, store, rt.mapping, out); kerr != nil {
+		if kerr := s.keep(doc, req.store, rt.mapping, out); kerr != nil {
 			s.opts.Logf("session %s: the reply is stored, but keeping response %s failed: %v", a.sess.ID, doc.ID, kerr)
 		}
 	}
@@ -467,18 +399,18 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 		// The stream has started: the failure is its last event.
 		ae := s.toAPIError(err)
 		doc.Status = "failed"
-		obj := responseObject(doc, store)
+		obj := responseObject(doc, req.store)
 		obj.Error = map[string]any{"code": orDefault(ae.code, "server_error"), "message": ae.msg}
 		rs.send("response.failed", map[string]any{"response": obj})
 		return nil
 	}
 	if rs == nil {
-		writeJSON(w, http.StatusOK, responseObject(doc, store))
+		writeJSON(w, http.StatusOK, responseObject(doc, req.store))
 		s.whenDelivered(w, a.sess.ID, out.count)
 		return nil
 	}
-	rs.finish(doc, out, asked.custom)
-	rs.send("response.completed", map[string]any{"response": responseObject(doc, store)})
+	rs.finish(doc, out, req.custom)
+	rs.send("response.completed", map[string]any{"response": responseObject(doc, req.store)})
 	s.whenDelivered(w, a.sess.ID, out.count)
 	return nil
 }
@@ -498,7 +430,32 @@ type route struct {
 	// history is the digest state of the request's history, when the route
 	// was found by it (routeHistory): indexHistory carries it on.
 	history hash.Hash
+	// byHistory: the route was found by the request's history, whose end
+	// is indexed after the turn.
+	byHistory bool
+	// add is what the turn stores before it calls the model; key the
+	// request's idempotency key.
+	add     []sessions.Message
+	key     keyed
 	unlocks []func()
+}
+
+// run runs the turn of a route: the stored reply it found, or the
+// engine's turn on what it adds, after which the key's record and the
+// history index are brought up to date.
+func (s *Server) run(ctx context.Context, rt *route, req request, stream io.Writer, started func()) (turnOutcome, error) {
+	if rt.replay != nil {
+		return replay(rt.replay, rt.replayCount, stream, started), nil
+	}
+	out, err := s.runTurn(ctx, rt.a, rt.add, req, stream, started)
+	if err != nil {
+		return out, err
+	}
+	s.done(&rt.key, out)
+	if req.chat || rt.byHistory {
+		s.indexHistory(req.msgs, rt.history, out, rt.a.sess.ID)
+	}
+	return out, nil
 }
 
 // findRepeat sets rt.replay when input repeats the last turn of the
