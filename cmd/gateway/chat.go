@@ -105,7 +105,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 
 	id := "chatcmpl-" + randomID()
 	created := s.now().Unix()
-	model := s.modelOf(req)
+	model := req.reported
 	if !req.stream {
 		out, err := s.run(ctx, &rt, req, nil, nil)
 		if err != nil {

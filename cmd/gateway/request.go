@@ -29,7 +29,9 @@ type request struct {
 	// is of.
 	wire any
 	// model is the model the request names; empty: the configured one.
-	model string
+	// reported is the model a reply reports until the provider names the
+	// one that answered: model, else the configured one.
+	model, reported string
 	// tools are the client's tools as chat completions function-calling
 	// entries; custom names those that are Responses custom tools, offered
 	// upstream as functions whose one argument, input, is the free-form
@@ -49,7 +51,7 @@ type request struct {
 // gateway.models_only a model that is neither listed nor the configured
 // one is a 404 model_not_found, as OpenAI answers an unknown model.
 func (s *Server) pickModel(req *request) error {
-	req.upstream = req.model
+	req.upstream, req.reported = req.model, orDefault(req.model, s.opts.Model)
 	if req.model == "" {
 		return nil
 	}

@@ -2,13 +2,11 @@ package gateway
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"net/http"
 	"strings"
@@ -361,7 +359,7 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 		ID:                 newResponseID(now),
 		SessionID:          a.sess.ID,
 		CreatedAt:          fsstore.TimeOf(now),
-		Model:              s.modelOf(req),
+		Model:              req.reported,
 		Status:             "in_progress",
 		Output:             json.RawMessage("[]"),
 		PreviousResponseID: req.prev,
@@ -388,7 +386,7 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 		// The reply is stored: a document or mapping that cannot be
 		// written now does not make the turn a failure, which a client
 		// would retry. The mapping is written again by the next turn.
-		if kerr := s.keep(doc, req.store, rt.mapping, out); kerr != nil {
+		if kerr := s.storeResponse(doc, req.store, rt.mapping, out); kerr != nil {
 			s.opts.Logf("session %s: the reply is stored, but keeping response %s failed: %v", a.sess.ID, doc.ID, kerr)
 		}
 	}
@@ -415,266 +413,6 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// route is where a Responses request's turn runs, with the locks held for
-// it: release them (also after an error) when the turn is done.
-type route struct {
-	a       admission
-	stored  []sessions.Message // the transcript the turn continues
-	pending []sessions.Message // its messages after the point the request continues from
-	mapping *gatewaystate.Conversation
-	// replay is the stored reply that answers the request (a retry of a
-	// turn whose reply the client never got): nothing runs. replayCount
-	// is the transcript's length after it.
-	replay      []sessions.Message
-	replayCount int64
-	// history is the digest state of the request's history, when the route
-	// was found by it (routeHistory): indexHistory carries it on.
-	history hash.Hash
-	// byHistory: the route was found by the request's history, whose end
-	// is indexed after the turn.
-	byHistory bool
-	// add is what the turn stores before it calls the model; key the
-	// request's idempotency key.
-	add     []sessions.Message
-	key     keyed
-	unlocks []func()
-}
-
-// run runs the turn of a route: the stored reply it found, or the
-// engine's turn on what it adds, after which the key's record and the
-// history index are brought up to date.
-func (s *Server) run(ctx context.Context, rt *route, req request, stream io.Writer, started func()) (turnOutcome, error) {
-	if rt.replay != nil {
-		return replay(rt.replay, rt.replayCount, stream, started), nil
-	}
-	out, err := s.runTurn(ctx, rt.a, rt.add, req, stream, started)
-	if err != nil {
-		return out, err
-	}
-	s.done(&rt.key, out)
-	if req.chat || rt.byHistory {
-		s.indexHistory(req.msgs, rt.history, out, rt.a.sess.ID)
-	}
-	return out, nil
-}
-
-// findRepeat sets rt.replay when input repeats the last turn of the
-// session, whose reply was stored but never delivered: the client's retry
-// of a turn it got no answer to. Once the reply was delivered, the same
-// input is a new turn (a person who says the same thing twice). With at
-// >= 0 the last turn must begin there (after the response a request
-// continues from).
-func (s *Server) findRepeat(rt *route, input []sessions.Message, at int) error {
-	start, end, reply, ok, err := s.lastTurn(rt.a.sess.ID, rt.stored)
-	if err != nil || !ok || (at >= 0 && start != at) || !isRetry(rt.stored[start:end], input) {
-		return err
-	}
-	rt.replay, rt.replayCount = reply, int64(len(rt.stored))
-	return nil
-}
-
-func (rt *route) hold(unlock func()) { rt.unlocks = append(rt.unlocks, unlock) }
-
-func (rt *route) release() {
-	for i := len(rt.unlocks) - 1; i >= 0; i-- {
-		rt.unlocks[i]()
-	}
-	rt.unlocks = nil
-}
-
-// routeConversation finds (or makes) the session of conversation conv,
-// under the conversation's locks (in the server, then on disk) and the
-// session's. The mapping is written before the turn when the session
-// changes, so that a crash during the turn still finds it.
-func (s *Server) routeConversation(ctx context.Context, conv string, input []sessions.Message) (route, error) {
-	var rt route
-	unlock, err := s.convs.lock(ctx, conv)
-	if err != nil {
-		return rt, err
-	}
-	rt.hold(unlock)
-	unlockFile, err := s.opts.Store.LockConversation(conv)
-	if err != nil {
-		return rt, err
-	}
-	rt.hold(unlockFile)
-	c, err := s.opts.Store.GetConversation(conv)
-	var sess sessions.Session
-	switch {
-	case errors.Is(err, fsstore.ErrNotFound):
-		c = gatewaystate.Conversation{Conversation: conv}
-	case err != nil:
-		return rt, err
-	default:
-		unlockSess, err := s.sessions.lock(ctx, c.SessionID)
-		if err != nil {
-			return rt, err
-		}
-		rt.hold(unlockSess)
-		if sess, err = s.opts.Sessions.Get(c.SessionID); err != nil && !errors.Is(err, fsstore.ErrNotFound) {
-			return rt, err
-		}
-	}
-	if sess.ID != "" {
-		// A retry of the session's last turn is answered from it, whatever
-		// its state: a session suspended or expired since must not run the
-		// turn again in a successor.
-		if rt.stored, err = s.transcript(sess.ID); err != nil {
-			return rt, err
-		}
-		rt.a, rt.mapping = admission{sess: sess}, &c
-		if err := s.findRepeat(&rt, input, -1); err != nil || rt.replay != nil {
-			return rt, err
-		}
-	}
-	if sess.ID == "" {
-		// A new conversation, or one whose session a person deleted.
-		if sess, err = s.newSession(c.SessionID, "conversation:"+conv); err != nil {
-			return rt, err
-		}
-		rt.a = admission{sess: sess, fresh: true}
-	} else if rt.a, err = s.admit(sess); err != nil {
-		return rt, err
-	}
-	if rt.a.sess.ID != c.SessionID {
-		c.SessionID, c.MessageCount = rt.a.sess.ID, 0
-		if err := s.opts.Store.PutConversation(c); err != nil {
-			return rt, err
-		}
-	}
-	rt.mapping = &c
-	switch {
-	case rt.a.fresh:
-		rt.stored = nil
-	case rt.a.sess.ID != sess.ID:
-		if rt.stored, err = s.transcript(rt.a.sess.ID); err != nil {
-			return rt, err
-		}
-	}
-	rt.pending = rt.stored[lastReplyEnd(rt.stored):]
-	return rt, nil
-}
-
-// routeSession continues the session sid that X-Hermes-Session-Id names
-// (and its successors, see follow), under their locks, and returns the
-// input to append. An input that begins with the session's whole history
-// (a client that re-sends it each time, as Codex does with store:false)
-// has that history left out. An input of more than one message that
-// begins as the history does and then departs from it (a regenerate, an
-// edit) goes to a new session whose parent is sid, whole, as on chat
-// completions. Any other input is new items, appended as the Responses
-// API appends them.
-func (s *Server) routeSession(ctx context.Context, sid string, input []sessions.Message) (route, []sessions.Message, error) {
-	var rt route
-	sess, unlock, err := s.namedSession(ctx, sid)
-	rt.hold(unlock)
-	if err != nil {
-		return rt, input, err
-	}
-	if rt.stored, err = s.transcript(sess.ID); err != nil {
-		return rt, input, err
-	}
-	// A retry of the session's last turn whose reply was never delivered
-	// is answered from it, whatever its state (see routeConversation):
-	// its input alone, or the whole history up to it.
-	rt.a = admission{sess: sess}
-	_, end, reply, undelivered, err := s.lastTurn(sess.ID, rt.stored)
-	if err != nil {
-		return rt, input, err
-	}
-	if n, ok := reconcile(withoutInstructions(rt.stored[:end]), input); undelivered && ok && n == len(input) {
-		rt.replay, rt.replayCount = reply, int64(len(rt.stored))
-		return rt, input, nil
-	}
-	if err := s.findRepeat(&rt, input, -1); err != nil || rt.replay != nil {
-		return rt, input, err
-	}
-	if rt.a, err = s.admit(sess); err != nil || rt.a.fresh {
-		rt.stored = nil
-		return rt, input, err
-	}
-	kept := withoutInstructions(rt.stored)
-	if n, ok := reconcile(kept, input); ok && n > 0 {
-		input = input[n:]
-	} else if len(input) > 1 && len(kept) > 0 && sameMessage(kept[0], input[0]) {
-		fork, err := s.newSession(rt.a.sess.ID, rt.a.sess.SessionKey)
-		if err != nil {
-			return rt, input, err
-		}
-		rt.a, rt.stored = admission{sess: fork, fresh: true}, nil
-	}
-	rt.pending = rt.stored[lastReplyEnd(rt.stored):]
-	return rt, input, nil
-}
-
-// withoutInstructions is msgs without the instructions the gateway stored,
-// which a client's history does not hold.
-func withoutInstructions(msgs []sessions.Message) []sessions.Message {
-	var out []sessions.Message
-	for _, m := range msgs {
-		if !marked(m, instructionsMarker) {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
-// routePrevious continues the session of response prev, under the
-// session's lock. A response that is not its session's latest answered
-// turn branches: a new session (parent the old) that starts with the
-// history up to that response.
-func (s *Server) routePrevious(ctx context.Context, prev string, input []sessions.Message) (route, error) {
-	var rt route
-	pr, err := s.opts.Store.GetResponse(prev)
-	if errors.Is(err, fsstore.ErrNotFound) || errors.Is(err, fsstore.ErrInvalid) {
-		return rt, notFound("previous_response_id", "previous_response_not_found", "previous response with id '%s' not found", prev)
-	}
-	if err != nil {
-		return rt, err
-	}
-	unlockSess, err := s.sessions.lock(ctx, pr.SessionID)
-	if err != nil {
-		return rt, err
-	}
-	rt.hold(unlockSess)
-	sess, err := s.opts.Sessions.Get(pr.SessionID)
-	if errors.Is(err, fsstore.ErrNotFound) {
-		return rt, notFound("previous_response_id", "previous_response_not_found", "the session %s of previous response '%s' no longer exists", pr.SessionID, prev)
-	}
-	if err != nil {
-		return rt, err
-	}
-	if rt.stored, err = s.transcript(sess.ID); err != nil {
-		return rt, err
-	}
-	// A retry of the turn after prev is answered from the session,
-	// whatever its state (see routeConversation).
-	rt.a = admission{sess: sess}
-	k := min(int(pr.MessageCount), len(rt.stored))
-	if err := s.findRepeat(&rt, input, k); err != nil || rt.replay != nil {
-		return rt, err
-	}
-	if rt.a, err = s.admit(sess); err != nil || rt.a.fresh {
-		rt.stored = nil
-		return rt, err
-	}
-	if lastReplyEnd(rt.stored) > k {
-		fork, err := s.newSession(rt.a.sess.ID, rt.a.sess.SessionKey)
-		if err != nil {
-			return rt, err
-		}
-		if k > 0 {
-			if _, err := s.opts.Sessions.Append(fork.ID, sessions.CopyMessages(rt.stored[:k])); err != nil {
-				return rt, err
-			}
-		}
-		rt.a = admission{sess: fork}
-		rt.stored = rt.stored[:k]
-	}
-	rt.pending = rt.stored[k:]
-	return rt, nil
-}
-
 func orDefault(s, def string) string {
 	if s == "" {
 		return def
@@ -682,9 +420,9 @@ func orDefault(s, def string) string {
 	return s
 }
 
-// keep stores the response document (unless store is false) and moves the
-// conversation's mapping to it.
-func (s *Server) keep(doc gatewaystate.Response, store bool, mapping *gatewaystate.Conversation, out turnOutcome) error {
+// storeResponse stores the response document (unless store is false) and
+// moves the conversation's mapping to it.
+func (s *Server) storeResponse(doc gatewaystate.Response, store bool, mapping *gatewaystate.Conversation, out turnOutcome) error {
 	if store {
 		if _, err := s.opts.Store.PutResponse(doc, s.opts.MaxStoredResponses); err != nil {
 			return err

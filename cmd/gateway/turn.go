@@ -428,12 +428,6 @@ type turnOutcome struct {
 	model string
 }
 
-// modelOf is the model a request asks for: the one it names, else the
-// configured one.
-func (s *Server) modelOf(req request) string {
-	return orDefault(req.model, s.opts.Model)
-}
-
 var errStopping = errors.New("the gateway is stopping")
 
 // begin records a turn in flight on id; a drain that times out marks the
