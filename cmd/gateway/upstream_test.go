@@ -422,3 +422,35 @@ func TestGatewayModels(t *testing.T) {
 		}
 	}
 }
+
+// A request that retries a turn whose first attempt failed (the same
+// Idempotency-Key, or the same opening messages) sends the model the
+// tools and parameters it carries, as the first attempt did.
+func TestRetrySendsTheSameToolsAndParameters(t *testing.T) {
+	for _, header := range []map[string]string{{IdempotencyHeader: "k-1"}, nil} {
+		u := newUpstream(t)
+		e := newTestEnv(t, func(o *Options) { o.Provider = u.provider() })
+		body := map[string]any{"messages": []any{userMsg("use it")}, "temperature": 0.2,
+			"tools": []any{map[string]any{"type": "function", "function": map[string]any{"name": "get"}}}}
+		u.mu.Lock()
+		u.refuse = 500
+		u.mu.Unlock()
+		resp, rbody := e.do("POST", "/v1/chat/completions", body, header)
+		mustError(t, resp, rbody, 502, "server_error")
+		first := u.last()
+		u.mu.Lock()
+		u.refuse = 0
+		u.mu.Unlock()
+		resp, rbody = e.do("POST", "/v1/chat/completions", body, header)
+		mustStatus(t, resp, rbody, 200)
+		retry := u.last()
+		for _, f := range []string{"tools", "temperature"} {
+			if len(retry[f]) == 0 || string(retry[f]) != string(first[f]) {
+				t.Errorf("key %v: the retry sent %s = %s, the first attempt %s", header, f, retry[f], first[f])
+			}
+		}
+		if all, _ := e.sessions.All(); len(all) != 1 {
+			t.Errorf("key %v: %d sessions, want 1", header, len(all))
+		}
+	}
+}
