@@ -125,8 +125,9 @@
 //     gateway that starts removes older ones. The official SDKs (openai
 //     for Node and Python) send no Idempotency-Key unless the caller adds
 //     it (a header of the request options); on their own retries they send
-//     the same body with X-Stainless-Retry-Count, which names no turn, so
-//     it is not used.
+//     the same body with X-Stainless-Retry-Count, which names no turn: it
+//     only tells a retried first turn from a new conversation (see
+//     retryOpening below).
 //   - Without a key, for a session named by the request (X-Hermes-Session-Id,
 //     conversation, previous_response_id): when its input repeats the last
 //     stored user input of the session, and that turn's reply was stored but
