@@ -14,6 +14,7 @@ import (
 	"github.com/hermes/hermes/cmd/agent"
 	"github.com/hermes/hermes/cmd/gateway"
 	"github.com/hermes/hermes/cmd/mcp"
+	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/fsstore"
 	"github.com/hermes/hermes/fsstore/gatewaystate"
 	"github.com/hermes/hermes/fsstore/sessions"
@@ -112,6 +113,10 @@ func gatewayServe(e *env) error {
 	if err != nil {
 		return err
 	}
+	models, err := gatewayModels(g.Models, pc)
+	if err != nil {
+		return err
+	}
 	// The gateway runs only the tools gateway.tools names, and never
 	// prompts: approval ask acts as deny.
 	var tools []agent.Tool
@@ -169,6 +174,8 @@ func gatewayServe(e *env) error {
 			Store:              e.gatewayStore(),
 			Provider:           prov,
 			Model:              pc.Model,
+			Models:             models,
+			ModelsOnly:         g.ModelsOnly,
 			APIKey:             key,
 			AllowedHosts:       hosts,
 			AllowedOrigins:     origins,
@@ -194,6 +201,34 @@ func gatewayServe(e *env) error {
 		Version:        readBuildInfo().Version,
 		Describe:       fmt.Sprintf(" (profile %s, provider %s%s)", e.profile.Name, prov.Name(), auth),
 	})
+}
+
+// gatewayModels makes the providers of gateway.models, in the order of
+// their names; each setting an entry leaves out is the profile's (pc).
+func gatewayModels(entries map[string]profiles.GatewayModel, pc provider.Config) ([]gateway.Model, error) {
+	names := make([]string, 0, len(entries))
+	for name := range entries {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var models []gateway.Model
+	for _, name := range names {
+		m := entries[name]
+		cfg := pc
+		cfg.Name = firstSet(m.Provider, pc.Name)
+		cfg.BaseURL = firstSet(m.BaseURL, pc.BaseURL)
+		cfg.Model = firstSet(m.Model, name)
+		cfg.ExecCommand = firstSet(m.ExecCommand, pc.ExecCommand)
+		if m.APIKeyEnv != "" {
+			cfg.APIKey = os.Getenv(m.APIKeyEnv)
+		}
+		prov, err := provider.New(cfg)
+		if err != nil {
+			return nil, fsstore.Invalidf("gateway.models.%s: %w", name, err)
+		}
+		models = append(models, gateway.Model{Name: name, Upstream: cfg.Model, Provider: prov})
+	}
+	return models, nil
 }
 
 // gatewayCwd is gateway.cwd as an absolute path (a relative one is taken

@@ -87,6 +87,11 @@ type Config struct {
 		// IdleEnd is how long a gateway session may go without a request
 		// before the running gateway ends it (a duration; default 24h).
 		IdleEnd string `yaml:"idle_end" json:"idle_end"`
+		// Models maps the model names a client may ask for to providers;
+		// with ModelsOnly, a name that is neither one of them nor the
+		// profile's model is refused (404 model_not_found).
+		Models     map[string]GatewayModel `yaml:"models" json:"models"`
+		ModelsOnly bool                    `yaml:"models_only" json:"models_only"`
 	} `yaml:"gateway" json:"gateway"`
 	// Agent bounds the turn engine's loop (cmd/agent); zero values mean
 	// its defaults.
@@ -109,6 +114,19 @@ type Config struct {
 	// MCPServers are the MCP servers whose tools the agent is offered,
 	// by name (cmd/mcp).
 	MCPServers map[string]MCPServer `yaml:"mcp_servers" json:"mcp_servers"`
+}
+
+// GatewayModel is one entry of gateway.models: the provider that answers
+// for a model name. Each field left out is the profile's own setting
+// (provider, base_url, exec_command; the key in $HERMES_API_KEY or
+// $OPENAI_API_KEY); Model, the name sent upstream, is the entry's name
+// when left out.
+type GatewayModel struct {
+	Provider    string `yaml:"provider,omitempty" json:"provider,omitempty"`
+	BaseURL     string `yaml:"base_url,omitempty" json:"base_url,omitempty"`
+	Model       string `yaml:"model,omitempty" json:"model,omitempty"`
+	APIKeyEnv   string `yaml:"api_key_env,omitempty" json:"api_key_env,omitempty"`
+	ExecCommand string `yaml:"exec_command,omitempty" json:"exec_command,omitempty"`
 }
 
 // MCPServer is one entry of mcp_servers: a command run over stdio

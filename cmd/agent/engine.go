@@ -90,6 +90,16 @@ type Turn struct {
 	// Reactivate is called after a successful turn on a session that was
 	// resume_pending or suspended; nil sets it active.
 	Reactivate func(id string) error
+	// Tools are offered beside the engine's own at each provider call of
+	// the turn, as function-calling entries: a client's tools (with
+	// ClientTools, a call of one ends the turn).
+	Tools []json.RawMessage
+	// Model and Params are passed to each provider call of the turn (see
+	// provider.Request).
+	Model  string
+	Params provider.Params
+	// Provider, when set, answers the turn instead of the engine's.
+	Provider provider.Provider
 }
 
 // Result is what a turn appended after its input.
@@ -104,6 +114,8 @@ type Result struct {
 	// Count is the transcript's length after the turn.
 	Count int64
 	Usage *provider.Usage
+	// Model is the model that answered last, when the provider says.
+	Model string
 	// Steps is the number of provider calls; StepLimit is set when the
 	// turn stopped at MaxSteps with calls left unrun.
 	Steps     int
@@ -177,10 +189,11 @@ func (e *Engine) Run(ctx context.Context, t Turn) (Result, error) {
 			res.Prelude = append(res.Prelude, m)
 		}
 	}
-	schemas := make([]json.RawMessage, len(e.Tools))
+	schemas := make([]json.RawMessage, len(e.Tools), len(e.Tools)+len(t.Tools))
 	for i, tool := range e.Tools {
 		schemas[i] = tool.Schema()
 	}
+	schemas = append(schemas, t.Tools...)
 	maxSteps := e.MaxSteps
 	if maxSteps <= 0 {
 		maxSteps = DefaultMaxSteps
@@ -194,19 +207,26 @@ func (e *Engine) Run(ctx context.Context, t Turn) (Result, error) {
 	}
 	for {
 		res.Steps++
-		req := provider.Request{SessionID: sess.ID, History: history{store: st, id: sess.ID}, Tools: schemas}
+		req := provider.Request{SessionID: sess.ID, History: history{store: st, id: sess.ID}, Tools: schemas, Model: t.Model, Params: t.Params}
 		if stream != nil {
 			stream.next()
 			req.Stream = stream
 		}
-		reply, err := e.Provider.Complete(ctx, req)
+		prov := e.Provider
+		if t.Provider != nil {
+			prov = t.Provider
+		}
+		reply, err := prov.Complete(ctx, req)
 		if err != nil {
 			return res, err
 		}
 		if len(reply.Messages) == 0 {
-			return res, &provider.Error{Provider: e.Provider.Name(), Message: e.Provider.Name() + ": empty reply"}
+			return res, &provider.Error{Provider: prov.Name(), Message: prov.Name() + ": empty reply"}
 		}
 		res.Usage = addUsage(res.Usage, reply.Usage)
+		if reply.Model != "" {
+			res.Model = reply.Model
+		}
 		// The calls are stored, and synced, before any of them runs.
 		if err := e.store(&res, reply.Messages...); err != nil {
 			return res, err

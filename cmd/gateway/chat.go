@@ -5,23 +5,43 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"hash"
-	"io"
 	"net/http"
 
 	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/fsstore/sessions"
 )
 
-// chatRequest is the part of a chat completion request the gateway reads;
-// sampling parameters are accepted and not used.
+// chatRequest is the part of a chat completion request the gateway reads:
+// the parameters it passes on have the names provider.Params has.
 type chatRequest struct {
 	Model         string            `json:"model"`
 	Messages      []json.RawMessage `json:"messages"`
+	Tools         []json.RawMessage `json:"tools"`
 	Stream        bool              `json:"stream"`
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
+	provider.Params
+}
+
+// decodeChat reads a chat completion request.
+func (s *Server) decodeChat(w http.ResponseWriter, r *http.Request) (request, error) {
+	cr := &chatRequest{}
+	if err := s.decodeBody(w, r, cr); err != nil {
+		return request{}, err
+	}
+	msgs, err := parseChatMessages(cr.Messages)
+	if err != nil {
+		return request{}, err
+	}
+	req := request{
+		chat: true, msgs: msgs, stream: cr.Stream, includeUsage: cr.StreamOptions != nil && cr.StreamOptions.IncludeUsage, wire: cr,
+		model: cr.Model, tools: cr.Tools, params: chatParams(cr.Params),
+	}
+	if err := s.pickModel(&req); err != nil {
+		return req, err
+	}
+	return req, s.checkTools(req.tools)
 }
 
 // parseChatMessages checks the client's messages as the store would; the
@@ -70,115 +90,28 @@ func parseMessage(raw json.RawMessage) (sessions.Message, error) {
 // session whose parent is the named one, and without the header a new
 // session is made.
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
-	var req chatRequest
-	if err := s.decodeBody(w, r, &req); err != nil {
-		return err
-	}
-	msgs, err := parseChatMessages(req.Messages)
+	req, err := s.decodeChat(w, r)
 	if err != nil {
 		return err
 	}
 	ctx := r.Context()
-	k, err := s.lookupKey(ctx, r, &req)
-	defer k.unlock()
+	rt, err := s.routeRequest(ctx, r, req)
+	defer rt.release()
 	if err != nil {
 		return err
 	}
-	var a admission
-	var add, stored, replayed []sessions.Message
-	var prior hash.Hash // the digest state of msgs' history, when found by it
-	var replayCount int64
-	sid := r.Header.Get(SessionHeader)
-	if k.found {
-		var unlock func()
-		a, replayed, replayCount, unlock, err = s.keyedTurn(ctx, k)
-		if err != nil {
-			unlock()
-			return err
-		}
-		if replayed != nil {
-			defer unlock()
-		} else {
-			// The key's turn got no reply (it failed, or a crash came
-			// before its input was even stored): it runs again in its
-			// session, as a request naming that session would, which
-			// stores nothing twice.
-			unlock()
-			sid = k.rec.SessionID
-		}
-	}
-	if replayed == nil && sid != "" {
-		sess, unlock, err := s.namedSession(ctx, sid)
-		defer unlock()
-		if err != nil {
-			return err
-		}
-		if stored, err = s.transcript(sess.ID); err != nil {
-			return err
-		}
-		_, end, reply, undelivered, err := s.lastTurn(sess.ID, stored)
-		if err != nil {
-			return err
-		}
-		add = msgs
-		if n, ok := reconcile(stored[:end], msgs); undelivered && ok && n == len(msgs) {
-			// The client repeats the turn whose reply it never got: it is
-			// answered from the session, whatever its state (a session
-			// suspended since must not run the turn again in a successor).
-			a, replayed, replayCount = admission{sess: sess}, reply, int64(len(stored))
-		} else if a, err = s.admit(sess); err != nil {
-			return err
-		} else if a.fresh {
-			stored = nil
-		} else if n, ok := reconcile(stored, msgs); ok {
-			add = msgs[n:]
-		} else {
-			// The guard: the stored history is never rewritten; the
-			// client's version of it becomes a new session.
-			sess, err := s.newSession(a.sess.ID, a.sess.SessionKey)
-			if err != nil {
-				return err
-			}
-			a, stored = admission{sess: sess, fresh: true}, nil
-		}
-	} else if replayed == nil {
-		// No session named: the conversation is found by its history.
-		rt, routed, err := s.routeHistory(ctx, msgs)
-		defer rt.release()
-		if err != nil {
-			return err
-		}
-		a, add, stored = rt.a, routed, rt.stored
-		replayed, replayCount = rt.replay, rt.replayCount
-		prior = rt.history
-	}
+	a := rt.a
 	w.Header().Set(SessionHeader, a.sess.ID)
-	if replayed == nil {
-		if err := s.record(&k, a.sess.ID, len(stored)+len(add)); err != nil {
-			return err
-		}
-	}
-	turn := func(stream io.Writer, started func()) (turnOutcome, error) {
-		if replayed != nil {
-			return replay(replayed, replayCount, stream, started), nil
-		}
-		out, err := s.runTurn(ctx, a, add, stream, started)
-		if err == nil {
-			s.done(&k, out)
-			s.indexHistory(msgs, prior, out, a.sess.ID)
-		}
-		return out, err
-	}
 
 	id := "chatcmpl-" + randomID()
 	created := s.now().Unix()
-	model := s.opts.Model
-	if !req.Stream {
-		out, err := turn(nil, nil)
+	model := req.reported
+	if !req.stream {
+		out, err := s.run(ctx, &rt, req, nil, nil)
 		if err != nil {
 			return err
 		}
-		writeJSON(w, http.StatusOK, chatCompletion(id, created, model, out))
+		writeJSON(w, http.StatusOK, chatCompletion(id, created, orDefault(out.model, model), out))
 		s.whenDelivered(w, a.sess.ID, out.count)
 		return nil
 	}
@@ -194,7 +127,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 		sse.event("", chunk(map[string]any{"content": string(p)}, nil))
 		return len(p), nil
 	})
-	out, err := turn(stream, func() {
+	out, err := s.run(ctx, &rt, req, stream, func() {
 		sse = startSSE(w)
 		sse.event("", chunk(map[string]any{"role": "assistant", "content": ""}, nil))
 	})
@@ -218,7 +151,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 		delta["tool_calls"] = indexed
 	}
 	sse.event("", chunk(delta, finish))
-	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage && out.reply.Usage != nil {
+	if req.includeUsage && out.reply.Usage != nil {
 		sse.event("", map[string]any{
 			"id": id, "object": "chat.completion.chunk", "created": created, "model": model,
 			"choices": []any{}, "usage": out.reply.Usage,

@@ -11,6 +11,19 @@
 // messages). The state of the gateway itself is kept by
 // gatewaystate.Store under <profile>/gateway.
 //
+// # One path for both APIs
+//
+// Each endpoint reads as four steps. Decode (decodeChat, decodeResponses)
+// turns its wire shape into one request: the messages (a chat client's
+// whole conversation, or a Responses input), the model, the tools and the
+// parameters in chat completions' terms, and the fields that name a
+// conversation. Route (routeRequest) finds or makes the session by one
+// set of rules: an Idempotency-Key seen before, X-Hermes-Session-Id,
+// then, for chat, the history; for Responses, conversation,
+// previous_response_id, a client's thread headers, then the history. Run
+// (run) answers from a stored reply or runs the engine's turn. Encode
+// writes the reply in the endpoint's shape, whole or streamed.
+//
 // # A turn
 //
 // A turn is the chat command's, run by the same engine (cmd/agent): the
@@ -24,12 +37,69 @@
 // request. Turns on one
 // session never interleave: a per-session mutex in the server (and a
 // per-conversation one, taken first), besides the store's file locks. The
-// request's model field is accepted and ignored: responses report the
-// configured model, else the provider's name. Sampling parameters, tools
-// and metadata are accepted and ignored. The reply's text is the text of
-// its assistant messages joined by newlines (what the providers stream); a
-// reply that ends with tool calls returns them (finish_reason tool_calls,
-// or function_call output items).
+// reply's text is the text of its assistant messages joined by newlines
+// (what the providers stream); a reply that ends with tool calls returns
+// them (finish_reason tool_calls, or function_call output items).
+//
+// # What the model gets
+//
+// Each endpoint decodes what its request asks besides the messages into
+// one request value, in the chat completions API's terms (the provider's:
+// provider.Request.Model and Params), and every provider call of the turn
+// is sent it:
+//   - model: the request's, else the configured one (gateway: provider
+//     settings' model; the provider's name when none). A model that
+//     gateway.models lists (Options.Models) is answered by that entry's
+//     provider, asked by the entry's upstream name; any other goes to the
+//     configured provider by the name the request gives, unless
+//     gateway.models_only (Options.ModelsOnly) is set: then a model that
+//     is neither listed nor the configured one is a 404 model_not_found,
+//     OpenAI's answer to an unknown model, before anything is stored.
+//     GET /v1/models lists the configured model, then the listed ones.
+//     Responses report the model that answered: what the upstream's reply
+//     names, else the request's, else the configured one. The echo
+//     provider ignores it (its reply reports the request's), and the exec
+//     provider finds it in $HERMES_PARAMS (cmd/provider). A new session
+//     records the configured model.
+//   - tools: the client's, after the gateway's own (gateway.tools). A
+//     client's tool that has the name of one of the gateway's, or a name
+//     given twice, is a 400 naming it (param tools[i]): neither the model
+//     nor the gateway could tell whose a call is. Chat completions' tools
+//     are passed as they are. A Responses function tool ({"type":
+//     "function","name",…}) becomes {"type":"function","function":{"name",
+//     …}}. A Responses custom tool (Codex's apply_patch: free-form input
+//     in a grammar) becomes a function of the same name with one string
+//     parameter, input, its description followed by the input's format (the
+//     grammar's syntax and definition); a call of it comes back to the
+//     client as a custom_tool_call whose input is that argument, and a
+//     custom_tool_call the client sends back is stored as such a call
+//     ({"input": …}), so the stored and the re-sent history agree. The
+//     Responses API's hosted tools (web_search, file_search, mcp, computer
+//     use, local_shell) have no chat completions form and are left out.
+//   - tool_choice: chat's as sent; a Responses one naming a tool
+//     ({"type":"function","name":…}, custom too) becomes {"type":
+//     "function","function":{"name":…}}, allowed_tools likewise, "auto",
+//     "none" and "required" as they are.
+//   - parallel_tool_calls, temperature, top_p, user: as sent.
+//   - the token limit: chat's max_tokens and max_completion_tokens as sent;
+//     Responses' max_output_tokens as max_completion_tokens.
+//   - stop, seed, presence_penalty, frequency_penalty: chat's, as sent (the
+//     Responses API has none).
+//   - structured outputs: chat's response_format as sent; Responses'
+//     text.format as response_format, a json_schema format's name, schema,
+//     description and strict moved into its json_schema member.
+//   - reasoning: chat's reasoning_effort; Responses' reasoning.effort.
+//
+// A parameter sent as null is not sent; values are passed as they are,
+// the upstream being their judge. An upstream that refuses the request
+// (400, 404, 422: a model it does not serve, a value it does not take)
+// is answered with that status, type invalid_request_error, the
+// upstream's error code and its message; client libraries do not retry
+// those. A 5xx, a timeout or a network failure stays a 502 provider_error.
+// The tools and parameters are the request's: a request that retries a
+// turn (its input stored, no reply) runs it with what that request
+// carries, and one answered from a stored reply (a replay) calls no
+// model at all.
 //
 // # A stored turn is answered, never run twice
 //
@@ -55,8 +125,9 @@
 //     gateway that starts removes older ones. The official SDKs (openai
 //     for Node and Python) send no Idempotency-Key unless the caller adds
 //     it (a header of the request options); on their own retries they send
-//     the same body with X-Stainless-Retry-Count, which names no turn, so
-//     it is not used.
+//     the same body with X-Stainless-Retry-Count, which names no turn: it
+//     only tells a retried first turn from a new conversation (see
+//     retryOpening below).
 //   - Without a key, for a session named by the request (X-Hermes-Session-Id,
 //     conversation, previous_response_id): when its input repeats the last
 //     stored user input of the session, and that turn's reply was stored but
@@ -94,9 +165,19 @@
 // A conversation that names no session and has no reply yet (a chat
 // client's first turn) is recorded in the history index once its turn
 // stored it (indexOpening): a retry of that turn, after the client dropped
-// the stream or the gateway died, continues that session and stores its
-// messages once (retryOpening). Once its reply was delivered, the same
-// opening messages are a new conversation, as before.
+// the stream, the gateway died or the provider failed (a client library
+// retries a 502 by itself), continues that session and stores its
+// messages once (retryOpening), so no session is left holding only the
+// failed attempt's message. A request is taken for that retry when it
+// sends the same opening messages (as the index's digest compares them)
+// and either says it is one, with X-Stainless-Retry-Count above 0 (the
+// official client libraries number their automatic retries so, the
+// first attempt sending 0 or nothing), or comes within
+// OpeningRetryWindow (2 minutes) of the stored messages, longer than
+// the libraries' own waits between retries. Otherwise (an unmarked
+// request later than that, or the same opening after its reply was
+// delivered) the same words begin a new conversation: two people who
+// both open with "hello" get a session each.
 //
 // After a crash, only sessions whose last turn did not finish (their
 // transcript does not end with a reply that calls no tool) are marked as
@@ -202,12 +283,23 @@
 //   - function_call, custom_tool_call and local_shell_call: a tool call of
 //     an assistant message (calls in a row are one message, as parallel
 //     calls are in the chat API). A custom tool's free-form input is its
-//     arguments as sent; a local shell call is a call of local_shell whose
+//     arguments as sent, or {"input": …} when the request offers that
+//     custom tool (see What the model gets); a local shell call is a call of local_shell whose
 //     arguments are its action (the command, its directory, timeout and
 //     environment), since Codex answers it with a function_call_output. A
 //     call without a call_id (a local shell call's id stands in) is a 400:
 //     nothing could answer it;
 //   - function_call_output and custom_tool_call_output: a tool message;
+//   - item_reference ({"type":"item_reference","id":…}, which the Vercel AI
+//     SDK sends for the previous reply's items): the output item of a
+//     stored response that it names, read as if the client had sent it
+//     whole. Output item ids name their response: kind, the response id
+//     without resp_, and the item's index (msg_…_0, fc_…_1, ctc_…_1; the
+//     streamed events use the same ids), so no index is needed to find
+//     one. An id no stored response of an existing session holds (a
+//     response sent with store:false, evicted, of a deleted session, or
+//     made before ids had that form) is a 400 naming it. The gateway
+//     gives no reasoning items, so a reference to one is unknown too;
 //   - reasoning and web_search_call: skipped. A reasoning item is not a
 //     message: its summary is the model's notes and its encrypted content
 //     only OpenAI's models can read. A web search is a call the API ran
@@ -232,7 +324,8 @@
 // output_text.delta …, output_text.done, content_part.done,
 // output_item.done, then for each function call the reply ends with
 // output_item.added (its arguments empty), function_call_arguments.delta,
-// function_call_arguments.done (with the name) and output_item.done, as the
+// function_call_arguments.done (with the name) and output_item.done (for a
+// custom tool: custom_tool_call_input.delta and .done with its input), as the
 // API streams them, so a client that appends the deltas to the added item
 // (openai-node's ResponseStream) ends with the arguments once; then
 // response.completed. Each event has type and sequence_number; a failure is

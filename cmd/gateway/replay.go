@@ -136,28 +136,26 @@ func (s *Server) lookupKey(ctx context.Context, r *http.Request, req any) (keyed
 	return k, nil
 }
 
-// record writes the key's record before the turn runs: from is the
+// recordStart writes the key's record before the turn runs: from is the
 // length of the transcript the turn continues.
-func (s *Server) record(k *keyed, sid string, from int) error {
+func (k *keyed) recordStart(st *gatewaystate.Store, sid string, from int) error {
 	if k.key == "" {
 		return nil
 	}
 	k.rec = gatewaystate.Key{KeySHA256: gatewaystate.KeyDigest(k.key), RequestSHA256: k.digest, SessionID: sid, From: int64(from)}
-	return s.opts.Store.PutKey(k.rec)
+	return st.PutKey(k.rec)
 }
 
-// done records where the key's turn's reply begins and ends, so that a
-// replay returns that reply and no later one. A failure is reported, not
-// returned: the reply is stored, and a replay then finds it from where the
-// turn began.
-func (s *Server) done(k *keyed, out turnOutcome) {
+// recordEnd records where the key's turn's reply begins and ends, so that
+// a replay returns that reply and no later one. A failure is returned for
+// the log only: the reply is stored, and a replay then finds it from
+// where the turn began.
+func (k *keyed) recordEnd(st *gatewaystate.Store, out turnOutcome) error {
 	if k.key == "" || out.replayed {
-		return
+		return nil
 	}
 	k.rec.From, k.rec.To = out.count-int64(len(out.reply.Messages)), out.count
-	if err := s.opts.Store.PutKey(k.rec); err != nil {
-		s.opts.Logf("session %s: recording the end of a keyed turn: %v", k.rec.SessionID, err)
-	}
+	return st.PutKey(k.rec)
 }
 
 // keyedTurn is where a request whose key was seen goes: the key's session,

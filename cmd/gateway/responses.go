@@ -2,13 +2,11 @@ package gateway
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"net/http"
 	"strings"
@@ -22,15 +20,69 @@ import (
 )
 
 // responsesRequest is the part of a Responses API request the gateway
-// reads; sampling parameters, tools and metadata are accepted and not used.
+// reads; metadata is accepted and not used.
 type responsesRequest struct {
-	Model              string          `json:"model"`
-	Input              json.RawMessage `json:"input"`
-	Instructions       *string         `json:"instructions"`
-	PreviousResponseID *string         `json:"previous_response_id"`
-	Conversation       json.RawMessage `json:"conversation"`
-	Store              *bool           `json:"store"`
-	Stream             bool            `json:"stream"`
+	Model              string            `json:"model"`
+	Input              json.RawMessage   `json:"input"`
+	Instructions       *string           `json:"instructions"`
+	PreviousResponseID *string           `json:"previous_response_id"`
+	Conversation       json.RawMessage   `json:"conversation"`
+	Store              *bool             `json:"store"`
+	Stream             bool              `json:"stream"`
+	Tools              []json.RawMessage `json:"tools"`
+	ToolChoice         json.RawMessage   `json:"tool_choice"`
+	ParallelToolCalls  json.RawMessage   `json:"parallel_tool_calls"`
+	Temperature        json.RawMessage   `json:"temperature"`
+	TopP               json.RawMessage   `json:"top_p"`
+	MaxOutputTokens    json.RawMessage   `json:"max_output_tokens"`
+	Text               json.RawMessage   `json:"text"`
+	Reasoning          json.RawMessage   `json:"reasoning"`
+	User               json.RawMessage   `json:"user"`
+}
+
+// decodeResponses is what a Responses request asks besides its input, in
+// chat completions' terms: max_output_tokens is max_completion_tokens,
+// text.format response_format, reasoning.effort reasoning_effort, and the
+// tools and tool_choice are translated (responsesTools,
+// responsesToolChoice).
+func (s *Server) decodeResponses(w http.ResponseWriter, r *http.Request) (request, error) {
+	rr := &responsesRequest{}
+	if err := s.decodeBody(w, r, rr); err != nil {
+		return request{}, err
+	}
+	tools, custom, err := responsesTools(rr.Tools)
+	if err != nil {
+		return request{}, err
+	}
+	input, err := parseInput(rr.Input, custom, s.resolveItem)
+	if err != nil {
+		return request{}, err
+	}
+	conv, err := parseConversation(rr.Conversation)
+	if err != nil {
+		return request{}, err
+	}
+	prev := deref(rr.PreviousResponseID)
+	if prev != "" && conv != "" {
+		return request{}, badRequest("previous_response_id", "previous_response_id and conversation cannot be used together")
+	}
+	req := request{
+		msgs: input, conv: conv, prev: prev, instructions: deref(rr.Instructions),
+		store: rr.Store == nil || *rr.Store, stream: rr.Stream, wire: rr,
+		model: rr.Model, tools: tools, custom: custom, params: provider.Params{
+			ToolChoice:          responsesToolChoice(rr.ToolChoice),
+			ParallelToolCalls:   set(rr.ParallelToolCalls),
+			Temperature:         set(rr.Temperature),
+			TopP:                set(rr.TopP),
+			MaxCompletionTokens: set(rr.MaxOutputTokens),
+			ResponseFormat:      responseFormat(rr.Text),
+			ReasoningEffort:     reasoningEffort(rr.Reasoning),
+			User:                set(rr.User),
+		}}
+	if err := s.pickModel(&req); err != nil {
+		return req, err
+	}
+	return req, s.checkTools(req.tools)
 }
 
 // inputItem is one item of a Responses API input list.
@@ -59,7 +111,7 @@ var skippedItems = map[string]bool{"reasoning": true, "web_search_call": true}
 // local_shell_call items become an assistant message with tool_calls, and
 // function_call_output and custom_tool_call_output items tool messages;
 // skippedItems are left out.
-func parseInput(raw json.RawMessage) ([]sessions.Message, error) {
+func parseInput(raw json.RawMessage, custom map[string]bool, resolve func(id string) (json.RawMessage, error)) ([]sessions.Message, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, badRequest("input", "input is required")
@@ -85,6 +137,17 @@ func parseInput(raw json.RawMessage) ([]sessions.Message, error) {
 		if err := json.Unmarshal(rawItem, &it); err != nil {
 			return nil, badRequest(param, "%s: %v", param, err)
 		}
+		if it.Type == "item_reference" {
+			item, err := resolve(it.ID)
+			if err != nil {
+				return nil, err
+			}
+			if item == nil {
+				return nil, badRequest(param, "%s: item_reference %q names no output item of a stored response", param, it.ID)
+			}
+			rawItem, it = item, inputItem{}
+			json.Unmarshal(rawItem, &it) // an item the gateway wrote
+		}
 		var fields map[string]json.RawMessage
 		json.Unmarshal(rawItem, &fields) // an object: it decoded as an item
 		if err := refuseMarkers(fields, param); err != nil {
@@ -106,7 +169,7 @@ func parseInput(raw json.RawMessage) ([]sessions.Message, error) {
 			}
 			msgs = append(msgs, sessions.Message{Role: role, Content: content})
 		case "function_call", "custom_tool_call", "local_shell_call":
-			call, err := toolCall(it)
+			call, err := toolCall(it, custom)
 			if err != nil {
 				return nil, badRequest(param, "%s: %v", param, err)
 			}
@@ -140,13 +203,16 @@ func parseInput(raw json.RawMessage) ([]sessions.Message, error) {
 // call of the tool local_shell (the API's name for it) whose arguments
 // are its action, so that the command is kept and its result, a
 // function_call_output, answers it.
-func toolCall(it inputItem) (provider.ToolCall, error) {
+func toolCall(it inputItem, custom map[string]bool) (provider.ToolCall, error) {
 	call := provider.ToolCall{ID: it.CallID, Type: "function"}
 	switch it.Type {
 	case "function_call":
 		call.Function.Name, call.Function.Arguments = it.Name, it.Arguments
 	case "custom_tool_call":
 		call.Function.Name, call.Function.Arguments = it.Name, it.Input
+		if custom[it.Name] {
+			call.Function.Arguments = customArguments(it.Input)
+		}
 	case "local_shell_call":
 		if call.ID == "" {
 			call.ID = it.ID
@@ -275,67 +341,12 @@ func sameInstructions(msgs []sessions.Message, text string) bool {
 // headers (threadOf), the one the input's history is found in, or a new
 // one.
 func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
-	var req responsesRequest
-	if err := s.decodeBody(w, r, &req); err != nil {
-		return err
-	}
-	input, err := parseInput(req.Input)
+	req, err := s.decodeResponses(w, r)
 	if err != nil {
 		return err
 	}
-	conv, err := parseConversation(req.Conversation)
-	if err != nil {
-		return err
-	}
-	prev := deref(req.PreviousResponseID)
-	if prev != "" && conv != "" {
-		return badRequest("previous_response_id", "previous_response_id and conversation cannot be used together")
-	}
-	store := req.Store == nil || *req.Store
-	instructions := deref(req.Instructions)
 	ctx := r.Context()
-	k, err := s.lookupKey(ctx, r, &req)
-	defer k.unlock()
-	if err != nil {
-		return err
-	}
-
-	var rt route
-	var byHistory []sessions.Message
-	viaHistory := false
-	sid := r.Header.Get(SessionHeader)
-	switch {
-	case k.found:
-		var unlock func()
-		rt.a, rt.replay, rt.replayCount, unlock, err = s.keyedTurn(ctx, k)
-		rt.hold(unlock)
-		if err == nil && rt.replay == nil {
-			// The key's turn got no reply (it failed, or a crash came
-			// before its input was even stored): it runs again in its
-			// session, as a request naming that session would, which
-			// stores nothing twice.
-			rt.release()
-			rt, input, err = s.routeSession(ctx, k.rec.SessionID, input)
-		}
-	case sid != "":
-		rt, input, err = s.routeSession(ctx, sid, input)
-	case conv != "":
-		rt, err = s.routeConversation(ctx, conv, input)
-	case prev != "":
-		rt, err = s.routePrevious(ctx, prev, input)
-	case threadOf(r) != "":
-		var add []sessions.Message
-		if rt, add, viaHistory, err = s.routeThread(ctx, threadOf(r), input); viaHistory {
-			byHistory = add
-		} else {
-			input = add
-		}
-	default:
-		// No conversation named: it is found by its history, for a client
-		// that re-sends it whole (Codex CLI, store:false).
-		rt, byHistory, err = s.routeHistory(ctx, input)
-		viaHistory = true
-	}
+	rt, err := s.routeRequest(ctx, r, req)
 	defer rt.release()
 	if err != nil {
 		return err
@@ -343,67 +354,39 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 	a := rt.a
 	w.Header().Set(SessionHeader, a.sess.ID)
 
-	var add []sessions.Message
-	if rt.replay == nil {
-		if instructions != "" && !sameInstructions(rt.stored, instructions) {
-			add = append(add, sessions.Message{
-				Role:    "system",
-				Content: sessions.TextContent(instructions),
-				Extra:   map[string]json.RawMessage{instructionsMarker: jsonTrue},
-			})
-		}
-		switch {
-		case viaHistory:
-			add = append(add, byHistory...)
-		case !isRetry(rt.pending, input):
-			add = append(add, input...)
-		}
-		if err := s.record(&k, a.sess.ID, len(rt.stored)+len(add)); err != nil {
-			return err
-		}
-	}
-
 	now := s.now()
 	doc := gatewaystate.Response{
 		ID:                 newResponseID(now),
 		SessionID:          a.sess.ID,
 		CreatedAt:          fsstore.TimeOf(now),
-		Model:              s.opts.Model,
+		Model:              req.reported,
 		Status:             "in_progress",
 		Output:             json.RawMessage("[]"),
-		PreviousResponseID: prev,
-		Conversation:       conv,
-		Instructions:       instructions,
+		PreviousResponseID: req.prev,
+		Conversation:       req.conv,
+		Instructions:       req.instructions,
 	}
 
 	var rs *responseStream
 	var stream io.Writer
 	var started func()
-	if req.Stream {
-		rs = &responseStream{itemID: "msg_" + randomID()}
+	if req.stream {
+		rs = &responseStream{itemID: outputItemID(doc.ID, "msg", 0), responseID: doc.ID}
 		stream = rs
 		started = func() {
 			rs.sse = startSSE(w)
-			obj := responseObject(doc, store)
+			obj := responseObject(doc, req.store)
 			rs.send("response.created", map[string]any{"response": obj})
 			rs.send("response.in_progress", map[string]any{"response": obj})
 		}
 	}
-	var out turnOutcome
-	if rt.replay != nil {
-		out = replay(rt.replay, rt.replayCount, stream, started)
-	} else if out, err = s.runTurn(ctx, a, add, stream, started); err == nil {
-		s.done(&k, out)
-		if viaHistory {
-			s.indexHistory(input, rt.history, out, a.sess.ID)
-		}
-	}
+	out, err := s.run(ctx, &rt, req, stream, started)
 	if err == nil {
-		doc = finishDoc(doc, out, rs)
+		doc = finishDoc(doc, out, rs, req.custom)
 		// The reply is stored: a document or mapping that cannot be
 		// written now does not make the turn a failure, which a client
 		// would retry. The mapping is written again by the next turn.
-		if kerr := s.keep(doc, store, rt.mapping, out); kerr != nil {
+		if kerr := s.storeResponse(doc, req.store, rt.mapping, out); kerr != nil {
 			s.opts.Logf("session %s: the reply is stored, but keeping response %s failed: %v", a.sess.ID, doc.ID, kerr)
 		}
 	}
@@ -414,255 +397,20 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 		// The stream has started: the failure is its last event.
 		ae := s.toAPIError(err)
 		doc.Status = "failed"
-		obj := responseObject(doc, store)
+		obj := responseObject(doc, req.store)
 		obj.Error = map[string]any{"code": orDefault(ae.code, "server_error"), "message": ae.msg}
 		rs.send("response.failed", map[string]any{"response": obj})
 		return nil
 	}
 	if rs == nil {
-		writeJSON(w, http.StatusOK, responseObject(doc, store))
+		writeJSON(w, http.StatusOK, responseObject(doc, req.store))
 		s.whenDelivered(w, a.sess.ID, out.count)
 		return nil
 	}
-	rs.finish(doc, out)
-	rs.send("response.completed", map[string]any{"response": responseObject(doc, store)})
+	rs.finish(doc, out, req.custom)
+	rs.send("response.completed", map[string]any{"response": responseObject(doc, req.store)})
 	s.whenDelivered(w, a.sess.ID, out.count)
 	return nil
-}
-
-// route is where a Responses request's turn runs, with the locks held for
-// it: release them (also after an error) when the turn is done.
-type route struct {
-	a       admission
-	stored  []sessions.Message // the transcript the turn continues
-	pending []sessions.Message // its messages after the point the request continues from
-	mapping *gatewaystate.Conversation
-	// replay is the stored reply that answers the request (a retry of a
-	// turn whose reply the client never got): nothing runs. replayCount
-	// is the transcript's length after it.
-	replay      []sessions.Message
-	replayCount int64
-	// history is the digest state of the request's history, when the route
-	// was found by it (routeHistory): indexHistory carries it on.
-	history hash.Hash
-	unlocks []func()
-}
-
-// findRepeat sets rt.replay when input repeats the last turn of the
-// session, whose reply was stored but never delivered: the client's retry
-// of a turn it got no answer to. Once the reply was delivered, the same
-// input is a new turn (a person who says the same thing twice). With at
-// >= 0 the last turn must begin there (after the response a request
-// continues from).
-func (s *Server) findRepeat(rt *route, input []sessions.Message, at int) error {
-	start, end, reply, ok, err := s.lastTurn(rt.a.sess.ID, rt.stored)
-	if err != nil || !ok || (at >= 0 && start != at) || !isRetry(rt.stored[start:end], input) {
-		return err
-	}
-	rt.replay, rt.replayCount = reply, int64(len(rt.stored))
-	return nil
-}
-
-func (rt *route) hold(unlock func()) { rt.unlocks = append(rt.unlocks, unlock) }
-
-func (rt *route) release() {
-	for i := len(rt.unlocks) - 1; i >= 0; i-- {
-		rt.unlocks[i]()
-	}
-	rt.unlocks = nil
-}
-
-// routeConversation finds (or makes) the session of conversation conv,
-// under the conversation's locks (in the server, then on disk) and the
-// session's. The mapping is written before the turn when the session
-// changes, so that a crash during the turn still finds it.
-func (s *Server) routeConversation(ctx context.Context, conv string, input []sessions.Message) (route, error) {
-	var rt route
-	unlock, err := s.convs.lock(ctx, conv)
-	if err != nil {
-		return rt, err
-	}
-	rt.hold(unlock)
-	unlockFile, err := s.opts.Store.LockConversation(conv)
-	if err != nil {
-		return rt, err
-	}
-	rt.hold(unlockFile)
-	c, err := s.opts.Store.GetConversation(conv)
-	var sess sessions.Session
-	switch {
-	case errors.Is(err, fsstore.ErrNotFound):
-		c = gatewaystate.Conversation{Conversation: conv}
-	case err != nil:
-		return rt, err
-	default:
-		unlockSess, err := s.sessions.lock(ctx, c.SessionID)
-		if err != nil {
-			return rt, err
-		}
-		rt.hold(unlockSess)
-		if sess, err = s.opts.Sessions.Get(c.SessionID); err != nil && !errors.Is(err, fsstore.ErrNotFound) {
-			return rt, err
-		}
-	}
-	if sess.ID != "" {
-		// A retry of the session's last turn is answered from it, whatever
-		// its state: a session suspended or expired since must not run the
-		// turn again in a successor.
-		if rt.stored, err = s.transcript(sess.ID); err != nil {
-			return rt, err
-		}
-		rt.a, rt.mapping = admission{sess: sess}, &c
-		if err := s.findRepeat(&rt, input, -1); err != nil || rt.replay != nil {
-			return rt, err
-		}
-	}
-	if sess.ID == "" {
-		// A new conversation, or one whose session a person deleted.
-		if sess, err = s.newSession(c.SessionID, "conversation:"+conv); err != nil {
-			return rt, err
-		}
-		rt.a = admission{sess: sess, fresh: true}
-	} else if rt.a, err = s.admit(sess); err != nil {
-		return rt, err
-	}
-	if rt.a.sess.ID != c.SessionID {
-		c.SessionID, c.MessageCount = rt.a.sess.ID, 0
-		if err := s.opts.Store.PutConversation(c); err != nil {
-			return rt, err
-		}
-	}
-	rt.mapping = &c
-	switch {
-	case rt.a.fresh:
-		rt.stored = nil
-	case rt.a.sess.ID != sess.ID:
-		if rt.stored, err = s.transcript(rt.a.sess.ID); err != nil {
-			return rt, err
-		}
-	}
-	rt.pending = rt.stored[lastReplyEnd(rt.stored):]
-	return rt, nil
-}
-
-// routeSession continues the session sid that X-Hermes-Session-Id names
-// (and its successors, see follow), under their locks, and returns the
-// input to append. An input that begins with the session's whole history
-// (a client that re-sends it each time, as Codex does with store:false)
-// has that history left out. An input of more than one message that
-// begins as the history does and then departs from it (a regenerate, an
-// edit) goes to a new session whose parent is sid, whole, as on chat
-// completions. Any other input is new items, appended as the Responses
-// API appends them.
-func (s *Server) routeSession(ctx context.Context, sid string, input []sessions.Message) (route, []sessions.Message, error) {
-	var rt route
-	sess, unlock, err := s.namedSession(ctx, sid)
-	rt.hold(unlock)
-	if err != nil {
-		return rt, input, err
-	}
-	if rt.stored, err = s.transcript(sess.ID); err != nil {
-		return rt, input, err
-	}
-	// A retry of the session's last turn whose reply was never delivered
-	// is answered from it, whatever its state (see routeConversation):
-	// its input alone, or the whole history up to it.
-	rt.a = admission{sess: sess}
-	_, end, reply, undelivered, err := s.lastTurn(sess.ID, rt.stored)
-	if err != nil {
-		return rt, input, err
-	}
-	if n, ok := reconcile(withoutInstructions(rt.stored[:end]), input); undelivered && ok && n == len(input) {
-		rt.replay, rt.replayCount = reply, int64(len(rt.stored))
-		return rt, input, nil
-	}
-	if err := s.findRepeat(&rt, input, -1); err != nil || rt.replay != nil {
-		return rt, input, err
-	}
-	if rt.a, err = s.admit(sess); err != nil || rt.a.fresh {
-		rt.stored = nil
-		return rt, input, err
-	}
-	kept := withoutInstructions(rt.stored)
-	if n, ok := reconcile(kept, input); ok && n > 0 {
-		input = input[n:]
-	} else if len(input) > 1 && len(kept) > 0 && sameMessage(kept[0], input[0]) {
-		fork, err := s.newSession(rt.a.sess.ID, rt.a.sess.SessionKey)
-		if err != nil {
-			return rt, input, err
-		}
-		rt.a, rt.stored = admission{sess: fork, fresh: true}, nil
-	}
-	rt.pending = rt.stored[lastReplyEnd(rt.stored):]
-	return rt, input, nil
-}
-
-// withoutInstructions is msgs without the instructions the gateway stored,
-// which a client's history does not hold.
-func withoutInstructions(msgs []sessions.Message) []sessions.Message {
-	var out []sessions.Message
-	for _, m := range msgs {
-		if !marked(m, instructionsMarker) {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
-// routePrevious continues the session of response prev, under the
-// session's lock. A response that is not its session's latest answered
-// turn branches: a new session (parent the old) that starts with the
-// history up to that response.
-func (s *Server) routePrevious(ctx context.Context, prev string, input []sessions.Message) (route, error) {
-	var rt route
-	pr, err := s.opts.Store.GetResponse(prev)
-	if errors.Is(err, fsstore.ErrNotFound) || errors.Is(err, fsstore.ErrInvalid) {
-		return rt, notFound("previous_response_id", "previous_response_not_found", "previous response with id '%s' not found", prev)
-	}
-	if err != nil {
-		return rt, err
-	}
-	unlockSess, err := s.sessions.lock(ctx, pr.SessionID)
-	if err != nil {
-		return rt, err
-	}
-	rt.hold(unlockSess)
-	sess, err := s.opts.Sessions.Get(pr.SessionID)
-	if errors.Is(err, fsstore.ErrNotFound) {
-		return rt, notFound("previous_response_id", "previous_response_not_found", "the session %s of previous response '%s' no longer exists", pr.SessionID, prev)
-	}
-	if err != nil {
-		return rt, err
-	}
-	if rt.stored, err = s.transcript(sess.ID); err != nil {
-		return rt, err
-	}
-	// A retry of the turn after prev is answered from the session,
-	// whatever its state (see routeConversation).
-	rt.a = admission{sess: sess}
-	k := min(int(pr.MessageCount), len(rt.stored))
-	if err := s.findRepeat(&rt, input, k); err != nil || rt.replay != nil {
-		return rt, err
-	}
-	if rt.a, err = s.admit(sess); err != nil || rt.a.fresh {
-		rt.stored = nil
-		return rt, err
-	}
-	if lastReplyEnd(rt.stored) > k {
-		fork, err := s.newSession(rt.a.sess.ID, rt.a.sess.SessionKey)
-		if err != nil {
-			return rt, err
-		}
-		if k > 0 {
-			if _, err := s.opts.Sessions.Append(fork.ID, sessions.CopyMessages(rt.stored[:k])); err != nil {
-				return rt, err
-			}
-		}
-		rt.a = admission{sess: fork}
-		rt.stored = rt.stored[:k]
-	}
-	rt.pending = rt.stored[k:]
-	return rt, nil
 }
 
 func orDefault(s, def string) string {
@@ -672,9 +420,9 @@ func orDefault(s, def string) string {
 	return s
 }
 
-// keep stores the response document (unless store is false) and moves the
-// conversation's mapping to it.
-func (s *Server) keep(doc gatewaystate.Response, store bool, mapping *gatewaystate.Conversation, out turnOutcome) error {
+// storeResponse stores the response document (unless store is false) and
+// moves the conversation's mapping to it.
+func (s *Server) storeResponse(doc gatewaystate.Response, store bool, mapping *gatewaystate.Conversation, out turnOutcome) error {
 	if store {
 		if _, err := s.opts.Store.PutResponse(doc, s.opts.MaxStoredResponses); err != nil {
 			return err
@@ -690,21 +438,18 @@ func (s *Server) keep(doc gatewaystate.Response, store bool, mapping *gatewaysta
 // finishDoc fills the response document from the turn: status, output
 // items, text and usage. A stream's message item keeps the id its events
 // used.
-func finishDoc(doc gatewaystate.Response, out turnOutcome, rs *responseStream) gatewaystate.Response {
-	itemID := "msg_" + randomID()
-	if rs != nil {
-		itemID = rs.itemID
-	}
+func finishDoc(doc gatewaystate.Response, out turnOutcome, rs *responseStream, custom map[string]bool) gatewaystate.Response {
 	text := replyText(out.reply.Messages)
 	calls := pendingToolCalls(out.reply.Messages)
 	var items []any
 	if text != "" || len(calls) == 0 {
-		items = append(items, messageItem(itemID, text, "completed"))
+		items = append(items, messageItem(outputItemID(doc.ID, "msg", 0), text, "completed"))
 	}
 	for _, c := range calls {
-		items = append(items, functionCallItem(c, "completed"))
+		items = append(items, callItem(doc.ID, len(items), c, "completed", custom))
 	}
 	doc.Status = "completed"
+	doc.Model = orDefault(out.model, doc.Model)
 	doc.OutputText = text
 	doc.Output, _ = marshal(items)
 	doc.MessageCount = out.count
@@ -725,11 +470,69 @@ func outputText(text string) map[string]any {
 	return map[string]any{"type": "output_text", "text": text, "annotations": []any{}, "logprobs": []any{}}
 }
 
-func functionCallItem(c provider.ToolCall, status string) map[string]any {
+// callItem is the output item of a call: a custom_tool_call, with its
+// input, when it names one of the request's custom tools, else a
+// function_call.
+func callItem(responseID string, index int, c provider.ToolCall, status string, custom map[string]bool) map[string]any {
+	if custom[c.Function.Name] {
+		return map[string]any{
+			"type": "custom_tool_call", "id": outputItemID(responseID, "ctc", index), "call_id": c.ID, "name": c.Function.Name,
+			"input": customInput(c.Function.Arguments), "status": status,
+		}
+	}
 	return map[string]any{
-		"type": "function_call", "id": "fc_" + c.ID, "call_id": c.ID, "name": c.Function.Name,
+		"type": "function_call", "id": outputItemID(responseID, "fc", index), "call_id": c.ID, "name": c.Function.Name,
 		"arguments": c.Function.Arguments, "status": status,
 	}
+}
+
+// outputItemID is the id of the output item at index of a response:
+// its kind (msg, fc, ctc), the response id without "resp_", and the
+// index, e.g. msg_20261121_020734_123456_a1b2c3d4e5f60718_0. So an
+// item_reference names the response that holds the item (itemResponse).
+func outputItemID(responseID, kind string, index int) string {
+	return fmt.Sprintf("%s_%s_%d", kind, strings.TrimPrefix(responseID, "resp_"), index)
+}
+
+// itemResponse is the id of the response whose output holds the item id
+// names (outputItemID), or "" when id is not of that form.
+func itemResponse(id string) string {
+	_, rest, ok := strings.Cut(id, "_")
+	i := strings.LastIndexByte(rest, '_')
+	if !ok || i <= 0 {
+		return ""
+	}
+	return "resp_" + rest[:i]
+}
+
+// resolveItem is the stored output item id names, for an item_reference:
+// an item of a stored response of a session that still exists.
+func (s *Server) resolveItem(id string) (json.RawMessage, error) {
+	respID := itemResponse(id)
+	if respID == "" {
+		return nil, nil
+	}
+	doc, err := s.opts.Store.GetResponse(respID)
+	if err == nil {
+		_, err = s.opts.Sessions.Get(doc.SessionID)
+	}
+	if errors.Is(err, fsstore.ErrNotFound) || errors.Is(err, fsstore.ErrInvalid) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var items []json.RawMessage
+	json.Unmarshal(doc.Output, &items)
+	for _, item := range items {
+		var it struct {
+			ID string `json:"id"`
+		}
+		if json.Unmarshal(item, &it) == nil && it.ID == id {
+			return item, nil
+		}
+	}
+	return nil, nil
 }
 
 // apiResponse is a response as the Responses API returns it.
@@ -830,11 +633,12 @@ func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) error {
 // responseStream writes the Responses API's events: the provider's text
 // arrives through Write as output_text deltas of one message item.
 type responseStream struct {
-	mu     sync.Mutex
-	sse    *sseWriter
-	seq    int
-	itemID string
-	opened bool
+	mu         sync.Mutex
+	sse        *sseWriter
+	seq        int
+	itemID     string
+	responseID string
+	opened     bool
 }
 
 func (rs *responseStream) send(typ string, fields map[string]any) {
@@ -875,7 +679,7 @@ func (rs *responseStream) Write(p []byte) (int, error) {
 
 // finish closes the message item with the whole text and sends the
 // function calls the reply ends with.
-func (rs *responseStream) finish(doc gatewaystate.Response, out turnOutcome) {
+func (rs *responseStream) finish(doc gatewaystate.Response, out turnOutcome, custom map[string]bool) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	text := doc.OutputText
@@ -893,11 +697,26 @@ func (rs *responseStream) finish(doc gatewaystate.Response, out turnOutcome) {
 		index++
 	}
 	for _, c := range calls {
+		if custom[c.Function.Name] {
+			item := callItem(rs.responseID, index, c, "in_progress", custom)
+			input := item["input"]
+			item["input"] = ""
+			rs.sendLocked("response.output_item.added", map[string]any{"output_index": index, "item": item})
+			rs.sendLocked("response.custom_tool_call_input.delta", map[string]any{
+				"item_id": item["id"], "output_index": index, "delta": input,
+			})
+			rs.sendLocked("response.custom_tool_call_input.done", map[string]any{
+				"item_id": item["id"], "output_index": index, "input": input,
+			})
+			rs.sendLocked("response.output_item.done", map[string]any{"output_index": index, "item": callItem(rs.responseID, index, c, "completed", custom)})
+			index++
+			continue
+		}
 		// The added item's arguments are empty and the deltas carry them,
 		// as the API streams them: a client that appends each delta to the
 		// added item (openai-node's ResponseStream does) would otherwise
 		// hold them twice. The provider's reply is whole, so one delta.
-		item := functionCallItem(c, "in_progress")
+		item := callItem(rs.responseID, index, c, "in_progress", custom)
 		item["arguments"] = ""
 		rs.sendLocked("response.output_item.added", map[string]any{"output_index": index, "item": item})
 		rs.sendLocked("response.function_call_arguments.delta", map[string]any{
@@ -906,7 +725,7 @@ func (rs *responseStream) finish(doc gatewaystate.Response, out turnOutcome) {
 		rs.sendLocked("response.function_call_arguments.done", map[string]any{
 			"item_id": item["id"], "output_index": index, "name": c.Function.Name, "arguments": c.Function.Arguments,
 		})
-		rs.sendLocked("response.output_item.done", map[string]any{"output_index": index, "item": functionCallItem(c, "completed")})
+		rs.sendLocked("response.output_item.done", map[string]any{"output_index": index, "item": callItem(rs.responseID, index, c, "completed", custom)})
 		index++
 	}
 }

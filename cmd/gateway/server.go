@@ -52,9 +52,14 @@ type Options struct {
 	Sessions *sessions.Store
 	Store    *gatewaystate.Store
 	Provider provider.Provider
-	// Model is the model name responses report and new sessions record;
-	// empty: the provider's name.
+	// Model is the model name responses report and new sessions record
+	// when a request names none; empty: the provider's name.
 	Model string
+	// Models are the models a request may name that another provider
+	// answers (gateway.models); with ModelsOnly, a request naming a model
+	// that is neither one of them nor Model is a 404 model_not_found.
+	Models     []Model
+	ModelsOnly bool
 	// APIKey, when set, is required as a bearer token on every route but
 	// /health.
 	APIKey string
@@ -91,6 +96,14 @@ type Options struct {
 	Logf func(format string, args ...any)
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+}
+
+// Model is an entry of gateway.models: the provider that answers for a
+// model name, and the name it is asked by (Upstream; empty: Name).
+type Model struct {
+	Name     string
+	Upstream string
+	Provider provider.Provider
 }
 
 // Server is the HTTP gateway: the handlers and the turns in flight.
@@ -210,13 +223,15 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
 }
 
+// models lists the configured model, then those of gateway.models.
 func (s *Server) models(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{
-		"object": "list",
-		"data": []map[string]any{{
-			"id": s.opts.Model, "object": "model", "created": 0, "owned_by": "hermes",
-		}},
-	})
+	data := []map[string]any{{"id": s.opts.Model, "object": "model", "created": 0, "owned_by": "hermes"}}
+	for _, m := range s.opts.Models {
+		if m.Name != s.opts.Model {
+			data = append(data, map[string]any{"id": m.Name, "object": "model", "created": 0, "owned_by": "hermes"})
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
 }
 
 // apiError is an error with the HTTP status and the OpenAI error fields it
@@ -254,6 +269,11 @@ func (s *Server) toAPIError(err error) *apiError {
 	case errors.As(err, &lockErr):
 		return &apiError{status: http.StatusServiceUnavailable, typ: "server_error", code: "lock_timeout",
 			msg: fmt.Sprintf("timed out after %s waiting for %s; try again", lockErr.Timeout, lockName(lockErr.Path))}
+	case errors.As(err, &provErr) && refusal(provErr.StatusCode):
+		// The upstream refused what the client asked (a model it does not
+		// serve, a parameter it does not take): the client's error, not
+		// a server fault that a client library would retry.
+		return &apiError{status: provErr.StatusCode, typ: "invalid_request_error", code: provErr.Code, msg: provErr.Message}
 	case errors.As(err, &provErr) && hasLocalPath(err):
 		s.opts.Logf("gateway: %v", err)
 		return &apiError{status: http.StatusBadGateway, typ: "server_error", code: "provider_error",
@@ -269,6 +289,12 @@ func (s *Server) toAPIError(err error) *apiError {
 	}
 	s.opts.Logf("gateway: %v", err)
 	return &apiError{status: http.StatusInternalServerError, typ: "server_error", msg: "internal error; the gateway's log has the details"}
+}
+
+// refusal reports whether an upstream status is its refusal of the
+// request itself, passed on to the client as it is.
+func refusal(status int) bool {
+	return status == http.StatusBadRequest || status == http.StatusNotFound || status == http.StatusUnprocessableEntity
 }
 
 // hasLocalPath reports whether err carries a path of the server's files:

@@ -253,7 +253,45 @@ func (s *Server) pendingFresh(sess sessions.Session) bool {
 // reply (refusal, annotations, audio) that the transcript does not keep.
 func sameMessage(a, b sessions.Message) bool {
 	a.Extra, b.Extra = nil, nil
+	if a.SameAs(b) {
+		return true
+	}
+	if !hasToolCalls(a) || !hasToolCalls(b) {
+		return false
+	}
+	// A custom tool's call as the model made it and as the client sends
+	// it back (its input, which the gateway wraps) may differ in spacing.
+	a.ToolCalls, b.ToolCalls = sameArguments(a.ToolCalls), sameArguments(b.ToolCalls)
 	return a.SameAs(b)
+}
+
+// sameArguments is calls with each call's arguments as callArguments
+// writes them.
+func sameArguments(calls json.RawMessage) json.RawMessage {
+	var cs []provider.ToolCall
+	if json.Unmarshal(calls, &cs) != nil {
+		return calls
+	}
+	for i := range cs {
+		cs[i].Function.Arguments = callArguments(cs[i].Function.Arguments)
+	}
+	b, _ := json.Marshal(cs)
+	return b
+}
+
+// callArguments are arguments as the history compares them: those of a
+// custom tool's call ({"input": text} alone) as customArguments writes
+// them, others as they are.
+func callArguments(arguments string) string {
+	if !strings.Contains(arguments, `"input"`) {
+		return arguments
+	}
+	var a map[string]json.RawMessage
+	var input string
+	if json.Unmarshal([]byte(arguments), &a) != nil || len(a) != 1 || json.Unmarshal(a["input"], &input) != nil {
+		return arguments
+	}
+	return customArguments(input)
 }
 
 // transcript is the transcript of id as a request is routed on it: without
@@ -386,6 +424,8 @@ type turnOutcome struct {
 	// replayed: the reply was stored by an earlier request, and nothing
 	// ran for this one.
 	replayed bool
+	// model is the model that answered, when the provider said.
+	model string
 }
 
 var errStopping = errors.New("the gateway is stopping")
@@ -418,7 +458,7 @@ func (s *Server) end(id string) {
 // calls naming other tools end the turn and go back to the client. A crash
 // or a failed call loses at most the reply. started runs right before the
 // first provider call (a stream sends its headers then).
-func (s *Server) runTurn(ctx context.Context, a admission, add []sessions.Message, stream io.Writer, started func()) (turnOutcome, error) {
+func (s *Server) runTurn(ctx context.Context, a admission, add []sessions.Message, req request, stream io.Writer, started func()) (turnOutcome, error) {
 	id := a.sess.ID
 	if err := s.begin(id); err != nil {
 		return turnOutcome{}, err
@@ -448,6 +488,10 @@ func (s *Server) runTurn(ctx context.Context, a admission, add []sessions.Messag
 		Input:     add,
 		Stream:    stream,
 		Env:       &env,
+		Tools:     req.tools,
+		Model:     req.upstream,
+		Params:    req.params,
+		Provider:  req.provider,
 		Started: func() {
 			s.indexOpening(a)
 			if started != nil {
@@ -478,7 +522,7 @@ func (s *Server) runTurn(ctx context.Context, a admission, add []sessions.Messag
 	if len(cut) > 0 {
 		reply = append(append(append([]sessions.Message{}, cut...), res.Prelude...), res.Added...)
 	}
-	return turnOutcome{reply: provider.Reply{Messages: reply, Usage: res.Usage}, count: res.Count}, nil
+	return turnOutcome{reply: provider.Reply{Messages: reply, Usage: res.Usage}, count: res.Count, model: res.Model}, nil
 }
 
 // Abandon is called when the drain timed out: the sessions with turns in

@@ -27,15 +27,22 @@
 //
 // where N is the number of messages in the history and text is the text of
 // the last user message (empty when there is none). The text is also
-// written to Request.Stream. It reports no usage.
+// written to Request.Stream. It reports no usage, and ignores the
+// request's model and parameters.
 //
 // # openai
 //
 // openai POSTs {BaseURL}/chat/completions (BaseURL defaults to
 // https://api.openai.com/v1, so any OpenAI-compatible server works: llama.cpp,
-// vLLM, Ollama) with {"model": …, "messages": […], "tools": […]}, the tools
-// (when Request.Tools offers any) as function-calling entries, and the API
-// key, when set, as a bearer token.
+// vLLM, Ollama) with {"model": …, "messages": […], "tools": […], …}: the
+// model Request.Model names, else Config.Model; the tools (when
+// Request.Tools offers any) as function-calling entries; then each
+// parameter of Request.Params that is set (tool_choice,
+// parallel_tool_calls, temperature, top_p, max_tokens,
+// max_completion_tokens, stop, seed, presence_penalty, frequency_penalty,
+// response_format, reasoning_effort, user), its value as the caller gave
+// it; and the API key, when set, as a bearer token. The reply's Model is
+// the response's model field, the model that answered.
 //
 // Each message carries the fields the chat completions API defines for its
 // role and nothing else, whatever the transcript holds besides (an
@@ -85,7 +92,10 @@
 // 30s. Any other 4xx is not retried, and neither is a streamed response that
 // has already written text to Request.Stream, since the caller has shown it.
 // An error status reads "openai: HTTP <status>: <message>", the message
-// being the body's error.message or else the body cut to 200 bytes.
+// being the body's error.message or else the body cut to 200 bytes; the
+// *Error also holds that message alone (Said) and the body's error.code
+// (Code), so that a caller can pass a refusal of the request on as the
+// server made it.
 //
 // # exec
 //
@@ -96,8 +106,12 @@
 //     it (seq and ts included), then end of file.
 //   - environment: hermes's own, plus HERMES_SESSION_ID set to the session,
 //     and, when the request offers tools, HERMES_TOOLS: the path of a file
-//     holding their function-calling schemas as one JSON array (removed
-//     after the call).
+//     holding their function-calling schemas as one JSON array, and, when
+//     the request names a model or sets parameters, HERMES_PARAMS: the
+//     path of a file holding one JSON object, "model" (when named) and the
+//     parameters in the names openai sends them by (see above); both files
+//     are removed after the call. The command is its own model: the
+//     request's model is for it to read or ignore.
 //   - stdout: the reply as JSONL chat messages, one or more, blank lines
 //     ignored. Only roles assistant and tool are allowed; seq and ts, if
 //     given, are ignored. The text of each assistant message is written to

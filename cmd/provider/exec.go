@@ -73,6 +73,14 @@ func (p *execProvider) Complete(ctx context.Context, req Request) (Reply, error)
 		defer os.Remove(path)
 		cmd.Env = append(cmd.Env, "HERMES_TOOLS="+path)
 	}
+	if params := requestParams(req); params != nil {
+		path, err := writeTemp("hermes-params-*.json", params)
+		if err != nil {
+			return Reply{}, &Error{Provider: "exec", Message: "exec provider: " + oneLine(err.Error()), Err: err}
+		}
+		defer os.Remove(path)
+		cmd.Env = append(cmd.Env, "HERMES_PARAMS="+path)
+	}
 	cmd.Stdin = stdin
 	cmd.Stdout = out
 	cmd.Stderr = p.stderr
@@ -121,14 +129,35 @@ func (p *execProvider) Complete(ctx context.Context, req Request) (Reply, error)
 // writeTools writes the offered tools' schemas, a JSON array, to a
 // temporary file for the command ($HERMES_TOOLS); the caller removes it.
 func writeTools(tools []json.RawMessage) (string, error) {
-	f, err := os.CreateTemp("", "hermes-tools-*.json")
+	b, err := json.Marshal(tools)
 	if err != nil {
 		return "", err
 	}
-	b, err := json.Marshal(tools)
-	if err == nil {
-		_, err = f.Write(append(b, '\n'))
+	return writeTemp("hermes-tools-*.json", b)
+}
+
+// requestParams is the request's model, when it names one, and its
+// parameters, as one JSON object in the chat completions API's names
+// ($HERMES_PARAMS); nil when there are none.
+func requestParams(req Request) []byte {
+	b, _ := json.Marshal(struct {
+		Model string `json:"model,omitempty"`
+		Params
+	}{req.Model, req.Params}) // raw values that came from decoded JSON always encode
+	if string(b) == "{}" {
+		return nil
 	}
+	return b
+}
+
+// writeTemp writes b and a newline to a new temporary file named by
+// pattern, and returns its path; the caller removes it.
+func writeTemp(pattern string, b []byte) (string, error) {
+	f, err := os.CreateTemp("", pattern)
+	if err != nil {
+		return "", err
+	}
+	_, err = f.Write(append(b, '\n'))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

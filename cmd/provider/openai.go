@@ -84,7 +84,11 @@ func (p *openAI) Name() string { return "openai" }
 func (p *openAI) Complete(ctx context.Context, req Request) (Reply, error) {
 	ctx, cancel := withTimeout(ctx, p.timeout)
 	defer cancel()
-	body, err := requestBody(p.model, req.History, req.Tools, req.Stream != nil, p.replayReasoning)
+	model := req.Model
+	if model == "" {
+		model = p.model
+	}
+	body, err := requestBody(model, req, p.replayReasoning)
 	if err != nil {
 		return Reply{}, &Error{Provider: "openai", Message: "openai: reading the transcript: " + oneLine(err.Error()), Err: err}
 	}
@@ -149,17 +153,18 @@ func parseRetryAfter(h string) time.Duration {
 	return -1
 }
 
-// requestBody is the chat completions request: each message as
-// writeMessage cleans it (content parts reach the server unchanged), and
-// the tools, when there are any, as they are.
-func requestBody(model string, history History, tools []json.RawMessage, stream, replayReasoning bool) ([]byte, error) {
+// requestBody is the chat completions request: each message of
+// req.History as writeMessage cleans it (content parts reach the server
+// unchanged), the tools, when there are any, and the parameters that are
+// set, as they are.
+func requestBody(model string, req Request, replayReasoning bool) ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteString(`{"model":`)
 	m, _ := json.Marshal(model) // a string always encodes
 	b.Write(m)
 	b.WriteString(`,"messages":[`)
 	first := true
-	err := history.Each(func(msg sessions.Message) error {
+	err := req.History.Each(func(msg sessions.Message) error {
 		if !first {
 			b.WriteByte(',')
 		}
@@ -171,9 +176,9 @@ func requestBody(model string, history History, tools []json.RawMessage, stream,
 		return nil, err
 	}
 	b.WriteByte(']')
-	if len(tools) > 0 {
+	if len(req.Tools) > 0 {
 		b.WriteString(`,"tools":[`)
-		for i, t := range tools {
+		for i, t := range req.Tools {
 			if i > 0 {
 				b.WriteByte(',')
 			}
@@ -181,7 +186,8 @@ func requestBody(model string, history History, tools []json.RawMessage, stream,
 		}
 		b.WriteByte(']')
 	}
-	if stream {
+	req.Params.fields(&b)
+	if req.Stream != nil {
 		b.WriteString(`,"stream":true,"stream_options":{"include_usage":true}`)
 	}
 	b.WriteByte('}')
@@ -211,10 +217,13 @@ func (p *openAI) attempt(ctx context.Context, body []byte, stream *streamWriter)
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		text := errorText(data)
 		return Reply{}, &Error{
 			Provider:   "openai",
 			StatusCode: resp.StatusCode,
-			Message:    fmt.Sprintf("openai: HTTP %d: %s", resp.StatusCode, errorText(data)),
+			Said:       text,
+			Code:       errorCode(data),
+			Message:    fmt.Sprintf("openai: HTTP %d: %s", resp.StatusCode, text),
 			retryable:  resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500,
 			retryAfter: parseRetryAfter(resp.Header.Get("Retry-After")),
 		}
@@ -264,6 +273,21 @@ func errorText(body []byte) string {
 	return s
 }
 
+// errorCode is the error.code of an error response when it is a string,
+// else "".
+func errorCode(body []byte) string {
+	var e struct {
+		Error struct {
+			Code json.RawMessage `json:"code"`
+		} `json:"error"`
+	}
+	var code string
+	if json.Unmarshal(body, &e) != nil || json.Unmarshal(e.Error.Code, &code) != nil {
+		return ""
+	}
+	return code
+}
+
 // apiErrorText reads an "error" value: {"message": …} or a bare string.
 func apiErrorText(raw json.RawMessage) string {
 	var obj struct {
@@ -294,6 +318,7 @@ func readResponse(body io.Reader) (Reply, *Error) {
 				ReasoningContent *string         `json:"reasoning_content"`
 			} `json:"message"`
 		} `json:"choices"`
+		Model string          `json:"model"`
 		Usage *Usage          `json:"usage"`
 		Error json.RawMessage `json:"error"`
 	}
@@ -316,7 +341,7 @@ func readResponse(body io.Reader) (Reply, *Error) {
 	if perr != nil {
 		return Reply{}, perr
 	}
-	return Reply{Messages: []sessions.Message{m}, Usage: r.Usage}, nil
+	return Reply{Messages: []sessions.Message{m}, Usage: r.Usage, Model: r.Model}, nil
 }
 
 // assistantMessage builds the reply message from the fields a request may
@@ -395,6 +420,7 @@ type streamChunk struct {
 		} `json:"delta"`
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
+	Model string          `json:"model"`
 	Usage *Usage          `json:"usage"`
 	Error json.RawMessage `json:"error"`
 }
@@ -406,6 +432,7 @@ type streamState struct {
 	reasoning strings.Builder
 	calls     map[int]*ToolCall
 	usage     *Usage
+	model     string
 	finished  bool // a finish_reason was seen
 	done      bool // data: [DONE] was seen
 }
@@ -487,6 +514,9 @@ func (st *streamState) event(data []byte, stream *streamWriter) *Error {
 	if c.Usage != nil {
 		st.usage = c.Usage
 	}
+	if c.Model != "" {
+		st.model = c.Model
+	}
 	for _, ch := range c.Choices {
 		if ch.Index != 0 {
 			continue // only one choice is asked for
@@ -559,5 +589,5 @@ func (st *streamState) reply() (Reply, *Error) {
 	if err != nil {
 		return Reply{}, err
 	}
-	return Reply{Messages: []sessions.Message{m}, Usage: st.usage}, nil
+	return Reply{Messages: []sessions.Message{m}, Usage: st.usage, Model: st.model}, nil
 }

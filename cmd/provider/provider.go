@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -44,6 +45,39 @@ type Request struct {
 	// function-calling entry ({"type":"function","function":{…}}); none
 	// means the request offers no tools.
 	Tools []json.RawMessage
+	// Model is the model the request asks for; empty: the configured one.
+	Model string
+	// Params are the caller's parameters besides its messages and tools.
+	Params Params
+}
+
+// Params are a request's parameters, in the chat completions API's names,
+// each the JSON value the caller sent, passed on as it is: the server
+// that answers is the judge of a value. A field left empty is not sent.
+type Params struct {
+	ToolChoice          json.RawMessage `json:"tool_choice,omitempty"`
+	ParallelToolCalls   json.RawMessage `json:"parallel_tool_calls,omitempty"`
+	Temperature         json.RawMessage `json:"temperature,omitempty"`
+	TopP                json.RawMessage `json:"top_p,omitempty"`
+	MaxTokens           json.RawMessage `json:"max_tokens,omitempty"`
+	MaxCompletionTokens json.RawMessage `json:"max_completion_tokens,omitempty"`
+	Stop                json.RawMessage `json:"stop,omitempty"`
+	Seed                json.RawMessage `json:"seed,omitempty"`
+	PresencePenalty     json.RawMessage `json:"presence_penalty,omitempty"`
+	FrequencyPenalty    json.RawMessage `json:"frequency_penalty,omitempty"`
+	ResponseFormat      json.RawMessage `json:"response_format,omitempty"`
+	ReasoningEffort     json.RawMessage `json:"reasoning_effort,omitempty"`
+	User                json.RawMessage `json:"user,omitempty"`
+}
+
+// fields writes the parameters that are set as members of a JSON object,
+// each after a comma; nothing when none is.
+func (p Params) fields(b *bytes.Buffer) {
+	all, _ := json.Marshal(p) // raw values that came from decoded JSON always encode
+	if len(all) > 2 {
+		b.WriteByte(',')
+		b.Write(all[1 : len(all)-1])
+	}
 }
 
 // History is the transcript a provider answers, read as a stream: a
@@ -79,6 +113,7 @@ type Usage struct {
 type Reply struct {
 	Messages []sessions.Message // assistant and tool messages to append, in order; Seq/TS left zero
 	Usage    *Usage             // nil when the provider gives none
+	Model    string             // the model that answered, when the provider says; else empty
 }
 
 // Provider turns a transcript into a reply.
@@ -150,7 +185,11 @@ type Error struct {
 	ExitCode   int    // exec: the command's exit status; -1 when it was killed by a signal; 0 otherwise
 	Attempts   int    // openai: how many requests were sent
 	Message    string // the whole message Error returns
-	Err        error  // the cause, if any: a connection error, context.DeadlineExceeded, …
+	// Said and Code are, for an error status, what the server said (the
+	// body's message) and its error code, when it gave one.
+	Said string
+	Code string
+	Err  error // the cause, if any: a connection error, context.DeadlineExceeded, …
 
 	retryable  bool
 	retryAfter time.Duration // from a Retry-After header; negative when there was none

@@ -1,0 +1,438 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"hash"
+	"io"
+	"net/http"
+
+	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/gatewaystate"
+	"github.com/hermes/hermes/fsstore/sessions"
+)
+
+// routeRequest finds or makes the session of a request, by the same rules
+// on both endpoints, in this order: the turn of an Idempotency-Key seen
+// before; the session X-Hermes-Session-Id names; then, on chat
+// completions, the history (routeHistory); on the Responses API, the
+// conversation, previous_response_id, the thread a client names in its
+// own headers (threadOf), then the history. It returns the route with
+// what the turn stores (rt.add), the key's record written, and its locks
+// held: release them, also after an error, once the reply is sent.
+func (s *Server) routeRequest(ctx context.Context, r *http.Request, req request) (rt route, err error) {
+	k, err := s.lookupKey(ctx, r, req.wire)
+	rt.key = k
+	rt.hold(k.unlock)
+	if err != nil {
+		return rt, err
+	}
+	sid := r.Header.Get(SessionHeader)
+	if k.found {
+		a, reply, count, unlock, err := s.keyedTurn(ctx, k)
+		if err != nil {
+			unlock()
+			return rt, err
+		}
+		if reply != nil {
+			rt.hold(unlock)
+			rt.a, rt.replay, rt.replayCount = a, reply, count
+			return rt, nil
+		}
+		// The key's turn got no reply (it failed, or a crash came before
+		// its input was even stored): it runs again in its session, as a
+		// request naming that session would, which stores nothing twice.
+		unlock()
+		sid = k.rec.SessionID
+	}
+	if req.chat {
+		err = s.routeChat(ctx, r, req, sid, &rt)
+	} else {
+		err = s.routeResponses(ctx, r, req, sid, &rt)
+	}
+	if err != nil || rt.replay != nil {
+		return rt, err
+	}
+	return rt, rt.key.recordStart(s.opts.Store, rt.a.sess.ID, len(rt.stored)+len(rt.add))
+}
+
+// join makes got, a route found by a helper with locks of its own, the
+// request's route, which holds the key's lock: rt's locks are released
+// after got's.
+func (rt *route) join(got route) {
+	got.unlocks = append(rt.unlocks, got.unlocks...)
+	got.key = rt.key
+	*rt = got
+}
+
+// routeChat is routeRequest for chat completions, whose client sends its
+// whole conversation: with a session named, the messages beyond its
+// stored history are added, a contradicting history goes to a new session
+// whose parent is the named one, and a repeat of a turn whose reply was
+// never delivered gets that reply; with none, the conversation is found
+// by its history (routeHistory).
+func (s *Server) routeChat(ctx context.Context, r *http.Request, req request, sid string, rt *route) error {
+	msgs := req.msgs
+	if sid == "" {
+		got, add, err := s.routeHistory(ctx, msgs, retried(r))
+		rt.join(got)
+		rt.add = add
+		return err
+	}
+	sess, unlock, err := s.namedSession(ctx, sid)
+	rt.hold(unlock)
+	if err != nil {
+		return err
+	}
+	stored, err := s.transcript(sess.ID)
+	if err != nil {
+		return err
+	}
+	_, end, reply, undelivered, err := s.lastTurn(sess.ID, stored)
+	if err != nil {
+		return err
+	}
+	if n, ok := reconcile(stored[:end], msgs); undelivered && ok && n == len(msgs) {
+		// The client repeats the turn whose reply it never got: it is
+		// answered from the session, whatever its state (a session
+		// suspended since must not run the turn again in a successor).
+		rt.a, rt.replay, rt.replayCount = admission{sess: sess}, reply, int64(len(stored))
+		return nil
+	}
+	a, err := s.admit(sess)
+	if err != nil {
+		return err
+	}
+	rt.add = msgs
+	if a.fresh {
+		stored = nil
+	} else if n, ok := reconcile(stored, msgs); ok {
+		rt.add = msgs[n:]
+	} else {
+		// The guard: the stored history is never rewritten; the client's
+		// version of it becomes a new session.
+		fork, err := s.newSession(a.sess.ID, a.sess.SessionKey)
+		if err != nil {
+			return err
+		}
+		a, stored = admission{sess: fork, fresh: true}, nil
+	}
+	rt.a, rt.stored = a, stored
+	return nil
+}
+
+// routeResponses is routeRequest for the Responses API: the session the
+// header names, the conversation's (made on its first request), that of
+// previous_response_id, the one of the client's thread, the one the
+// input's history is found in, or a new one. The turn adds the
+// instructions, when they differ from the last stored, then the input,
+// unless it retries the turn the route continues (its input is stored).
+func (s *Server) routeResponses(ctx context.Context, r *http.Request, req request, sid string, rt *route) error {
+	input := req.msgs
+	var got route
+	var err error
+	var byHistory []sessions.Message
+	viaHistory := false
+	switch {
+	case sid != "":
+		got, input, err = s.routeSession(ctx, sid, input)
+	case req.conv != "":
+		got, err = s.routeConversation(ctx, req.conv, input)
+	case req.prev != "":
+		got, err = s.routePrevious(ctx, req.prev, input)
+	case threadOf(r) != "":
+		var add []sessions.Message
+		if got, add, viaHistory, err = s.routeThread(ctx, threadOf(r), input, retried(r)); viaHistory {
+			byHistory = add
+		} else {
+			input = add
+		}
+	default:
+		// No conversation named: it is found by its history, for a client
+		// that re-sends it whole (Codex CLI, store:false).
+		got, byHistory, err = s.routeHistory(ctx, input, retried(r))
+		viaHistory = true
+	}
+	rt.join(got)
+	rt.byHistory = viaHistory
+	if err != nil || rt.replay != nil {
+		return err
+	}
+	if req.instructions != "" && !sameInstructions(rt.stored, req.instructions) {
+		rt.add = append(rt.add, sessions.Message{
+			Role:    "system",
+			Content: sessions.TextContent(req.instructions),
+			Extra:   map[string]json.RawMessage{instructionsMarker: jsonTrue},
+		})
+	}
+	switch {
+	case viaHistory:
+		rt.add = append(rt.add, byHistory...)
+	case !isRetry(rt.pending, input):
+		rt.add = append(rt.add, input...)
+	}
+	return nil
+}
+
+// route is where a request's turn runs, with the locks held for
+// it: release them (also after an error) when the turn is done.
+type route struct {
+	a       admission
+	stored  []sessions.Message // the transcript the turn continues
+	pending []sessions.Message // its messages after the point the request continues from
+	mapping *gatewaystate.Conversation
+	// replay is the stored reply that answers the request (a retry of a
+	// turn whose reply the client never got): nothing runs. replayCount
+	// is the transcript's length after it.
+	replay      []sessions.Message
+	replayCount int64
+	// history is the digest state of the request's history, when the route
+	// was found by it (routeHistory): indexHistory carries it on.
+	history hash.Hash
+	// byHistory: the route was found by the request's history, whose end
+	// is indexed after the turn.
+	byHistory bool
+	// add is what the turn stores before it calls the model; key the
+	// request's idempotency key.
+	add     []sessions.Message
+	key     keyed
+	unlocks []func()
+}
+
+// run runs the turn of a route: the stored reply it found, or the
+// engine's turn on what it adds, after which the key's record and the
+// history index are brought up to date.
+func (s *Server) run(ctx context.Context, rt *route, req request, stream io.Writer, started func()) (turnOutcome, error) {
+	if rt.replay != nil {
+		return replay(rt.replay, rt.replayCount, stream, started), nil
+	}
+	out, err := s.runTurn(ctx, rt.a, rt.add, req, stream, started)
+	if err != nil {
+		return out, err
+	}
+	if err := rt.key.recordEnd(s.opts.Store, out); err != nil {
+		s.opts.Logf("session %s: recording the end of a keyed turn: %v", rt.a.sess.ID, err)
+	}
+	if req.chat || rt.byHistory {
+		s.indexHistory(req.msgs, rt.history, out, rt.a.sess.ID)
+	}
+	return out, nil
+}
+
+// findRepeat sets rt.replay when input repeats the last turn of the
+// session, whose reply was stored but never delivered: the client's retry
+// of a turn it got no answer to. Once the reply was delivered, the same
+// input is a new turn (a person who says the same thing twice). With at
+// >= 0 the last turn must begin there (after the response a request
+// continues from).
+func (s *Server) findRepeat(rt *route, input []sessions.Message, at int) error {
+	start, end, reply, ok, err := s.lastTurn(rt.a.sess.ID, rt.stored)
+	if err != nil || !ok || (at >= 0 && start != at) || !isRetry(rt.stored[start:end], input) {
+		return err
+	}
+	rt.replay, rt.replayCount = reply, int64(len(rt.stored))
+	return nil
+}
+
+func (rt *route) hold(unlock func()) { rt.unlocks = append(rt.unlocks, unlock) }
+
+func (rt *route) release() {
+	for i := len(rt.unlocks) - 1; i >= 0; i-- {
+		rt.unlocks[i]()
+	}
+	rt.unlocks = nil
+}
+
+// routeConversation finds (or makes) the session of conversation conv,
+// under the conversation's locks (in the server, then on disk) and the
+// session's. The mapping is written before the turn when the session
+// changes, so that a crash during the turn still finds it.
+func (s *Server) routeConversation(ctx context.Context, conv string, input []sessions.Message) (route, error) {
+	var rt route
+	unlock, err := s.convs.lock(ctx, conv)
+	if err != nil {
+		return rt, err
+	}
+	rt.hold(unlock)
+	unlockFile, err := s.opts.Store.LockConversation(conv)
+	if err != nil {
+		return rt, err
+	}
+	rt.hold(unlockFile)
+	c, err := s.opts.Store.GetConversation(conv)
+	var sess sessions.Session
+	switch {
+	case errors.Is(err, fsstore.ErrNotFound):
+		c = gatewaystate.Conversation{Conversation: conv}
+	case err != nil:
+		return rt, err
+	default:
+		unlockSess, err := s.sessions.lock(ctx, c.SessionID)
+		if err != nil {
+			return rt, err
+		}
+		rt.hold(unlockSess)
+		if sess, err = s.opts.Sessions.Get(c.SessionID); err != nil && !errors.Is(err, fsstore.ErrNotFound) {
+			return rt, err
+		}
+	}
+	if sess.ID != "" {
+		// A retry of the session's last turn is answered from it, whatever
+		// its state: a session suspended or expired since must not run the
+		// turn again in a successor.
+		if rt.stored, err = s.transcript(sess.ID); err != nil {
+			return rt, err
+		}
+		rt.a, rt.mapping = admission{sess: sess}, &c
+		if err := s.findRepeat(&rt, input, -1); err != nil || rt.replay != nil {
+			return rt, err
+		}
+	}
+	if sess.ID == "" {
+		// A new conversation, or one whose session a person deleted.
+		if sess, err = s.newSession(c.SessionID, "conversation:"+conv); err != nil {
+			return rt, err
+		}
+		rt.a = admission{sess: sess, fresh: true}
+	} else if rt.a, err = s.admit(sess); err != nil {
+		return rt, err
+	}
+	if rt.a.sess.ID != c.SessionID {
+		c.SessionID, c.MessageCount = rt.a.sess.ID, 0
+		if err := s.opts.Store.PutConversation(c); err != nil {
+			return rt, err
+		}
+	}
+	rt.mapping = &c
+	switch {
+	case rt.a.fresh:
+		rt.stored = nil
+	case rt.a.sess.ID != sess.ID:
+		if rt.stored, err = s.transcript(rt.a.sess.ID); err != nil {
+			return rt, err
+		}
+	}
+	rt.pending = rt.stored[lastReplyEnd(rt.stored):]
+	return rt, nil
+}
+
+// routeSession continues the session sid that X-Hermes-Session-Id names
+// (and its successors, see follow), under their locks, and returns the
+// input to append. An input that begins with the session's whole history
+// (a client that re-sends it each time, as Codex does with store:false)
+// has that history left out. An input of more than one message that
+// begins as the history does and then departs from it (a regenerate, an
+// edit) goes to a new session whose parent is sid, whole, as on chat
+// completions. Any other input is new items, appended as the Responses
+// API appends them.
+func (s *Server) routeSession(ctx context.Context, sid string, input []sessions.Message) (route, []sessions.Message, error) {
+	var rt route
+	sess, unlock, err := s.namedSession(ctx, sid)
+	rt.hold(unlock)
+	if err != nil {
+		return rt, input, err
+	}
+	if rt.stored, err = s.transcript(sess.ID); err != nil {
+		return rt, input, err
+	}
+	// A retry of the session's last turn whose reply was never delivered
+	// is answered from it, whatever its state (see routeConversation):
+	// its input alone, or the whole history up to it.
+	rt.a = admission{sess: sess}
+	_, end, reply, undelivered, err := s.lastTurn(sess.ID, rt.stored)
+	if err != nil {
+		return rt, input, err
+	}
+	if n, ok := reconcile(withoutInstructions(rt.stored[:end]), input); undelivered && ok && n == len(input) {
+		rt.replay, rt.replayCount = reply, int64(len(rt.stored))
+		return rt, input, nil
+	}
+	if err := s.findRepeat(&rt, input, -1); err != nil || rt.replay != nil {
+		return rt, input, err
+	}
+	if rt.a, err = s.admit(sess); err != nil || rt.a.fresh {
+		rt.stored = nil
+		return rt, input, err
+	}
+	kept := withoutInstructions(rt.stored)
+	if n, ok := reconcile(kept, input); ok && n > 0 {
+		input = input[n:]
+	} else if len(input) > 1 && len(kept) > 0 && sameMessage(kept[0], input[0]) {
+		fork, err := s.newSession(rt.a.sess.ID, rt.a.sess.SessionKey)
+		if err != nil {
+			return rt, input, err
+		}
+		rt.a, rt.stored = admission{sess: fork, fresh: true}, nil
+	}
+	rt.pending = rt.stored[lastReplyEnd(rt.stored):]
+	return rt, input, nil
+}
+
+// withoutInstructions is msgs without the instructions the gateway stored,
+// which a client's history does not hold.
+func withoutInstructions(msgs []sessions.Message) []sessions.Message {
+	var out []sessions.Message
+	for _, m := range msgs {
+		if !marked(m, instructionsMarker) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// routePrevious continues the session of response prev, under the
+// session's lock. A response that is not its session's latest answered
+// turn branches: a new session (parent the old) that starts with the
+// history up to that response.
+func (s *Server) routePrevious(ctx context.Context, prev string, input []sessions.Message) (route, error) {
+	var rt route
+	pr, err := s.opts.Store.GetResponse(prev)
+	if errors.Is(err, fsstore.ErrNotFound) || errors.Is(err, fsstore.ErrInvalid) {
+		return rt, notFound("previous_response_id", "previous_response_not_found", "previous response with id '%s' not found", prev)
+	}
+	if err != nil {
+		return rt, err
+	}
+	unlockSess, err := s.sessions.lock(ctx, pr.SessionID)
+	if err != nil {
+		return rt, err
+	}
+	rt.hold(unlockSess)
+	sess, err := s.opts.Sessions.Get(pr.SessionID)
+	if errors.Is(err, fsstore.ErrNotFound) {
+		return rt, notFound("previous_response_id", "previous_response_not_found", "the session %s of previous response '%s' no longer exists", pr.SessionID, prev)
+	}
+	if err != nil {
+		return rt, err
+	}
+	if rt.stored, err = s.transcript(sess.ID); err != nil {
+		return rt, err
+	}
+	// A retry of the turn after prev is answered from the session,
+	// whatever its state (see routeConversation).
+	rt.a = admission{sess: sess}
+	k := min(int(pr.MessageCount), len(rt.stored))
+	if err := s.findRepeat(&rt, input, k); err != nil || rt.replay != nil {
+		return rt, err
+	}
+	if rt.a, err = s.admit(sess); err != nil || rt.a.fresh {
+		rt.stored = nil
+		return rt, err
+	}
+	if lastReplyEnd(rt.stored) > k {
+		fork, err := s.newSession(rt.a.sess.ID, rt.a.sess.SessionKey)
+		if err != nil {
+			return rt, err
+		}
+		if k > 0 {
+			if _, err := s.opts.Sessions.Append(fork.ID, sessions.CopyMessages(rt.stored[:k])); err != nil {
+				return rt, err
+			}
+		}
+		rt.a = admission{sess: fork}
+		rt.stored = rt.stored[:k]
+	}
+	rt.pending = rt.stored[k:]
+	return rt, nil
+}
