@@ -5,7 +5,8 @@
 #
 #   scripts/clients.sh
 #
-# It installs @openai/codex, openai, ai, @ai-sdk/openai and zod from npm
+# It first runs the test model's own tests (scripts/clients/model.test.js),
+# then installs @openai/codex, openai, ai, @ai-sdk/openai and zod from npm
 # into a temporary directory (versions pinned below; CODEX_VERSION,
 # OPENAI_VERSION, AI_VERSION and AI_OPENAI_VERSION override them), builds
 # hermes, and runs `hermes gateway serve` on a free loopback port in a
@@ -56,6 +57,11 @@ say() { echo "clients: $*" >&2; }
 for cmd in go node npm; do
   command -v "$cmd" >/dev/null 2>&1 || { say "$cmd is missing (Debian: apt-get install golang nodejs npm)"; exit 1; }
 done
+
+# The test model first: a scenario proves nothing if it accepts what the
+# real API refuses, or calls a tool it was not offered.
+say "testing the test model"
+node --test --test-reporter=dot scripts/clients/model.test.js >&2 || { say "the test model failed its tests"; exit 1; }
 
 tmp=$(mktemp -d)
 gateway_pid= model_pid=
