@@ -75,7 +75,9 @@ trap cleanup EXIT
 packages=("@openai/codex@$CODEX_VERSION" "openai@$OPENAI_VERSION" "ai@$AI_VERSION" "@ai-sdk/openai@$AI_OPENAI_VERSION" "zod@$ZOD_VERSION")
 say "installing ${packages[*]}"
 mkdir -p "$tmp/npm"
-(cd "$tmp/npm" && npm install --no-audit --no-fund --silent "${packages[@]}") >&2
+# --prefer-offline: the versions are pinned, so what npm's cache holds of
+# them is what the registry would send.
+(cd "$tmp/npm" && npm install --prefer-offline --no-audit --no-fund --silent "${packages[@]}") >&2
 codex=$tmp/npm/node_modules/.bin/codex
 export NODE_PATH=$tmp/npm/node_modules
 version() { node -p "require(process.env.NODE_PATH + '/$1/package.json').version"; }
@@ -209,6 +211,9 @@ vercel() {
 common='temperature=0.25 top_p=0.5 max_completion_tokens|max_tokens=300 parallel_tool_calls=false tool_choice={"type":"function","function":{"name":"lookup_order"}}'
 chat_params="lookup_order $common seed=7"
 responses_params="lookup_order $common"
+# What Codex sends with its tools, and what vercel.js sets.
+codex_params='exec_command tool_choice="auto" parallel_tool_calls=true'
+vercel_params='lookup_order temperature=0.25 max_completion_tokens|max_tokens=300'
 
 model=echo
 start_gateway --provider echo
@@ -226,12 +231,12 @@ stop_gateway
 
 model=hermes-test-model
 start_gateway --provider openai --base-url "$model_url" --model "$model"
-scenario "d. codex exec, one tool call (test model)" exec_command codex_tool
+scenario "d. codex exec, one tool call (test model)" "$codex_params" codex_tool
 scenario "e. openai SDK: chat.completions, a function tool" "$chat_params" sdk_tools chat whole
 scenario "e. openai SDK: chat.completions streamed, a function tool" "$chat_params" sdk_tools chat stream
 scenario "e. openai SDK: responses, a function tool" "$responses_params" sdk_tools responses whole
 scenario "e. openai SDK: responses streamed, a function tool" "$responses_params" sdk_tools responses stream
-scenario "f. Vercel AI SDK: two turns with a tool (Responses)" lookup_order vercel
+scenario "f. Vercel AI SDK: two turns with a tool (Responses)" "$vercel_params" vercel
 stop_gateway
 
 echo

@@ -44,7 +44,16 @@ async function main() {
     messages.push({ role: 'user', content: question });
     // maxRetries 0: a retry would be a request of its own, and clients.sh
     // counts what each scenario's requests create.
-    const result = await generateText({ model: openai('hermes-test-model'), messages, tools, stopWhen: stepCountIs(3), maxRetries: 0 });
+    const result = await generateText({
+      model: openai('hermes-test-model'),
+      messages,
+      tools,
+      stopWhen: stepCountIs(3),
+      // Values clients.sh looks for in the model's log.
+      temperature: 0.25,
+      maxOutputTokens: 300,
+      maxRetries: 0,
+    });
     messages.push(...result.response.messages);
     console.log(`turn ${turn}: ${result.steps.length} steps, answer: ${result.text}`);
     const expected = `(lookup ${turn})`;
