@@ -205,10 +205,10 @@ vercel() {
   timeout 120 node scripts/clients/vercel.js "$base_url"
 }
 
-# What sdk-tools.js sets, as the model must receive them: the token limit
-# under either chat completions name, tool_choice in the chat completions
-# shape.
-common='temperature=0.25 top_p=0.5 max_completion_tokens|max_tokens=300 parallel_tool_calls=false tool_choice={"type":"function","function":{"name":"lookup_order"}}'
+# What sdk-tools.js sets, as the model must receive them: the model it asks
+# for, the token limit under either chat completions name, tool_choice in
+# the chat completions shape.
+common='model="hermes-test-model-2" temperature=0.25 top_p=0.5 max_completion_tokens|max_tokens=300 parallel_tool_calls=false tool_choice={"type":"function","function":{"name":"lookup_order"}}'
 chat_params="lookup_order $common seed=7"
 responses_params="lookup_order $common"
 # What Codex sends with its tools, and what vercel.js sets.

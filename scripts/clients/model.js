@@ -10,8 +10,10 @@
 // line per request: the path, the body as received, the status answered,
 // the error when it refused the request, and what it answered.
 //
-// It serves one model, hermes-test-model (404 model_not_found for any
-// other, as OpenAI answers), and wants an Authorization header. It refuses
+// It serves two models, hermes-test-model and hermes-test-model-2 (404
+// model_not_found for any other, as OpenAI answers): a client that asks for
+// the second through a gateway configured with the first shows whether the
+// request's model reached it. It wants an Authorization header. It refuses
 // with 400 what the real API refuses that matters to a gateway passing a
 // client's request on: a parameter the chat completions API does not have
 // (a Responses name such as max_output_tokens left untranslated), an
@@ -35,7 +37,7 @@ const crypto = require('crypto');
 const fs = require('fs');
 const http = require('http');
 
-const MODEL = 'hermes-test-model';
+const MODELS = ['hermes-test-model', 'hermes-test-model-2'];
 
 // The tools it can call, by name, with the arguments it sends.
 const KNOWN_TOOLS = {
@@ -213,7 +215,7 @@ function check(body, issued) {
     if (!PARAMS.has(k)) throw bad(`Unrecognized request argument supplied: ${k}`, k);
   }
   if (typeof body.model !== 'string' || body.model === '') throw bad('you must provide a model parameter', 'model');
-  if (body.model !== MODEL) {
+  if (!MODELS.includes(body.model)) {
     throw new Refusal(404, `The model \`${body.model}\` does not exist or you do not have access to it.`, 'model', 'model_not_found');
   }
   checkMessages(body.messages, issued);
@@ -360,7 +362,7 @@ function main() {
       const raw = Buffer.concat(chunks).toString('utf8');
       if (req.method === 'GET' && path === '/v1/models') {
         record({ n, path, status: 200 });
-        send(res, 200, { object: 'list', data: [{ id: MODEL, object: 'model', created: 0, owned_by: 'hermes' }] });
+        send(res, 200, { object: 'list', data: MODELS.map((id) => ({ id, object: 'model', created: 0, owned_by: 'hermes' })) });
         return;
       }
       let body = raw;

@@ -46,7 +46,8 @@ const user = { role: 'user', content: 'where is A-17?' };
 const lookup = { type: 'function', function: { name: 'lookup_order', parameters: { type: 'object', properties: { order_id: { type: 'string' } } } } };
 const other = { type: 'function', function: { name: 'read_file', parameters: { type: 'object' } } };
 
-// callOf returns the tool call of a whole answer, after checking there is one.
+// call returns the message and tool call of a whole answer, after checking
+// there is one.
 async function call(body) {
   const r = await post(body);
   assert.strictEqual(r.status, 200, r.text);
@@ -69,6 +70,12 @@ test('tools offered: it calls the one it knows, then answers with its result', a
   const r = await post({ model: MODEL, messages: [user, message, { role: 'tool', tool_call_id: c.id, content: 'shipped' }], tools: [other, lookup] });
   assert.strictEqual(r.status, 200, r.text);
   assert.strictEqual(r.json.choices[0].message.content, 'the tool said: shipped');
+});
+
+test('the second model is served, and named in the answer', async () => {
+  const r = await post({ model: 'hermes-test-model-2', messages: [user] });
+  assert.strictEqual(r.status, 200, r.text);
+  assert.strictEqual(r.json.model, 'hermes-test-model-2');
 });
 
 test('tools offered, none it knows: text naming them', async () => {

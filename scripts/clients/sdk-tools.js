@@ -4,8 +4,8 @@
 //
 //   node sdk-tools.js chat|responses whole|stream BASE_URL
 //
-// The first request offers lookup_order, requires it by tool_choice and
-// sets the sampling parameters below; the model must answer with a call to
+// The first request asks for hermes-test-model-2, offers lookup_order,
+// requires it by tool_choice and sets the sampling parameters below; the model must answer with a call to
 // it. The script runs the function, sends its result (chat: the whole
 // conversation with the tool message; responses: the function_call_output
 // with previous_response_id), with tool_choice auto, and the model must
@@ -16,7 +16,9 @@
 
 const OpenAI = require('openai');
 
-const MODEL = 'hermes-test-model';
+// Not the gateway's model (hermes-test-model): the model must receive the
+// one the client asks for.
+const MODEL = 'hermes-test-model-2';
 // The values clients.sh looks for in the model's log; each differs from
 // any default, so that a value the model received was the client's.
 const TEMPERATURE = 0.25;
