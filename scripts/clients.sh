@@ -170,12 +170,14 @@ scenario() {
   made=$(($(sessions) - before))
   ((made == 1)) || why+=("$made sessions")
   if [[ $tool != - ]]; then
-    # shellcheck disable=SC2086 # TOOL is a name and NAME=JSON words
+    # Unquoted: TOOL is words, none of them holding a space or a wildcard.
     reached=$(node scripts/clients/model-log.js "$HERMES_CLIENTS_MODEL_LOG" "$skip" $tool) || why+=("tools did not reach the model")
   fi
-  local result=pass
+  local result=pass w
   if ((${#why[@]} > 0)); then
-    result="fail ($(IFS=,; echo "${why[*]}" | sed 's/,/, /g'))"
+    result="fail (${why[0]}"
+    for w in "${why[@]:1}"; do result+=", $w"; done
+    result+=")"
     failed=1
   fi
   rows+=("| $name | $made | 1 | $reached | $result |")
