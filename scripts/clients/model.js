@@ -21,7 +21,7 @@
 // message before it, a tool call left unanswered, a call id this model
 // never issued, tool_choice or parallel_tool_calls without tools,
 // tool_choice naming a tool not offered, stream_options without stream,
-// and values out of range.
+// both token limits at once, and values out of range.
 //
 // Its answer: when the request offers tools and the conversation does not
 // end with a tool result (or tool_choice requires a call), it calls the
@@ -237,6 +237,9 @@ function check(body, issued) {
   number(body, 'frequency_penalty', -2, 2);
   positiveInteger(body, 'max_tokens');
   positiveInteger(body, 'max_completion_tokens');
+  if (body.max_tokens != null && body.max_completion_tokens != null) {
+    throw bad("Setting 'max_tokens' and 'max_completion_tokens' at the same time is not supported.", 'max_tokens', 'invalid_parameter_combination');
+  }
   if (body.n !== undefined && body.n !== null && body.n !== 1) throw bad("Invalid 'n': this model answers one choice.", 'n');
   if (body.seed !== undefined && body.seed !== null && !Number.isInteger(body.seed)) throw bad("Invalid type for 'seed': expected an integer.", 'seed');
   if (body.stop !== undefined && body.stop !== null) {

@@ -124,6 +124,7 @@ test('refused as the real API refuses them', async () => {
     ['tool_choice without tools', { model: MODEL, messages: [user], tool_choice: 'auto' }, 400, /only allowed when 'tools'/],
     ['tool_choice naming a tool not offered', { model: MODEL, messages: [user], tools: [lookup], tool_choice: { type: 'function', function: { name: 'read_file' } } }, 400, /read_file/],
     ['parallel_tool_calls without tools', { model: MODEL, messages: [user], parallel_tool_calls: false }, 400, /parallel_tool_calls/],
+    ['both token limits', { model: MODEL, messages: [user], max_tokens: 10, max_completion_tokens: 10 }, 400, /at the same time/],
     ['stream_options without stream', { model: MODEL, messages: [user], stream_options: { include_usage: true } }, 400, /stream_options/],
     ['a temperature out of range', { model: MODEL, messages: [user], temperature: 3 }, 400, /temperature/],
     ['a tool type of the Responses API', { model: MODEL, messages: [user], tools: [{ type: 'web_search' }] }, 400, /web_search/],
