@@ -17,11 +17,14 @@
 // with 400 what the real API refuses that matters to a gateway passing a
 // client's request on: a parameter the chat completions API does not have
 // (a Responses name such as max_output_tokens left untranslated), an
-// unknown role, a tool message that answers no tool call of the assistant
-// message before it, a tool call left unanswered, a call id this model
-// never issued, tool_choice or parallel_tool_calls without tools,
-// tool_choice naming a tool not offered, stream_options without stream,
-// both token limits at once, and values out of range.
+// unknown role (and 'function', the deprecated one), a tool type other
+// than function and custom, a tool message that answers no tool call of
+// the assistant message before it, a tool call left unanswered,
+// tool_choice or parallel_tool_calls without tools, tool_choice naming a
+// tool not offered, stream_options without stream, both token limits at
+// once, and values out of range. Stricter than the real API, it also
+// refuses an assistant tool call whose id it never issued: a gateway must
+// not make calls up.
 //
 // Its answer: when the request offers tools and the conversation does not
 // end with a tool result (or tool_choice requires a call), it calls the
