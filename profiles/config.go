@@ -39,6 +39,11 @@ type Config struct {
 		ResumeOnRespawn *bool  `yaml:"resume_on_respawn" json:"resume_on_respawn"`
 		WorkerCommand   string `yaml:"worker_command" json:"worker_command"`
 	} `yaml:"kanban" json:"kanban"`
+	Cron struct {
+		// MaxFailures is how many failed runs in a row pause a job
+		// (unset or 0: 3).
+		MaxFailures int `yaml:"max_failures" json:"max_failures"`
+	} `yaml:"cron" json:"cron"`
 	Gateway struct {
 		Addr string `yaml:"addr" json:"addr"`
 		// APIKey is the key clients must send, unless the variable

@@ -278,3 +278,28 @@ func (a at) Next(t time.Time) (time.Time, bool) {
 	}
 	return time.Time{}, false
 }
+
+// NextOccurrences returns the next n occurrences of job j from now on: its
+// next_due first (which may be past, awaiting a tick), then those after.
+// A paused job's are those it would have had; an at job that ran has
+// none.
+func NextOccurrences(j Job, n int) ([]time.Time, error) {
+	sched, err := scheduleOf(j)
+	if err != nil {
+		return nil, err
+	}
+	t, err := j.NextDue.Instant()
+	if err != nil {
+		return nil, nil // no occurrence left
+	}
+	var out []time.Time
+	for len(out) < n {
+		out = append(out, t)
+		next, more := sched.Next(t)
+		if !more {
+			break
+		}
+		t = next
+	}
+	return out, nil
+}
