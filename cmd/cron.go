@@ -771,3 +771,31 @@ func cronExec(e *env) error {
 	}
 	return nil
 }
+
+// cronCmd is /cron in line mode: the jobs, as cron list prints them.
+func (ch *chatter) cronCmd(string) (bool, error) {
+	cs, err := ch.e.cron()
+	if err != nil {
+		return false, err
+	}
+	jobs, err := cs.List()
+	if err != nil {
+		return false, err
+	}
+	return false, printJobs(ch.e, jobs)
+}
+
+// startGatewayCron starts the gateway's ticker when gateway.cron is on,
+// and returns what stops it.
+func startGatewayCron(e *env, on bool) (stop func(), err error) {
+	if !on {
+		return func() {}, nil
+	}
+	cs, err := e.cron()
+	if err != nil {
+		return nil, err
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	go runTicker(ctx, e, cs, time.Second)
+	return stop, nil
+}

@@ -63,6 +63,9 @@ type Config struct {
 		// UnauthenticatedTools lets the gateway run Tools without an API
 		// key, which it otherwise refuses to do.
 		UnauthenticatedTools bool `yaml:"unauthenticated_tools" json:"unauthenticated_tools"`
+		// Cron makes the gateway tick the profile's scheduled jobs every
+		// second, as hermes cron daemon does.
+		Cron bool `yaml:"cron" json:"cron"`
 		// Cwd is the directory the gateway's file tools keep to, and
 		// where relative paths and commands start (default: the
 		// directory serve runs in).
