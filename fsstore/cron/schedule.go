@@ -198,11 +198,22 @@ func (c cronSpec) Next(t time.Time) (time.Time, bool) {
 			continue
 		}
 		dy, dm, dd := day.Date()
-		for h := 0; h < 24; h++ {
+		// On t's own day the times before t's wall clock are passed
+		// over unread, so that counting a year of missed minutes costs
+		// a minute each, not a day each.
+		h0, m0 := 0, 0
+		if i == 0 {
+			h0, m0 = local.Hour(), local.Minute()
+		}
+		for h := h0; h < 24; h++ {
 			if c.hour&(1<<h) == 0 {
 				continue
 			}
-			for mi := 0; mi < 60; mi++ {
+			mStart := 0
+			if h == h0 {
+				mStart = m0
+			}
+			for mi := mStart; mi < 60; mi++ {
 				if c.minute&(1<<mi) == 0 {
 					continue
 				}
