@@ -363,3 +363,43 @@ func TestAddInvalid(t *testing.T) {
 		t.Errorf("%d jobs after refused adds", len(jobs))
 	}
 }
+
+// TestStartedNeverMade: a ticker killed after recording the start, before
+// making the task, leaves a run whose task does not exist; even with the
+// job paused meanwhile, the due index brings a tick to it when the lease
+// ends, and the tick records it lost.
+func TestStartedNeverMade(t *testing.T) {
+	c := &clock{time.Date(2026, 6, 1, 9, 59, 30, 0, time.UTC)}
+	s := newTestStore(t, t.TempDir(), c, "h")
+	s.TaskOutcome = func(id string) (Outcome, bool, error) {
+		return Outcome{}, false, fsstore.NotFoundf("task %s not found", id)
+	}
+	j := add(t, s, "j", "@daily", CatchUpOnce)
+	cl, err := s.ClaimNow(j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Start(j.ID, cl.Occurrence, "never", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Update(j.ID, func(j *Job) error { j.Paused = true; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	c.now = c.now.Add(ClaimLease / 2)
+	tick(t, s, succeed)
+	if ev := events(t, s, j.ID); len(ev[Lost]) != 0 {
+		t.Fatalf("lost within the lease: %+v", ev[Lost])
+	}
+	c.now = c.now.Add(ClaimLease)
+	if ids, _ := s.Due(c.now); len(ids) != 1 {
+		t.Fatalf("due after the lease: %v", ids)
+	}
+	tick(t, s, succeed)
+	ev := events(t, s, j.ID)
+	if len(ev[Lost]) != 1 || !strings.Contains(ev[Lost][0].Error, "never made") {
+		t.Fatalf("lost: %+v", ev[Lost])
+	}
+	if ids, _ := s.Due(c.now.Add(48 * time.Hour)); len(ids) != 0 {
+		t.Errorf("a paused job with no run left is due: %v", ids)
+	}
+}

@@ -37,8 +37,10 @@
 // lease ends, and it records the occurrence lost: an occurrence whose
 // outcome is unknown is never run again by itself. A started run is
 // finished by its task (cron exec records the outcome); one whose task
-// ended without that (killed with its ticker) is recorded with the task's
-// outcome by the next tick that reads the job. A job runs once at a time:
+// ended without that, or was never made (its ticker killed after the
+// start), is recorded with the task's outcome, or lost, by a tick that
+// reads the job once ClaimLease has passed since the start: the due index
+// brings one, paused job or not. A job runs once at a time:
 // while a run is in progress nothing is claimed, and the occurrences that
 // fall due meanwhile are caught up when it ends.
 //

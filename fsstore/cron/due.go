@@ -32,18 +32,23 @@ type dueEntry struct {
 }
 
 // entryOf is the instant from which a tick must look at j: its next
-// occurrence, or, for a claim whose task has not started, the end of the
-// claim's lease (then the claim is recorded lost); "" for a paused job,
-// or one with no occurrence left, and no claim to settle.
+// occurrence, or, when a run is in progress, the end of its lease (from
+// its claim, or its start), after which a tick settles it: a claim not
+// started is recorded lost, a run whose task ended without recording it
+// (or was never made) gets its task's outcome; "" for a paused job, or
+// one with no occurrence left, and no run to settle.
 func entryOf(j Job) fsstore.Time {
 	var at fsstore.Time
 	if !j.Paused {
 		at = j.NextDue
 	}
-	if j.Run != nil && j.Run.TaskID == "" {
-		claimed, err := j.Run.ClaimedAt.Instant()
-		if err == nil {
-			lease := fsstore.TimeOf(claimed.Add(ClaimLease))
+	if j.Run != nil {
+		from := j.Run.ClaimedAt
+		if j.Run.TaskID != "" {
+			from = j.Run.StartedAt
+		}
+		if t, err := from.Instant(); err == nil {
+			lease := fsstore.TimeOf(t.Add(ClaimLease))
 			if at == "" || lease.Before(at) {
 				at = lease
 			}
