@@ -30,7 +30,9 @@
 // second ticker, reading the document after the lock, finds already done.
 // The claimed line is appended to the runs log before the document is
 // written (the commit point); a failure of either leaves both as they
-// were. Only then is the run started: its start (task id) is recorded
+// were. A ticker killed between the two leaves a claimed line that the
+// next claim of the same occurrence repeats (readers take the later); so
+// does a line of a start or a finish (the run's later lines settle it). Only then is the run started: its start (task id) is recorded
 // under the lock before the task is made, and refused once the claim is
 // older than ClaimLease. A ticker killed between the claim and the start
 // leaves the claim; the due index brings the next tick to the job when the

@@ -9,7 +9,10 @@ import (
 
 // RunRecord is one run as `cron runs` shows it: the events of one
 // occurrence of one job folded together (status the latest: claimed,
-// started, succeeded, failed, killed, lost), or one skipped line.
+// started, succeeded, failed, killed, lost), or one skipped line. A
+// claimed line repeated for one occurrence is a claim whose ticker was
+// killed before its commit point (the job's document), then the claim
+// that was committed: the later line wins.
 type RunRecord struct {
 	JobID      string       `json:"job_id"`
 	Occurrence fsstore.Time `json:"occurrence"`
@@ -72,7 +75,7 @@ func (s *Store) Runs(jobID string, limit int) ([]RunRecord, error) {
 		}
 		k := key{ev.JobID, string(ev.Occurrence), ev.Manual}
 		r := byKey[k]
-		if r == nil || ev.Event == Claimed {
+		if r == nil {
 			r = &RunRecord{JobID: ev.JobID, Occurrence: ev.Occurrence, Manual: ev.Manual}
 			byKey[k] = r
 			order = append(order, r)
