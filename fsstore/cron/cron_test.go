@@ -403,3 +403,26 @@ func TestStartedNeverMade(t *testing.T) {
 		t.Errorf("a paused job with no run left is due: %v", ids)
 	}
 }
+
+// TestRunsFoldsUncommittedClaim: a ticker killed between its claimed line
+// and the document leaves a line that the next claim repeats; cron runs
+// shows the occurrence once, as the committed claim left it.
+func TestRunsFoldsUncommittedClaim(t *testing.T) {
+	c := &clock{time.Date(2026, 6, 1, 9, 59, 30, 0, time.UTC)}
+	s := newTestStore(t, t.TempDir(), c, "h")
+	j := add(t, s, "j", "0 * * * *", CatchUpOnce)
+	c.now = c.now.Add(time.Minute)
+	occ := fsstore.TimeOf(time.Date(2026, 6, 1, 10, 0, 0, 0, time.UTC))
+	cut := Event{Event: Claimed, JobID: j.ID, Occurrence: occ, At: fsstore.TimeOf(c.now), Host: "killed", PID: 1}
+	if err := s.appendEvents([]Event{cut}, func() error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	tick(t, s, succeed)
+	runs, err := s.Runs(j.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 1 || runs[0].Status != Succeeded || runs[0].Host != "h" {
+		t.Fatalf("runs: %+v", runs)
+	}
+}
