@@ -190,11 +190,14 @@ func (s *Store) refreshLocked(ids []string) error {
 	changed := false
 	for _, id := range ids {
 		at := fsstore.Time("")
-		j, err := s.read(id, false)
+		// Read without quarantining: that takes the job's lock, which is
+		// never taken under the index's.
+		var j Job
+		err := fsstore.ReadDoc(s.docPath(id), &j)
 		switch {
-		case err == nil:
+		case err == nil && j.ID == id:
 			at = entryOf(j)
-		case !errors.Is(err, fsstore.ErrNotFound):
+		case !errors.Is(err, os.ErrNotExist):
 			continue // unreadable: the entry stays, and fsck says why
 		}
 		old, had := m[id]
