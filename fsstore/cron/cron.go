@@ -293,14 +293,17 @@ func (s *Store) Add(j Job) (Job, error) {
 }
 
 // nameFree refuses name when a job other than self has it. The caller
-// holds the due index's lock, which every naming change takes.
+// holds the due index's lock, which every naming change takes; the
+// documents are read without quarantining an unreadable one, which would
+// take a job's lock under the index's.
 func (s *Store) nameFree(name, self string) error {
-	jobs, err := s.List()
+	ids, err := fsstore.DocIDs(s.jobsDir())
 	if err != nil {
 		return err
 	}
-	for _, j := range jobs {
-		if j.Name == name && j.ID != self {
+	for _, id := range ids {
+		var j Job
+		if err := fsstore.ReadDoc(s.docPath(id), &j); err == nil && j.Name == name && j.ID != self {
 			return fsstore.Refusedf("a job named %q exists (%s)", name, j.ID)
 		}
 	}
