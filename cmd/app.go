@@ -157,6 +157,7 @@ func NewApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			chatCommand(),
 			sessionsCommand(),
 			tasksCommand(),
+			cronCommand(),
 			kanbanCommand(),
 			gatewayCommand(),
 			mcpCommand(),

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hermes/hermes/cmd/gateway"
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/cron"
 	"github.com/hermes/hermes/fsstore/gatewaystate"
 	"github.com/hermes/hermes/fsstore/kanban"
 	"github.com/hermes/hermes/fsstore/tasks"
@@ -17,7 +18,7 @@ import (
 func fsckCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "fsck",
-		Usage:     "check every session, task, board task and gateway document of the profile; exit 0 when clean, 1 when problems remain",
+		Usage:     "check every session, task, board task, gateway document and scheduled job of the profile; exit 0 when clean, 1 when problems remain",
 		ArgsUsage: " ",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "repair", Usage: "fix what can be fixed without deleting a byte (move aside, never remove)"},
@@ -44,6 +45,7 @@ func fsck(e *env) error {
 		tasks.NewStore(dir, e.lockTimeout, e.warn).Check,
 		kanban.NewBoard(dir, e.lockTimeout, e.warn).Check,
 		gatewaystate.NewStore(dir, e.lockTimeout, e.warn).Check,
+		cron.NewStore(dir, e.lockTimeout, e.warn).Check,
 	} {
 		more, err := check(repair, lostFound)
 		if err != nil {

@@ -168,6 +168,11 @@ func gatewayServe(e *env) error {
 	if len(tools) > 0 && key == "" {
 		e.warn(fmt.Sprintf("gateway.unauthenticated_tools: the gateway runs %s, without an API key, for anyone who can reach it (on loopback, every local account)", strings.Join(g.Tools, ", ")))
 	}
+	stopCron, err := startGatewayCron(e, g.Cron)
+	if err != nil {
+		return err
+	}
+	defer stopCron()
 	return gateway.Serve(gateway.ServeOptions{
 		Options: gateway.Options{
 			Sessions:           e.sessions(),

@@ -51,6 +51,7 @@ func slashCommands() []slashCommand {
 				return []string{"history", "kill", "list", "log", "prune", "show", "wait"}
 			},
 			run: func(ch *chatter, arg string) (bool, error) { return false, ch.tasks(arg) }},
+		{name: "/cron", help: "the scheduled jobs, as hermes cron list shows them", run: (*chatter).cronCmd},
 		{name: "/help", help: "this list", run: func(ch *chatter, _ string) (bool, error) {
 			fmt.Fprintln(ch.e.stdout, slashHelp(slashCommands()))
 			return false, nil

@@ -48,6 +48,11 @@ type Config struct {
 		MaxInProgress int                       `yaml:"max_in_progress" json:"max_in_progress"`
 		Assignees     map[string]KanbanAssignee `yaml:"assignees" json:"assignees"`
 	} `yaml:"kanban" json:"kanban"`
+	Cron struct {
+		// MaxFailures is how many failed runs in a row pause a job
+		// (unset or 0: 3).
+		MaxFailures int `yaml:"max_failures" json:"max_failures"`
+	} `yaml:"cron" json:"cron"`
 	Gateway struct {
 		Addr string `yaml:"addr" json:"addr"`
 		// APIKey is the key clients must send, unless the variable
@@ -67,6 +72,9 @@ type Config struct {
 		// UnauthenticatedTools lets the gateway run Tools without an API
 		// key, which it otherwise refuses to do.
 		UnauthenticatedTools bool `yaml:"unauthenticated_tools" json:"unauthenticated_tools"`
+		// Cron makes the gateway tick the profile's scheduled jobs every
+		// second, as hermes cron daemon does.
+		Cron bool `yaml:"cron" json:"cron"`
 		// Cwd is the directory the gateway's file tools keep to, and
 		// where relative paths and commands start (default: the
 		// directory serve runs in).

@@ -27,7 +27,8 @@
 // (invariant 11). Unacknowledged writes may or may not have landed.
 //
 // Then the gateway phase (gateway.go): a gateway killed -gateway-kills
-// times under retrying clients.
+// times under retrying clients; and, with -cron-kills, the cron phase
+// (cron.go): tickers killed at random.
 //
 // It prints the counts and exits 1 when an acknowledged write was lost or
 // any check failed.
@@ -62,6 +63,7 @@ type opts struct {
 	keepProfileDir bool
 	gatewayKills   int
 	gatewayClients int
+	cronKills      int
 }
 
 // renameAttempt is one rename of a session, in the order the harness ran
@@ -120,6 +122,7 @@ type harness struct {
 	problems                                             []string
 	agent                                                agentState
 	gateway                                              gatewayCounts
+	cron                                                 cronCounts
 }
 
 func main() {
@@ -135,6 +138,7 @@ func main() {
 	flag.BoolVar(&o.verbose, "v", false, "print every problem as it is found and each checkpoint")
 	flag.IntVar(&o.gatewayKills, "gateway-kills", 30, "then kill a gateway under retrying clients this many times (0: no gateway phase)")
 	flag.IntVar(&o.gatewayClients, "gateway-clients", 6, "clients of the gateway phase")
+	flag.IntVar(&o.cronKills, "cron-kills", 0, "then kill cron tick processes this many times while every 1s jobs fall due (0: no cron phase; it waits the claim lease, 62 s)")
 	flag.Parse()
 	if o.bin == "" || o.home == "" || o.kills < 1 || o.checkEvery < 1 || o.workers < 1 || o.killMax < o.killMin {
 		flag.Usage()
@@ -252,6 +256,9 @@ func (h *harness) run() int {
 	if h.o.gatewayKills > 0 {
 		h.gatewayPhaseRun(h.o.gatewayKills, h.o.gatewayClients)
 	}
+	if h.o.cronKills > 0 {
+		h.cronPhaseRun(h.o.cronKills)
+	}
 	h.led.mu.Lock()
 	ops, acked := h.led.ops, h.led.acked
 	exits := h.led.exits
@@ -287,6 +294,8 @@ func (h *harness) run() int {
 	fmt.Printf("tool turns:         %d acknowledged; %d calls answered as interrupted\n", h.agent.turns, h.agent.interrupted)
 	fmt.Printf("gateway turns:      %d acknowledged under %d gateway kills; %d answered twice; %d ran the gateway's tool; %d answered with its call\n",
 		h.gateway.acked, h.gateway.kills, h.gateway.twice, h.gateway.toolTurns, h.gateway.internal)
+	fmt.Printf("cron:               %d claims under %d ticker kills; %d started, %d recorded lost\n",
+		h.cron.claims, h.cron.kills, h.cron.started, h.cron.lost)
 	h.led.mu.Unlock()
 	fmt.Printf("elapsed:            %s\n", time.Since(start).Round(time.Millisecond))
 	if len(h.problems) > 0 {
