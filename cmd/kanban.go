@@ -590,9 +590,9 @@ func (k *kanbanWorker) Complete(ctx context.Context, result string) error {
 	return err
 }
 
-func (k *kanbanWorker) Block(ctx context.Context, reason string) error {
-	_, _, err := k.boardFor(ctx).Block(k.w.Task, &k.w, reason)
-	return err
+func (k *kanbanWorker) Block(ctx context.Context, reason string) (bool, error) {
+	t, _, err := k.boardFor(ctx).Block(k.w.Task, &k.w, reason)
+	return err == nil && t.Status == kanban.Todo, err
 }
 
 func (k *kanbanWorker) Comment(ctx context.Context, text string) error {

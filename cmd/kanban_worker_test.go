@@ -41,7 +41,7 @@ func TestKanbanWorkerLockWaitEndsWithItsContext(t *testing.T) {
 	cancel()
 	for name, verb := range map[string]func() error{
 		"complete":  func() error { return k.Complete(ctx, "shipped") },
-		"block":     func() error { return k.Block(ctx, "no data") },
+		"block":     func() error { _, err := k.Block(ctx, "no data"); return err },
 		"comment":   func() error { return k.Comment(ctx, "half way") },
 		"heartbeat": func() error { return k.Heartbeat(ctx) },
 	} {

@@ -380,9 +380,9 @@ func (w *fakeWorker) Complete(_ context.Context, r string) error {
 	w.calls = append(w.calls, "complete "+r)
 	return w.refuse
 }
-func (w *fakeWorker) Block(_ context.Context, r string) error {
+func (w *fakeWorker) Block(_ context.Context, r string) (bool, error) {
 	w.calls = append(w.calls, "block "+r)
-	return w.refuse
+	return false, w.refuse
 }
 func (w *fakeWorker) Comment(_ context.Context, s string) error {
 	w.calls = append(w.calls, "comment "+s)

@@ -64,7 +64,12 @@ func (k kanbanTool) Run(ctx context.Context, env *Env, raw json.RawMessage) (str
 		if strings.TrimSpace(args.Reason) == "" {
 			return "", errors.New("kanban_block: reason is required")
 		}
-		err, done = env.Kanban.Block(ctx, args.Reason), "the task is blocked; end your turn with a one-line summary"
+		var waits bool
+		waits, err = env.Kanban.Block(ctx, args.Reason)
+		done = "the task is blocked; end your turn with a one-line summary"
+		if waits {
+			done = "your task waits for its subtasks; end your turn with a one-line summary, and your session resumes with their results once they are all done"
+		}
 	case "kanban_comment":
 		if strings.TrimSpace(args.Text) == "" {
 			return "", errors.New("kanban_comment: text is required")

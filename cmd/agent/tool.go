@@ -78,7 +78,9 @@ func (env *Env) forCall(ctx context.Context) *Env {
 // (an error the model is told). A lock wait ends when ctx does.
 type KanbanWorker interface {
 	Complete(ctx context.Context, result string) error
-	Block(ctx context.Context, reason string) error
+	// Block blocks the worker's task, or makes it wait when it has
+	// subtasks not done yet (waits true).
+	Block(ctx context.Context, reason string) (waits bool, err error)
 	Comment(ctx context.Context, text string) error
 	Heartbeat(ctx context.Context) error
 	// Create makes a task on the worker's board and returns its id; a
