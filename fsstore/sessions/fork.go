@@ -93,6 +93,9 @@ func (s *Store) Fork(parentID string, at int64, title string) (Session, error) {
 			return Session{}, err
 		}
 	}
+	if err := s.indexNewID(child.ID); err != nil {
+		return Session{}, err
+	}
 	path := s.logPath(child.ID)
 	err = fsstore.WriteAtomic(path, func(w io.Writer) error {
 		// io.Copy hands the copy to the kernel (copy_file_range) where it

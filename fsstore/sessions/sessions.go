@@ -303,6 +303,9 @@ func (s *Store) createWith(sess Session, msgs []Message) (_ Session, created boo
 			return Session{}, false, err
 		}
 	}
+	if err := s.indexNewID(sess.ID); err != nil {
+		return Session{}, false, err
+	}
 	ts := fsstore.TimeOf(now)
 	if sess.State == "" {
 		sess.State = StateActive
@@ -1269,6 +1272,7 @@ func (s *Store) removeLocked(sess Session, dryRun bool) (Removal, error) {
 	if err := fsstore.SyncDir(s.Dir); err != nil {
 		return r, err
 	}
+	s.unindexID(sess.ID)
 	// The removal is done; the catalog's line only keeps stats from
 	// counting the session, and fsck rebuilds a catalog that lacks it.
 	if err := s.recordRemoval(sess.ID, s.Now()); err != nil {
@@ -1367,7 +1371,8 @@ func (s *Store) all(read func(id string, locked bool) (Session, error)) ([]Sessi
 // exact title (the newest session with it), then a unique id prefix. A
 // title comes before a prefix so that finding a session by its title
 // reads one bucket of the title index and one document, never the
-// directory. An ambiguous prefix is ErrInvalid listing the candidates;
+// directory; a prefix is looked up in the id index (ids.go), which a
+// miss reads too. An ambiguous prefix is ErrInvalid listing the candidates;
 // nothing matching is ErrNotFound. A ref that could not be an id is
 // refused before it touches a path, unless it is the exact title of a
 // session.
@@ -1398,11 +1403,18 @@ func (s *Store) Resolve(ref string) (string, error) {
 	if len(byTitle) > 0 {
 		return byTitle[0], nil
 	}
-	ids, err := s.IDs()
+	matches, ok, err := s.prefixIDs(ref, ambiguousShown)
 	if err != nil {
 		return "", err
 	}
-	switch matches := fsstore.WithPrefix(ids, ref); len(matches) {
+	if !ok {
+		ids, err := s.IDs()
+		if err != nil {
+			return "", err
+		}
+		matches = fsstore.WithPrefix(ids, ref)
+	}
+	switch len(matches) {
 	case 0:
 		return "", fsstore.NotFoundf("no session with id, id prefix or title %q", ref)
 	case 1:
