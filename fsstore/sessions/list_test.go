@@ -283,3 +283,76 @@ func TestSeenLine(t *testing.T) {
 		}
 	}
 }
+
+// TestListFiltersByCatalog: a list filtered by state or source is the
+// unfiltered list with the filter applied, through state changes, and it
+// opens no document of a session the catalog rules out: those are made
+// unreadable, and the filtered list neither warns of nor quarantines
+// them.
+func TestListFiltersByCatalog(t *testing.T) {
+	s, clock, w := newTestStore(t)
+	sources := []string{"cli", "gateway", "import"}
+	for i := range 30 {
+		clock.Advance(time.Second)
+		id := fmt.Sprintf("s%02d", i)
+		if _, _, err := s.Create(Session{ID: id, Source: sources[i%3]}); err != nil {
+			t.Fatal(err)
+		}
+		switch i % 4 {
+		case 1:
+			if _, err := s.End(id, "test"); err != nil {
+				t.Fatal(err)
+			}
+		case 2:
+			if _, err := s.End(id, "test"); err != nil {
+				t.Fatal(err)
+			}
+			clock.Advance(time.Second)
+			if _, err := s.Reopen(id); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	all, err := s.List(ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	filters := []ListOptions{{State: StateEnded}, {State: StateActive}, {Source: "gateway"}, {Source: "gateway", State: StateEnded}, {State: StateEnded, Limit: 3}, {Source: "none"}}
+	for _, opts := range filters {
+		var want []Session
+		for _, sess := range all {
+			if (opts.State == "" || sess.State == opts.State) && (opts.Source == "" || sess.Source == opts.Source) && (opts.Limit == 0 || len(want) < opts.Limit) {
+				want = append(want, sess)
+			}
+		}
+		for _, sess := range all {
+			if !containsID(want, sess.ID) && (opts.Limit == 0 || sess.State != opts.State) {
+				if err := os.WriteFile(s.docPath(sess.ID), []byte("not json"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		got, err := s.List(opts)
+		if err != nil || ids(got) != ids(want) {
+			t.Errorf("List(%+v) = %s, %v; want %s", opts, ids(got), err, ids(want))
+		}
+		if msgs := w.List(); len(msgs) > 0 {
+			t.Errorf("List(%+v) read %d documents it does not list, first %s", opts, len(msgs), msgs[0])
+		}
+		w.Reset()
+		for _, sess := range all {
+			if err := fsstore.WriteDoc(s.docPath(sess.ID), &sess); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+func containsID(list []Session, id string) bool {
+	for _, s := range list {
+		if s.ID == id {
+			return true
+		}
+	}
+	return false
+}
