@@ -522,45 +522,51 @@ func (s *Store) Append(id string, msgs []Message) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer unlock()
 	sess, err := s.readDocument(id, true)
 	if err != nil {
+		unlock()
 		return 0, err
 	}
-	return s.appendLocked(&sess, msgs)
+	seq, due, err := s.appendLocked(&sess, msgs)
+	unlock()
+	if due {
+		// After the session's lock: its next writer need not wait.
+		s.compactCatalogIfDue()
+	}
+	return seq, err
 }
 
-func (s *Store) appendLocked(sess *Session, msgs []Message) (int64, error) {
+func (s *Store) appendLocked(sess *Session, msgs []Message) (int64, bool, error) {
 	now := s.Now()
 	ts := fsstore.TimeOf(now)
 	if err := stamp(msgs, now); err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	if err := checkUnicode(msgs); err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	f, moved, err := fsstore.OpenAppend(s.logPath(sess.ID), now)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	defer f.Close()
 	s.warnMoved(moved)
 	fi, err := f.Stat()
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	seq, _, err := lastSeq(f, fi.Size())
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	old := *sess
 	hadPreview := sess.Preview != ""
 	lines, seq, err := numberLines(sess, msgs, seq)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	if err := fsstore.WriteLines(f, lines); err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	// The session was last active at its last message's time: now, but
 	// for an import extending an old history.
@@ -575,7 +581,7 @@ func (s *Store) appendLocked(sess *Session, msgs []Message) (int64, error) {
 	counted := *sess
 	counted.MessageCount = seq
 	entry := s.entryOf(&counted, active, now)
-	catalog, err := s.appendCatalog(entry)
+	catalog, due, err := s.appendCatalog(entry)
 	wrote := err == nil
 	if err == nil && catalog != nil {
 		err = fsstore.SyncLogs(f, catalog)
@@ -597,9 +603,9 @@ func (s *Store) appendLocked(sess *Session, msgs []Message) (int64, error) {
 		if wrote {
 			s.retract(entry)
 		}
-		return 0, err
+		return 0, false, err
 	}
-	return seq, nil
+	return seq, due, nil
 }
 
 // maxFutureTS is how far after the store's clock a message's own ts may
@@ -681,7 +687,7 @@ func (s *Store) Save(id string, msgs []Message, force bool) (SaveResult, error) 
 		if len(tail) == 0 {
 			return SaveResult{Count: stored}, nil
 		}
-		n, err := s.appendLocked(&sess, tail)
+		n, _, err := s.appendLocked(&sess, tail)
 		return SaveResult{Appended: len(tail), Count: n}, err
 	}
 	if !force {
