@@ -192,3 +192,33 @@ func TestCatalogCompactionFaults(t *testing.T) {
 		}
 	}
 }
+
+// TestCatalogCompactsAfterSave: a Save whose line takes the catalog past
+// 1 MB compacts it, as an append does (an import extends sessions with
+// Save).
+func TestCatalogCompactsAfterSave(t *testing.T) {
+	s, hot := hotCatalog(t, 0)
+	msgs, err := s.Messages(hot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(s.catalogPath(), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := fmt.Sprintf(`{"session_id":%q,"at":"2026-01-01T00:00:00.000000Z","state":"active","source":"test","message_count":1,"bytes":77}`+"\n", hot)
+	fi, _ := f.Stat()
+	for size := fi.Size(); size+int64(len(line)) < catalogCompactMin-20; size += int64(len(line)) {
+		f.WriteString(line)
+	}
+	f.Close()
+	if _, err := s.Save(hot, append(msgs, textMsg("user", "saved")), false); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(s.catalogPath()); err != nil || fi.Size() > 64<<10 || s.catalogBase() != fi.Size() {
+		t.Fatalf("after the Save that took it past 1 MB the catalog is %v bytes (base %d), %v", fi.Size(), s.catalogBase(), err)
+	}
+	if e := live(t, s)[hot]; e.MessageCount != 2 {
+		t.Fatalf("the saved session's line is %+v", e)
+	}
+}

@@ -666,6 +666,13 @@ func (s *Store) Save(id string, msgs []Message, force bool) (SaveResult, error) 
 	if err != nil {
 		return SaveResult{}, err
 	}
+	due := false
+	// Deferred before the unlock, so run after it, as Append does.
+	defer func() {
+		if due {
+			s.compactCatalogIfDue()
+		}
+	}()
 	defer unlock()
 	sess, err := s.readSession(id, true)
 	if err != nil {
@@ -687,7 +694,8 @@ func (s *Store) Save(id string, msgs []Message, force bool) (SaveResult, error) 
 		if len(tail) == 0 {
 			return SaveResult{Count: stored}, nil
 		}
-		n, _, err := s.appendLocked(&sess, tail)
+		var n int64
+		n, due, err = s.appendLocked(&sess, tail)
 		return SaveResult{Appended: len(tail), Count: n}, err
 	}
 	if !force {
