@@ -59,8 +59,9 @@ import (
 // they were written, so List, Idle and Stats read the same answers from
 // it. It does not make appends wait: it runs under its own lock
 // (.catalog.compact.lock; a writer that finds it taken leaves the
-// compaction to its holder), after the append that called for it is
-// synced and its session's lock released. It writes the compacted lines
+// compaction to its holder), after the write that called for it is
+// synced, and for an append or a Save after its session's lock is
+// released (another write, rarer, compacts while it holds its locks). It writes the compacted lines
 // to a temp file and syncs them without the catalog lock; then, under the
 // catalog lock, it checks that the catalog is still the file it read and
 // still begins with what it read (a failed write may have taken back its
