@@ -93,7 +93,8 @@ func (s *Store) Fork(parentID string, at int64, title string) (Session, error) {
 			return Session{}, err
 		}
 	}
-	if err := s.indexNewID(child.ID); err != nil {
+	undoID, err := s.indexNewID(child.ID)
+	if err != nil {
 		return Session{}, err
 	}
 	path := s.logPath(child.ID)
@@ -112,6 +113,7 @@ func (s *Store) Fork(parentID string, at int64, title string) (Session, error) {
 	if err != nil {
 		os.Remove(path)
 		fsstore.SyncDir(s.Dir)
+		undoID()
 		return Session{}, err
 	}
 	return child, nil

@@ -71,19 +71,72 @@ func (s *Store) lockIDs() (func(), error) {
 
 // indexNewID records the new session id in the index, synced, building
 // the index first on a profile from before it. The caller holds the
-// session's lock and writes the document after it.
-func (s *Store) indexNewID(id string) error {
+// session's lock and writes the document after it; if that fails, it
+// calls undo, which takes the entry back, so that a failed create (a full
+// disk) leaves the profile as it was.
+func (s *Store) indexNewID(id string) (undo func(), err error) {
 	unlock, err := s.lockIDs()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer unlock()
+	built := false
 	if _, err := os.Lstat(s.idsPath()); errors.Is(err, os.ErrNotExist) {
 		if err := s.rebuildIDsLocked(); err != nil {
-			return err
+			return nil, err
 		}
+		built = true
 	}
-	return s.appendIDLocked('+', id, true)
+	_, err = os.Lstat(s.idsRecentPath())
+	made := errors.Is(err, os.ErrNotExist)
+	if err := s.appendIDLocked('+', id, true); err != nil {
+		s.takeBackIDLocked(id, built, made)
+		return nil, err
+	}
+	return func() { s.takeBackID(id, built, made) }, nil
+}
+
+// takeBackID takes back the entry "+ID" of a create that failed: the
+// index this create built is removed (a lookup lists the directory until
+// the next create builds it again), else the line is cut off while it is
+// the log's last (the log removed if this create made it). An entry that
+// stays is stale, which lookups skip.
+func (s *Store) takeBackID(id string, built, made bool) {
+	unlock, err := s.lockIDs()
+	if err != nil {
+		return
+	}
+	defer unlock()
+	s.takeBackIDLocked(id, built, made)
+}
+
+// takeBackIDLocked is takeBackID for a caller that holds the ids lock.
+func (s *Store) takeBackIDLocked(id string, built, made bool) {
+	if built {
+		os.Remove(s.idsPath())
+		os.Remove(s.idsRecentPath())
+		return
+	}
+	f, err := os.OpenFile(s.idsRecentPath(), os.O_RDWR|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	line := "+" + id + "\n"
+	n := int64(len(line))
+	if err != nil || fi.Size() < n {
+		return
+	}
+	tail := make([]byte, n)
+	if _, err := f.ReadAt(tail, fi.Size()-n); err != nil || string(tail) != line {
+		return
+	}
+	if fi.Size() == n && made {
+		os.Remove(s.idsRecentPath())
+		return
+	}
+	f.Truncate(fi.Size() - n)
 }
 
 // unindexID records the removal of session id, unsynced: a lost line

@@ -92,7 +92,7 @@ func TestPrefixIndexMatchesListing(t *testing.T) {
 					if _, err := os.Lstat(s.docPath(id)); err == nil {
 						continue
 					}
-					if err := s.indexNewID(id); err != nil {
+					if _, err := s.indexNewID(id); err != nil {
 						t.Fatal(err)
 					}
 					used[id] = true
@@ -268,7 +268,7 @@ func TestCheckIDIndex(t *testing.T) {
 	s, _, _ := newTestStore(t)
 	mustCreate(t, s, "alpha")
 	mustCreate(t, s, "beta")
-	if err := s.indexNewID("gamma"); err != nil {
+	if _, err := s.indexNewID("gamma"); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(s.docPath("alpha"))

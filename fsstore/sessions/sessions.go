@@ -303,9 +303,15 @@ func (s *Store) createWith(sess Session, msgs []Message) (_ Session, created boo
 			return Session{}, false, err
 		}
 	}
-	if err := s.indexNewID(sess.ID); err != nil {
+	undoID, err := s.indexNewID(sess.ID)
+	if err != nil {
 		return Session{}, false, err
 	}
+	defer func() {
+		if err != nil {
+			undoID()
+		}
+	}()
 	ts := fsstore.TimeOf(now)
 	if sess.State == "" {
 		sess.State = StateActive
