@@ -431,9 +431,8 @@ type ListOptions struct {
 }
 
 // List returns sessions by most recent activity first. It walks the
-// catalog backwards and opens only the documents it returns (the filters
-// on state and source are applied to the catalog's lines first, and to
-// the documents again), so its cost follows the limit, not the number of
+// catalog backwards and opens only the documents it returns (and those the
+// filters reject), so its cost follows the limit, not the number of
 // sessions. A session whose line says it was last active before the line
 // was written (an import) is held back until the walk reaches lines
 // written before that activity. Message counts are checked against the
@@ -451,11 +450,8 @@ func (s *Store) List(opts ListOptions) ([]Session, error) {
 	// limit is reached.
 	emit := func(bound fsstore.Time) bool {
 		for len(held) > 0 && !held[0].at.Before(bound) {
-			h := heap.Pop(&held).(heldSession)
-			if rejects(opts.Source, h.source) || rejects(opts.State, h.state) {
-				continue
-			}
-			sess, err := s.readDocument(h.id, false)
+			id := heap.Pop(&held).(heldSession).id
+			sess, err := s.readDocument(id, false)
 			if err != nil {
 				if !errors.Is(err, fsstore.ErrNotFound) {
 					s.Warn(err.Error())
@@ -484,7 +480,7 @@ func (s *Store) List(opts ListOptions) ([]Session, error) {
 			return true
 		}
 		seen[e.SessionID] = true
-		heap.Push(&held, heldSession{id: e.SessionID, at: e.At, n: len(seen), state: e.State, source: e.Source})
+		heap.Push(&held, heldSession{id: e.SessionID, at: e.At, n: len(seen)})
 		return emit(e.written())
 	})
 	if err == nil && (opts.Limit <= 0 || len(out) < opts.Limit) {
@@ -514,22 +510,12 @@ func seenLine(line []byte, seen map[string]bool) bool {
 }
 
 // heldSession is a session List has seen in the catalog and not yet
-// listed: its activity, n, the order it was seen in, which breaks ties
-// (the line written later first), and its state and source as its line
-// gives them ("" in a line from before they were recorded).
+// listed: its activity, and n, the order it was seen in, which breaks ties
+// (the line written later first).
 type heldSession struct {
-	id            string
-	at            fsstore.Time
-	n             int
-	state, source string
-}
-
-// rejects reports whether a catalog line's value (state, source) rules
-// its session out of a filter on want: a line records them as of the
-// session's last write, as Stats counts them, so a filtered list opens
-// only the documents it lists. A line without them rules nothing out.
-func rejects(want, line string) bool {
-	return want != "" && line != "" && line != want
+	id string
+	at fsstore.Time
+	n  int
 }
 
 // heldSessions is a container/heap, most recent activity first.
