@@ -32,7 +32,8 @@ import (
 // A new session's "+ID" is synced before its document is written (Create,
 // CreateWith, Fork), so every document hermes writes has its entry: a
 // lookup trusts the index for a miss and never lists the directory. A
-// crash between the two leaves an entry without a document; a removal's
+// create that fails after its entry takes it back; a crash between the
+// two leaves an entry without a document; a removal's
 // "-ID" is not synced, and a crash may lose it. Both leave a stale
 // entry, which is harmless: a lookup counts an id only when its document
 // exists (one stat per candidate, from the newest down, stopping at
