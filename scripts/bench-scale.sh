@@ -7,6 +7,9 @@
 #       at 1,000, and at most 2x sqlite3's lookup over an index on title
 #   (b) `sessions stats` at 100,000 sessions costs at most 2x sqlite3's
 #       GROUP BY of the same counts
+#   (b2) `sessions show PREFIX` (a unique id prefix) and `sessions show`
+#       of a name that matches nothing at 100,000 sessions cost at most
+#       1.2x their time at 1,000 (the id index)
 #   (c) on 10,000 and 100,000 sessions of mixed sizes (about 1 GB at
 #       100,000): `sessions search` against `grep -rlF` (≤ 1.5x) and
 #       `rg -l` on the same files, and `fsck` (≤ 10 s at 100,000), with the
@@ -42,7 +45,7 @@ bench_install sqlite3:sqlite3 hyperfine:hyperfine rg:ripgrep || exit 1
 bench_build gendata baseline
 sqlite=$(command -v sqlite3)
 
-declare -A show_h rename_h new_h stats_h show_s rename_s new_s stats_s
+declare -A show_h rename_h new_h stats_h show_s rename_s new_s stats_s prefix_h miss_h
 stats_sql="SELECT state, source, count(*), sum(message_count) FROM sessions GROUP BY state, source"
 for n in "$small" "$big"; do
   say "$n sessions: generating"
@@ -78,6 +81,9 @@ for n in "$small" "$big"; do
   new_h[$n]=$(time_median_prepared "$runs" 3 "$tmp/prepare.sh" "$hermes" --home "$home" sessions new --id fresh --title "a fresh title")
   new_s[$n]=$(time_median "$runs" 3 "$sqlite" -cmd "PRAGMA synchronous=FULL" "$db" \
     "INSERT OR REPLACE INTO sessions(id, title, source, state, created_at, updated_at) VALUES('fresh', 'a fresh title', 'cli', 'active', 0, 0)")
+  # The id up to its second: unique, since gendata makes one a second.
+  prefix_h[$n]=$(time_median "$runs" 3 "$hermes" --home "$home" sessions show "${a:0:15}")
+  miss_h[$n]=$(time_median_prepared "$runs" 3 "" sh -c '"$0" --home "$1" sessions show no-such-session; [ $? = 3 ]' "$hermes" "$home")
   stats_h[$n]=$(time_median "$runs" 3 "$hermes" --home "$home" --json sessions stats)
   stats_s[$n]=$(time_median "$runs" 3 "$sqlite" -json "$db" "$stats_sql")
   rm -rf "$home" "$db"
@@ -130,6 +136,8 @@ $(row '`sessions show TITLE`' show_h show_s)
 $(row '`sessions rename ID TITLE`' rename_h rename_s)
 $(row '`sessions new --title T`' new_h new_s)
 $(row '`sessions stats`' stats_h stats_s none)
+$(row '`sessions show PREFIX` (id prefix)' prefix_h)
+$(row '`sessions show` of a name matching nothing' miss_h)
 
 
 ### Sessions at scale: $mixed_small and $mixed_big sessions of mixed sizes ($(timer), medians of $mixed_runs runs; fsck of 3)

@@ -1,6 +1,7 @@
 package sessions
 
 import (
+	"bufio"
 	"bytes"
 	"container/heap"
 	"encoding/json"
@@ -10,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -41,12 +44,37 @@ import (
 // (touchCatalogThen), so the catalog does not say what no document says;
 // fsck reports a catalog that lacks a session, counts one without a
 // document, or gives another state than a document (a crash between the
-// two writes), and `fsck --repair` rebuilds it. It is
-// compacted (one line per session) when it grows past catalogCompactSize.
+// two writes), and `fsck --repair` rebuilds it.
+//
+// It is compacted to the last line of each session it names (sessions
+// whose last line says removed are dropped), in their order, by the ratio
+// of its size to its size after the last compaction (.catalog.base):
+// once it is catalogCompactRatio times that plus catalogCompactMin, so
+// that the lines a hot session's appends leave behind stay a bounded
+// share of what List walks. The sizes stand in for the counts of lines
+// and sessions: every line of one profile is about the same length. The
+// ratio is looked at when an append takes the catalog past a multiple of
+// catalogCompactMin, so an append reads no more than before. A
+// compaction reads the catalog, not the documents, and keeps lines as
+// they were written, so List, Idle and Stats read the same answers from
+// it. It does not make appends wait: it runs under its own lock
+// (.catalog.compact.lock; a writer that finds it taken leaves the
+// compaction to its holder), after the write that called for it is
+// synced, and for an append or a Save after its session's lock is
+// released (another write, rarer, compacts while it holds its locks). It writes the compacted lines
+// to a temp file and syncs them without the catalog lock; then, under the
+// catalog lock, it checks that the catalog is still the file it read and
+// still begins with what it read (a failed write may have taken back its
+// last line, fsck may have rebuilt it: then it gives up), copies the lines
+// appended meanwhile, syncs, and renames the temp file over the catalog.
+// A crash at any step leaves the old catalog or the whole new one.
 const (
-	catalogName        = ".catalog.jsonl"
-	catalogLockName    = ".catalog.lock"
-	catalogCompactSize = 64 << 20
+	catalogName            = ".catalog.jsonl"
+	catalogLockName        = ".catalog.lock"
+	catalogCompactLockName = ".catalog.compact.lock"
+	catalogBaseName        = ".catalog.base"
+	catalogCompactMin      = 1 << 20
+	catalogCompactRatio    = 2
 )
 
 type catalogEntry struct {
@@ -185,9 +213,10 @@ func (s *Store) recordRemoval(id string, now time.Time) error {
 }
 
 // syncCatalog appends e and syncs it; a line whose sync fails is taken
-// back, since the write it records is reported as failed.
+// back, since the write it records is reported as failed. It reports
+// whether a compaction is due (compactCatalogIfDue).
 func (s *Store) syncCatalog(e catalogEntry) error {
-	f, err := s.appendCatalog(e)
+	f, due, err := s.appendCatalog(e)
 	if err != nil || f == nil {
 		return err
 	}
@@ -195,16 +224,23 @@ func (s *Store) syncCatalog(e catalogEntry) error {
 	f.Close()
 	if err != nil {
 		s.retract(e)
+		return err
 	}
-	return err
+	if due {
+		s.compactCatalogIfDue()
+	}
+	return nil
 }
 
 // appendCatalog appends e. The lock is held for the write only: a sync
-// covers whatever other writers appended meanwhile.
-func (s *Store) appendCatalog(e catalogEntry) (*os.File, error) {
+// covers whatever other writers appended meanwhile. due says the line
+// took the catalog past a multiple of catalogCompactMin: the caller
+// calls compactCatalogIfDue once the line is synced and its session's
+// lock released.
+func (s *Store) appendCatalog(e catalogEntry) (_ *os.File, due bool, _ error) {
 	unlock, err := fsstore.LockUntil(filepath.Join(s.Dir, catalogLockName), s.LockTimeout, s.Cancel)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer unlock()
 	line, _ := json.Marshal(e)
@@ -213,7 +249,7 @@ func (s *Store) appendCatalog(e catalogEntry) (*os.File, error) {
 	made := errors.Is(err, os.ErrNotExist)
 	f, moved, err := fsstore.OpenAppend(s.catalogPath(), now)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	s.warnMoved(moved)
 	if err := fsstore.WriteLines(f, [][]byte{append(line, '\n')}); err != nil {
@@ -223,13 +259,168 @@ func (s *Store) appendCatalog(e catalogEntry) (*os.File, error) {
 			// rebuilds a missing one from the documents.
 			os.Remove(s.catalogPath())
 		}
-		return nil, err
+		return nil, false, err
 	}
-	if fi, err := f.Stat(); err == nil && fi.Size() > catalogCompactSize {
-		f.Close()
-		return nil, s.compactCatalogLocked()
+	if fi, err := f.Stat(); err == nil {
+		size := fi.Size()
+		due = size/catalogCompactMin != (size-int64(len(line))-1)/catalogCompactMin
 	}
-	return f, nil
+	return f, due, nil
+}
+
+// compactCatalogIfDue compacts the catalog when it has grown past
+// catalogCompactRatio times its size after the last compaction, plus
+// catalogCompactMin; a failure is only reported, since the catalog is
+// whole without it.
+func (s *Store) compactCatalogIfDue() {
+	fi, err := os.Lstat(s.catalogPath())
+	if err != nil || fi.Size() < catalogCompactRatio*s.catalogBase()+catalogCompactMin {
+		return
+	}
+	unlock, err := fsstore.Lock(filepath.Join(s.Dir, catalogCompactLockName), 0)
+	var timeout *fsstore.LockTimeoutError
+	if errors.As(err, &timeout) {
+		return
+	}
+	if err == nil {
+		err = s.compactCatalog()
+		unlock()
+	}
+	if err != nil && !errors.Is(err, errCatalogMoved) {
+		s.Warn(fmt.Sprintf("activity catalog: not compacted: %v", err))
+	}
+}
+
+// catalogBase is the catalog's size after its last compaction, 0 when
+// unknown.
+func (s *Store) catalogBase() int64 {
+	b, err := os.ReadFile(filepath.Join(s.Dir, catalogBaseName))
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	return max(n, 0)
+}
+
+// errCatalogMoved ends a compaction whose catalog changed under it other
+// than by appends.
+var errCatalogMoved = errors.New("the catalog changed during its compaction")
+
+// compactCatalog rewrites the catalog with the last line of each session
+// (see the top of this file). The caller holds the compaction lock.
+func (s *Store) compactCatalog() error {
+	src, size, err := fsstore.OpenSizedFlag(s.catalogPath(), os.O_RDONLY|syscall.O_NOFOLLOW)
+	if src == nil || err != nil {
+		return err
+	}
+	defer src.Close()
+	// Up to the end of the last whole line: a torn tail is the next
+	// writer's to move aside.
+	whole := int64(-1)
+	if err := fsstore.EachLineBackward(src, size, func(line []byte, off int64) bool {
+		whole = off + int64(len(line)) + 1
+		return false
+	}); err != nil || whole < 0 {
+		return err
+	}
+	size = whole
+	// The offset of each session's last line.
+	last := map[string]int64{}
+	if _, err := fsstore.ScanLines(src, size, func(line []byte, off int64) error {
+		if id, ok := lineSession(line); ok {
+			last[id] = off
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	var kept int64
+	unlock := func() {}
+	defer func() { unlock() }()
+	err = fsstore.WriteAtomic(s.catalogPath(), func(w io.Writer) error {
+		bw := bufio.NewWriterSize(w, 256<<10)
+		if _, err := fsstore.ScanLines(src, size, func(line []byte, off int64) error {
+			if id, ok := lineSession(line); ok && last[id] == off && !bytes.Contains(line, []byte(`"removed":true`)) {
+				bw.Write(line)
+				bw.WriteByte('\n')
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		if err := bw.Flush(); err != nil {
+			return err
+		}
+		tmp := w.(*os.File)
+		// The bulk is synced before the catalog lock is taken, so that
+		// appends wait only for the lines they added meanwhile.
+		if err := fsstore.SyncLog(tmp); err != nil {
+			return err
+		}
+		fi, err := tmp.Stat()
+		if err != nil {
+			return err
+		}
+		kept = fi.Size()
+		if unlock, err = fsstore.LockUntil(filepath.Join(s.Dir, catalogLockName), s.LockTimeout, s.Cancel); err != nil {
+			unlock = func() {}
+			return err
+		}
+		return s.copyCatalogTail(src, size, tmp)
+	})
+	if err != nil {
+		return err
+	}
+	return fsstore.WriteCacheFile(filepath.Join(s.Dir, catalogBaseName), []byte(strconv.FormatInt(kept, 10)+"\n"))
+}
+
+// copyCatalogTail appends to tmp the lines written to the catalog after
+// its first size bytes, which src read; errCatalogMoved when the catalog
+// is no longer src, or no longer ends its first size bytes as src did.
+// The caller holds the catalog lock.
+func (s *Store) copyCatalogTail(src *os.File, size int64, tmp *os.File) error {
+	cur, err := os.OpenFile(s.catalogPath(), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return err
+	}
+	defer cur.Close()
+	a, err1 := src.Stat()
+	b, err2 := cur.Stat()
+	if err1 != nil || err2 != nil || !os.SameFile(a, b) || b.Size() < size {
+		return errCatalogMoved
+	}
+	// Only the last line can have been taken back (retract): the line
+	// that ends the part read must still be there, byte for byte.
+	n := min(size, 64<<10)
+	was, now := make([]byte, n), make([]byte, n)
+	if _, err := src.ReadAt(was, size-n); err != nil {
+		return err
+	}
+	if _, err := cur.ReadAt(now, size-n); err != nil {
+		return err
+	}
+	if !bytes.Equal(was, now) {
+		return errCatalogMoved
+	}
+	if _, err := io.Copy(tmp, io.NewSectionReader(cur, size, b.Size()-size)); err != nil {
+		return err
+	}
+	return nil
+}
+
+// lineSession returns the session id a catalog line names, read from its
+// start as seenLine does, or by decoding a line of another form.
+func lineSession(line []byte) (string, bool) {
+	if rest, ok := bytes.CutPrefix(line, catalogLinePrefix); ok {
+		if end := bytes.IndexByte(rest, '"'); end >= 0 && bytes.IndexByte(rest[:end], '\\') < 0 {
+			return string(rest[:end]), true
+		}
+	}
+	var e catalogEntry
+	if json.Unmarshal(line, &e) != nil || fsstore.CheckID("session id", e.SessionID) != nil {
+		return "", false
+	}
+	return e.SessionID, true
 }
 
 // ListOptions filter List.

@@ -100,6 +100,7 @@ func (s *Store) CheckSessions(repair bool, lostFound string) ([]fsstore.Finding,
 	}
 	out = append(out, s.checkTitles(byTitle, repair)...)
 	out = append(out, s.checkTitleIndex(byTitle, repair)...)
+	out = append(out, s.checkIDIndex(docs, repair)...)
 	scans, err := s.scanTranscripts(logs)
 	if err != nil {
 		return out, 0, err

@@ -10,7 +10,9 @@
 // activity catalog (.catalog.jsonl, catalog.go), whose lines say which
 // session was written when, so that List reads only the most recent
 // sessions, and what Stats counts, its lock, the title index (.titles/,
-// titles.go) and the titles lock (.titles.lock). Copies kept aside by
+// titles.go), the titles lock (.titles.lock) and the id index (.ids,
+// .ids-recent and .ids.lock, ids.go), by which an id prefix is resolved
+// without listing the directory. Copies kept aside by
 // recovery are <id>.jsonl.torn-<unix>, <id>.jsonl.replaced-<unix> and
 // <id>.json.corrupt-<unix>, each maybe with ".N"; a removal finds them by
 // their whole name (fsstore.AsideOf), never by a pattern such as
@@ -26,8 +28,8 @@
 // document: the index entry is synced before the document, so a titled
 // document always has one, and an entry is trusted only when the document
 // it names bears it out (titles.go). Resolve tries an exact id, then an
-// exact title, then a unique id prefix, so a title lookup never reads the
-// directory. Check reports every session whose title an older
+// exact title, then a unique id prefix, which the id index answers, so
+// no lookup (a miss included) reads the directory. Check reports every session whose title an older
 // one has (created_at, then id); with repair it renames it "TITLE (N)",
 // the least N from 2 that no session holds, cut to the title limit.
 //
@@ -127,7 +129,8 @@
 // the read that finds it; Check with repair then makes a new one from the
 // transcript, with source "recovered" and state active, so that no prune
 // removes it before a person has looked. A catalog that lacks a session is
-// rebuilt from the documents; so is a title index that lacks an entry.
+// rebuilt from the documents; so is a title index that lacks an entry,
+// and an id index that lacks a document's id or is out of order.
 //
 // # Stats
 //

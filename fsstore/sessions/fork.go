@@ -93,6 +93,10 @@ func (s *Store) Fork(parentID string, at int64, title string) (Session, error) {
 			return Session{}, err
 		}
 	}
+	undoID, err := s.indexNewID(child.ID)
+	if err != nil {
+		return Session{}, err
+	}
 	path := s.logPath(child.ID)
 	err = fsstore.WriteAtomic(path, func(w io.Writer) error {
 		// io.Copy hands the copy to the kernel (copy_file_range) where it
@@ -109,6 +113,7 @@ func (s *Store) Fork(parentID string, at int64, title string) (Session, error) {
 	if err != nil {
 		os.Remove(path)
 		fsstore.SyncDir(s.Dir)
+		undoID()
 		return Session{}, err
 	}
 	return child, nil

@@ -303,6 +303,15 @@ func (s *Store) createWith(sess Session, msgs []Message) (_ Session, created boo
 			return Session{}, false, err
 		}
 	}
+	undoID, err := s.indexNewID(sess.ID)
+	if err != nil {
+		return Session{}, false, err
+	}
+	defer func() {
+		if err != nil {
+			undoID()
+		}
+	}()
 	ts := fsstore.TimeOf(now)
 	if sess.State == "" {
 		sess.State = StateActive
@@ -519,45 +528,51 @@ func (s *Store) Append(id string, msgs []Message) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer unlock()
 	sess, err := s.readDocument(id, true)
 	if err != nil {
+		unlock()
 		return 0, err
 	}
-	return s.appendLocked(&sess, msgs)
+	seq, due, err := s.appendLocked(&sess, msgs)
+	unlock()
+	if due {
+		// After the session's lock: its next writer need not wait.
+		s.compactCatalogIfDue()
+	}
+	return seq, err
 }
 
-func (s *Store) appendLocked(sess *Session, msgs []Message) (int64, error) {
+func (s *Store) appendLocked(sess *Session, msgs []Message) (int64, bool, error) {
 	now := s.Now()
 	ts := fsstore.TimeOf(now)
 	if err := stamp(msgs, now); err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	if err := checkUnicode(msgs); err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	f, moved, err := fsstore.OpenAppend(s.logPath(sess.ID), now)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	defer f.Close()
 	s.warnMoved(moved)
 	fi, err := f.Stat()
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	seq, _, err := lastSeq(f, fi.Size())
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	old := *sess
 	hadPreview := sess.Preview != ""
 	lines, seq, err := numberLines(sess, msgs, seq)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	if err := fsstore.WriteLines(f, lines); err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	// The session was last active at its last message's time: now, but
 	// for an import extending an old history.
@@ -572,7 +587,7 @@ func (s *Store) appendLocked(sess *Session, msgs []Message) (int64, error) {
 	counted := *sess
 	counted.MessageCount = seq
 	entry := s.entryOf(&counted, active, now)
-	catalog, err := s.appendCatalog(entry)
+	catalog, due, err := s.appendCatalog(entry)
 	wrote := err == nil
 	if err == nil && catalog != nil {
 		err = fsstore.SyncLogs(f, catalog)
@@ -594,9 +609,9 @@ func (s *Store) appendLocked(sess *Session, msgs []Message) (int64, error) {
 		if wrote {
 			s.retract(entry)
 		}
-		return 0, err
+		return 0, false, err
 	}
-	return seq, nil
+	return seq, due, nil
 }
 
 // maxFutureTS is how far after the store's clock a message's own ts may
@@ -657,6 +672,13 @@ func (s *Store) Save(id string, msgs []Message, force bool) (SaveResult, error) 
 	if err != nil {
 		return SaveResult{}, err
 	}
+	due := false
+	// Deferred before the unlock, so run after it, as Append does.
+	defer func() {
+		if due {
+			s.compactCatalogIfDue()
+		}
+	}()
 	defer unlock()
 	sess, err := s.readSession(id, true)
 	if err != nil {
@@ -678,7 +700,8 @@ func (s *Store) Save(id string, msgs []Message, force bool) (SaveResult, error) 
 		if len(tail) == 0 {
 			return SaveResult{Count: stored}, nil
 		}
-		n, err := s.appendLocked(&sess, tail)
+		var n int64
+		n, due, err = s.appendLocked(&sess, tail)
 		return SaveResult{Appended: len(tail), Count: n}, err
 	}
 	if !force {
@@ -1269,6 +1292,7 @@ func (s *Store) removeLocked(sess Session, dryRun bool) (Removal, error) {
 	if err := fsstore.SyncDir(s.Dir); err != nil {
 		return r, err
 	}
+	s.unindexID(sess.ID)
 	// The removal is done; the catalog's line only keeps stats from
 	// counting the session, and fsck rebuilds a catalog that lacks it.
 	if err := s.recordRemoval(sess.ID, s.Now()); err != nil {
@@ -1367,7 +1391,8 @@ func (s *Store) all(read func(id string, locked bool) (Session, error)) ([]Sessi
 // exact title (the newest session with it), then a unique id prefix. A
 // title comes before a prefix so that finding a session by its title
 // reads one bucket of the title index and one document, never the
-// directory. An ambiguous prefix is ErrInvalid listing the candidates;
+// directory; a prefix is looked up in the id index (ids.go), which a
+// miss reads too. An ambiguous prefix is ErrInvalid listing the candidates;
 // nothing matching is ErrNotFound. A ref that could not be an id is
 // refused before it touches a path, unless it is the exact title of a
 // session.
@@ -1398,11 +1423,18 @@ func (s *Store) Resolve(ref string) (string, error) {
 	if len(byTitle) > 0 {
 		return byTitle[0], nil
 	}
-	ids, err := s.IDs()
+	matches, ok, err := s.prefixIDs(ref, ambiguousShown)
 	if err != nil {
 		return "", err
 	}
-	switch matches := fsstore.WithPrefix(ids, ref); len(matches) {
+	if !ok {
+		ids, err := s.IDs()
+		if err != nil {
+			return "", err
+		}
+		matches = fsstore.WithPrefix(ids, ref)
+	}
+	switch len(matches) {
 	case 0:
 		return "", fsstore.NotFoundf("no session with id, id prefix or title %q", ref)
 	case 1:
