@@ -8,13 +8,14 @@ import (
 	"path/filepath"
 
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/internal/seam"
 )
 
 // syncFS commits every write to the files of dir and to dir itself. Only
 // Linux has syncfs, one call for a whole file system (syncfs_linux.go).
 // Elsewhere sync(2) would do for it but returns before the writes are
 // durable (macOS, FreeBSD), so each regular file of dir is synced (on
-// macOS File.Sync is F_FULLFSYNC, which reaches the disk's platter), then
+// macOS with F_FULLFSYNC, which reaches the drive's media), then
 // dir, which commits the renames and removals.
 func syncFS(dir string) error {
 	entries, err := os.ReadDir(dir)
@@ -38,5 +39,5 @@ func syncFile(path string) error {
 		return err
 	}
 	defer f.Close()
-	return f.Sync()
+	return seam.Sync(f)
 }
