@@ -1,6 +1,6 @@
 module github.com/hermes/hermes
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/ergochat/readline v0.1.3

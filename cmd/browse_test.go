@@ -21,6 +21,11 @@ func TestDecodeKeys(t *testing.T) {
 		"\x7f\x08\x15":     {keyBackspace, keyBackspace, keyKill},
 		"\x03\x04":         {keyQuit, keyQuit},
 		"\x10\x0e\x16\xff": {keyUp, keyDown},
+		// macOS: Terminal.app's Option-arrows, iTerm2's, and fn-Delete
+		// are no keys of the picker, and no Esc either.
+		"\x1bb\x1bfx":         {'x'},
+		"\x1b[1;3D\x1b[1;3Cx": {'x'},
+		"\x1b[3~x":            {'x'},
 	} {
 		if got := decodeKeys([]byte(in)); !reflect.DeepEqual(got, want) {
 			t.Errorf("decodeKeys(%q) = %v, want %v", in, got, want)

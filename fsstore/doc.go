@@ -29,7 +29,9 @@
 //
 //  1. fsync on a file makes its written bytes durable; fsync on a directory
 //     makes the creates, renames and removes of its entries durable. Both
-//     are done before a write is acknowledged.
+//     are done before a write is acknowledged. (On macOS fsync does not
+//     reach the drive's media; File.Sync there is F_FULLFSYNC, which does,
+//     and seam.Sync falls back to fsync only where a filesystem refuses it.)
 //  2. rename(2) within one directory is atomic: after a crash the name
 //     points at the old inode or the new one.
 //  3. A crash during an append can leave any prefix of the bytes being
@@ -194,7 +196,8 @@
 // context.Canceled), *CorruptError. IsDiskFull tells a full disk apart.
 //
 // A command that opens a profile on a network filesystem (NetworkFS: one
-// statfs, on Linux, of the profile directory) warns once per profile and
+// statfs of the profile directory: its f_type on Linux, its
+// f_fstypename on macOS and FreeBSD) warns once per profile and
 // filesystem type (NetFSOnce), remembered by the type written to
 // <profile>/.netfs-warned; where that cannot be written it warns each time.
 // The marker holds no record, so a command that then refuses its input has

@@ -4,8 +4,11 @@ package fsstore
 
 import "os"
 
-// FreshSize returns the size of the open file f. Outside Linux it is
-// fstat's: see fresh_linux.go.
+// FreshSize returns the size of the open file f, fstat's. Only Linux's
+// statx can ask a FUSE or network filesystem's server for it past the
+// kernel's attribute cache (fresh_linux.go); macOS and FreeBSD have no
+// such call, and on their local disks fstat's size is the file's. A
+// profile on a network filesystem is warned of (NetFSOnce).
 func FreshSize(f *os.File) (int64, error) {
 	fi, err := f.Stat()
 	if err != nil {

@@ -10,21 +10,17 @@ import (
 // it writes, in place of the id ThisHost makes up.
 const HostEnv = "HERMES_HOST_ID"
 
-// initPIDNamespace is how Linux names the initial pid namespace
-// (PROC_PID_INIT_INO): a host id leaves it out.
-const initPIDNamespace = "pid:[4026531836]"
-
 // ThisHost returns the id of the host this process runs on, as records that
 // name a process name its host (host): $HERMES_HOST_ID when it is set,
-// else the hostname, the kernel's boot id and, outside the initial pid
-// namespace, that namespace ("build-7/61880c4b-…" or
+// else the hostname, the kernel's boot id (bootID) and, outside the initial
+// pid namespace, that namespace ("build-7/61880c4b-…" or
 // "build-7/61880c4b-…/pid:[4026532481]"). A pid means something only
 // within one boot of one pid namespace, so two hosts never share an id,
 // nor one host before and after a reboot, nor two containers of one
 // kernel. The variable is read from the environment, not from config.yaml,
 // because every host that shares a profile reads the same config.yaml; it
 // is for hosts that the default cannot tell apart (two machines with the
-// same hostname and no boot id, outside Linux). It is computed once.
+// same hostname and no boot id). It is computed once.
 var ThisHost = sync.OnceValue(thisHost)
 
 func thisHost() string {
@@ -35,12 +31,10 @@ func thisHost() string {
 	if err != nil || id == "" {
 		id = "localhost"
 	}
-	if b, err := os.ReadFile("/proc/sys/kernel/random/boot_id"); err == nil {
-		if boot := strings.TrimSpace(string(b)); boot != "" {
-			id += "/" + boot
-		}
+	if boot := bootID(); boot != "" {
+		id += "/" + boot
 	}
-	if ns, err := os.Readlink("/proc/self/ns/pid"); err == nil && ns != initPIDNamespace {
+	if ns := pidNamespace(); ns != "" {
 		id += "/" + ns
 	}
 	return id

@@ -24,6 +24,12 @@ func TestThisHost(t *testing.T) {
 			t.Fatalf("host id %q lacks the boot id", got)
 		}
 	}
+	// macOS and FreeBSD always have a boot time to read.
+	if runtime.GOOS == "darwin" || runtime.GOOS == "freebsd" {
+		if boot := bootID(); boot == "" || !strings.Contains(got, "/"+boot) {
+			t.Fatalf("host id %q lacks the boot id %q", got, boot)
+		}
+	}
 	if got != thisHost() {
 		t.Fatal("the host id is not stable")
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // NetFS is a network filesystem, or one that may be (FUSE), as statfs
@@ -45,6 +46,32 @@ var netFSTypes = map[uint32]NetFS{
 // false for any other filesystem.
 func NetFSOf(t uint32) (NetFS, bool) {
 	fs, ok := netFSTypes[t]
+	return fs, ok
+}
+
+// netFSNames are the network and FUSE filesystems by their statfs
+// f_fstypename, the name macOS and FreeBSD give a filesystem type in
+// place of Linux's number: macOS's NFS, SMB, AFP and WebDAV clients and
+// macFUSE (osxfuse before its 4.0, macfuse since); FreeBSD's NFS and SMB
+// clients and FUSE, which it names fusefs.<subtype> (fusefs.sshfs).
+var netFSNames = map[string]NetFS{
+	"nfs":       {"nfs", "not measured; attribute caching off, with the server keeping the locks (not nolocks, nolockd or locallocks)"},
+	"smbfs":     {"smbfs", ""},
+	"afpfs":     {"afpfs", ""},
+	"webdav":    {"webdav", ""},
+	"osxfuse":   {"fuse", ""},
+	"osxfusefs": {"fuse", ""},
+	"macfuse":   {"fuse", ""},
+	"fusefs":    {"fuse", ""},
+}
+
+// NetFSOfName returns the network filesystem whose statfs f_fstypename is
+// name, and false for any other filesystem.
+func NetFSOfName(name string) (NetFS, bool) {
+	if base, _, ok := strings.Cut(name, "."); ok && base == "fusefs" {
+		name = base
+	}
+	fs, ok := netFSNames[name]
 	return fs, ok
 }
 

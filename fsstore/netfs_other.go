@@ -1,6 +1,7 @@
-//go:build !linux
+//go:build !linux && !darwin && !freebsd
 
 package fsstore
 
-// NetworkFS finds no network filesystem: statfs's f_type is Linux's.
+// NetworkFS finds no network filesystem: this system's statfs is not read
+// (see netfs_linux.go, netfs_bsd.go).
 func NetworkFS(string) (NetFS, bool) { return NetFS{}, false }

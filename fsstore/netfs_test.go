@@ -27,3 +27,34 @@ func TestNetFSOf(t *testing.T) {
 		}
 	}
 }
+
+// The statfs f_fstypenames of macOS and FreeBSD that name a network or
+// FUSE filesystem, and local ones that must not.
+func TestNetFSOfName(t *testing.T) {
+	for name, want := range map[string]string{
+		"nfs":          "nfs",
+		"smbfs":        "smbfs",
+		"afpfs":        "afpfs",
+		"webdav":       "webdav",
+		"osxfuse":      "fuse",
+		"macfuse":      "fuse",
+		"fusefs":       "fuse",
+		"fusefs.sshfs": "fuse",
+		"apfs":         "", // macOS
+		"hfs":          "",
+		"devfs":        "",
+		"msdos":        "",
+		"exfat":        "",
+		"ufs":          "", // FreeBSD
+		"zfs":          "",
+		"tmpfs":        "",
+		"nullfs":       "",
+		"fusefsx":      "",
+		"":             "",
+	} {
+		fs, ok := NetFSOfName(name)
+		if ok != (want != "") || fs.Type != want {
+			t.Errorf("NetFSOfName(%q) = %q, %v; want %q", name, fs.Type, ok, want)
+		}
+	}
+}

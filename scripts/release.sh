@@ -16,7 +16,10 @@
 # archives' entries carry the commit's time, owner 0 and a fixed order, and
 # gzip stores no name or time.
 #
-# macOS is left out until hermes builds there.
+# The macOS binaries are pure Go (CGO_ENABLED=0), linked here with the
+# ad-hoc signature Go's linker gives every darwin binary, which is a hash of
+# the bytes and so as reproducible as they are; they are not signed with an
+# Apple developer identity nor notarized (README, "macOS and FreeBSD").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,7 +34,7 @@ if ! [[ $version =~ ^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$ ]]; then
 fi
 version=v$version
 out=${2:-dist}
-platforms=(linux/amd64 linux/arm64)
+platforms=(linux/amd64 linux/arm64 darwin/amd64 darwin/arm64)
 
 src=$(mktemp -d)
 trap 'rm -rf "$src"' EXIT

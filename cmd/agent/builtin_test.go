@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes/hermes/cmd/supervisor"
 	"github.com/hermes/hermes/fsstore"
 	"github.com/hermes/hermes/fsstore/sessions"
 	"github.com/hermes/hermes/fsstore/tasks"
@@ -226,8 +227,8 @@ func waitGone(t *testing.T, pid int) {
 			return
 		}
 		// A zombie not yet reaped by its parent (the dead shell's init)
-		// counts as gone.
-		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && strings.Contains(string(b), ") Z ") {
+		// counts as gone: it has no start time.
+		if supervisor.ProcStart(pid) == "" {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes/hermes/cmd/supervisor"
 	"github.com/hermes/hermes/fsstore/sessions"
 )
 
@@ -191,13 +192,7 @@ func TestExecCancelKillsGroup(t *testing.T) {
 
 // alive reports whether process pid exists and is not a zombie.
 func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	// The state follows the command name in parentheses: "pid (comm) S …".
-	_, rest, _ := strings.Cut(string(b), ") ")
-	return !strings.HasPrefix(rest, "Z")
+	return supervisor.ProcStart(pid) != ""
 }
 
 // The history streams to the command's stdin: a command that answers

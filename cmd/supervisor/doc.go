@@ -11,7 +11,10 @@
 // which outlives the caller and the terminal.
 //
 // Processes are identified by pid and start time (field 22 of
-// /proc/<pid>/stat on Linux), so a reused pid is never taken for a task's.
+// /proc/<pid>/stat on Linux; on macOS and FreeBSD, which have no /proc,
+// the start time sysctl kern.proc.pid gives), so a reused pid is never
+// taken for a task's. A task's process group, its signals and the
+// supervisor's reaping are POSIX's, the same on the three systems.
 // Reconcile, run by every command that reads tasks, marks lost the running
 // tasks whose supervisor and command are both gone; while the command
 // lives on, the task stays running, and Reconcile renews its lease in the

@@ -1,11 +1,7 @@
 package supervisor
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"os"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -13,38 +9,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ProcStart returns the start time of process pid as the kernel counts it
-// (clock ticks since boot, on Linux), or "" if there is no such process.
-// Elsewhere it returns "-" for a live process: pid reuse is not detected.
+// ProcStart returns the start time of process pid as the kernel keeps it
+// (a string to compare, whose form is the system's: see procStart), or ""
+// if there is no such process or it has finished (a zombie).
 func ProcStart(pid int) string {
 	if pid <= 0 {
 		return ""
 	}
-	if runtime.GOOS != "linux" {
-		if syscall.Kill(pid, 0) == nil || errors.Is(syscall.Kill(pid, 0), syscall.EPERM) {
-			return "-"
-		}
-		return ""
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return ""
-	}
-	// The command name, field 2, is in parentheses and may hold spaces:
-	// count fields after its closing parenthesis.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return ""
-	}
-	fields := strings.Fields(string(b[i+1:]))
-	// fields[0] is field 3 (state); the start time is field 22.
-	if len(fields) < 20 {
-		return ""
-	}
-	if fields[0] == "Z" {
-		return "" // a zombie has finished
-	}
-	return fields[19]
+	return procStart(pid)
 }
 
 // Alive reports whether process pid runs and is the one that started at

@@ -3,6 +3,8 @@ package supervisor
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -60,17 +62,18 @@ func create(t *testing.T, store *tasks.Store, argv ...string) tasks.Task {
 	return task
 }
 
+// A start time is fixed for a process's life, "" for a pid without one,
+// and later for a process started later. It is a tick count on Linux,
+// seconds and microseconds ("1700000000.123456") on macOS and FreeBSD.
 func TestProcStart(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("start times come from /proc")
+	if runtime.GOOS != "linux" && runtime.GOOS != "darwin" && runtime.GOOS != "freebsd" {
+		t.Skip("start times are read on Linux, macOS and FreeBSD")
 	}
 	self := os.Getpid()
 	a := ProcStart(self)
-	if a == "" {
-		t.Fatal("ProcStart of this process is empty")
-	}
-	if _, err := strconv.ParseUint(a, 10, 64); err != nil {
-		t.Fatalf("ProcStart %q is not a tick count: %v", a, err)
+	an, err := parseStart(a)
+	if err != nil {
+		t.Fatalf("ProcStart of this process: %q: %v", a, err)
 	}
 	time.Sleep(20 * time.Millisecond)
 	if b := ProcStart(self); b != a {
@@ -87,11 +90,27 @@ func TestProcStart(t *testing.T) {
 	// A child started later started no earlier than this process.
 	child := startSleep(t)
 	c := ProcStart(child.Process.Pid)
-	an, _ := strconv.ParseUint(a, 10, 64)
-	cn, err := strconv.ParseUint(c, 10, 64)
-	if err != nil || cn < an {
+	cn, err := parseStart(c)
+	if err != nil || cn.Cmp(an) < 0 {
 		t.Fatalf("child start %q, self %q", c, a)
 	}
+}
+
+// parseStart reads a start time as a number: ticks, or seconds and six
+// digits of microseconds.
+func parseStart(s string) (*big.Int, error) {
+	digits := s
+	if sec, usec, ok := strings.Cut(s, "."); ok {
+		if len(usec) != 6 {
+			return nil, fmt.Errorf("%q: not six digits of microseconds", s)
+		}
+		digits = sec + usec
+	}
+	n, ok := new(big.Int).SetString(digits, 10)
+	if !ok || n.Sign() < 0 {
+		return nil, fmt.Errorf("%q is not a start time", s)
+	}
+	return n, nil
 }
 
 // A process that has exited but is not reaped yet (a zombie) has ended.

@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strings"
 
-	"golang.org/x/sys/unix"
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/hermes/hermes/fsstore"
@@ -415,20 +414,6 @@ func (s *Store) rebuildTitlesLocked() error {
 		}
 	}
 	return fsstore.WriteFileAtomic(s.titlesCompletePath(), []byte("hermes title index\n"))
-}
-
-// syncFS commits every write to the file system that holds dir: one call
-// instead of one sync per bucket.
-func syncFS(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := unix.Syncfs(int(d.Fd())); err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	return nil
 }
 
 // RebuildTitles rebuilds the title index from the documents (fsck

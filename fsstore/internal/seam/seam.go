@@ -20,7 +20,7 @@ var (
 	// Rename moves a temp file over the document it replaces.
 	Rename = atomic.ReplaceFile
 	// Sync makes a file's (or a directory's) writes durable.
-	Sync = func(f *os.File) error { return f.Sync() }
+	Sync = fullSync
 	// CreateLock makes a lock sidecar that is missing.
 	CreateLock = func(path string) (*os.File, error) {
 		return os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDONLY|syscall.O_NOFOLLOW, 0o600)

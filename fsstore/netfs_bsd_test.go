@@ -1,0 +1,38 @@
+//go:build darwin || freebsd
+
+package fsstore
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/hermes/hermes/fsstore/internal/seam"
+)
+
+// NetworkFS reads the type's name: a local one is not reported, a network
+// one once.
+func TestNetworkFSByName(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "profiles", "default")
+	if err := EnsureDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	name := "apfs"
+	old := seam.FSTypeName
+	t.Cleanup(func() { seam.FSTypeName = old })
+	seam.FSTypeName = func(path string) (string, error) {
+		if _, err := old(path); err != nil {
+			return "", err
+		}
+		return name, nil
+	}
+	if fs, ok := NetFSOnce(dir); ok {
+		t.Fatalf("a local filesystem reported as %q", fs.Type)
+	}
+	name = "smbfs"
+	for i, want := range []string{"smbfs", ""} {
+		fs, ok := NetFSOnce(dir)
+		if ok != (want != "") || fs.Type != want {
+			t.Fatalf("call %d: %q, %v; want %q", i, fs.Type, ok, want)
+		}
+	}
+}
