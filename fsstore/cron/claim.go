@@ -40,15 +40,11 @@ func marshalLine(ev Event) ([]byte, error) {
 // document, written after the runs log's lines. ok is false when nothing
 // was claimed.
 func (s *Store) Claim(id string) (c Claim, ok bool, err error) {
-	unlock, err := fsstore.Lock(s.lockPath(id), s.LockTimeout)
+	j, unlock, err := s.lockJob(id)
 	if err != nil {
 		return Claim{}, false, err
 	}
 	defer unlock()
-	j, err := s.read(id, true)
-	if err != nil {
-		return Claim{}, false, err
-	}
 	now := s.Now()
 	var events []Event
 	changed := false
@@ -118,15 +114,11 @@ func timeOrNone(t time.Time, ok bool) fsstore.Time {
 // ClaimNow claims a run of job id at now, outside its schedule (cron run):
 // next_due is left as it is. A job with a run in progress is refused.
 func (s *Store) ClaimNow(id string) (Claim, error) {
-	unlock, err := fsstore.Lock(s.lockPath(id), s.LockTimeout)
+	j, unlock, err := s.lockJob(id)
 	if err != nil {
 		return Claim{}, err
 	}
 	defer unlock()
-	j, err := s.read(id, true)
-	if err != nil {
-		return Claim{}, err
-	}
 	now := s.Now()
 	var events []Event
 	if j.Run != nil {
@@ -234,15 +226,11 @@ func describe(out Outcome) string {
 // the session. A claim that was meanwhile recorded lost (its lease ran
 // out) is refused, and must not be started.
 func (s *Store) Start(id string, occ fsstore.Time, taskID, sessionID string) (Job, error) {
-	unlock, err := fsstore.Lock(s.lockPath(id), s.LockTimeout)
+	j, unlock, err := s.lockJob(id)
 	if err != nil {
 		return Job{}, err
 	}
 	defer unlock()
-	j, err := s.read(id, true)
-	if err != nil {
-		return Job{}, err
-	}
 	now := s.Now()
 	r := j.Run
 	if r == nil || r.Occurrence != occ || r.TaskID != "" {
@@ -262,15 +250,11 @@ func (s *Store) Start(id string, occ fsstore.Time, taskID, sessionID string) (Jo
 // Finish records how the run of occurrence occ of job id ended. A run that
 // is no longer in progress (settled meanwhile) is left as it was.
 func (s *Store) Finish(id string, occ fsstore.Time, out Outcome) (Job, error) {
-	unlock, err := fsstore.Lock(s.lockPath(id), s.LockTimeout)
+	j, unlock, err := s.lockJob(id)
 	if err != nil {
 		return Job{}, err
 	}
 	defer unlock()
-	j, err := s.read(id, true)
-	if err != nil {
-		return Job{}, err
-	}
 	if j.Run == nil || j.Run.Occurrence != occ {
 		return j, nil
 	}

@@ -374,15 +374,11 @@ func (s *Store) Resolve(ref string) (string, error) {
 // takes the earlier of its entry and the new one before the document is
 // written (see Add). A new name must be free.
 func (s *Store) Update(id string, change func(*Job) error) (Job, error) {
-	unlock, err := fsstore.Lock(s.lockPath(id), s.LockTimeout)
+	j, unlock, err := s.lockJob(id)
 	if err != nil {
 		return Job{}, err
 	}
 	defer unlock()
-	j, err := s.read(id, true)
-	if err != nil {
-		return Job{}, err
-	}
 	before := j
 	if err := change(&j); err != nil {
 		return Job{}, err
@@ -424,18 +420,29 @@ func (s *Store) Update(id string, change func(*Job) error) (Job, error) {
 	return j, s.refreshLocked([]string{id})
 }
 
+// lockJob takes job id's lock and reads its document under it; the
+// caller releases the lock with the func returned.
+func (s *Store) lockJob(id string) (Job, func(), error) {
+	unlock, err := fsstore.Lock(s.lockPath(id), s.LockTimeout)
+	if err != nil {
+		return Job{}, nil, err
+	}
+	j, err := s.read(id, true)
+	if err != nil {
+		unlock()
+		return Job{}, nil, err
+	}
+	return j, unlock, nil
+}
+
 // Remove deletes job id's document and lock; its runs stay in the runs
 // log. A job with a run in progress is not removed (fsstore.ErrRefused).
 func (s *Store) Remove(id string) (Job, error) {
-	unlock, err := fsstore.Lock(s.lockPath(id), s.LockTimeout)
+	j, unlock, err := s.lockJob(id)
 	if err != nil {
 		return Job{}, err
 	}
 	defer unlock()
-	j, err := s.read(id, true)
-	if err != nil {
-		return Job{}, err
-	}
 	if j.Run != nil {
 		return Job{}, fsstore.Refusedf("job %s has a run in progress (occurrence %s); remove it when it has finished", id, j.Run.Occurrence)
 	}
