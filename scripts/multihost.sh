@@ -16,6 +16,9 @@
 #   board    60 tasks whose worker takes 2 s, a dispatcher on each host
 #            until all are done: one claim and one run each, none lost or
 #            crashed
+#   cron     a cron daemon on each host for 16 s, three every 2s jobs:
+#            every occurrence claimed, started and finished once, none
+#            missing, none lost
 #   kill     the appends again while each host SIGKILLs a random hermes of
 #            its own every 20-100 ms; every acknowledged append stored once
 #   fsck     hermes fsck from each host: clean
@@ -25,7 +28,7 @@
 # machine cannot run it (not root, no /dev/fuse, GlusterFS not installable
 # or not starting), 2 on bad usage. It takes about 75 s on 2 cores.
 #
-# Usage: scripts/multihost.sh [STEP...]     steps: appends docs board kill fsck (default all)
+# Usage: scripts/multihost.sh [STEP...]     steps: appends docs board cron kill fsck (default all)
 #   MULTIHOST_VOLUME=defaults   leave the volume's options at GlusterFS's defaults
 #   MULTIHOST_OFF="OPT ..."     turn off these volume options instead of the seven
 #   MULTIHOST_MOUNT=OPTS        FUSE mount options (default: none; e.g.
@@ -39,8 +42,8 @@ tmp=$(mktemp -d "${TMPDIR:-/var/tmp}/hermes-multihost.XXXXXX")
 . scripts/benchlib.sh
 
 steps=("$@")
-((${#steps[@]})) || steps=(appends docs board kill fsck)
-writers=3 appends=200 tasks=60 work=2 kills=15 rounds=100
+((${#steps[@]})) || steps=(appends docs board cron kill fsck)
+writers=3 appends=200 tasks=60 work=2 kills=15 rounds=100 tick_for=16
 
 # The client-side caches that make one host's writes invisible to the
 # other for about a second, turned off; README says why each.
@@ -232,6 +235,42 @@ step_board() {
   if ((done_n == tasks && bad == 0 && lost == 0)); then check "board: $tasks tasks, dispatchers on both hosts" ok "$detail"; else check "board: $tasks tasks, dispatchers on both hosts" bad "$detail"; fi
 }
 
+# A ticker on each host, racing for the same occurrences: each is claimed
+# under its job's lock by one of them, and run once.
+step_cron() {
+  local prof=$tmp/a/home/profiles/default j side
+  for j in x y z; do host a "hermes cron add $j --schedule 'every 2s' --catch-up all -- true" >/dev/null; done
+  for side in a b; do
+    # The namespace ends with its first process, and its tasks with it:
+    # each host waits for the runs in flight before it goes.
+    host "$side" 'timeout -s TERM '"$tick_for"' hermes cron daemon --every 250ms 2>>"'"$tmp"'/cron.$SIDE.err"
+      for _ in $(seq 200); do hermes cron list | grep -q -e running -e claimed || break; sleep 0.1; done' &
+  done
+  wait
+  local log=$prof/cron/runs.jsonl bad=0 claims=0 n ev detail
+  if grep -q -e '"event":"lost"' -e '"event":"skipped"' "$log"; then bad=1; fi
+  for j in $(grep -o '"job_id":"[^"]*"' "$log" | sort -u | cut -d'"' -f4); do
+    for ev in claimed started finished; do
+      grep "\"event\":\"$ev\",\"job_id\":\"$j\"" "$log" | grep -o '"occurrence":"[^"]*"' | sort >"$tmp/$ev.$j"
+    done
+    n=$(wc -l <"$tmp/claimed.$j")
+    claims=$((claims + n))
+    ((n >= 5)) || bad=1
+    [[ -z $(uniq -d "$tmp/claimed.$j") ]] || bad=1
+    cmp -s "$tmp/claimed.$j" "$tmp/started.$j" || bad=1
+    cmp -s "$tmp/claimed.$j" "$tmp/finished.$j" || bad=1
+    # Consecutive occurrences are 2 seconds apart: none missing.
+    cut -d'"' -f4 "$tmp/claimed.$j" | awk -F'T' '{split($2, t, ":"); s = t[1]*3600 + t[2]*60 + t[3]; if (NR > 1 && (s - p < 1.999 || s - p > 2.001)) bad = 1; p = s} END {exit bad}' || bad=1
+  done
+  # Both hosts took part: the claims name two hosts.
+  local hosts
+  hosts=$(grep '"event":"claimed"' "$log" | grep -o '"host":"[^"]*"' | sort -u | wc -l)
+  ((hosts == 2)) || bad=1
+  detail="$claims occurrences of 3 jobs in $tick_for s, claimed by $hosts hosts, each claimed, started and finished once, none missing, lost or skipped"
+  ((bad == 0)) || detail="$claims occurrences, claimed by $hosts hosts: one claimed twice, missing, lost or skipped, or not started and finished once (the runs log is kept in the brick)"
+  if ((bad == 0)); then check "cron: a daemon on each host, 3 every 2s jobs" ok "$detail"; else check "cron: a daemon on each host, 3 every 2s jobs" bad "$detail"; fi
+}
+
 step_kill() {
   local sid
   sid=$(host a 'hermes sessions new')
@@ -281,8 +320,8 @@ step_fsck() {
 
 for s in "${steps[@]}"; do
   case $s in
-  appends | docs | board | kill | fsck) say "$s"; "step_$s" ;;
-  *) say "unknown step $s (appends docs board kill fsck)"; exit 2 ;;
+  appends | docs | board | cron | kill | fsck) say "$s"; "step_$s" ;;
+  *) say "unknown step $s (appends docs board cron kill fsck)"; exit 2 ;;
   esac
 done
 
