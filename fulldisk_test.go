@@ -24,8 +24,8 @@ import (
 // an append fails; the failing command exits 1 saying "disk full", and the
 // profile is byte-identical to a copy taken just before: documents,
 // transcripts, catalog, no stray temp file. Then, with the disk filled to
-// the last byte, `sessions new`, `kanban create` and `tasks run --wait`
-// fail the same way and leave nothing behind.
+// the last byte, `sessions new`, `kanban create`, `tasks run --wait` and
+// `cron add`, `edit` and `run` fail the same way and leave nothing behind.
 func TestFullDisk(t *testing.T) {
 	mnt := mountTmpfs(t, "512k")
 	home := filepath.Join(mnt, "hermes")
@@ -50,6 +50,7 @@ func TestFullDisk(t *testing.T) {
 	must("", "sessions", "append", "keep", "--role", "user", "--content", "hello")
 	must("", "sessions", "new", "--id", "fill")
 	must("", "kanban", "create", "a card")
+	must("", "cron", "add", "job", "--schedule", "every 1h", "--", "true")
 	// Space to give back at the end, as a user would free some.
 	if err := os.WriteFile(filepath.Join(mnt, "reserve"), make([]byte, 128<<10), 0o600); err != nil {
 		t.Fatal(err)
@@ -104,6 +105,9 @@ func TestFullDisk(t *testing.T) {
 		{"page-sized sessions save", `{"role":"user","content":"hello"}` + "\n" + `{"role":"user","content":"` + page + `"}` + "\n", []string{"sessions", "save", "keep"}},
 		{"kanban create", "", []string{"kanban", "create", "another card"}},
 		{"tasks run --wait", "", []string{"tasks", "run", "--wait", "--", "echo", "hi"}},
+		{"cron add", "", []string{"cron", "add", "another", "--schedule", "every 1h", "--", "true"}},
+		{"cron edit", "", []string{"cron", "edit", "job", "--schedule", "every 2h"}},
+		{"cron run", "", []string{"cron", "run", "job"}},
 	} {
 		before := snapshot(t, home)
 		code, _, stderr := run(try.stdin, try.args...)
