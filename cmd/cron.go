@@ -681,18 +681,18 @@ func cronDaemon(e *env) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	fmt.Fprintf(e.stderr, "hermes: cron daemon: ticking every %s (pid %d)\n", every, os.Getpid())
-	runTicker(ctx, e, cs, every)
+	runTicker(ctx, every, func() error { return tick(e, cs) }, e.warn)
 	return nil
 }
 
-// runTicker ticks every period until ctx ends; a failed tick is said, and
-// the next one tries again.
-func runTicker(ctx context.Context, e *env, cs *cron.Store, every time.Duration) {
+// runTicker calls tick every period until ctx ends, never cutting one
+// short; a failed tick is said, and the next one tries again.
+func runTicker(ctx context.Context, every time.Duration, tick func() error, warn func(string)) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		if err := tick(e, cs); err != nil {
-			e.warn("cron tick: " + errorText(err))
+		if err := tick(); err != nil {
+			warn("cron tick: " + errorText(err))
 		}
 		select {
 		case <-ctx.Done():
@@ -795,7 +795,22 @@ func startGatewayCron(e *env, on bool) (stop func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, stop := context.WithCancel(context.Background())
-	go runTicker(ctx, e, cs, time.Second)
-	return stop, nil
+	return startTicker(time.Second, func() error { return tick(e, cs) }, e.warn), nil
+}
+
+// startTicker runs runTicker in the background. The stop it returns waits
+// for the tick in flight: a process that exits mid-tick would leave an
+// occurrence claimed and not started, which no ticker may run again and
+// the next one records lost only after cron.ClaimLease.
+func startTicker(every time.Duration, tick func() error, warn func(string)) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runTicker(ctx, every, tick, warn)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }
