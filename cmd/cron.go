@@ -631,33 +631,43 @@ func tick(e *env, cs *cron.Store) error {
 
 // startRun starts the claimed occurrence c as a background task running
 // hermes cron exec, in a session of its own or the job's (prompt jobs). The
-// start is recorded before the task is made (cron.Store.Start); a task that
-// cannot start is recorded as a failed run.
+// start is recorded (cron.Store.Start) before the session and the task are
+// made, so a start refused leaves neither; a session or task that cannot be
+// made is recorded as a failed run.
 func startRun(e *env, cs *cron.Store, c cron.Claim) (string, error) {
 	j := c.Job
+	now := time.Now()
 	sessionID := ""
 	if j.Prompt != "" {
 		sessionID = j.SessionID
 		if j.Session == cron.SessionNew || sessionID == "" {
-			sess, _, err := e.sessions().Create(sessions.Session{Title: "cron " + j.Name + " " + shortTime(c.Occurrence), Source: "cron", Cwd: j.Cwd})
-			if err != nil {
-				return "", err
-			}
-			sessionID = sess.ID
+			sessionID = fsstore.NewID(now)
 		}
 	}
-	taskID := fsstore.NewID(time.Now())
+	taskID := fsstore.NewID(now)
 	if _, err := cs.Start(j.ID, c.Occurrence, taskID, sessionID); err != nil {
 		return "", err
 	}
-	exe, err := os.Executable()
+	err := func() error {
+		if sessionID != "" {
+			// Create returns a session that exists as it is: a continue
+			// job's first session is made here even if the run that named
+			// it failed before making it.
+			if _, _, err := e.sessions().Create(sessions.Session{ID: sessionID, Title: "cron " + j.Name + " " + shortTime(c.Occurrence), Source: "cron", Cwd: j.Cwd}); err != nil {
+				return err
+			}
+		}
+		exe, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		argv := []string{exe, "--home", e.profile.Root, "--profile", e.profile.Name, "--lock-timeout", e.lockTimeout.String(),
+			"cron", "exec", j.ID, string(c.Occurrence)}
+		store := tasks.NewStore(e.profile.Dir(), e.lockTimeout, e.warn)
+		_, err = spawnTask(e, store, tasks.Task{ID: taskID, Name: "cron " + j.Name, Command: argv, Cwd: j.Cwd, SessionID: sessionID}, os.Environ())
+		return err
+	}()
 	if err != nil {
-		return "", err
-	}
-	argv := []string{exe, "--home", e.profile.Root, "--profile", e.profile.Name, "--lock-timeout", e.lockTimeout.String(),
-		"cron", "exec", j.ID, string(c.Occurrence)}
-	store := tasks.NewStore(e.profile.Dir(), e.lockTimeout, e.warn)
-	if _, err := spawnTask(e, store, tasks.Task{ID: taskID, Name: "cron " + j.Name, Command: argv, Cwd: j.Cwd, SessionID: sessionID}, os.Environ()); err != nil {
 		if _, ferr := cs.Finish(j.ID, c.Occurrence, cron.Outcome{Status: cron.Failed, Error: errorText(err)}); ferr != nil {
 			return "", errors.Join(err, ferr)
 		}
