@@ -18,7 +18,10 @@
 // Reconcile, run by every command that reads tasks, marks lost the running
 // tasks whose supervisor and command are both gone; while the command
 // lives on, the task stays running, and Reconcile renews its lease in the
-// supervisor's stead.
+// supervisor's stead. Until a re-executed supervisor writes its own pid,
+// the caller's stands in; a caller that dies first leaves a task that
+// Reconcile may mark lost, and a supervisor that then finds its task ended
+// does not run the command: the record said it ended, and it did.
 //
 // Pids are looked up only on the task's own host (its record's host; one
 // that names none is taken to be this host's). A task of another host is

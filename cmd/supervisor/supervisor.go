@@ -58,6 +58,15 @@ func Supervise(spec Spec) (tasks.Task, error) {
 	if err != nil {
 		return cannotStart(err)
 	}
+	if t.Finished() {
+		// Recorded as ended before this supervisor took it: its caller
+		// died before the supervisor's pid was written, and a reader
+		// found neither alive. The record is the truth; the command
+		// must not run after it says the task ended.
+		err := fmt.Errorf("task %s was recorded %s before its supervisor started; not run", t.ID, t.Status)
+		started(err)
+		return t, err
+	}
 	log, err := os.OpenFile(store.LogPath(t.ID), os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return cannotStart(err)

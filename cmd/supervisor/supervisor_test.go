@@ -496,3 +496,27 @@ func TestSuperviseForwardsSignals(t *testing.T) {
 		t.Fatal("the command outlived the forwarded TERM")
 	}
 }
+
+// A task recorded as ended before its supervisor took it (its caller died
+// before the supervisor wrote its pid, and a reader recorded it lost) is
+// not run: a lost task's command never runs after the record says it
+// ended.
+func TestSuperviseRefusesEndedTask(t *testing.T) {
+	store := newStore(t)
+	marker := filepath.Join(t.TempDir(), "ran")
+	task := create(t, store, "touch", marker)
+	if _, _, err := store.Finish(task.ID, func(t *tasks.Task) { t.Status, t.Error = tasks.Lost, "its caller died" }); err != nil {
+		t.Fatal(err)
+	}
+	var startedErr []error
+	final, err := Supervise(Spec{Store: store, ID: task.ID, Started: func(err error) { startedErr = append(startedErr, err) }})
+	if err == nil || len(startedErr) != 1 || startedErr[0] == nil {
+		t.Fatalf("Supervise of an ended task: %v, Started %v; want an error told to the caller", err, startedErr)
+	}
+	if _, serr := os.Stat(marker); serr == nil {
+		t.Fatal("the command of an ended task ran")
+	}
+	if final.Status != tasks.Lost {
+		t.Fatalf("the record became %+v, want it left lost", final)
+	}
+}
