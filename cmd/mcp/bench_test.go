@@ -20,10 +20,7 @@ import (
 // process starts with its first server), connect, call echo; then Close,
 // which is not timed.
 func BenchmarkFirstCall(b *testing.B) {
-	srv, _ := testServer(b, nil)
-	if bin := os.Getenv("HERMES_BENCH_MCP_SERVER"); bin != "" {
-		srv.Command = bin
-	}
+	srv := benchServer(b)
 	dir := b.TempDir()
 	servers := map[string]profiles.MCPServer{"go": srv}
 	p, err := NewPool(dir, profiles.Config{MCPServers: servers}, "bench", func(msg string) { b.Fatal(msg) })
@@ -66,16 +63,10 @@ func BenchmarkFirstCall(b *testing.B) {
 // handling. The difference between the two is hermes's part of a first
 // call; the rest is the server's start and the protocol's handshake.
 func BenchmarkFirstCallSDK(b *testing.B) {
-	srv, _ := testServer(b, nil)
-	if bin := os.Getenv("HERMES_BENCH_MCP_SERVER"); bin != "" {
-		srv.Command = bin
-	}
+	srv := benchServer(b)
 	var took []time.Duration
 	for b.Loop() {
-		cmd := exec.Command(srv.Command)
-		for k, v := range srv.Env {
-			cmd.Env = append(cmd.Env, k+"="+v)
-		}
+		cmd := serverCmd(srv)
 		start := time.Now()
 		client := sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "bench"}, nil)
 		cs, err := client.Connect(context.Background(), &sdk.CommandTransport{Command: cmd}, nil)
@@ -98,16 +89,10 @@ func BenchmarkFirstCallSDK(b *testing.B) {
 // exits, with no MCP message. On a Go server built with the SDK it is
 // most of a first call.
 func BenchmarkServerExec(b *testing.B) {
-	srv, _ := testServer(b, nil)
-	if bin := os.Getenv("HERMES_BENCH_MCP_SERVER"); bin != "" {
-		srv.Command = bin
-	}
+	srv := benchServer(b)
 	var took []time.Duration
 	for b.Loop() {
-		cmd := exec.Command(srv.Command)
-		for k, v := range srv.Env {
-			cmd.Env = append(cmd.Env, k+"="+v)
-		}
+		cmd := serverCmd(srv)
 		start := time.Now()
 		if err := cmd.Run(); err != nil {
 			b.Fatal(err)
@@ -115,6 +100,25 @@ func BenchmarkServerExec(b *testing.B) {
 		took = append(took, time.Since(start))
 	}
 	reportFirstCalls(b, took)
+}
+
+// benchServer is the server the benchmarks start: the test binary as a
+// Go stdio server, or the binary $HERMES_BENCH_MCP_SERVER names.
+func benchServer(b *testing.B) profiles.MCPServer {
+	srv, _ := testServer(b, nil)
+	if bin := os.Getenv("HERMES_BENCH_MCP_SERVER"); bin != "" {
+		srv.Command = bin
+	}
+	return srv
+}
+
+// serverCmd is srv's command with its environment and nothing else.
+func serverCmd(srv profiles.MCPServer) *exec.Cmd {
+	cmd := exec.Command(srv.Command)
+	for k, v := range srv.Env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	return cmd
 }
 
 // reportFirstCalls reports the median and the least of the times: on a
