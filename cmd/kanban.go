@@ -362,6 +362,9 @@ func kanbanShow(e *env) error {
 	if len(t.Parents) > 0 {
 		tb.row("parents:", strings.Join(t.Parents, " "))
 	}
+	if t.SubtaskOf != "" {
+		tb.row("subtask of:", t.SubtaskOf)
+	}
 	if t.NotBefore != "" && t.Status == kanban.Ready {
 		tb.row("not before:", t.NotBefore)
 	}
@@ -601,9 +604,8 @@ func (k *kanbanWorker) Comment(ctx context.Context, text string) error {
 }
 
 // Create makes a task on the worker's board, assigned to assignee or the
-// worker's profile. A subtask is created, then made a parent of the
-// worker's task: a crash between the two leaves a task the worker's does
-// not wait for, which the worker, resumed, sees in its transcript.
+// worker's profile; a subtask, one the worker's task waits for, in one
+// commit (kanban.Board.CreateSubtask).
 func (k *kanbanWorker) Create(ctx context.Context, title, body, assignee string, subtask bool) (string, error) {
 	if assignee == "" {
 		assignee = k.author
@@ -612,16 +614,14 @@ func (k *kanbanWorker) Create(ctx context.Context, title, body, assignee string,
 		return "", err
 	}
 	b := k.boardFor(ctx)
-	t, err := b.Create(kanban.Task{Title: title, Body: body, Assignee: assignee})
-	if err != nil {
-		return "", err
-	}
+	t := kanban.Task{Title: title, Body: body, Assignee: assignee}
+	var err error
 	if subtask {
-		if _, err := b.AddSubtask(k.w, t.ID); err != nil {
-			return t.ID, fmt.Errorf("task %s was created, but your task does not wait for it: %w", t.ID, err)
-		}
+		t, err = b.CreateSubtask(k.w, t)
+	} else {
+		t, err = b.Create(t)
 	}
-	return t.ID, nil
+	return t.ID, err
 }
 
 func (k *kanbanWorker) Heartbeat(ctx context.Context) error {

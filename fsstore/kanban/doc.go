@@ -85,6 +85,10 @@
 // before the task is mended by the next create with the key, which makes
 // the task with the recorded id.
 //
+// A worker's subtask is made in one commit, its document naming the task
+// that waits for it; the task's parents gain it after, and are mended by
+// the worker's block (subtask.go).
+//
 // A marker in open/ for each task not done or archived lets a dispatch
 // tick read only the open tasks. It is written before the task's document
 // and removed after it, so a stale marker names a task whose document says
