@@ -264,7 +264,7 @@ func kanbanList(e *env) error {
 	if err != nil {
 		return err
 	}
-	all, err = viewAll(board, all)
+	all, err = board.ViewAll(all)
 	if err != nil {
 		return err
 	}
@@ -315,45 +315,19 @@ func kanbanShow(e *env) error {
 	if err != nil {
 		return err
 	}
-	t, err := board.Get(id)
-	if err != nil {
-		return err
-	}
-	comments, err := board.Comments(id)
-	if err != nil {
-		return err
-	}
-	events, err := board.Events(id)
-	if err != nil {
-		return err
-	}
-	if comments == nil {
-		comments = []kanban.Comment{}
-	}
-	if events == nil {
-		events = []kanban.Event{} // an events log lost or torn whole: still an array
-	}
-	t, hold, err := board.View(t, nil)
+	shown, err := board.Show(id)
 	if err != nil {
 		return err
 	}
 	if e.json {
-		var held *kanban.Hold
-		if hold.Parent != "" {
-			held = &hold
-		}
-		return printJSON(e.stdout, struct {
-			kanban.Task
-			Hold     *kanban.Hold     `json:"hold,omitempty"`
-			Comments []kanban.Comment `json:"comments"`
-			Events   []kanban.Event   `json:"events"`
-		}{t, held, comments, events})
+		return printJSON(e.stdout, shown)
 	}
+	t, hold, comments := shown.Task, shown.Hold, shown.Comments
 	tb := newTable(e.stdout)
 	tb.row("id:", t.ID)
 	tb.row("title:", t.Title)
 	tb.row("status:", t.Status)
-	if hold.Parent != "" {
+	if hold != nil {
 		tb.row("waiting:", hold.Reason)
 	}
 	if t.BlockReason != "" {

@@ -72,6 +72,9 @@ const (
 	EventUnlinked          EventType = "unlinked"
 	EventGaveUp            EventType = "gave_up"
 	EventAssigned          EventType = "assigned"
+	// EventWaiting follows the "blocked" of a worker's block that leaves
+	// its task waiting for its subtasks (todo), its detail what holds it.
+	EventWaiting EventType = "waiting"
 )
 
 // Blocks reports whether an event stopped the task's work (a block by a

@@ -146,6 +146,7 @@ func (b *Board) Block(id string, w *Worker, reason string) (Task, string, error)
 				return nil, err
 			} else if h.Parent != "" {
 				t.Status = Todo
+				return append(linked, ev, Event{Type: EventWaiting, RunID: ev.RunID, Detail: h.Reason}), nil
 			}
 		}
 		return append(linked, ev), nil
