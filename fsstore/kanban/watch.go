@@ -90,10 +90,13 @@ func (c Cursor) less(d Cursor) bool {
 // filesystem would not deliver from another host, and the logs are
 // appended in place, so another host's appends are seen. Each Poll reads
 // what each log gained since the last, and reports the events committed
-// (their ts not later than the document's updated_at: see commit) whose
-// ts is later than since, oldest first; an event not committed yet is
-// read again at the next Poll. Comments come from the comments logs as
-// "commented" events.
+// (their ts not later than the document's updated_at: see commit) in
+// the order of their cursors; the first Poll only those later than since
+// (Watch) or after a cursor (WatchAfter), and each later Poll every event
+// committed since, whatever its ts, so a change committed after another
+// with a later ts is not lost. An event not committed yet is read again
+// at the next Poll. Comments come from the comments logs as "commented"
+// events.
 type Watcher struct {
 	b     *Board
 	id    string
