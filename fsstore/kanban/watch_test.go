@@ -142,3 +142,26 @@ func TestWatchAfterBadCursor(t *testing.T) {
 		t.Errorf("a cursor of a log cut shorter: %v", err)
 	}
 }
+
+// TestWatchLateCommit: a change committed after the watch's first poll is
+// reported, though its ts is earlier than the watch's start (its ts was
+// taken before another change's, which committed first).
+func TestWatchLateCommit(t *testing.T) {
+	b, clock, _ := kbBoard(t)
+	kbCreate(t, b, Task{ID: "a", Title: "a"})
+	start := clock.Advance(time.Minute)
+	w, err := b.Watch("", fsstore.TimeOf(start))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := kbPoll(t, w); len(got) != 0 {
+		t.Fatalf("first poll: %q", got)
+	}
+	b.Now = func() time.Time { return start.Add(-time.Second) }
+	if _, err := b.Complete("a", nil, "ok"); err != nil {
+		t.Fatal(err)
+	}
+	if got := kbPoll(t, w); len(got) != 1 || got[0] != "a completed ok" {
+		t.Fatalf("a change committed late: %q", got)
+	}
+}
