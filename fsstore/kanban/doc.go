@@ -17,6 +17,8 @@
 //	running         done                Complete
 //	running         blocked             Block, FailRun of spawn_failed, the failure
 //	                                    that reaches the limit (gave_up)
+//	running         todo                Block by its worker while a subtask is not
+//	                                    done: it waits (subtask.go)
 //	running         ready               FailRun (crashed, protocol_violation) and
 //	                                    Reclaim under the limit, after a backoff
 //	blocked         ready (todo)        Unblock (todo when the task has parents)
