@@ -264,7 +264,7 @@ func kanbanList(e *env) error {
 	if err != nil {
 		return err
 	}
-	all, err = viewAll(board, all)
+	all, err = board.ViewAll(all)
 	if err != nil {
 		return err
 	}
@@ -315,45 +315,19 @@ func kanbanShow(e *env) error {
 	if err != nil {
 		return err
 	}
-	t, err := board.Get(id)
-	if err != nil {
-		return err
-	}
-	comments, err := board.Comments(id)
-	if err != nil {
-		return err
-	}
-	events, err := board.Events(id)
-	if err != nil {
-		return err
-	}
-	if comments == nil {
-		comments = []kanban.Comment{}
-	}
-	if events == nil {
-		events = []kanban.Event{} // an events log lost or torn whole: still an array
-	}
-	t, hold, err := board.View(t, nil)
+	shown, err := board.Show(id)
 	if err != nil {
 		return err
 	}
 	if e.json {
-		var held *kanban.Hold
-		if hold.Parent != "" {
-			held = &hold
-		}
-		return printJSON(e.stdout, struct {
-			kanban.Task
-			Hold     *kanban.Hold     `json:"hold,omitempty"`
-			Comments []kanban.Comment `json:"comments"`
-			Events   []kanban.Event   `json:"events"`
-		}{t, held, comments, events})
+		return printJSON(e.stdout, shown)
 	}
+	t, hold, comments := shown.Task, shown.Hold, shown.Comments
 	tb := newTable(e.stdout)
 	tb.row("id:", t.ID)
 	tb.row("title:", t.Title)
 	tb.row("status:", t.Status)
-	if hold.Parent != "" {
+	if hold != nil {
 		tb.row("waiting:", hold.Reason)
 	}
 	if t.BlockReason != "" {
@@ -361,6 +335,9 @@ func kanbanShow(e *env) error {
 	}
 	if len(t.Parents) > 0 {
 		tb.row("parents:", strings.Join(t.Parents, " "))
+	}
+	if t.SubtaskOf != "" {
+		tb.row("subtask of:", t.SubtaskOf)
 	}
 	if t.NotBefore != "" && t.Status == kanban.Ready {
 		tb.row("not before:", t.NotBefore)
@@ -601,9 +578,8 @@ func (k *kanbanWorker) Comment(ctx context.Context, text string) error {
 }
 
 // Create makes a task on the worker's board, assigned to assignee or the
-// worker's profile. A subtask is created, then made a parent of the
-// worker's task: a crash between the two leaves a task the worker's does
-// not wait for, which the worker, resumed, sees in its transcript.
+// worker's profile; a subtask, one the worker's task waits for, in one
+// commit (kanban.Board.CreateSubtask).
 func (k *kanbanWorker) Create(ctx context.Context, title, body, assignee string, subtask bool) (string, error) {
 	if assignee == "" {
 		assignee = k.author
@@ -612,16 +588,14 @@ func (k *kanbanWorker) Create(ctx context.Context, title, body, assignee string,
 		return "", err
 	}
 	b := k.boardFor(ctx)
-	t, err := b.Create(kanban.Task{Title: title, Body: body, Assignee: assignee})
-	if err != nil {
-		return "", err
-	}
+	t := kanban.Task{Title: title, Body: body, Assignee: assignee}
+	var err error
 	if subtask {
-		if _, err := b.AddSubtask(k.w, t.ID); err != nil {
-			return t.ID, fmt.Errorf("task %s was created, but your task does not wait for it: %w", t.ID, err)
-		}
+		t, err = b.CreateSubtask(k.w, t)
+	} else {
+		t, err = b.Create(t)
 	}
-	return t.ID, nil
+	return t.ID, err
 }
 
 func (k *kanbanWorker) Heartbeat(ctx context.Context) error {

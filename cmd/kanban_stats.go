@@ -34,8 +34,8 @@ type kanbanStatsReport struct {
 
 // statusAfter is the status an event leaves its task in, "" for an event
 // that does not move it. A worker's block that waits for its subtasks
-// leaves the task todo, which its event does not say: it counts as
-// blocked.
+// leaves the task todo, as show names it: its "blocked" is followed by
+// "waiting" at the same time.
 func statusAfter(ev kanban.Event) kanban.Status {
 	switch ev.Type {
 	case kanban.EventCreated:
@@ -50,6 +50,8 @@ func statusAfter(ev kanban.Event) kanban.Status {
 		return kanban.Ready
 	case kanban.EventArchived:
 		return kanban.Archived
+	case kanban.EventWaiting:
+		return kanban.Todo
 	}
 	return ""
 }
@@ -66,7 +68,7 @@ func kanbanStats(e *env) error {
 	if err != nil {
 		return err
 	}
-	if all, err = viewAll(board, all); err != nil {
+	if all, err = board.ViewAll(all); err != nil {
 		return err
 	}
 	r := kanbanStatsReport{Tasks: len(all), ByStatus: map[string]int{}, ByAssignee: map[string]map[string]int{},

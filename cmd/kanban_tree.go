@@ -1,37 +1,11 @@
 package cmd
 
 import (
-	"errors"
 	"strings"
 
 	"github.com/hermes/hermes/fsstore"
 	"github.com/hermes/hermes/fsstore/kanban"
 )
-
-// viewAll is every task of all as readers see it (Board.View): a waiting
-// task whose parents are done is ready. The parents are looked up in all
-// first.
-func viewAll(board *kanban.Board, all []kanban.Task) ([]kanban.Task, error) {
-	byID := make(map[string]kanban.Task, len(all))
-	for _, t := range all {
-		byID[t.ID] = t
-	}
-	get := func(id string) (kanban.Task, error) {
-		if t, ok := byID[id]; ok {
-			return t, nil
-		}
-		return kanban.Task{}, fsstore.NotFoundf("kanban task %s not found", id)
-	}
-	out := make([]kanban.Task, len(all))
-	for i, t := range all {
-		v, _, err := board.View(t, get)
-		if err != nil && !errors.Is(err, fsstore.ErrNotFound) {
-			return nil, err
-		}
-		out[i] = v
-	}
-	return out, nil
-}
 
 // treeRow is a task in the tree of list --tree, depth levels under the
 // root it was reached from.

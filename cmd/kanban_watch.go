@@ -21,8 +21,9 @@ func kanbanWatchCommand() *cli.Command {
 		Usage:     "print the board's events (or one task's) as they are committed, a line each, until interrupted",
 		ArgsUsage: "[ID]",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "since", Usage: "first the events later than this time (an event's ts: resume where a watch stopped)"},
-			&cli.BoolFlag{Name: "once", Usage: "print the events since --since, then exit"},
+			&cli.StringFlag{Name: "since", Usage: "first the events later than this time (an event's ts)"},
+			&cli.StringFlag{Name: "after", Usage: "first the events after this cursor (an event's cursor, with --json: resume exactly where a watch stopped)"},
+			&cli.BoolFlag{Name: "once", Usage: "print the events since --since or after --after, then exit"},
 			&cli.StringFlag{Name: "interval", Value: "200ms", Usage: "how often the events logs are looked at"},
 		},
 		Action: withEnv(kanbanWatch),
@@ -30,8 +31,8 @@ func kanbanWatchCommand() *cli.Command {
 }
 
 // kanbanWatch prints committed events: TS TASK TYPE [run RUN] [DETAIL],
-// or with --json each event with its task_id. Without --since it starts
-// now.
+// or with --json each event with its task_id and cursor. Without --since
+// or --after it starts now.
 func kanbanWatch(e *env) error {
 	if e.c.NArg() > 1 {
 		return usagef("watch takes at most one task ID")
@@ -43,14 +44,24 @@ func kanbanWatch(e *env) error {
 		}
 	}
 	since := fsstore.TimeOf(time.Now())
-	if s := e.c.String("since"); s != "" {
+	var after *kanban.Cursor
+	switch s, a := e.c.String("since"), e.c.String("after"); {
+	case s != "" && a != "":
+		return usagef("--since and --after cannot be used together")
+	case s != "":
 		at, err := time.Parse(time.RFC3339Nano, s)
 		if err != nil {
 			return usagef("--since %q is not an RFC 3339 time (an event's ts)", s)
 		}
 		since = fsstore.TimeOf(at)
-	} else if e.c.Bool("once") {
-		return usagef("--once needs --since")
+	case a != "":
+		c, err := kanban.ParseCursor(a)
+		if err != nil {
+			return err
+		}
+		after = &c
+	case e.c.Bool("once"):
+		return usagef("--once needs --since or --after")
 	}
 	interval, err := durationFlag(e.c, "interval", profiles.ParsePeriod)
 	if err != nil {
@@ -60,7 +71,12 @@ func kanbanWatch(e *env) error {
 	if err != nil {
 		return err
 	}
-	w, err := board.Watch(id, since)
+	var w *kanban.Watcher
+	if after != nil {
+		w, err = board.WatchAfter(id, *after)
+	} else {
+		w, err = board.Watch(id, since)
+	}
 	if err != nil {
 		return err
 	}

@@ -295,6 +295,9 @@ func (s *server) kanbanList(_ context.Context, _ *mcp.CallToolRequest, a kanbanL
 	if err != nil {
 		return failure(err), nil, nil
 	}
+	if all, err = s.Board.ViewAll(all); err != nil {
+		return failure(err), nil, nil
+	}
 	var list []kanban.Task
 	for _, t := range all {
 		if (status == "" && t.Status == kanban.Archived) || (status != "" && t.Status != status) || (a.Assignee != "" && t.Assignee != a.Assignee) {
@@ -312,30 +315,14 @@ type taskArgs struct {
 	ID string `json:"id" jsonschema:"the task's id"`
 }
 
-// taskShown is a task as hermes kanban show --json prints it.
-type taskShown struct {
-	kanban.Task
-	Comments []kanban.Comment `json:"comments"`
-	Events   []kanban.Event   `json:"events"`
-}
-
 func (s *server) kanbanShow(_ context.Context, _ *mcp.CallToolRequest, a taskArgs) (*mcp.CallToolResult, none, error) {
 	if err := fsstore.CheckID("task id", a.ID); err != nil {
 		return failure(err), nil, nil
 	}
-	t, err := s.Board.Get(a.ID)
+	shown, err := s.Board.Show(a.ID)
 	if err != nil {
 		return failure(err), nil, nil
 	}
-	comments, err := s.Board.Comments(a.ID)
-	if err != nil {
-		return failure(err), nil, nil
-	}
-	events, err := s.Board.Events(a.ID)
-	if err != nil {
-		return failure(err), nil, nil
-	}
-	shown := taskShown{t, append([]kanban.Comment{}, comments...), append([]kanban.Event{}, events...)}
 	// A long-lived task's history is cut from its oldest end to fit.
 	for {
 		b, err := marshal(shown)

@@ -326,3 +326,42 @@ func TestHTTPCORS(t *testing.T) {
 		}
 	}
 }
+
+// TestKanbanWaitingChild: kanban_show and kanban_list show a child with a
+// parent as hermes kanban show and list do: waiting, with what it waits
+// for, then ready in the commit that completes its parent, though its
+// document still says todo.
+func TestKanbanWaitingChild(t *testing.T) {
+	o := testOptions(t)
+	if _, err := o.Board.Create(kanban.Task{ID: "p", Title: "parent"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.Board.Create(kanban.Task{ID: "c", Title: "child", Parents: []string{"p"}}); err != nil {
+		t.Fatal(err)
+	}
+	cs := connect(t, o)
+	var got struct {
+		Status string       `json:"status"`
+		Hold   *kanban.Hold `json:"hold"`
+	}
+	out, isErr := call(t, cs, "kanban_show", map[string]any{"id": "c"})
+	if isErr || json.Unmarshal([]byte(out), &got) != nil {
+		t.Fatalf("kanban_show: %s", out)
+	}
+	if got.Status != "todo" || got.Hold == nil || got.Hold.Parent != "p" || got.Hold.Reason != "waiting for parent p (ready)" {
+		t.Fatalf("waiting child shown as %s", out)
+	}
+	if _, err := o.Board.Complete("p", nil, "done"); err != nil {
+		t.Fatal(err)
+	}
+	got.Hold = nil
+	if out, _ := call(t, cs, "kanban_show", map[string]any{"id": "c"}); json.Unmarshal([]byte(out), &got) != nil || got.Status != "ready" || got.Hold != nil {
+		t.Fatalf("child of a done parent shown as %s", out)
+	}
+	if out, _ := call(t, cs, "kanban_list", map[string]any{"status": "ready"}); !strings.Contains(out, `"id":"c"`) {
+		t.Fatalf("kanban_list of ready tasks: %s", out)
+	}
+	if out, _ := call(t, cs, "kanban_list", map[string]any{"status": "todo"}); strings.Contains(out, `"id":"c"`) {
+		t.Fatalf("kanban_list of todo tasks: %s", out)
+	}
+}

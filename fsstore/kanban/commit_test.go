@@ -30,25 +30,33 @@ var faults = []struct {
 }
 
 // A create that fails at any step leaves nothing: no task, no open marker,
-// no events log.
+// no events log. A create with parents is the same one commit: the
+// parents are in the new task's document, and no other document names
+// them.
 func TestKanbanCreateFailureLeavesNothing(t *testing.T) {
 	for _, fault := range faults {
-		t.Run(fault.name, func(t *testing.T) {
-			b, _, _ := kbBoard(t)
-			kbCreate(t, b, Task{ID: "t0", Title: "there before"})
-			fault.inject(t)
-			if _, err := b.Create(Task{ID: "t1", Title: "x"}); !errors.Is(err, storetest.ErrInjected) {
-				t.Fatalf("create: %v, want the injected fault", err)
-			}
-			for _, path := range []string{b.docPath("t1"), b.eventsPath("t1"), filepath.Join(b.openDir(), "t1")} {
-				if kbExists(path) {
-					t.Errorf("a failed create left %s", path)
+		for _, parents := range [][]string{nil, {"t0"}} {
+			t.Run(fmt.Sprintf("%s parents %v", fault.name, parents), func(t *testing.T) {
+				b, _, _ := kbBoard(t)
+				kbCreate(t, b, Task{ID: "t0", Title: "there before"})
+				before := kbRead(t, b.docPath("t0"))
+				fault.inject(t)
+				if _, err := b.Create(Task{ID: "t1", Title: "x", Parents: parents}); !errors.Is(err, storetest.ErrInjected) {
+					t.Fatalf("create: %v, want the injected fault", err)
 				}
-			}
-			if ids, _ := b.OpenIDs(); len(ids) != 1 || ids[0] != "t0" {
-				t.Errorf("open tasks %v, want only t0", ids)
-			}
-		})
+				for _, path := range []string{b.docPath("t1"), b.eventsPath("t1"), filepath.Join(b.openDir(), "t1")} {
+					if kbExists(path) {
+						t.Errorf("a failed create left %s", path)
+					}
+				}
+				if ids, _ := b.OpenIDs(); len(ids) != 1 || ids[0] != "t0" {
+					t.Errorf("open tasks %v, want only t0", ids)
+				}
+				if !bytes.Equal(kbRead(t, b.docPath("t0")), before) {
+					t.Errorf("a failed create changed its parent")
+				}
+			})
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package kanban
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -185,12 +186,13 @@ func (b *Board) ancestorPath(from, want string) ([]string, error) {
 }
 
 // Unlink removes parent from task child's parents. A waiting child left
-// with no parent is ready.
+// with no parent is ready. A parent that was child's subtask loses its
+// marker after (subtask.go), so that no block of child takes it back.
 func (b *Board) Unlink(child, parent string) (Task, error) {
 	if err := fsstore.CheckID("parent task id", parent); err != nil {
 		return Task{}, err
 	}
-	return b.Update(child, func(t *Task, _ time.Time) ([]Event, error) {
+	t, err := b.Update(child, func(t *Task, _ time.Time) ([]Event, error) {
 		i := slices.Index(t.Parents, parent)
 		if i < 0 {
 			return nil, fsstore.NotFoundf("task %s has no parent %s", t.ID, parent)
@@ -201,6 +203,12 @@ func (b *Board) Unlink(child, parent string) (Task, error) {
 		}
 		return []Event{{Type: EventUnlinked, Detail: parent}}, nil
 	})
+	if err == nil {
+		if err := os.Remove(filepath.Join(b.subtasksDir(child), parent)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			b.Warn(fmt.Sprintf("task %s no longer waits for %s, but its subtask marker stays (a block of %s would wait for it again): %v", child, parent, child, err))
+		}
+	}
+	return t, err
 }
 
 // promoteWaiting makes a waiting task t ready in a change that claims

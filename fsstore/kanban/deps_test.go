@@ -185,10 +185,10 @@ func TestSubtaskWait(t *testing.T) {
 	}
 	w := Worker{Task: "o", Run: task.CurrentRunID, Claim: task.ClaimLock}
 	kbCreate(t, b, Task{ID: "s", Title: "part"})
-	if _, err := b.AddSubtask(w, "s"); err != nil {
+	if _, err := b.linkSubtask(w, "s"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.AddSubtask(Worker{Task: "o", Run: "stale", Claim: "x"}, "s"); !errors.Is(err, fsstore.ErrRefused) {
+	if _, err := b.linkSubtask(Worker{Task: "o", Run: "stale", Claim: "x"}, "s"); !errors.Is(err, fsstore.ErrRefused) {
 		t.Fatalf("a stale worker's subtask: %v", err)
 	}
 	clock.Advance(time.Second)

@@ -17,6 +17,8 @@
 //	running         done                Complete
 //	running         blocked             Block, FailRun of spawn_failed, the failure
 //	                                    that reaches the limit (gave_up)
+//	running         todo                Block by its worker while a subtask is not
+//	                                    done: it waits (subtask.go)
 //	running         ready               FailRun (crashed, protocol_violation) and
 //	                                    Reclaim under the limit, after a backoff
 //	blocked         ready (todo)        Unblock (todo when the task has parents)
@@ -84,6 +86,10 @@
 // creates the task: the key's file is the commit point, and a crash
 // before the task is mended by the next create with the key, which makes
 // the task with the recorded id.
+//
+// A worker's subtask is made in one commit, its document naming the task
+// that waits for it; the task's parents gain it after, and are mended by
+// the worker's block (subtask.go).
 //
 // A marker in open/ for each task not done or archived lets a dispatch
 // tick read only the open tasks. It is written before the task's document

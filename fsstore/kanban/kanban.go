@@ -72,6 +72,9 @@ const (
 	EventUnlinked          EventType = "unlinked"
 	EventGaveUp            EventType = "gave_up"
 	EventAssigned          EventType = "assigned"
+	// EventWaiting follows the "blocked" of a worker's block that leaves
+	// its task waiting for its subtasks (todo), its detail what holds it.
+	EventWaiting EventType = "waiting"
 )
 
 // Blocks reports whether an event stopped the task's work (a block by a
@@ -121,7 +124,10 @@ type Task struct {
 	// IdempotencyKey is the key of the create that made the task
 	// (CreateOnce), if any.
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
-	Runs           []Run  `json:"runs"`
+	// SubtaskOf is the task whose worker made this one as a subtask,
+	// which waits for it (subtask.go).
+	SubtaskOf string `json:"subtask_of,omitempty"`
+	Runs      []Run  `json:"runs"`
 }
 
 // Run is one attempt of a worker at a task.
@@ -278,19 +284,7 @@ func (b *Board) DispatchLockPath() string { return filepath.Join(b.Dir, "dispatc
 // document, which readers skip and the next writer of that id moves aside.
 func (b *Board) Create(t Task) (Task, error) {
 	now := b.Now()
-	if t.ID == "" {
-		t.ID = fsstore.NewID(now)
-	}
-	if err := fsstore.CheckNewID("task id", t.ID); err != nil {
-		return Task{}, err
-	}
-	if strings.TrimSpace(t.Title) == "" {
-		return Task{}, fsstore.Invalidf("empty task title")
-	}
-	if err := fsstore.CheckTitle(t.Title); err != nil {
-		return Task{}, err
-	}
-	if err := b.checkParents(t.Parents); err != nil {
+	if err := b.checkNew(&t, now); err != nil {
 		return Task{}, err
 	}
 	if len(t.Parents) > 0 {
@@ -335,6 +329,24 @@ func (b *Board) Create(t Task) (Task, error) {
 		return Task{}, err
 	}
 	return t, nil
+}
+
+// checkNew checks a task to be created, and gives it an id if it has
+// none.
+func (b *Board) checkNew(t *Task, now time.Time) error {
+	if t.ID == "" {
+		t.ID = fsstore.NewID(now)
+	}
+	if err := fsstore.CheckNewID("task id", t.ID); err != nil {
+		return err
+	}
+	if strings.TrimSpace(t.Title) == "" {
+		return fsstore.Invalidf("empty task title")
+	}
+	if err := fsstore.CheckTitle(t.Title); err != nil {
+		return err
+	}
+	return b.checkParents(t.Parents)
 }
 
 // ensureDirs makes the board's directories, refusing any that is a
@@ -802,7 +814,8 @@ func (b *Board) appendLine(path string, line []byte) error {
 // by a quarantine: the events of a create that crashed before its
 // document. With repair it is moved to lostFound. It also reports a task
 // whose events log records more claims than its document holds runs (see
-// checkClaims), which repair cannot mend.
+// checkClaims), which repair cannot mend, and the subtasks a task does not
+// wait for (checkSubtasks).
 func (b *Board) Check(repair bool, lostFound string) ([]fsstore.Finding, error) {
 	out, err := fsstore.CheckTree(b.Dir, func(log string) string { return log + ".lock" }, b.LockTimeout, repair, lostFound)
 	if err != nil {
@@ -852,7 +865,8 @@ func (b *Board) Check(repair bool, lostFound string) ([]fsstore.Finding, error) 
 			out = append(out, *f)
 		}
 	}
-	return out, nil
+	subs, err := b.checkSubtasks(repair)
+	return append(out, subs...), err
 }
 
 // checkClaims compares the committed claims of task id's events log with

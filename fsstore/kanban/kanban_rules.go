@@ -133,16 +133,23 @@ func (b *Board) Block(id string, w *Worker, reason string) (Task, string, error)
 			ev.RunID, workerTask = r.ID, r.WorkerTaskID
 		}
 		t.Status, t.BlockReason, t.Failures = Blocked, reason, 0
+		var linked []Event
 		if w != nil {
 			// A worker that blocks to wait for its subtasks (deps.go)
-			// waits, todo, and is ready again once they are done.
+			// waits, todo, and is ready again once they are done: all
+			// of them, linked or not yet (subtask.go).
+			var err error
+			if linked, err = b.adoptSubtasks(t); err != nil {
+				return nil, err
+			}
 			if h, err := b.Hold(*t, nil); err != nil {
 				return nil, err
 			} else if h.Parent != "" {
 				t.Status = Todo
+				return append(linked, ev, Event{Type: EventWaiting, RunID: ev.RunID, Detail: h.Reason}), nil
 			}
 		}
-		return []Event{ev}, nil
+		return append(linked, ev), nil
 	})
 	return t, workerTask, err
 }
@@ -299,18 +306,5 @@ func (b *Board) Assign(id, profile string) (Task, error) {
 		}
 		t.Assignee = profile
 		return []Event{{Type: EventAssigned, Detail: profile}}, nil
-	})
-}
-
-// AddSubtask makes task sub, made by worker w for its own task, a parent
-// of that task: the task waits for it once the worker blocks (Block).
-// sub is new, so no cycle can form.
-func (b *Board) AddSubtask(w Worker, sub string) (Task, error) {
-	return b.Update(w.Task, func(t *Task, _ time.Time) ([]Event, error) {
-		if err := t.holds(&w); err != nil {
-			return nil, err
-		}
-		t.Parents = append(t.Parents, sub)
-		return []Event{{Type: EventLinked, RunID: w.Run, Detail: sub}}, nil
 	})
 }
