@@ -154,7 +154,7 @@
 // line per session once it is compacted; no document is opened for a
 // line it rules out). There is no index per value: a state changes with
 // every end and reopen, and keeping such an index right is a second
-// catalog to repair, for a walk that costs about 0.15 s of CPU at 100,000
+// catalog to repair, for a walk that costs about 0.2 s of CPU at 100,000
 // sessions (reading 100,000 documents took seconds). The one case where the line is not the document is a
 // document changed other than through the store (edited by hand), or a
 // crash between a write's catalog line and its document: that session can

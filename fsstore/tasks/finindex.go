@@ -136,12 +136,13 @@ func (s *Store) loadIndex(size int64, holds string) (blocks []indexBlock, covere
 
 // extendIndex adds a block to the index for each whole block of lines of
 // the log (size bytes long) after the last one, rewriting the index when
-// it does not parse. When no block is due it reads only the index's last
-// line. Its errors are not the caller's: the index is a cache. The caller
-// holds the finished log's lock, so no line is half-written and none is
-// cut off while it reads.
-func (s *Store) extendIndex(size int64) {
-	if end, ok := s.indexTailEnd(); ok && size-end < finishedIndexBlock {
+// it does not parse. Unless full is set (a lookup found the index
+// damaged), it reads only the index's last line when no block is due. Its
+// errors are not the caller's: the index is a cache. The caller holds the
+// finished log's lock, so no line is half-written and none is cut off
+// while it reads.
+func (s *Store) extendIndex(size int64, full bool) {
+	if end, ok := s.indexTailEnd(); !full && ok && size-end < finishedIndexBlock {
 		return
 	}
 	blocks, covered, whole := s.loadIndex(size, "")
@@ -322,7 +323,7 @@ func (s *Store) catchUpIndex() {
 	defer unlock()
 	// The log as it is under the lock: a prune may have rewritten it.
 	if fi, err := os.Lstat(s.finishedPath()); err == nil {
-		s.extendIndex(fi.Size())
+		s.extendIndex(fi.Size(), true)
 	}
 }
 

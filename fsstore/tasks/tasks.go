@@ -435,7 +435,7 @@ func (s *Store) appendFinished(line []byte, now time.Time, commit func() error) 
 		return err
 	}
 	if fi, err := f.Stat(); err == nil {
-		s.extendIndex(fi.Size())
+		s.extendIndex(fi.Size(), false)
 	}
 	return nil
 }
