@@ -21,9 +21,10 @@ import (
 // reach finishedIndexBlock bytes; the index has one line per block: its
 // offsets, the id of its first line, and the least and greatest task id
 // in it, separated by tabs, which no id holds (a line is read without a
-// JSON decoder: the index of 100,000 tasks has about 700 lines). Lines are in the order tasks finished, not in id order (a task
-// that runs a week finishes after those started since), so the index is a
-// map of each block's range of ids, not a sorted list: a lookup reads the
+// JSON decoder: the index of 100,000 tasks has about 700 lines). Lines
+// are in the order tasks finished, not in id order (a task that runs a
+// week finishes after those started since), so the index is a map of
+// each block's range of ids, not a sorted list: a lookup reads the
 // lines after the last block backwards, then the blocks whose range holds
 // the id, newest first, and stops at the first line of the task it meets,
 // which is its last. Ids are time-ordered and most tasks finish soon after

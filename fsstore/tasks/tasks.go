@@ -246,15 +246,8 @@ func (s *Store) finishedRecord(id string) (*Task, error) {
 		return found, err
 	}
 	err = fsstore.EachLineBackward(f, size, func(line []byte, _ int64) bool {
-		if !bytes.HasPrefix(line, prefix) {
-			return true
-		}
-		e, ok := parseFinished(line)
-		if ok && e.Record != nil && e.TaskID == id {
-			found = e.Record
-			return false
-		}
-		return true
+		found = recordOf(line, id, prefix)
+		return found == nil
 	})
 	return found, err
 }
