@@ -8,6 +8,12 @@
 #       resident memory
 #   (c) `hermes sessions list --limit 20` over 100,000 sessions takes at
 #       most 3x what it takes over 1,000
+#   (c2) `hermes sessions list --source gateway --limit 20`, one session in
+#       ten of source gateway (the newest is the tenth), over 100,000
+#       sessions takes at most 1.2x what it takes over 1,000 (the filter
+#       reads the catalog's lines and opens only the documents it lists)
+#   (c3) `hermes sessions list --source none`, which no session passes:
+#       the whole catalog is walked (reported; no target)
 #   (d) throughput of 8 processes appending to one session vs to 8 sessions
 #       (reported; no target)
 #
@@ -97,12 +103,18 @@ export_rss_mb=$(awk -v k="$export_rss_kb" 'BEGIN {printf "%.1f", k/1024}')
 
 # (c) list: 1,000 vs 100,000 sessions.
 say "(c) generating 1000 and $big_sessions sessions (the second takes a while)"
-gen c_small -sessions 1000 -messages 2 -bytes-per-message 200 -q
-gen c_big -sessions "$big_sessions" -messages 2 -bytes-per-message 200 -q
+gen c_small -sessions 1000 -messages 2 -bytes-per-message 200 -other-source gateway -other-every 10 -q
+gen c_big -sessions "$big_sessions" -messages 2 -bytes-per-message 200 -other-source gateway -other-every 10 -q
 say "(c) timing lists ($runs_list runs each)"
 list_small=$(time_median "$runs_list" 3 "$hermes" --home "$tmp/c_small" sessions list --limit 20)
 list_big=$(time_median "$runs_list" 3 "$hermes" --home "$tmp/c_big" sessions list --limit 20)
 list_ratio=$(ratio "$list_big" "$list_small")
+say "(c2, c3) timing filtered lists ($runs_list runs each)"
+src_small=$(time_median "$runs_list" 3 "$hermes" --home "$tmp/c_small" sessions list --source gateway --limit 20)
+src_big=$(time_median "$runs_list" 3 "$hermes" --home "$tmp/c_big" sessions list --source gateway --limit 20)
+src_ratio=$(ratio "$src_big" "$src_small")
+rare_small=$(time_median "$runs_list" 3 "$hermes" --home "$tmp/c_small" sessions list --source none)
+rare_big=$(time_median "$runs_list" 3 "$hermes" --home "$tmp/c_big" sessions list --source none)
 
 # (d) 8 processes appending, to one session or to 8.
 say "(d) 8 processes × $appends_each appends, to one session and to 8"
@@ -154,6 +166,8 @@ $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $(go version | cut -d' ' -f3), timi
 | (a) append 1 message: history $big_history vs 10 | $(ms "$append_big") vs $(ms "$append_small") | $append_ratio x | 1.2 x | $(verdict "$append_ratio" 1.2) |
 | (b) export of a ${transcript_mb} MB transcript (${out_mb} MB out), peak RSS | ${export_rss_mb} MB (wall ${export_times[*]}) | ${export_rss_mb} MB | 64 MB | $(verdict "$export_rss_mb" 64) |
 | (c) list --limit 20: $big_sessions vs 1000 sessions | $(ms "$list_big") vs $(ms "$list_small") | $list_ratio x | 3 x | $(verdict "$list_ratio" 3) |
+| (c2) list --source gateway --limit 20 (1 session in 10): $big_sessions vs 1000 sessions | $(ms "$src_big") vs $(ms "$src_small") | $src_ratio x | 1.2 x | $(verdict "$src_ratio" 1.2) |
+| (c3) list --source none (no session passes: the whole catalog): $big_sessions vs 1000 sessions | $(ms "$rare_big") vs $(ms "$rare_small") | $(ratio "$rare_big" "$rare_small") x | none | |
 | (d) 8 processes appending: 1 session vs 8 sessions | ${tp_one} vs ${tp_eight} appends/s | $(ratio "$tp_one" "$tp_eight") x | none | message_count ${one_count:-?} (want $want_count) |
 
 (a) is the mean of two medians of $runs_append runs each, taken in the order small, big, big, small:

@@ -7,6 +7,9 @@
 #   (b) `hermes tasks history --limit 20` over 100,000 finished tasks, vs
 #       over 1,000 (medians and their ratio; history reads the finished log
 #       backwards and opens only the records it prints)
+#   (b2) `hermes tasks show ID` of the oldest of 100,000 finished tasks
+#       takes at most 1.2x the same over 1,000 (the finished index; a
+#       first show, untimed, writes it for the generated log)
 #   (c) `hermes tasks prune --older-than 1d --yes` of 100,000 finished
 #       tasks: total time of one run
 #
@@ -100,6 +103,12 @@ say "(b) timing history --limit 20 ($runs_history runs each)"
 hist_small=$(time_median "$runs_history" 3 "$hermes" --home "$tmp/b_small" tasks history --limit 20)
 hist_big=$(time_median "$runs_history" 3 "$hermes" --home "$tmp/b_big" tasks history --limit 20)
 hist_ratio=$(ratio "$hist_big" "$hist_small")
+say "(b2) timing show of the oldest task ($runs_history runs each)"
+oldest_small=$(head -c 100 "$tmp/b_small/profiles/default/tasks/.finished.jsonl" | sed -n 's/^{"id":"\([^"]*\)".*/\1/p')
+oldest_big=$(head -c 100 "$tmp/b_big/profiles/default/tasks/.finished.jsonl" | sed -n 's/^{"id":"\([^"]*\)".*/\1/p')
+show_small=$(time_median "$runs_history" 3 "$hermes" --home "$tmp/b_small" tasks show "$oldest_small")
+show_big=$(time_median "$runs_history" 3 "$hermes" --home "$tmp/b_big" tasks show "$oldest_big")
+show_ratio=$(ratio "$show_big" "$show_small")
 
 # (c) prune the 100,000 tasks of (b), which history only read: one run.
 say "(c) pruning $big finished tasks (one run)"
@@ -130,6 +139,7 @@ $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $(go version | cut -d' ' -f3), timi
 | (a') \`hermes --version\` (a bare hermes process, for scale) | $(ms "$bare") | | none | |
 $shm_row
 | (b) \`tasks history --limit 20\`: $big vs $small finished tasks | $(ms "$hist_big") vs $(ms "$hist_small") | $hist_ratio x | none | |
+| (b2) \`tasks show ID\` of the oldest task: $big vs $small finished tasks | $(ms "$show_big") vs $(ms "$show_small") | $show_ratio x | 1.2 x | $(verdict "$show_ratio" 1.2) |
 | (c) \`tasks prune --older-than 1d --yes\` of $big finished tasks | ${prune_s} s (one run) | $(awk -v s="$prune_s" -v n="$big" 'BEGIN {printf "%.0f µs/task", s*1e6/n}') | none | |
 
 (a) is the mean of two medians of $runs_run runs each, taken in the order true, hermes, hermes, true.

@@ -21,6 +21,8 @@ import (
 //
 //	BenchmarkAppend: history=100000 costs at most 1.2x history=10
 //	BenchmarkList:   sessions=100000 costs at most 3x sessions=1000
+//	BenchmarkListFiltered: every=10/sessions=100000 costs at most 1.2x
+//	                 every=10/sessions=1000
 //
 // scripts/bench.sh measures the same paths as whole processes beside
 // sqlite3, grep and cat.
@@ -73,6 +75,33 @@ func BenchmarkList(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkListFiltered lists the 20 most recent sessions of a source
+// that one session in ten has (every=10): the cost must follow the limit
+// and the share of sessions that pass, not the number of sessions
+// (sessions=100000 at most 1.2x sessions=1000): List rules the others out
+// by their catalog lines and opens only the documents it returns. With
+// every=0 no session passes and List walks the whole catalog, which is
+// the stated cost of a rare filter (doc.go), no target.
+func BenchmarkListFiltered(b *testing.B) {
+	for _, every := range []int{10, 0} {
+		for _, n := range []int{1_000, 100_000} {
+			b.Run(fmt.Sprintf("every=%d/sessions=%d", every, n), func(b *testing.B) {
+				s, _ := benchStore(b, fixture.Options{Sessions: n, Messages: 2, BytesPerMessage: 200, OtherSource: "gateway", OtherEvery: every})
+				want := 20
+				if every == 0 {
+					want = 0
+				}
+				for b.Loop() {
+					list, err := s.List(sessions.ListOptions{Limit: 20, Source: "gateway"})
+					if err != nil || len(list) != want {
+						b.Fatalf("List: %d sessions, %v", len(list), err)
+					}
+				}
+			})
+		}
 	}
 }
 

@@ -431,12 +431,20 @@ type ListOptions struct {
 }
 
 // List returns sessions by most recent activity first. It walks the
-// catalog backwards and opens only the documents it returns (and those the
-// filters reject), so its cost follows the limit, not the number of
-// sessions. A session whose line says it was last active before the line
-// was written (an import) is held back until the walk reaches lines
-// written before that activity. Message counts are checked against the
-// transcripts.
+// catalog backwards and opens only the documents it returns, so its cost
+// follows the limit, not the number of sessions. A session whose line says
+// it was last active before the line was written (an import) is held back
+// until the walk reaches lines written before that activity. Message
+// counts are checked against the transcripts.
+//
+// A filter on state or source is applied to each session's last catalog
+// line first (filterRejects), then to the document of each session the
+// line lets through, which is the truth: a list never holds a session
+// whose document does not match. The line records the session as of its
+// last write through the store, so a session is missing from a filtered
+// list only when its document was changed otherwise (by hand), or after a
+// crash between a write's line and its document, which fsck reports and
+// `fsck --repair` rebuilds (see doc.go).
 func (s *Store) List(opts ListOptions) ([]Session, error) {
 	f, size, err := s.openCatalog()
 	if f == nil || err != nil {
@@ -475,6 +483,9 @@ func (s *Store) List(opts ListOptions) ([]Session, error) {
 		if seenLine(line, seen) {
 			return true
 		}
+		if (opts.State != "" || opts.Source != "") && filterRejects(line, opts, seen) {
+			return true
+		}
 		var e catalogEntry
 		if json.Unmarshal(line, &e) != nil || seen[e.SessionID] || fsstore.CheckID("session id", e.SessionID) != nil {
 			return true
@@ -507,6 +518,58 @@ func seenLine(line []byte, seen map[string]bool) bool {
 	}
 	end := bytes.IndexByte(rest, '"')
 	return end >= 0 && seen[string(rest[:end])]
+}
+
+// filterRejects reports whether the catalog line, the last of its
+// session, rules the session out of a list filtered by opts, and then
+// marks the session seen. It reads the line's fields without decoding it,
+// since a filter that few sessions pass walks the whole catalog: the
+// store writes every line with json.Marshal, in catalogEntry's field
+// order, so `"state":"` can only begin the state field (a quote within a
+// string is escaped), and an empty source is left out. A removed session
+// has no document to list; a line without a state (written before it was
+// recorded), or whose value holds an escape, rules nothing out: the
+// document decides.
+func filterRejects(line []byte, opts ListOptions, seen map[string]bool) bool {
+	id, ok := lineSession(line)
+	if !ok {
+		return false
+	}
+	out := bytes.Contains(line, removedField)
+	if !out {
+		state, okState := lineString(line, stateField)
+		// A line with a state has a source too, left out when empty.
+		source, okSource := lineString(line, sourceField)
+		if !okState || (!okSource && bytes.Contains(line, sourceField)) {
+			return false
+		}
+		out = (opts.State != "" && state != opts.State) || (opts.Source != "" && source != opts.Source)
+	}
+	if out {
+		seen[id] = true
+	}
+	return out
+}
+
+var (
+	stateField   = []byte(`,"state":"`)
+	sourceField  = []byte(`,"source":"`)
+	removedField = []byte(`,"removed":true`)
+)
+
+// lineString returns the string value that follows field in line; false
+// when field is absent or the value holds an escape.
+func lineString(line, field []byte) (string, bool) {
+	i := bytes.Index(line, field)
+	if i < 0 {
+		return "", false
+	}
+	rest := line[i+len(field):]
+	end := bytes.IndexByte(rest, '"')
+	if end < 0 || bytes.IndexByte(rest[:end], '\\') >= 0 {
+		return "", false
+	}
+	return string(rest[:end]), true
 }
 
 // heldSession is a session List has seen in the catalog and not yet

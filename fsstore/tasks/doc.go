@@ -21,6 +21,17 @@
 // start, when not even that can be recorded, is discarded (Discard), so
 // that a failure leaves no record of a command that never ran.
 //
+// An old finished task is found through the finished index
+// (.finished.idx, finindex.go): the least and greatest task id of each
+// block of about 64 KB of the log, so that `tasks show ID` reads the log's
+// last lines and the one or two blocks whose ids hold ID, at 1,000 tasks
+// or 100,000. The index is a cache that Finish extends and that a lookup
+// checks against the log: a lookup that misses through it reads the log
+// backwards as before, so a stale index costs time, never a wrong answer.
+// A prune and RebuildIndex (fsck --repair) remove it before they rewrite
+// the log. Only an exact id is looked up so; an id prefix, and an id no
+// task has, read every line of the log (Resolve).
+//
 // A record names the host its processes run on (host). Only there are its
 // pids looked up; on another host that shares the profile a running task
 // is judged by its lease: its supervisor heartbeats every HeartbeatEvery

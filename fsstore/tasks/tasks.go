@@ -78,6 +78,9 @@ const PreviewBytes = 2048
 //	                    finished: its whole final record (older profiles
 //	                    hold entries naming <id>.json instead); history
 //	                    reads it backwards
+//	.finished.idx       the finished index: each block of the finished
+//	                    log's lines and the range of their ids (a cache,
+//	                    finindex.go)
 //	.prune.lock         held by Prune, so that one prune runs at a time
 //	.pruning            the ids an interrupted prune was removing
 //
@@ -227,7 +230,9 @@ func (s *Store) read(id string, locked bool) (Task, error) {
 }
 
 // finishedRecord returns the last record of task id in the finished log,
-// or nil. Only lines that start as a record of id does are decoded.
+// or nil. Only lines that start as a record of id does are decoded. It
+// looks through the finished index first (finindex.go), then, when that
+// finds nothing, reads the log backwards.
 func (s *Store) finishedRecord(id string) (*Task, error) {
 	f, size, err := fsstore.OpenSized(s.finishedPath())
 	if f == nil || err != nil {
@@ -236,17 +241,13 @@ func (s *Store) finishedRecord(id string) (*Task, error) {
 	defer f.Close()
 	quoted, _ := json.Marshal(id)
 	prefix := append(append([]byte(`{"id":`), quoted...), ',')
-	var found *Task
+	found, err := s.indexedRecord(f, size, id, prefix)
+	if err != nil || found != nil {
+		return found, err
+	}
 	err = fsstore.EachLineBackward(f, size, func(line []byte, _ int64) bool {
-		if !bytes.HasPrefix(line, prefix) {
-			return true
-		}
-		e, ok := parseFinished(line)
-		if ok && e.Record != nil && e.TaskID == id {
-			found = e.Record
-			return false
-		}
-		return true
+		found = recordOf(line, id, prefix)
+		return found == nil
 	})
 	return found, err
 }
@@ -423,7 +424,13 @@ func (s *Store) appendFinished(line []byte, now time.Time, commit func() error) 
 	if moved != "" {
 		s.Warn("torn tail moved aside to " + moved)
 	}
-	return fsstore.AppendThen(f, made, [][]byte{append(line, '\n')}, commit)
+	if err := fsstore.AppendThen(f, made, [][]byte{append(line, '\n')}, commit); err != nil {
+		return err
+	}
+	if fi, err := f.Stat(); err == nil {
+		s.extendIndex(fi.Size(), false)
+	}
+	return nil
 }
 
 // Discard removes the record, log and running marker of task id, whose
@@ -820,6 +827,9 @@ func (s *Store) dropFinished(removed map[string]bool) error {
 	if !dropped {
 		return nil
 	}
+	if err := s.dropIndex(); err != nil {
+		return err
+	}
 	if err := fsstore.WriteFileAtomic(s.finishedPath(), b.Bytes()); err != nil {
 		return err
 	}
@@ -889,6 +899,13 @@ func (s *Store) Resolve(ref string) (string, error) {
 		return "", err
 	}
 	if _, err := os.Lstat(s.docPath(ref)); err == nil {
+		return ref, nil
+	}
+	// An exact id of a finished task, found through the finished index:
+	// listing every id reads the whole log.
+	if r, err := s.finishedRecord(ref); err != nil {
+		return "", err
+	} else if r != nil {
 		return ref, nil
 	}
 	ids, err := s.IDs()
@@ -969,6 +986,9 @@ func (s *Store) RebuildIndex() error {
 		line, _ := json.Marshal(t)
 		b.Write(line)
 		b.WriteByte('\n')
+	}
+	if err := s.dropIndex(); err != nil {
+		return err
 	}
 	if err := fsstore.WriteFileAtomic(s.finishedPath(), b.Bytes()); err != nil {
 		return err

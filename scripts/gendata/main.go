@@ -2,10 +2,11 @@
 // store's exact formats (see scripts/fixture), and prints their ids one a
 // line, oldest first.
 //
-//	go run ./scripts/gendata -home DIR -sessions N -messages M -bytes-per-message B [-mixed] [-titled]
+//	go run ./scripts/gendata -home DIR -sessions N -messages M -bytes-per-message B [-mixed] [-titled] [-other-source S -other-every K]
 //
 // With -mixed, transcripts have mixed sizes around M messages
-// (fixture.MessagesOf): some empty, most small, a few ten times M.
+// (fixture.MessagesOf): some empty, most small, a few ten times M. With
+// -other-every K, every K-th session has source S, the rest "gendata".
 // The sessions go to DIR/profiles/<profile>/sessions, which must not hold
 // sessions yet. `hermes --home DIR fsck` passes on the result.
 package main
@@ -29,10 +30,12 @@ func main() {
 	messages := flag.Int("messages", 10, "messages in each transcript")
 	bytesPer := flag.Int("bytes-per-message", 200, "about this many bytes of text in each message")
 	mixed := flag.Bool("mixed", false, "transcripts of mixed sizes, about -messages on average")
+	other := flag.String("other-source", "", "with -other-every, the source of every Nth session")
+	every := flag.Int("other-every", 0, "every this many sessions, one has -other-source (0: none)")
 	titled := flag.Bool("titled", false, "title each session \"session N\" and write the title index")
 	quiet := flag.Bool("q", false, "do not print the ids")
 	flag.Parse()
-	if *home == "" || flag.NArg() > 0 || *sessions < 0 || *messages < 0 || *bytesPer < 1 {
+	if *home == "" || flag.NArg() > 0 || *sessions < 0 || *every < 0 || *messages < 0 || *bytesPer < 1 {
 		flag.Usage()
 		os.Exit(2)
 	}
@@ -53,6 +56,8 @@ func main() {
 		Mixed:           *mixed,
 		Profile:         *profile,
 		Titled:          *titled,
+		OtherSource:     *other,
+		OtherEvery:      *every,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gendata:", err)

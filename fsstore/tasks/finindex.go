@@ -1,0 +1,341 @@
+package tasks
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+
+	"github.com/hermes/hermes/fsstore"
+)
+
+// The finished index (.finished.idx) finds the line of an old finished
+// task without reading the finished log backwards to it: `tasks show` of a
+// task 100,000 tasks back reads one block of the log, not 50 MB.
+//
+// The log is cut into blocks of whole lines, each the first lines that
+// reach finishedIndexBlock bytes; the index has one line per block: its
+// offsets, the id of its first line, and the least and greatest task id
+// in it, separated by tabs, which no id holds (a line is read without a
+// JSON decoder: the index of 100,000 tasks has about 700 lines). Lines
+// are in the order tasks finished, not in id order (a task that runs a
+// week finishes after those started since), so the index is a map of
+// each block's range of ids, not a sorted list: a lookup reads the
+// lines after the last block backwards, then the blocks whose range holds
+// the id, newest first, and stops at the first line of the task it meets,
+// which is its last. Ids are time-ordered and most tasks finish soon after
+// they start, so a block's range is narrow and one or two blocks hold an
+// id; a long task widens its block's range, which costs a lookup one
+// block more, never a wrong answer.
+//
+// The index is a cache, never synced. Finish extends it, under the
+// finished log's lock, once the lines after its last block make a block;
+// a lookup that finds it missing or behind by a block (a profile written
+// before it existed) extends it too, when it can take the lock at once. A
+// rewrite of the log (prune, RebuildIndex) removes it first. A lookup
+// trusts a block only when its offsets still fall on line ends and its
+// first line is still of the task it names; an index that fails that, or
+// does not parse (a torn last line), is written again from the log. A
+// lookup that finds no line of its id through the index reads the log
+// backwards, as it did before the index: a stale index costs time, never
+// a wrong answer. An id that no finished task has (a typo) reads the whole
+// log.
+const finishedIndexName = ".finished.idx"
+
+// finishedIndexBlock is the least size of a block (a variable, so that
+// tests cut small logs into many blocks).
+var finishedIndexBlock int64 = 64 << 10
+
+// indexBlock is a line of the finished index: the block of the log from
+// Off to End, whose first line is of task First, and whose lines are of
+// tasks Min to Max.
+type indexBlock struct {
+	Off, End        int64
+	First, Min, Max string
+}
+
+func (blk indexBlock) appendTo(b []byte) []byte {
+	b = strconv.AppendInt(b, blk.Off, 10)
+	b = append(b, '\t')
+	b = strconv.AppendInt(b, blk.End, 10)
+	for _, id := range []string{blk.First, blk.Min, blk.Max} {
+		b = append(b, '\t')
+		b = append(b, id...)
+	}
+	return append(b, '\n')
+}
+
+// parseBlock reads a line of the index, without its newline; the ids are
+// left in f, and made strings only for a block the caller keeps.
+func parseBlock(line []byte, f *[5][]byte) (off, end int64, ok bool) {
+	n := 0
+	for n < 4 {
+		i := bytes.IndexByte(line, '\t')
+		if i < 0 {
+			return 0, 0, false
+		}
+		f[n], line = line[:i], line[i+1:]
+		n++
+	}
+	if bytes.IndexByte(line, '\t') >= 0 {
+		return 0, 0, false
+	}
+	f[4] = line
+	off, ok1 := atoi(f[0])
+	end, ok2 := atoi(f[1])
+	return off, end, ok1 && ok2
+}
+
+// atoi parses a non-negative decimal without allocating.
+func atoi(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
+}
+
+func (s *Store) finishedIndexPath() string { return filepath.Join(s.Dir, finishedIndexName) }
+
+// loadIndex returns the blocks of the finished index that cover the log's
+// first size bytes from its start, one after another, and where they end;
+// with holds set, only the blocks whose range of ids holds it. whole is
+// false when the index holds anything else (a torn line, a block past
+// size), which extendIndex then rewrites.
+func (s *Store) loadIndex(size int64, holds string) (blocks []indexBlock, covered int64, whole bool) {
+	b, err := os.ReadFile(s.finishedIndexPath())
+	if err != nil {
+		return nil, 0, errors.Is(err, os.ErrNotExist)
+	}
+	var f [5][]byte
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			return blocks, covered, false
+		}
+		off, end, ok := parseBlock(b[:i], &f)
+		if !ok || off != covered || end <= off || end > size || bytes.Compare(f[3], f[4]) > 0 {
+			return blocks, covered, false
+		}
+		if holds == "" || (string(f[3]) <= holds && holds <= string(f[4])) {
+			blocks = append(blocks, indexBlock{Off: off, End: end, First: string(f[2]), Min: string(f[3]), Max: string(f[4])})
+		}
+		covered, b = end, b[i+1:]
+	}
+	return blocks, covered, true
+}
+
+// extendIndex adds a block to the index for each whole block of lines of
+// the log (size bytes long) after the last one, rewriting the index when
+// it does not parse. Unless full is set (a lookup found the index
+// damaged), it reads only the index's last line when no block is due. Its
+// errors are not the caller's: the index is a cache. The caller holds the
+// finished log's lock, so no line is half-written and none is cut off
+// while it reads.
+func (s *Store) extendIndex(size int64, full bool) {
+	if end, ok := s.indexTailEnd(); !full && ok && size-end < finishedIndexBlock {
+		return
+	}
+	blocks, covered, whole := s.loadIndex(size, "")
+	f, size, err := fsstore.OpenSized(s.finishedPath())
+	if f == nil || err != nil {
+		return
+	}
+	defer f.Close()
+	more, err := indexBlocks(f, covered, size)
+	if err != nil || (len(more) == 0 && whole) {
+		return
+	}
+	if !whole {
+		s.writeIndex(append(blocks, more...))
+		return
+	}
+	idx, err := os.OpenFile(s.finishedIndexPath(), os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return
+	}
+	defer idx.Close()
+	idx.Write(encodeBlocks(more))
+}
+
+// indexTailEnd returns where the index's last block ends, read from its
+// last line alone (0 without an index); false when that line does not
+// parse.
+func (s *Store) indexTailEnd() (int64, bool) {
+	f, size, err := fsstore.OpenSized(s.finishedIndexPath())
+	if f == nil || err != nil {
+		return 0, err == nil
+	}
+	defer f.Close()
+	n := min(size, 1024)
+	buf := make([]byte, n)
+	if _, err := f.ReadAt(buf, size-n); err != nil || buf[n-1] != '\n' {
+		return 0, false
+	}
+	buf = buf[:n-1]
+	var fields [5][]byte
+	_, end, ok := parseBlock(buf[bytes.LastIndexByte(buf, '\n')+1:], &fields)
+	return end, ok
+}
+
+// dropIndex removes the index before the log is rewritten, whose offsets
+// it would no longer name; the next lookup or Finish writes it again.
+func (s *Store) dropIndex() error {
+	if err := os.Remove(s.finishedIndexPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+func (s *Store) writeIndex(blocks []indexBlock) {
+	if len(blocks) == 0 {
+		os.Remove(s.finishedIndexPath())
+		return
+	}
+	fsstore.WriteCacheFile(s.finishedIndexPath(), encodeBlocks(blocks))
+}
+
+func encodeBlocks(blocks []indexBlock) []byte {
+	var b []byte
+	for _, blk := range blocks {
+		b = blk.appendTo(b)
+	}
+	return b
+}
+
+// indexBlocks cuts the log's bytes from from to size into blocks, leaving
+// out the last lines that do not make a whole block.
+func indexBlocks(f *os.File, from, size int64) ([]indexBlock, error) {
+	r := bufio.NewReaderSize(io.NewSectionReader(f, from, size-from), 256<<10)
+	var blocks []indexBlock
+	cur := indexBlock{Off: from}
+	pos := from
+	for {
+		line, err := r.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// A line longer than the buffer: read on to its end.
+			rest := append([]byte(nil), line...)
+			for errors.Is(err, bufio.ErrBufferFull) {
+				line, err = r.ReadSlice('\n')
+				rest = append(rest, line...)
+			}
+			line = rest
+		}
+		if err != nil {
+			// io.EOF: what is left is a torn tail, never indexed.
+			if errors.Is(err, io.EOF) {
+				return blocks, nil
+			}
+			return nil, err
+		}
+		id, ok := lineTaskID(line)
+		if pos == cur.Off {
+			cur.First = string(id)
+		}
+		if ok {
+			if cur.Min == "" || string(id) < cur.Min {
+				cur.Min = string(id)
+			}
+			if string(id) > cur.Max {
+				cur.Max = string(id)
+			}
+		}
+		pos += int64(len(line))
+		if pos-cur.Off >= finishedIndexBlock {
+			cur.End = pos
+			blocks = append(blocks, cur)
+			cur = indexBlock{Off: pos}
+		}
+	}
+}
+
+// indexedRecord looks task id up through the index: nil when no block
+// holds a line of id, or when a block it reads is not what the index says
+// (the caller then reads the log).
+func (s *Store) indexedRecord(f *os.File, size int64, id string, prefix []byte) (found *Task, err error) {
+	blocks, covered, whole := s.loadIndex(size, id)
+	if !whole || size-covered >= 4*finishedIndexBlock {
+		s.catchUpIndex()
+		blocks, covered, _ = s.loadIndex(size, id)
+	}
+	if covered == 0 {
+		return nil, nil
+	}
+	if err := fsstore.EachLineBackward(f, size, func(line []byte, off int64) bool {
+		if off < covered {
+			return false
+		}
+		found = recordOf(line, id, prefix)
+		return found == nil
+	}); err != nil || found != nil {
+		return found, err
+	}
+	for i := len(blocks) - 1; i >= 0 && found == nil; i-- {
+		blk := blocks[i]
+		// The byte before the block too, which must end a line.
+		start := max(blk.Off-1, 0)
+		buf := make([]byte, blk.End-start)
+		if _, err := f.ReadAt(buf, start); err != nil {
+			return nil, err
+		}
+		if blk.Off > 0 {
+			if buf[0] != '\n' {
+				s.dropIndex()
+				return nil, nil
+			}
+			buf = buf[1:]
+		}
+		if first, _ := lineTaskID(buf); buf[len(buf)-1] != '\n' || string(first) != blk.First {
+			// Not the log it was made of: the next catchUpIndex or Finish
+			// writes it again.
+			s.dropIndex()
+			return nil, nil
+		}
+		for len(buf) > 0 {
+			j := bytes.IndexByte(buf, '\n')
+			if r := recordOf(buf[:j], id, prefix); r != nil {
+				found = r
+			}
+			buf = buf[j+1:]
+		}
+	}
+	return found, nil
+}
+
+// catchUpIndex extends the index, for a lookup that finds it behind the
+// log by more than a few blocks (missing, or a profile written before it)
+// or damaged, if the finished log's lock is free at once: a lookup never
+// waits for it.
+func (s *Store) catchUpIndex() {
+	unlock, err := fsstore.Lock(s.finishedLockPath(), 0)
+	if err != nil {
+		return
+	}
+	defer unlock()
+	// The log as it is under the lock: a prune may have rewritten it.
+	if fi, err := os.Lstat(s.finishedPath()); err == nil {
+		s.extendIndex(fi.Size(), true)
+	}
+}
+
+// recordOf returns the record a finished line holds when it is one of task
+// id (it starts with prefix), else nil.
+func recordOf(line []byte, id string, prefix []byte) *Task {
+	if !bytes.HasPrefix(line, prefix) {
+		return nil
+	}
+	if e, ok := parseFinished(line); ok && e.Record != nil && e.TaskID == id {
+		return e.Record
+	}
+	return nil
+}
