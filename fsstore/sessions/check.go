@@ -76,7 +76,13 @@ func (s *Store) CheckSessions(repair bool, lostFound string) ([]fsstore.Finding,
 			switch {
 			case fsstore.CheckCommonName(name, path, repair, lostFound, add):
 			case strings.HasSuffix(name, ".jsonl"):
-				logs = append(logs, strings.TrimSuffix(name, ".jsonl"))
+				id := strings.TrimSuffix(name, ".jsonl")
+				if n := len(docs); n > 0 && docs[n-1].id == id {
+					// The document's copy of the id, listed just before
+					// (<id>.json.* sort between): the name can go.
+					id = docs[n-1].id
+				}
+				logs = append(logs, id)
 			default: // <id>.json: checkedNames left no other
 				id := strings.TrimSuffix(name, ".json")
 				sess, err := read[i].sess, read[i].err
@@ -115,6 +121,8 @@ func (s *Store) CheckSessions(repair bool, lostFound string) ([]fsstore.Finding,
 				}
 			}
 		}
+		// What docs and logs do not hold of these names can go.
+		clear(batch)
 	}
 	// Names sort <id>.json by the byte after the id, not by the id.
 	slices.SortFunc(docs, func(a, b docInfo) int { return strings.Compare(a.id, b.id) })

@@ -466,7 +466,8 @@ func (s *Store) checkTitleIndex(titled []titledDoc, repair bool) []fsstore.Findi
 		return byBucket(a, string(b.bucket[:]), titleEntry{Title: b.title, SessionID: b.id})
 	})
 	wanted := func(e titleEntry) bool {
-		_, found := slices.BinarySearchFunc(titled, e, func(a titledDoc, e titleEntry) int { return byBucket(a, bucketOf(e.Title), e) })
+		bucket := bucketOf(e.Title)
+		_, found := slices.BinarySearchFunc(titled, e, func(a titledDoc, e titleEntry) int { return byBucket(a, bucket, e) })
 		return found
 	}
 	titleNow := func(id string) string {
