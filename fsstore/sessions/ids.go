@@ -444,9 +444,10 @@ func lineAt(f *os.File, off, size int64, buf []byte) ([]byte, error) {
 
 // checkIDIndex compares the id index with ids, the sorted ids of the
 // documents Check found (by name, as a listing finds them), walking .ids
-// and ids side by side. A document without an entry, or an .ids out of order, is
-// a problem (a prefix lookup would miss the session), repaired by a
-// rebuild; entries without a document are a note (lookups skip them).
+// and ids side by side. A document without an entry, or an .ids out of
+// order, is a problem (a prefix lookup would miss the session), repaired
+// by a rebuild; entries without a document are a note (lookups skip
+// them).
 func (s *Store) checkIDIndex(ids []string, repair bool) []fsstore.Finding {
 	path := s.idsPath()
 	f, size, err := fsstore.OpenSized(path)
