@@ -192,15 +192,16 @@ func damaged(t *testing.T, s *Store, r *rand.Rand) {
 		},
 		func() {
 			title := fmt.Sprintf("title %d", r.IntN(n))
-			entries := []titleEntry{{Title: title, SessionID: pick()}, {Title: title, SessionID: "ghost"}}
-			if b := bucketFiles(s); len(b) > 0 && r.IntN(2) == 0 {
-				// An entry in a bucket its title does not hash to.
-				b, _ := json.Marshal(entries)
-				writeFile(t, bucketFiles(s)[0], b)
-				return
+			entries, err := json.Marshal([]titleEntry{{Title: title, SessionID: pick()}, {Title: title, SessionID: "ghost"}})
+			if err != nil {
+				t.Fatal(err)
 			}
-			b, _ := json.Marshal(entries)
-			writeFile(t, filepath.Join(s.titlesDir(), bucketOf(title)), b)
+			path := filepath.Join(s.titlesDir(), bucketOf(title))
+			if files := bucketFiles(s); len(files) > 0 && r.IntN(2) == 0 {
+				// Entries in a bucket their title does not hash to.
+				path = files[0]
+			}
+			writeFile(t, path, entries)
 		},
 		func() { os.Remove(s.titlesCompletePath()) },
 		func() {
