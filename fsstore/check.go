@@ -85,12 +85,17 @@ func CopiesAside(dir string, names ...string) ([]string, error) {
 // kept aside by recovery (a note) and stray temp files (a problem; repair
 // moves them to lostFound). It reports whether it handled the entry.
 func CheckCommon(e os.DirEntry, path string, repair bool, lostFound string, add func(Finding)) bool {
-	name := e.Name()
+	return CheckCommonName(e.Name(), path, repair, lostFound, add)
+}
+
+// CheckCommonName is CheckCommon for the entry name, at path, of a
+// listing that kept only the names.
+func CheckCommonName(name, path string, repair bool, lostFound string, add func(Finding)) bool {
 	switch {
 	case isAside(name):
 		add(Finding{Path: path, What: "kept aside by an earlier recovery"})
-	case strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp-"):
-		fi, err := e.Info()
+	case isTemp(name):
+		fi, err := os.Lstat(path)
 		if err != nil || time.Since(fi.ModTime()) < strayAge {
 			return true
 		}
@@ -104,6 +109,11 @@ func CheckCommon(e os.DirEntry, path string, repair bool, lostFound string, add 
 	}
 	return true
 }
+
+// IsCommon reports whether CheckCommon handles the entry name.
+func IsCommon(name string) bool { return isAside(name) || isTemp(name) }
+
+func isTemp(name string) bool { return strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp-") }
 
 func isAside(name string) bool {
 	_, ok := AsideOf(name)

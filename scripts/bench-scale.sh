@@ -13,7 +13,8 @@
 #   (c) on 10,000 and 100,000 sessions of mixed sizes (about 1 GB at
 #       100,000): `sessions search` against `grep -rlF` (≤ 1.5x) and
 #       `rg -l` on the same files, and `fsck` (≤ 10 s at 100,000), with the
-#       sessions it checks per second
+#       sessions it checks per second and its peak resident memory (≤ 64 MB
+#       at 100,000; median of 3, GNU time's %M)
 #
 # Usage: scripts/bench-scale.sh [--quick]
 #   --quick  5,000 sessions instead of 100,000, and few runs: a smoke test
@@ -40,7 +41,7 @@ bench=bench-scale
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/bench-scale.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 . scripts/benchlib.sh
-bench_install sqlite3:sqlite3 hyperfine:hyperfine rg:ripgrep || exit 1
+bench_install sqlite3:sqlite3 hyperfine:hyperfine rg:ripgrep /usr/bin/time:time || exit 1
 
 bench_build gendata baseline
 sqlite=$(command -v sqlite3)
@@ -90,7 +91,17 @@ for n in "$small" "$big"; do
 done
 
 # (c) mixed sizes: search and fsck.
-declare -A search_h grep_t rg_t fsck_h bytes_of
+declare -A search_h grep_t rg_t fsck_h fsck_mb bytes_of
+# peak_rss_mb RUNS COMMAND...: the median peak resident memory of COMMAND
+# in MB.
+peak_rss_mb() {
+  local i runs=$1
+  shift
+  for ((i = 0; i < runs; i++)); do
+    /usr/bin/time -f %M -o "$tmp/rss" "$@" >/dev/null
+    cat "$tmp/rss"
+  done | median | awk '{printf "%.1f", $1/1024}'
+}
 mixed_small=10000 mixed_big=100000 mixed_runs=10
 if $quick; then mixed_small=1000 mixed_big=5000 mixed_runs=3; fi
 for n in "$mixed_small" "$mixed_big"; do
@@ -110,6 +121,7 @@ for n in "$mixed_small" "$mixed_big"; do
   grep_t[$n]=$(time_median "$mixed_runs" 1 grep -rlF zqxjv "$dir")
   rg_t[$n]=$(time_median "$mixed_runs" 1 rg -l zqxjv "$dir")
   fsck_h[$n]=$(time_median 3 1 "$hermes" --home "$home" fsck)
+  fsck_mb[$n]=$(peak_rss_mb 3 "$hermes" --home "$home" fsck)
   rm -rf "$home"
 done
 
@@ -147,7 +159,7 @@ $(row '`sessions show` of a name matching nothing' miss_h)
 | \`sessions search WORD\` | $(ms "${search_h[$mixed_small]}") | $(ms "${search_h[$mixed_big]}") | ≤ 1.5x grep | $(x "${search_h[$mixed_big]}" "${grep_t[$mixed_big]}") $(verdict "$(ratio "${search_h[$mixed_big]}" "${grep_t[$mixed_big]}")" 1.5) |
 | \`grep -rlF WORD\` | $(ms "${grep_t[$mixed_small]}") | $(ms "${grep_t[$mixed_big]}") | | |
 | \`rg -l WORD\` | $(ms "${rg_t[$mixed_small]}") | $(ms "${rg_t[$mixed_big]}") | | |
-| \`fsck\` | $(ms "${fsck_h[$mixed_small]}") | $(ms "${fsck_h[$mixed_big]}"), $(awk -v n="$mixed_big" -v t="${fsck_h[$mixed_big]}" 'BEGIN {printf "%.0f", n/t}') sessions/s | ≤ 10 s | $(verdict "${fsck_h[$mixed_big]}" 10) |
+| \`fsck\` | $(ms "${fsck_h[$mixed_small]}"), ${fsck_mb[$mixed_small]} MB RSS | $(ms "${fsck_h[$mixed_big]}"), $(awk -v n="$mixed_big" -v t="${fsck_h[$mixed_big]}" 'BEGIN {printf "%.0f", n/t}') sessions/s, ${fsck_mb[$mixed_big]} MB RSS | ≤ 10 s, ≤ 64 MB | $(verdict "${fsck_h[$mixed_big]}" 10), $(verdict "${fsck_mb[$mixed_big]}" 64) |
 
 sqlite3, on the database scripts/baseline makes of the same sessions, with a unique index on title:
 \`SELECT * FROM sessions WHERE title='…'\` (show), \`UPDATE sessions SET title=… WHERE id=…\` (rename),

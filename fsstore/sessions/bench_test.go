@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/metrics"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -192,5 +194,47 @@ func BenchmarkGet(b *testing.B) {
 		if err != nil || sess.MessageCount != 100_000 {
 			b.Fatalf("Get: %d messages, %v", sess.MessageCount, err)
 		}
+	}
+}
+
+// BenchmarkCheck checks a profile of n titled sessions of mixed sizes and
+// reports, beside the bytes allocated, the peak of the heap's objects,
+// live and not yet collected, during the check (peak-heap-B, sampled
+// every millisecond): it grows by what the check keeps of each session
+// (see "Check's memory" in doc.go), never by whole documents. fsck's peak
+// resident size, a whole process, is in scripts/bench-scale.sh.
+func BenchmarkCheck(b *testing.B) {
+	for _, n := range []int{1_000, 100_000} {
+		b.Run(fmt.Sprintf("sessions=%d", n), func(b *testing.B) {
+			s, _ := benchStore(b, fixture.Options{Sessions: n, Messages: 10, Mixed: true, BytesPerMessage: 100, Titled: true})
+			b.ReportAllocs()
+			var peak uint64
+			for b.Loop() {
+				runtime.GC()
+				stop, done := make(chan struct{}), make(chan uint64)
+				go func() {
+					sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+					var most uint64
+					for t := time.NewTicker(time.Millisecond); ; {
+						metrics.Read(sample)
+						most = max(most, sample[0].Value.Uint64())
+						select {
+						case <-stop:
+							t.Stop()
+							done <- most
+							return
+						case <-t.C:
+						}
+					}
+				}()
+				found, err := s.Check(false, filepath.Join(b.TempDir(), "lost+found"))
+				close(stop)
+				peak = max(peak, <-done)
+				if err != nil || len(found) != 0 {
+					b.Fatalf("Check: %d findings, %v", len(found), err)
+				}
+			}
+			b.ReportMetric(float64(peak), "peak-heap-B")
+		})
 	}
 }

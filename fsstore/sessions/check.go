@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
-	"sort"
 	"strings"
+	"sync/atomic"
 	"unicode/utf8"
 	"unsafe"
 
@@ -31,13 +34,16 @@ func (s *Store) Check(repair bool, lostFound string) ([]fsstore.Finding, error) 
 }
 
 // CheckSessions is Check, and also returns how many sessions (documents
-// and transcripts without one) it checked. Documents, then transcripts,
-// are read in parallel, each once (a document twice with repair, since a
-// repair may rewrite it between the two); what they show is reported,
-// and repaired, one at a time in the order of their names, so the result
-// is that of a sequential check.
+// and transcripts without one) it checked. The directory's names are
+// listed once and sorted; documents, then transcripts, are read in
+// parallel a batch at a time, each once (a document twice with repair,
+// since a repair may rewrite it between the two); what they show is
+// reported, and repaired, one at a time in the order of their names, so
+// the result is that of a sequential check. Between the passes it keeps
+// of a session only what a later check needs (docInfo, titledDoc), never
+// the document: see "Check's memory" in doc.go.
 func (s *Store) CheckSessions(repair bool, lostFound string) ([]fsstore.Finding, int, error) {
-	entries, err := os.ReadDir(s.Dir)
+	names, err := checkedNames(s.Dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, 0, nil
 	}
@@ -46,98 +52,270 @@ func (s *Store) CheckSessions(repair bool, lostFound string) ([]fsstore.Finding,
 	}
 	var out []fsstore.Finding
 	add := func(f fsstore.Finding) { out = append(out, f) }
-	docs := map[string]bool{}
-	// parsed holds the documents that parse, for the count check: without
-	// repair nothing is written in between, so each is read once.
-	parsed := map[string]*Session{}
-	byTitle := map[string][]Session{}
-	var logs []string
-	read := s.readDocuments(entries)
-	for i, e := range entries {
-		name := e.Name()
-		path := filepath.Join(s.Dir, name)
+	var states interner
+	// Made to size, since growing them by append would hold two copies.
+	nDocs, nLogs := 0, 0
+	for _, name := range names {
 		switch {
-		case fsstore.CheckCommon(e, path, repair, lostFound, add):
-		case strings.HasPrefix(name, "."), strings.HasSuffix(name, ".lock"):
+		case fsstore.IsCommon(name):
 		case strings.HasSuffix(name, ".jsonl"):
-			logs = append(logs, strings.TrimSuffix(name, ".jsonl"))
-		case strings.HasSuffix(name, ".json"):
-			id := strings.TrimSuffix(name, ".json")
-			sess, err := read[i].sess, read[i].err
-			if err == nil {
-				parsed[id] = sess
-				if sess.ID != id {
-					err = &fsstore.CorruptError{Path: path, Err: fmt.Errorf("document has id %q, not %q", sess.ID, id)}
-				}
-			}
-			var corrupt *fsstore.CorruptError
-			if errors.As(err, &corrupt) {
-				f := fsstore.Finding{Path: path, What: "document does not parse: " + corrupt.Err.Error(), Problem: true}
-				if repair {
-					f.Repaired, f.What = s.recoverDocument(id, f.What)
-				}
-				add(f)
-				// The finding covers the transcript's missing document too.
-				docs[id] = true
-				continue
-			}
-			if err != nil {
-				return out, 0, err
-			}
-			docs[id] = true
-			out = append(out, checkIDRule(path, id)...)
-			if sess.Title != "" {
-				byTitle[sess.Title] = append(byTitle[sess.Title], *sess)
-			}
-			if fields := sess.nonCanonicalTimes(); len(fields) > 0 {
-				f := fsstore.Finding{Path: path, What: "times not in the store's form (" + strings.Join(fields, ", ") + ")", Problem: true}
-				if repair {
-					f.Repaired, f.What = s.canonicalizeTimes(id, f.What)
-				}
-				add(f)
-			}
+			nLogs++
+		default:
+			nDocs++
 		}
 	}
-	out = append(out, s.checkTitles(byTitle, repair)...)
-	out = append(out, s.checkTitleIndex(byTitle, repair)...)
-	out = append(out, s.checkIDIndex(docs, repair)...)
-	scans, err := s.scanTranscripts(logs)
+	docs := make([]docInfo, 0, nDocs)
+	logs := make([]string, 0, nLogs)
+	var titled []titledDoc
+	read := make([]docRead, min(checkBatch, len(names)))
+	for lo := 0; lo < len(names); lo += checkBatch {
+		batch := names[lo:min(lo+checkBatch, len(names))]
+		s.readDocuments(batch, read)
+		for i, name := range batch {
+			path := filepath.Join(s.Dir, name)
+			switch {
+			case fsstore.CheckCommonName(name, path, repair, lostFound, add):
+			case strings.HasSuffix(name, ".jsonl"):
+				id := strings.TrimSuffix(name, ".jsonl")
+				if n := len(docs); n > 0 && docs[n-1].id == id {
+					// The document's copy of the id, listed just before
+					// (<id>.json.* sort between): the name can go.
+					id = docs[n-1].id
+				}
+				logs = append(logs, id)
+			default: // <id>.json: checkedNames left no other
+				id := strings.TrimSuffix(name, ".json")
+				sess, err := read[i].sess, read[i].err
+				doc := docInfo{id: id}
+				if err == nil {
+					doc.parsed, doc.count, doc.state = true, sess.MessageCount, states.of(sess.State)
+					if sess.ID != id {
+						err = &fsstore.CorruptError{Path: path, Err: fmt.Errorf("document has id %q, not %q", sess.ID, id)}
+					}
+				}
+				var corrupt *fsstore.CorruptError
+				if errors.As(err, &corrupt) {
+					f := fsstore.Finding{Path: path, What: "document does not parse: " + corrupt.Err.Error(), Problem: true}
+					if repair {
+						f.Repaired, f.What = s.recoverDocument(id, f.What)
+					}
+					add(f)
+					// The finding covers the transcript's missing document too.
+					docs = append(docs, doc)
+					continue
+				}
+				if err != nil {
+					return out, 0, err
+				}
+				docs = append(docs, doc)
+				out = append(out, checkIDRule(path, id)...)
+				if sess.Title != "" {
+					titled = append(titled, titledDoc{title: sess.Title, id: id, created: instantOf(sess.CreatedAt)})
+				}
+				if fields := sess.nonCanonicalTimes(); len(fields) > 0 {
+					f := fsstore.Finding{Path: path, What: "times not in the store's form (" + strings.Join(fields, ", ") + ")", Problem: true}
+					if repair {
+						f.Repaired, f.What = s.canonicalizeTimes(id, f.What)
+					}
+					add(f)
+				}
+			}
+		}
+		// What docs and logs do not hold of these names can go.
+		clear(batch)
+	}
+	// Names sort <id>.json by the byte after the id, not by the id.
+	slices.SortFunc(docs, func(a, b docInfo) int { return strings.Compare(a.id, b.id) })
+	out = append(out, s.checkTitles(titled, repair)...)
+	out = append(out, s.checkTitleIndex(titled, repair)...)
+	ids := make([]string, len(docs))
+	for i := range docs {
+		ids[i] = docs[i].id
+	}
+	out = append(out, s.checkIDIndex(ids, repair)...)
+	scanner, err := s.newTranscriptScanner()
 	if err != nil {
 		return out, 0, err
 	}
-	for i, id := range logs {
-		if !docs[id] {
-			out = append(out, checkIDRule(s.logPath(id), id)...)
-		}
-		doc := parsed[id]
-		if repair {
-			// A repair above may have rewritten it.
-			doc = nil
-			var sess Session
-			if fsstore.ReadDoc(s.docPath(id), &sess) == nil {
-				doc = &sess
+	defer scanner.close()
+	scans := make([]transcriptScan, min(checkBatch, len(logs)))
+	checked := len(docs)
+	for lo := 0; lo < len(logs); lo += checkBatch {
+		batch := logs[lo:min(lo+checkBatch, len(logs))]
+		scanner.scan(batch, scans)
+		for i, id := range batch {
+			doc := findDoc(docs, id)
+			if doc == nil {
+				checked++
+				out = append(out, checkIDRule(s.logPath(id), id)...)
 			}
+			count, counted := int64(0), doc != nil && doc.parsed
+			if counted {
+				count = doc.count
+			}
+			if repair {
+				// A repair above may have rewritten it.
+				var sess Session
+				counted = fsstore.ReadDoc(s.docPath(id), &sess) == nil
+				count = sess.MessageCount
+			}
+			out = append(out, s.checkTranscript(id, scans[i], doc != nil, count, counted, repair)...)
 		}
-		out = append(out, s.checkTranscript(id, scans[i], docs[id], doc, repair)...)
 	}
-	catalog, err := s.catalogLatest()
+	others, differ, err := s.catalogMarks(docs)
 	if err != nil {
 		return out, 0, err
 	}
-	stale := s.checkCatalog(catalog, docs, parsed, logs)
+	stale := s.checkCatalog(docs, others, differ, logs)
 	if stale != nil {
 		if repair {
 			stale.Repaired = s.RebuildCatalog() == nil
 		}
 		add(*stale)
 	}
-	checked := len(docs)
-	for _, id := range logs {
-		if !docs[id] {
-			checked++
+	return out, checked, nil
+}
+
+// checkBatch is how many names Check reads in parallel before it
+// reports them: enough to keep every worker busy, few enough that the
+// documents and scans in flight take little memory.
+var checkBatch = 1024
+
+// checkedNames lists the names of dir that Check looks at, sorted as
+// os.ReadDir sorts them: documents and transcripts, copies kept aside and
+// temp files. It keeps only the names (a DirEntry is three times the
+// size of one), and drops the others (locks, the store's own files) a
+// batch at a time, so that they are never all held.
+func checkedNames(dir string) ([]string, error) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	var names []string
+	for {
+		batch, err := d.Readdirnames(4096)
+		for _, name := range batch {
+			if fsstore.IsCommon(name) || !strings.HasPrefix(name, ".") && (strings.HasSuffix(name, ".json") || strings.HasSuffix(name, ".jsonl")) {
+				names = append(names, name)
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
 		}
 	}
-	return out, checked, nil
+	slices.Sort(names)
+	return names, nil
+}
+
+// docInfo is what Check keeps of a document <id>.json between its passes:
+// whether it parses (with another id inside, it is reported as corrupt
+// but still counts), its message_count and state, and whether the
+// catalog's last line of its session is there and a removal
+// (catalogMarks).
+type docInfo struct {
+	id        string // a part of the listed name, not a copy
+	state     string // interned
+	count     int64
+	parsed    bool
+	inCatalog bool
+	removed   bool
+}
+
+// findDoc returns the document of id in docs (sorted by id), or nil.
+func findDoc(docs []docInfo, id string) *docInfo {
+	i, ok := slices.BinarySearchFunc(docs, id, func(d docInfo, id string) int { return strings.Compare(d.id, id) })
+	if !ok {
+		return nil
+	}
+	return &docs[i]
+}
+
+// titledDoc is what Check keeps of a titled document for the title
+// checks.
+type titledDoc struct {
+	title   string
+	id      string
+	created instant
+	bucket  [titleBucketDigits]byte
+}
+
+// instant is a created_at as fsstore.Time.Before compares it, without its
+// text: unset or unreadable (!ok) is the earliest.
+type instant struct {
+	sec  int64
+	nsec int32
+	ok   bool
+}
+
+func instantOf(t fsstore.Time) instant {
+	i, err := t.Instant()
+	if err != nil {
+		return instant{}
+	}
+	return instant{sec: i.Unix(), nsec: int32(i.Nanosecond()), ok: true}
+}
+
+func (a instant) before(b instant) bool {
+	switch {
+	case !b.ok:
+		return false
+	case !a.ok:
+		return true
+	}
+	return a.sec < b.sec || a.sec == b.sec && a.nsec < b.nsec
+}
+
+// interner gives one copy of each string it is given, for the few values
+// of a field that 100,000 sessions repeat.
+type interner map[string]string
+
+func (in *interner) of(s string) string {
+	if *in == nil {
+		*in = interner{}
+	}
+	if v, ok := (*in)[s]; ok {
+		return v
+	}
+	(*in)[s] = s
+	return s
+}
+
+// catalogMarks reads the catalog once, and marks on each document of
+// docs (sorted by id) whether the last line of its session is there and
+// a removal. It returns the sessions the catalog names that have no
+// document, each with whether its last line is a removal, and the parsed
+// documents whose last line gives another state, with that state: few,
+// so the check keeps no state of the catalog's for the others.
+func (s *Store) catalogMarks(docs []docInfo) (others map[string]bool, differ map[string]string, err error) {
+	others, differ = map[string]bool{}, map[string]string{}
+	f, size, err := fsstore.OpenSized(s.catalogPath())
+	if f == nil || err != nil {
+		return others, differ, err
+	}
+	defer f.Close()
+	_, err = fsstore.ScanLines(f, size, func(line []byte, _ int64) error {
+		var e catalogEntry
+		if json.Unmarshal(line, &e) != nil {
+			return nil
+		}
+		doc := findDoc(docs, e.SessionID)
+		if doc == nil {
+			others[e.SessionID] = e.Removed
+			return nil
+		}
+		doc.inCatalog, doc.removed = true, e.Removed
+		if doc.parsed && e.State != "" && e.State != doc.state {
+			differ[doc.id] = e.State
+		} else {
+			delete(differ, doc.id)
+		}
+		return nil
+	})
+	return others, differ, err
 }
 
 // checkCatalog returns one finding, the first, for a catalog that
@@ -148,36 +326,39 @@ func (s *Store) CheckSessions(repair bool, lostFound string) ([]fsstore.Finding,
 // document has its own finding); a session whose last line gives
 // another state than its document, which a crash between the line and
 // the document leaves. A document is read again before it is found
-// wanting, since a write during the check writes its line first.
-func (s *Store) checkCatalog(catalog map[string]catalogEntry, docs map[string]bool, parsed map[string]*Session, logs []string) *fsstore.Finding {
-	ids := make([]string, 0, len(docs))
-	for id := range docs {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		if e, ok := catalog[id]; !ok || e.Removed {
-			return &fsstore.Finding{Path: s.catalogPath(), What: "activity catalog lacks session " + id, Problem: true}
+// wanting, since a write during the check writes its line first. docs
+// are sorted by id and marked by catalogMarks, which returned others and
+// differ.
+func (s *Store) checkCatalog(docs []docInfo, others map[string]bool, differ map[string]string, logs []string) *fsstore.Finding {
+	for _, doc := range docs {
+		if !doc.inCatalog || doc.removed {
+			return &fsstore.Finding{Path: s.catalogPath(), What: "activity catalog lacks session " + doc.id, Problem: true}
 		}
 	}
+	ids := slices.Sorted(maps.Keys(differ))
 	for _, id := range ids {
-		e, doc := catalog[id], parsed[id]
-		if doc == nil || e.State == "" || e.State == doc.State {
-			continue
-		}
 		var now Session
-		if fsstore.ReadDoc(s.docPath(id), &now) == nil && now.State != e.State {
+		if fsstore.ReadDoc(s.docPath(id), &now) == nil && now.State != differ[id] {
 			return &fsstore.Finding{Path: s.catalogPath(), Problem: true,
-				What: fmt.Sprintf("activity catalog says session %s is %s; its document says %s", id, e.State, now.State)}
+				What: fmt.Sprintf("activity catalog says session %s is %s; its document says %s", id, differ[id], now.State)}
 		}
 	}
-	ids = ids[:0]
-	for id, e := range catalog {
-		if !e.Removed && !docs[id] && fsstore.CheckID("session id", id) == nil && !slices.Contains(logs, id) {
+	ids = nil
+	for id, removed := range others {
+		if !removed && fsstore.CheckID("session id", id) == nil {
 			ids = append(ids, id)
 		}
 	}
-	sort.Strings(ids)
+	if len(ids) == 0 {
+		return nil
+	}
+	sorted := slices.Clone(logs)
+	slices.Sort(sorted)
+	ids = slices.DeleteFunc(ids, func(id string) bool {
+		_, found := slices.BinarySearch(sorted, id)
+		return found
+	})
+	slices.Sort(ids)
 	for _, id := range ids {
 		if _, err := os.Lstat(s.docPath(id)); errors.Is(err, os.ErrNotExist) {
 			return &fsstore.Finding{Path: s.catalogPath(), What: "activity catalog counts session " + id + ", which has no document", Problem: true}
@@ -204,30 +385,35 @@ func checkIDRule(path, id string) []fsstore.Finding {
 // checkTitles reports every session whose title an older session has
 // (titles are unique in a profile); with repair, each is renamed
 // "TITLE (N)" with the least N from 2 that no session holds, the newer
-// ones last. The oldest (by created_at, then id) keeps its title.
-func (s *Store) checkTitles(byTitle map[string][]Session, repair bool) []fsstore.Finding {
-	titles := make([]string, 0, len(byTitle))
-	for title, group := range byTitle {
-		if len(group) > 1 {
-			titles = append(titles, title)
-		}
-	}
-	sort.Strings(titles)
+// ones last. The oldest (by created_at, then id) keeps its title. It
+// sorts titled by title.
+func (s *Store) checkTitles(titled []titledDoc, repair bool) []fsstore.Finding {
+	slices.SortFunc(titled, func(a, b titledDoc) int { return strings.Compare(a.title, b.title) })
 	var out []fsstore.Finding
-	for _, title := range titles {
-		group := byTitle[title]
-		sort.Slice(group, func(i, j int) bool {
-			a, b := group[i], group[j]
-			if a.CreatedAt.Before(b.CreatedAt) || b.CreatedAt.Before(a.CreatedAt) {
-				return a.CreatedAt.Before(b.CreatedAt)
+	for lo := 0; lo < len(titled); {
+		hi := lo + 1
+		for hi < len(titled) && titled[hi].title == titled[lo].title {
+			hi++
+		}
+		group := titled[lo:hi]
+		lo = hi
+		if len(group) == 1 {
+			continue
+		}
+		slices.SortFunc(group, func(a, b titledDoc) int {
+			switch {
+			case a.created.before(b.created):
+				return -1
+			case b.created.before(a.created):
+				return 1
 			}
-			return a.ID < b.ID
+			return strings.Compare(a.id, b.id)
 		})
 		for _, newer := range group[1:] {
-			f := fsstore.Finding{Path: s.docPath(newer.ID), Problem: true,
-				What: fmt.Sprintf("title %q is also the title of session %s, an older one", title, group[0].ID)}
+			f := fsstore.Finding{Path: s.docPath(newer.id), Problem: true,
+				What: fmt.Sprintf("title %q is also the title of session %s, an older one", newer.title, group[0].id)}
 			if repair {
-				f.Repaired, f.What = s.retitle(newer.ID, title, f.What)
+				f.Repaired, f.What = s.retitle(newer.id, newer.title, f.What)
 			}
 			out = append(out, f)
 		}
@@ -293,13 +479,13 @@ type docRead struct {
 	err  error
 }
 
-// readDocuments reads, in parallel, the entries that may be session
-// documents (<id>.json), each once.
-func (s *Store) readDocuments(entries []os.DirEntry) []docRead {
-	read := make([]docRead, len(entries))
-	eachOnWorkers(len(entries), func() func(int) {
+// readDocuments reads into read, in parallel, the names that may be
+// session documents (<id>.json), each once.
+func (s *Store) readDocuments(names []string, read []docRead) {
+	eachOnWorkers(len(names), func() func(int) {
 		return func(i int) {
-			name := entries[i].Name()
+			name := names[i]
+			read[i] = docRead{}
 			if strings.HasPrefix(name, ".") || !strings.HasSuffix(name, ".json") {
 				return
 			}
@@ -309,7 +495,6 @@ func (s *Store) readDocuments(entries []os.DirEntry) []docRead {
 			}
 		}
 	})
-	return read
 }
 
 // transcriptScan is what one read of a transcript found: the damage of its
@@ -322,20 +507,34 @@ type transcriptScan struct {
 	countErr error // the last line's seq could not be read
 }
 
-// scanTranscripts reads the transcripts of ids in parallel, each once.
-func (s *Store) scanTranscripts(ids []string) ([]transcriptScan, error) {
+// transcriptScanner reads transcripts a batch at a time, on one
+// lineReader per worker kept from batch to batch.
+type transcriptScanner struct {
+	d       *os.File
+	readers []*lineReader
+}
+
+func (s *Store) newTranscriptScanner() (*transcriptScanner, error) {
 	d, err := os.Open(s.Dir)
 	if err != nil {
 		return nil, err
 	}
-	defer d.Close()
-	dirfd := int(d.Fd())
-	scans := make([]transcriptScan, len(ids))
+	return &transcriptScanner{d: d, readers: make([]*lineReader, runtime.GOMAXPROCS(0))}, nil
+}
+
+func (t *transcriptScanner) close() { t.d.Close() }
+
+// scan reads the transcripts of ids in parallel, each once, into scans.
+func (t *transcriptScanner) scan(ids []string, scans []transcriptScan) {
+	var worker atomic.Int64
 	eachOnWorkers(len(ids), func() func(int) {
-		r := newLineReader(s.Dir, dirfd)
+		w := worker.Add(1) - 1
+		if t.readers[w] == nil {
+			t.readers[w] = newLineReader(t.d.Name(), int(t.d.Fd()))
+		}
+		r := t.readers[w]
 		return func(i int) { scans[i] = r.scanTranscript(ids[i]) }
 	})
-	return scans, nil
 }
 
 // scanTranscript checks every line of the transcript of id: it parses as
@@ -438,9 +637,9 @@ func lineSeq(line []byte) (int64, bool) {
 
 // checkTranscript reports what the scan of the transcript of id found, and
 // with repair cuts its torn tail, makes its missing document, or rewrites
-// a document (doc, nil when it does not parse) that counts more messages
-// than the transcript has.
-func (s *Store) checkTranscript(id string, sc transcriptScan, hasDoc bool, doc *Session, repair bool) []fsstore.Finding {
+// a document that counts more messages than the transcript has (count,
+// when counted: the document parses).
+func (s *Store) checkTranscript(id string, sc transcriptScan, hasDoc bool, count int64, counted bool, repair bool) []fsstore.Finding {
 	path := s.logPath(id)
 	out := sc.findings
 	if sc.failed {
@@ -462,8 +661,8 @@ func (s *Store) checkTranscript(id string, sc transcriptScan, hasDoc bool, doc *
 	}
 	// A document behind its transcript is the normal state (appends do
 	// not rewrite it); one ahead counts messages the transcript lost.
-	if doc != nil && sc.countErr == nil && sc.count < doc.MessageCount {
-		fd := fsstore.Finding{Path: s.docPath(id), What: fmt.Sprintf("message_count %d, transcript has %d", doc.MessageCount, sc.count), Problem: true}
+	if counted && sc.countErr == nil && sc.count < count {
+		fd := fsstore.Finding{Path: s.docPath(id), What: fmt.Sprintf("message_count %d, transcript has %d", count, sc.count), Problem: true}
 		if repair {
 			fd.Repaired = s.rewriteDoc(id) == nil
 		}

@@ -117,10 +117,30 @@
 // the match like text: read_file({"path":"notes.md"}). Call ids and the
 // keys of a line are not text.
 //
+// # Check's memory
+//
 // Check (fsck) reads the documents in parallel, then the transcripts,
-// each once, and reports what it found (and repairs it) one at a time in
-// the order of the names, so its findings are those of a sequential
-// check.
+// each once, a batch of 1,024 names at a time, and reports what it found
+// (and repairs it) one at a time in the order of the names, so its
+// findings are those of a sequential check. Its cross-checks (the
+// catalog, the title index, the id index, a count ahead of its
+// transcript) need every session at once, so it keeps of each, never its
+// document: its name while the documents are read (the listing keeps
+// only documents, transcripts, copies aside and temp files, sorted; locks
+// are dropped as they are listed); of a document, its id (a part of the
+// name, shared with the transcript's), its message_count, its state
+// (interned) and three flags, about 80 bytes with the name; of a titled
+// one, also its title, its created_at as an instant and its title index
+// bucket, about 70 bytes more. The catalog is read line by line into
+// those flags; only the sessions whose last line gives another state
+// than the document, and those it names without a document, are kept
+// with what it says. The title index is read a bucket at a time beside
+// the titles sorted by bucket, the id index line by line beside the
+// sorted ids. So 100,000 titled sessions keep about 17 MB, and
+// fsck sets the collector to half its default headroom over it, since
+// what the check reads and drops is many times what it keeps: its peak
+// resident size at 100,000 titled sessions of mixed sizes is under 60 MB
+// (it was 340 MB when it kept every document).
 //
 // # Recovery
 //

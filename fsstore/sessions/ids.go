@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -441,19 +442,20 @@ func lineAt(f *os.File, off, size int64, buf []byte) ([]byte, error) {
 	return line, nil
 }
 
-// checkIDIndex compares the id index with docs, the documents Check found
-// (by name, as a listing finds them), walking .ids and the sorted ids
-// side by side. A document without an entry, or an .ids out of order, is
-// a problem (a prefix lookup would miss the session), repaired by a
-// rebuild; entries without a document are a note (lookups skip them).
-func (s *Store) checkIDIndex(docs map[string]bool, repair bool) []fsstore.Finding {
+// checkIDIndex compares the id index with ids, the sorted ids of the
+// documents Check found (by name, as a listing finds them), walking .ids
+// and ids side by side. A document without an entry, or an .ids out of
+// order, is a problem (a prefix lookup would miss the session), repaired
+// by a rebuild; entries without a document are a note (lookups skip
+// them).
+func (s *Store) checkIDIndex(ids []string, repair bool) []fsstore.Finding {
 	path := s.idsPath()
 	f, size, err := fsstore.OpenSized(path)
 	if err != nil {
 		return []fsstore.Finding{{Path: path, What: "id index unreadable: " + err.Error(), Problem: true}}
 	}
 	if f == nil {
-		if len(docs) == 0 {
+		if len(ids) == 0 {
 			return nil
 		}
 		// A profile from before the index: the first new session builds it.
@@ -468,11 +470,6 @@ func (s *Store) checkIDIndex(docs map[string]bool, repair bool) []fsstore.Findin
 	if err != nil {
 		return []fsstore.Finding{{Path: s.idsRecentPath(), What: "id index log unreadable: " + err.Error(), Problem: true}}
 	}
-	ids := make([]string, 0, len(docs))
-	for id := range docs {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
 	var out []fsstore.Finding
 	lacks := func(id string) {
 		if !recent[id] {
@@ -508,7 +505,7 @@ func (s *Store) checkIDIndex(docs map[string]bool, repair bool) []fsstore.Findin
 		lacks(ids[i])
 	}
 	for id, added := range recent {
-		if added && !docs[id] {
+		if _, found := slices.BinarySearch(ids, id); added && !found {
 			stale++
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -428,15 +429,18 @@ func (s *Store) RebuildTitles() error {
 }
 
 // checkTitleIndex compares the index with the titles of the documents
-// (byTitle, as Check read them): a titled document without its entry is a
+// (titled, as Check read them): a titled document without its entry is a
 // problem (a title write could miss it and give the title twice), a stale
 // entry a note (lookups drop it). Each difference is confirmed against
 // the document as it is now, since a repair earlier in the same check may
-// have retitled it. With repair the index is rebuilt.
-func (s *Store) checkTitleIndex(byTitle map[string][]Session, repair bool) []fsstore.Finding {
+// have retitled it. With repair the index is rebuilt. It sorts titled by
+// bucket, then as a bucket is, and reads one bucket at a time beside it:
+// the findings are those of buckets that do not parse, then of entries
+// lacking, then of stale ones, each in the order of the buckets.
+func (s *Store) checkTitleIndex(titled []titledDoc, repair bool) []fsstore.Finding {
 	dir := s.titlesDir()
 	if _, err := os.Stat(s.titlesCompletePath()); errors.Is(err, os.ErrNotExist) {
-		if len(byTitle) == 0 {
+		if len(titled) == 0 {
 			return nil
 		}
 		// A profile from before the index: the first title lookup builds it.
@@ -446,32 +450,25 @@ func (s *Store) checkTitleIndex(byTitle map[string][]Session, repair bool) []fss
 		}
 		return []fsstore.Finding{f}
 	}
-	var all []Session
-	for _, group := range byTitle {
-		all = append(all, group...)
+	for i := range titled {
+		copy(titled[i].bucket[:], bucketOf(titled[i].title))
 	}
-	want := titleIndexFromDocs(all)
-	have := map[string][]titleEntry{}
-	var out []fsstore.Finding
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		if !isBucketName(e.Name()) {
-			continue
+	byBucket := func(a titledDoc, bucket string, e titleEntry) int {
+		if c := strings.Compare(string(a.bucket[:]), bucket); c != 0 {
+			return c
 		}
-		var bucket []titleEntry
-		if err := fsstore.ReadDoc(filepath.Join(dir, e.Name()), &bucket); err != nil {
-			out = append(out, fsstore.Finding{Path: filepath.Join(dir, e.Name()), What: "title index bucket does not parse: " + err.Error(), Problem: true})
-			continue
+		if c := strings.Compare(a.title, e.Title); c != 0 {
+			return c
 		}
-		have[e.Name()] = bucket
+		return strings.Compare(a.id, e.SessionID)
 	}
-	in := func(set map[string][]titleEntry, e titleEntry) bool {
-		for _, x := range set[bucketOf(e.Title)] {
-			if x == e {
-				return true
-			}
-		}
-		return false
+	slices.SortFunc(titled, func(a, b titledDoc) int {
+		return byBucket(a, string(b.bucket[:]), titleEntry{Title: b.title, SessionID: b.id})
+	})
+	wanted := func(e titleEntry) bool {
+		bucket := bucketOf(e.Title)
+		_, found := slices.BinarySearchFunc(titled, e, func(a titledDoc, e titleEntry) int { return byBucket(a, bucket, e) })
+		return found
 	}
 	titleNow := func(id string) string {
 		var sess Session
@@ -480,22 +477,62 @@ func (s *Store) checkTitleIndex(byTitle map[string][]Session, repair bool) []fss
 		}
 		return sess.Title
 	}
-	for _, name := range sortedBuckets(want) {
-		for _, e := range want[name] {
-			if !in(have, e) && titleNow(e.SessionID) == e.Title {
-				out = append(out, fsstore.Finding{Path: filepath.Join(dir, name), Problem: true,
+	var unreadable, lacking, stale []fsstore.Finding
+	lacks := func(want []titledDoc, have []titleEntry) {
+		for _, w := range want {
+			e := titleEntry{Title: w.title, SessionID: w.id}
+			if !slices.Contains(have, e) && titleNow(e.SessionID) == e.Title {
+				lacking = append(lacking, fsstore.Finding{Path: filepath.Join(dir, string(w.bucket[:])), Problem: true,
 					What: fmt.Sprintf("title index lacks %q of session %s", e.Title, e.SessionID)})
 			}
 		}
 	}
-	for _, name := range sortedBuckets(have) {
-		for _, e := range have[name] {
-			if !in(want, e) && titleNow(e.SessionID) != e.Title {
-				out = append(out, fsstore.Finding{Path: filepath.Join(dir, name),
+	// next returns the titled documents of the next bucket before limit
+	// ("" for any), and takes them from titled.
+	rest := titled
+	next := func(limit string) []titledDoc {
+		if len(rest) == 0 || limit != "" && string(rest[0].bucket[:]) >= limit {
+			return nil
+		}
+		n := 1
+		for n < len(rest) && rest[n].bucket == rest[0].bucket {
+			n++
+		}
+		want := rest[:n]
+		rest = rest[n:]
+		return want
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, de := range entries {
+		name := de.Name()
+		if !isBucketName(name) {
+			continue
+		}
+		for want := next(name); want != nil; want = next(name) {
+			lacks(want, nil)
+		}
+		var want []titledDoc
+		if len(rest) > 0 && string(rest[0].bucket[:]) == name {
+			want = next("")
+		}
+		var have []titleEntry
+		if err := fsstore.ReadDoc(filepath.Join(dir, name), &have); err != nil {
+			unreadable = append(unreadable, fsstore.Finding{Path: filepath.Join(dir, name), What: "title index bucket does not parse: " + err.Error(), Problem: true})
+			lacks(want, nil)
+			continue
+		}
+		lacks(want, have)
+		for _, e := range have {
+			if !wanted(e) && titleNow(e.SessionID) != e.Title {
+				stale = append(stale, fsstore.Finding{Path: filepath.Join(dir, name),
 					What: fmt.Sprintf("title index entry %q names session %s, whose document has another title or is gone", e.Title, e.SessionID)})
 			}
 		}
 	}
+	for want := next(""); want != nil; want = next("") {
+		lacks(want, nil)
+	}
+	out := slices.Concat(unreadable, lacking, stale)
 	if repair && len(out) > 0 {
 		repaired, what := s.rebuildTitles("title index rebuilt from the documents")
 		for i := range out {
@@ -506,15 +543,6 @@ func (s *Store) checkTitleIndex(byTitle map[string][]Session, repair bool) []fss
 		}
 	}
 	return out
-}
-
-func sortedBuckets(m map[string][]titleEntry) []string {
-	names := make([]string, 0, len(m))
-	for name := range m {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	return names
 }
 
 func (s *Store) rebuildTitles(what string) (bool, string) {
