@@ -657,21 +657,3 @@ func (s *Store) compactCatalogLocked() error {
 
 // RebuildCatalog rebuilds the catalog from the documents (fsck --repair).
 func (s *Store) RebuildCatalog() error { return s.rebuildCatalog() }
-
-// catalogLatest returns the last line of each session the catalog names.
-func (s *Store) catalogLatest() (map[string]catalogEntry, error) {
-	ids := map[string]catalogEntry{}
-	f, size, err := fsstore.OpenSized(s.catalogPath())
-	if f == nil || err != nil {
-		return ids, err
-	}
-	defer f.Close()
-	_, err = fsstore.ScanLines(f, size, func(line []byte, _ int64) error {
-		var e catalogEntry
-		if json.Unmarshal(line, &e) == nil {
-			ids[e.SessionID] = e
-		}
-		return nil
-	})
-	return ids, err
-}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes/hermes/fsstore"
 	"github.com/hermes/hermes/fsstore/internal/storetest"
 )
 
@@ -82,4 +83,23 @@ func docOf(t testing.TB, s *Store, id string) Session {
 		t.Fatalf("document of %s: %v", id, err)
 	}
 	return sess
+}
+
+// catalogLatest returns the last line of each session the catalog names:
+// what a test reads the catalog as.
+func (s *Store) catalogLatest() (map[string]catalogEntry, error) {
+	ids := map[string]catalogEntry{}
+	f, size, err := fsstore.OpenSized(s.catalogPath())
+	if f == nil || err != nil {
+		return ids, err
+	}
+	defer f.Close()
+	_, err = fsstore.ScanLines(f, size, func(line []byte, _ int64) error {
+		var e catalogEntry
+		if json.Unmarshal(line, &e) == nil {
+			ids[e.SessionID] = e
+		}
+		return nil
+	})
+	return ids, err
 }
