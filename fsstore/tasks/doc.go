@@ -29,7 +29,8 @@
 // checks against the log: a lookup that misses through it reads the log
 // backwards as before, so a stale index costs time, never a wrong answer.
 // A prune and RebuildIndex (fsck --repair) remove it before they rewrite
-// the log. Only an exact id is looked up so; an id prefix, and an id no
+// the log; fsck does not report it, since a damaged index is found by the
+// next lookup, which rebuilds it and answers from the log meanwhile. Only an exact id is looked up so; an id prefix, and an id no
 // task has, read every line of the log (Resolve).
 //
 // A record names the host its processes run on (host). Only there are its
