@@ -59,8 +59,10 @@
 //     Responses report the model that answered: what the upstream's reply
 //     names, else the request's, else the configured one. The echo
 //     provider ignores it (its reply reports the request's), and the exec
-//     provider finds it in $HERMES_PARAMS (cmd/provider). A new session
-//     records the configured model.
+//     provider finds it in $HERMES_PARAMS (cmd/provider). A session the
+//     gateway makes (new, a fork, a successor) records the model of the
+//     request that made it, else the configured one; a later request
+//     naming another model leaves the document as it is.
 //   - tools: the client's, after the gateway's own (gateway.tools). A
 //     client's tool that has the name of one of the gateway's, or a name
 //     given twice, is a 400 naming it (param tools[i]): neither the model

@@ -125,7 +125,7 @@ func lastAssistant(msgs []sessions.Message) int {
 //     conversation.
 //
 // It returns the route and what the turn adds.
-func (s *Server) routeHistory(ctx context.Context, msgs []sessions.Message, retried bool) (route, []sessions.Message, error) {
+func (s *Server) routeHistory(ctx context.Context, model string, msgs []sessions.Message, retried bool) (route, []sessions.Message, error) {
 	var rt route
 	last := lastAssistant(msgs)
 	if last < 0 {
@@ -135,12 +135,12 @@ func (s *Server) routeHistory(ctx context.Context, msgs []sessions.Message, retr
 			s.opts.Logf("the history index: %v", err)
 		}
 		if ok {
-			found, add, err := s.retryOpening(ctx, &rt, h, msgs, retried)
+			found, add, err := s.retryOpening(ctx, model, &rt, h, msgs, retried)
 			if err != nil || found {
 				return rt, add, err
 			}
 		}
-		sess, err := s.newSession("", "")
+		sess, err := s.newSession("", "", model)
 		rt.a = admission{sess: sess, fresh: true, opening: digest}
 		return rt, msgs, err
 	}
@@ -153,12 +153,12 @@ func (s *Server) routeHistory(ctx context.Context, msgs []sessions.Message, retr
 		s.opts.Logf("the history index: %v", err)
 	}
 	if ok {
-		found, add, err := s.continueHistory(ctx, &rt, h, digest, input)
+		found, add, err := s.continueHistory(ctx, model, &rt, h, digest, input)
 		if err != nil || found {
 			return rt, add, err
 		}
 	}
-	sess, err := s.newSession("", "")
+	sess, err := s.newSession("", "", model)
 	rt.a = admission{sess: sess, fresh: true}
 	return rt, msgs, err
 }
@@ -195,7 +195,7 @@ func (s *Server) indexed(ctx context.Context, rt *route, h gatewaystate.History)
 // continueHistory is routeHistory for a history the index names: found is
 // false when the entry does not hold (its session is gone, or its
 // transcript does not have that history: the transcript wins).
-func (s *Server) continueHistory(ctx context.Context, rt *route, h gatewaystate.History, digest string, input []sessions.Message) (found bool, add []sessions.Message, err error) {
+func (s *Server) continueHistory(ctx context.Context, model string, rt *route, h gatewaystate.History, digest string, input []sessions.Message) (found bool, add []sessions.Message, err error) {
 	sess, stored, err := s.indexed(ctx, rt, h)
 	if err != nil || stored == nil {
 		if err == nil && sess.ID != "" {
@@ -208,7 +208,7 @@ func (s *Server) continueHistory(ctx context.Context, rt *route, h gatewaystate.
 	tail := stored[k:]
 	switch {
 	case len(tail) == 0 || isRetry(tail, input):
-		if rt.a, err = s.admit(sess); err != nil {
+		if rt.a, err = s.admit(sess, model); err != nil {
 			return true, nil, err
 		}
 		if rt.a.fresh {
@@ -228,7 +228,7 @@ func (s *Server) continueHistory(ctx context.Context, rt *route, h gatewaystate.
 	if err := s.findRepeat(rt, input, k); err != nil || rt.replay != nil {
 		return true, nil, err
 	}
-	fork, err := s.newSession(sess.ID, sess.SessionKey)
+	fork, err := s.newSession(sess.ID, sess.SessionKey, model)
 	if err != nil {
 		return true, nil, err
 	}
@@ -251,7 +251,7 @@ func (s *Server) continueHistory(ctx context.Context, rt *route, h gatewaystate.
 // reply that never reached the client is returned. A session that has
 // moved on, or whose reply was delivered, is not found: the same opening
 // messages are then a new conversation.
-func (s *Server) retryOpening(ctx context.Context, rt *route, h gatewaystate.History, msgs []sessions.Message, retried bool) (found bool, add []sessions.Message, err error) {
+func (s *Server) retryOpening(ctx context.Context, model string, rt *route, h gatewaystate.History, msgs []sessions.Message, retried bool) (found bool, add []sessions.Message, err error) {
 	if at, err := h.LastTS.Instant(); !retried && (err != nil || s.now().Sub(at) > OpeningRetryWindow) {
 		return false, nil, nil
 	}
@@ -265,7 +265,7 @@ func (s *Server) retryOpening(ctx context.Context, rt *route, h gatewaystate.His
 		err := s.findRepeat(rt, msgs, 0)
 		return rt.replay != nil, nil, err
 	}
-	if rt.a, err = s.admit(sess); err != nil {
+	if rt.a, err = s.admit(sess, model); err != nil {
 		return true, nil, err
 	}
 	if rt.a.fresh {
@@ -392,7 +392,7 @@ func threadOf(r *http.Request) string {
 // mapping is written before the turn when the session changes. It
 // returns the route, what the turn adds, and whether the history found
 // it (then the turn's end is indexed).
-func (s *Server) routeThread(ctx context.Context, slug string, input []sessions.Message, retry bool) (route, []sessions.Message, bool, error) {
+func (s *Server) routeThread(ctx context.Context, model, slug string, input []sessions.Message, retry bool) (route, []sessions.Message, bool, error) {
 	var held route
 	unlock, err := s.convs.lock(ctx, slug)
 	if err != nil {
@@ -422,9 +422,9 @@ func (s *Server) routeThread(ctx context.Context, slug string, input []sessions.
 	var rt route
 	var add []sessions.Message
 	if known {
-		rt, add, err = s.routeSession(ctx, c.SessionID, input)
+		rt, add, err = s.routeSession(ctx, model, c.SessionID, input)
 	} else {
-		rt, add, err = s.routeHistory(ctx, input, retry)
+		rt, add, err = s.routeHistory(ctx, model, input, retry)
 	}
 	rt.unlocks = append(held.unlocks, rt.unlocks...)
 	if err != nil {

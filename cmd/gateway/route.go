@@ -75,7 +75,7 @@ func (rt *route) join(got route) {
 func (s *Server) routeChat(ctx context.Context, r *http.Request, req request, sid string, rt *route) error {
 	msgs := req.msgs
 	if sid == "" {
-		got, add, err := s.routeHistory(ctx, msgs, retried(r))
+		got, add, err := s.routeHistory(ctx, req.reported, msgs, retried(r))
 		rt.join(got)
 		rt.add = add
 		return err
@@ -100,7 +100,7 @@ func (s *Server) routeChat(ctx context.Context, r *http.Request, req request, si
 		rt.a, rt.replay, rt.replayCount = admission{sess: sess}, reply, int64(len(stored))
 		return nil
 	}
-	a, err := s.admit(sess)
+	a, err := s.admit(sess, req.reported)
 	if err != nil {
 		return err
 	}
@@ -112,7 +112,7 @@ func (s *Server) routeChat(ctx context.Context, r *http.Request, req request, si
 	} else {
 		// The guard: the stored history is never rewritten; the client's
 		// version of it becomes a new session.
-		fork, err := s.newSession(a.sess.ID, a.sess.SessionKey)
+		fork, err := s.newSession(a.sess.ID, a.sess.SessionKey, req.reported)
 		if err != nil {
 			return err
 		}
@@ -136,14 +136,14 @@ func (s *Server) routeResponses(ctx context.Context, r *http.Request, req reques
 	viaHistory := false
 	switch {
 	case sid != "":
-		got, input, err = s.routeSession(ctx, sid, input)
+		got, input, err = s.routeSession(ctx, req.reported, sid, input)
 	case req.conv != "":
-		got, err = s.routeConversation(ctx, req.conv, input)
+		got, err = s.routeConversation(ctx, req.reported, req.conv, input)
 	case req.prev != "":
-		got, err = s.routePrevious(ctx, req.prev, input)
+		got, err = s.routePrevious(ctx, req.reported, req.prev, input)
 	case threadOf(r) != "":
 		var add []sessions.Message
-		if got, add, viaHistory, err = s.routeThread(ctx, threadOf(r), input, retried(r)); viaHistory {
+		if got, add, viaHistory, err = s.routeThread(ctx, req.reported, threadOf(r), input, retried(r)); viaHistory {
 			byHistory = add
 		} else {
 			input = add
@@ -151,7 +151,7 @@ func (s *Server) routeResponses(ctx context.Context, r *http.Request, req reques
 	default:
 		// No conversation named: it is found by its history, for a client
 		// that re-sends it whole (Codex CLI, store:false).
-		got, byHistory, err = s.routeHistory(ctx, input, retried(r))
+		got, byHistory, err = s.routeHistory(ctx, req.reported, input, retried(r))
 		viaHistory = true
 	}
 	rt.join(got)
@@ -248,7 +248,7 @@ func (rt *route) release() {
 // under the conversation's locks (in the server, then on disk) and the
 // session's. The mapping is written before the turn when the session
 // changes, so that a crash during the turn still finds it.
-func (s *Server) routeConversation(ctx context.Context, conv string, input []sessions.Message) (route, error) {
+func (s *Server) routeConversation(ctx context.Context, model, conv string, input []sessions.Message) (route, error) {
 	var rt route
 	unlock, err := s.convs.lock(ctx, conv)
 	if err != nil {
@@ -291,11 +291,11 @@ func (s *Server) routeConversation(ctx context.Context, conv string, input []ses
 	}
 	if sess.ID == "" {
 		// A new conversation, or one whose session a person deleted.
-		if sess, err = s.newSession(c.SessionID, "conversation:"+conv); err != nil {
+		if sess, err = s.newSession(c.SessionID, "conversation:"+conv, model); err != nil {
 			return rt, err
 		}
 		rt.a = admission{sess: sess, fresh: true}
-	} else if rt.a, err = s.admit(sess); err != nil {
+	} else if rt.a, err = s.admit(sess, model); err != nil {
 		return rt, err
 	}
 	if rt.a.sess.ID != c.SessionID {
@@ -326,7 +326,7 @@ func (s *Server) routeConversation(ctx context.Context, conv string, input []ses
 // edit) goes to a new session whose parent is sid, whole, as on chat
 // completions. Any other input is new items, appended as the Responses
 // API appends them.
-func (s *Server) routeSession(ctx context.Context, sid string, input []sessions.Message) (route, []sessions.Message, error) {
+func (s *Server) routeSession(ctx context.Context, model, sid string, input []sessions.Message) (route, []sessions.Message, error) {
 	var rt route
 	sess, unlock, err := s.namedSession(ctx, sid)
 	rt.hold(unlock)
@@ -351,7 +351,7 @@ func (s *Server) routeSession(ctx context.Context, sid string, input []sessions.
 	if err := s.findRepeat(&rt, input, -1); err != nil || rt.replay != nil {
 		return rt, input, err
 	}
-	if rt.a, err = s.admit(sess); err != nil || rt.a.fresh {
+	if rt.a, err = s.admit(sess, model); err != nil || rt.a.fresh {
 		rt.stored = nil
 		return rt, input, err
 	}
@@ -359,7 +359,7 @@ func (s *Server) routeSession(ctx context.Context, sid string, input []sessions.
 	if n, ok := reconcile(kept, input); ok && n > 0 {
 		input = input[n:]
 	} else if len(input) > 1 && len(kept) > 0 && sameMessage(kept[0], input[0]) {
-		fork, err := s.newSession(rt.a.sess.ID, rt.a.sess.SessionKey)
+		fork, err := s.newSession(rt.a.sess.ID, rt.a.sess.SessionKey, model)
 		if err != nil {
 			return rt, input, err
 		}
@@ -385,7 +385,7 @@ func withoutInstructions(msgs []sessions.Message) []sessions.Message {
 // session's lock. A response that is not its session's latest answered
 // turn branches: a new session (parent the old) that starts with the
 // history up to that response.
-func (s *Server) routePrevious(ctx context.Context, prev string, input []sessions.Message) (route, error) {
+func (s *Server) routePrevious(ctx context.Context, model, prev string, input []sessions.Message) (route, error) {
 	var rt route
 	pr, err := s.opts.Store.GetResponse(prev)
 	if errors.Is(err, fsstore.ErrNotFound) || errors.Is(err, fsstore.ErrInvalid) {
@@ -416,12 +416,12 @@ func (s *Server) routePrevious(ctx context.Context, prev string, input []session
 	if err := s.findRepeat(&rt, input, k); err != nil || rt.replay != nil {
 		return rt, err
 	}
-	if rt.a, err = s.admit(sess); err != nil || rt.a.fresh {
+	if rt.a, err = s.admit(sess, model); err != nil || rt.a.fresh {
 		rt.stored = nil
 		return rt, err
 	}
 	if lastReplyEnd(rt.stored) > k {
-		fork, err := s.newSession(rt.a.sess.ID, rt.a.sess.SessionKey)
+		fork, err := s.newSession(rt.a.sess.ID, rt.a.sess.SessionKey, model)
 		if err != nil {
 			return rt, err
 		}

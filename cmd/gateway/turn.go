@@ -47,15 +47,16 @@ type admission struct {
 	opening string
 }
 
-// newSession creates a gateway session, the successor of parent when set.
+// newSession creates a gateway session for a request to model (the
+// model it records), the successor of parent when set.
 // Ids are retried on the (unlikely) collision with an existing session,
 // since Create of an existing id is a no-op that returns that session.
-func (s *Server) newSession(parent, key string) (sessions.Session, error) {
+func (s *Server) newSession(parent, key, model string) (sessions.Session, error) {
 	for range 8 {
 		sess, created, err := s.opts.Sessions.Create(sessions.Session{
 			ID:              fsstore.NewID(s.now()),
 			Source:          "gateway",
-			Model:           s.opts.Model,
+			Model:           model,
 			ParentSessionID: parent,
 			SessionKey:      key,
 		})
@@ -73,14 +74,14 @@ func (s *Server) newSession(parent, key string) (sessions.Session, error) {
 // than that → a new session (the old one ends, resume_pending_expired); an
 // ended session → reopened, unless the gateway ended it for one of those
 // two reasons, which gives a new session again.
-func (s *Server) admit(sess sessions.Session) (admission, error) {
+func (s *Server) admit(sess sessions.Session, model string) (admission, error) {
 	st := s.opts.Sessions
 	switch sess.State {
 	case sessions.StateSuspended:
 		if _, err := st.End(sess.ID, endSuspended); err != nil {
 			return admission{}, err
 		}
-		return s.successor(sess)
+		return s.successor(sess, model)
 	case sessions.StateResumePending:
 		if s.pendingFresh(sess) {
 			return admission{sess: sess}, nil
@@ -88,10 +89,10 @@ func (s *Server) admit(sess sessions.Session) (admission, error) {
 		if _, err := st.End(sess.ID, endPendingExpired); err != nil {
 			return admission{}, err
 		}
-		return s.successor(sess)
+		return s.successor(sess, model)
 	case sessions.StateEnded:
 		if sess.EndReason == endSuspended || sess.EndReason == endPendingExpired {
-			return s.successor(sess)
+			return s.successor(sess, model)
 		}
 		reopened, err := st.Reopen(sess.ID)
 		return admission{sess: reopened}, err
@@ -101,8 +102,8 @@ func (s *Server) admit(sess sessions.Session) (admission, error) {
 
 // successor makes the session that replaces old, and records it so that a
 // client that still names old reaches it (see follow).
-func (s *Server) successor(old sessions.Session) (admission, error) {
-	sess, err := s.newSession(old.ID, old.SessionKey)
+func (s *Server) successor(old sessions.Session, model string) (admission, error) {
+	sess, err := s.newSession(old.ID, old.SessionKey, model)
 	if err != nil {
 		return admission{}, err
 	}
