@@ -334,7 +334,14 @@
 // response.failed. The response is stored before response.completed is
 // sent, so a client may chain from it at once. usage, in response objects
 // and chat completions, is given when the provider reported it and left out
-// (not null) when it did not.
+// (not null) when it did not. A response object (whole, in
+// response.created and response.completed, and from GET
+// /v1/responses/{id}) reports its request's temperature, top_p, tools,
+// tool_choice, parallel_tool_calls, max_output_tokens, text, reasoning and
+// user as the client sent them (tools and tool_choice in the Responses
+// shape, untranslated), and the API's defaults for those it did not send
+// (1, 1, [], "auto", true, null, text format, null effort and summary,
+// null); a response stored before they were kept reports the defaults.
 //
 // # Sessions that a restart interrupted
 //
