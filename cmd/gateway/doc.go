@@ -123,7 +123,13 @@
 //     the turn never got its reply (a crash, a provider error), the retry
 //     runs it again on what was stored, without storing its input twice.
 //     The key sent with a different request is a 400
-//     (idempotency_key_reused). Records live 24 hours (KeyLifetime); a
+//     (idempotency_key_reused): the record holds the digest of the request
+//     as decoded, tools and parameters included (request_format 1). A
+//     record from a build that read fewer fields (no request_format) is
+//     compared on the fields that build read (model, messages or input,
+//     instructions, previous_response_id, conversation, store, stream,
+//     stream_options), so a retry across an upgrade is still its retry.
+//     Records live 24 hours (KeyLifetime); a
 //     gateway that starts removes older ones. The official SDKs (openai
 //     for Node and Python) send no Idempotency-Key unless the caller adds
 //     it (a header of the request options); on their own retries they send

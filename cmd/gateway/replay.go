@@ -85,6 +85,13 @@ func (s *Server) lastTurn(sid string, stored []sessions.Message) (start, end int
 	return lastReplyEnd(stored[:u+1]), u + 1, reply, true, nil
 }
 
+// requestFormat is the form of the request digests the gateway writes in
+// key records: the request as decodeChat and decodeResponses read it, with
+// the client's tools and parameters. A record without one (0) was written
+// either by a build that read fewer fields (olderWire) or by one that read
+// these but did not number them, so its digest is compared with both.
+const requestFormat = 1
+
 // requestDigest names what a request asks, for its idempotency key: the
 // request as decoded (so that the same request re-encoded by a client
 // library matches) and the session header it came with.
@@ -94,6 +101,43 @@ func requestDigest(r *http.Request, req any) string {
 	h.Write([]byte(r.URL.Path + "\n" + r.Header.Get(SessionHeader) + "\n"))
 	h.Write(b)
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// olderWire is the part of a request that a build from before the
+// gateway read the client's tools and parameters took the digest of: the
+// fields it decoded, in its order.
+func olderWire(req any) any {
+	switch w := req.(type) {
+	case *chatRequest:
+		return &struct {
+			Model         string            `json:"model"`
+			Messages      []json.RawMessage `json:"messages"`
+			Stream        bool              `json:"stream"`
+			StreamOptions *struct {
+				IncludeUsage bool `json:"include_usage"`
+			} `json:"stream_options"`
+		}{w.Model, w.Messages, w.Stream, w.StreamOptions}
+	case *responsesRequest:
+		return &struct {
+			Model              string          `json:"model"`
+			Input              json.RawMessage `json:"input"`
+			Instructions       *string         `json:"instructions"`
+			PreviousResponseID *string         `json:"previous_response_id"`
+			Conversation       json.RawMessage `json:"conversation"`
+			Store              *bool           `json:"store"`
+			Stream             bool            `json:"stream"`
+		}{w.Model, w.Input, w.Instructions, w.PreviousResponseID, w.Conversation, w.Store, w.Stream}
+	}
+	return req
+}
+
+// sameRequest reports whether the request whose digest is digest is the
+// one rec was written for, in the format rec has.
+func sameRequest(rec gatewaystate.Key, digest string, r *http.Request, req any) bool {
+	if rec.RequestSHA256 == digest {
+		return true
+	}
+	return rec.RequestFormat == 0 && rec.RequestSHA256 == requestDigest(r, olderWire(req))
 }
 
 // keyed is the turn of a request that carries an idempotency key.
@@ -128,7 +172,7 @@ func (s *Server) lookupKey(ctx context.Context, r *http.Request, req any) (keyed
 	case err != nil:
 		return k, err
 	}
-	if k.rec.RequestSHA256 != k.digest {
+	if !sameRequest(k.rec, k.digest, r, req) {
 		return k, &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", param: IdempotencyHeader,
 			code: "idempotency_key_reused", msg: "this Idempotency-Key was sent before with a different request"}
 	}
@@ -142,7 +186,7 @@ func (k *keyed) recordStart(st *gatewaystate.Store, sid string, from int) error 
 	if k.key == "" {
 		return nil
 	}
-	k.rec = gatewaystate.Key{KeySHA256: gatewaystate.KeyDigest(k.key), RequestSHA256: k.digest, SessionID: sid, From: int64(from)}
+	k.rec = gatewaystate.Key{KeySHA256: gatewaystate.KeyDigest(k.key), RequestSHA256: k.digest, RequestFormat: requestFormat, SessionID: sid, From: int64(from)}
 	return st.PutKey(k.rec)
 }
 
