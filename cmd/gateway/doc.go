@@ -17,10 +17,11 @@
 // turns its wire shape into one request: the messages (a chat client's
 // whole conversation, or a Responses input), the model, the tools and the
 // parameters in chat completions' terms, and the fields that name a
-// conversation. Route (routeRequest) finds or makes the session by one
-// set of rules: an Idempotency-Key seen before, X-Hermes-Session-Id,
-// then, for chat, the history; for Responses, conversation,
-// previous_response_id, a client's thread headers, then the history. Run
+// conversation. Route (the router of route.go: routeRequest) finds or
+// makes the session by one set of rules: an Idempotency-Key seen before,
+// X-Hermes-Session-Id, then, for chat, the history; for Responses,
+// conversation, previous_response_id, a client's thread headers, then the
+// history. Run
 // (run) answers from a stored reply or runs the engine's turn. Encode
 // writes the reply in the endpoint's shape, whole or streamed.
 //

@@ -63,7 +63,7 @@ func replay(reply []sessions.Message, count int64, stream io.Writer, started fun
 // but never delivered: its input is stored[start:end] (the messages after
 // the reply before it, through its last user message), its reply follows.
 // ok is false when the last turn's reply was delivered, or there is none.
-func (s *Server) lastTurn(sid string, stored []sessions.Message) (start, end int, reply []sessions.Message, ok bool, err error) {
+func (ro *router) lastTurn(sid string, stored []sessions.Message) (start, end int, reply []sessions.Message, ok bool, err error) {
 	u := -1
 	for i := len(stored) - 1; i >= 0; i-- {
 		if stored[i].Role == "user" {
@@ -78,7 +78,7 @@ func (s *Server) lastTurn(sid string, stored []sessions.Message) (start, end int
 	if !ok {
 		return 0, 0, nil, false, nil
 	}
-	delivered, err := s.opts.Store.Delivered(sid)
+	delivered, err := ro.opts.Store.Delivered(sid)
 	if err != nil || delivered >= int64(len(stored)) {
 		return 0, 0, nil, false, err
 	}
@@ -151,7 +151,7 @@ type keyed struct {
 
 // lookupKey takes the key's lock (requests with one key run one at a
 // time) and reads its record. No key: a zero keyed, nothing locked.
-func (s *Server) lookupKey(ctx context.Context, r *http.Request, req any) (keyed, error) {
+func (ro *router) lookupKey(ctx context.Context, r *http.Request, req any) (keyed, error) {
 	k := keyed{key: r.Header.Get(IdempotencyHeader), unlock: func() {}}
 	if k.key == "" {
 		return k, nil
@@ -159,13 +159,13 @@ func (s *Server) lookupKey(ctx context.Context, r *http.Request, req any) (keyed
 	if len(k.key) > 256 {
 		return k, badRequest(IdempotencyHeader, "%s is %d bytes; the limit is 256", IdempotencyHeader, len(k.key))
 	}
-	unlock, err := s.keys.lock(ctx, gatewaystate.KeyDigest(k.key))
+	unlock, err := ro.keys.lock(ctx, gatewaystate.KeyDigest(k.key))
 	if err != nil {
 		return k, err
 	}
 	k.unlock = unlock
 	k.digest = requestDigest(r, req)
-	k.rec, err = s.opts.Store.GetKey(k.key)
+	k.rec, err = ro.opts.Store.GetKey(k.key)
 	switch {
 	case errors.Is(err, fsstore.ErrNotFound):
 		return k, nil
@@ -205,13 +205,13 @@ func (k *keyed) recordEnd(st *gatewaystate.Store, out turnOutcome) error {
 // keyedTurn is where a request whose key was seen goes: the key's session,
 // and the stored reply of its turn when there is one; otherwise the turn
 // runs again on what was stored, adding nothing.
-func (s *Server) keyedTurn(ctx context.Context, k keyed) (a admission, reply []sessions.Message, count int64, unlock func(), err error) {
+func (ro *router) keyedTurn(ctx context.Context, k keyed) (a admission, reply []sessions.Message, count int64, unlock func(), err error) {
 	unlock = func() {}
-	unlockSess, err := s.sessions.lock(ctx, k.rec.SessionID)
+	unlockSess, err := ro.sessions.lock(ctx, k.rec.SessionID)
 	if err != nil {
 		return a, nil, 0, unlock, err
 	}
-	sess, err := s.opts.Sessions.Get(k.rec.SessionID)
+	sess, err := ro.opts.Sessions.Get(k.rec.SessionID)
 	if errors.Is(err, fsstore.ErrNotFound) {
 		unlockSess()
 		return a, nil, 0, unlock, notFound(IdempotencyHeader, "session_not_found", "the session %s of this Idempotency-Key no longer exists", k.rec.SessionID)
@@ -220,7 +220,7 @@ func (s *Server) keyedTurn(ctx context.Context, k keyed) (a admission, reply []s
 		unlockSess()
 		return a, nil, 0, unlock, err
 	}
-	stored, err := s.transcript(sess.ID)
+	stored, err := ro.transcript(sess.ID)
 	if err != nil {
 		unlockSess()
 		return a, nil, 0, unlock, err
