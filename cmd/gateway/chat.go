@@ -95,7 +95,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ctx := r.Context()
-	rt, err := s.routeRequest(ctx, r, req)
+	rt, err := s.router.routeRequest(ctx, r, req)
 	defer rt.release()
 	if err != nil {
 		return err

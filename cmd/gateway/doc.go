@@ -17,10 +17,11 @@
 // turns its wire shape into one request: the messages (a chat client's
 // whole conversation, or a Responses input), the model, the tools and the
 // parameters in chat completions' terms, and the fields that name a
-// conversation. Route (routeRequest) finds or makes the session by one
-// set of rules: an Idempotency-Key seen before, X-Hermes-Session-Id,
-// then, for chat, the history; for Responses, conversation,
-// previous_response_id, a client's thread headers, then the history. Run
+// conversation. Route (the router of route.go: routeRequest) finds or
+// makes the session by one set of rules: an Idempotency-Key seen before,
+// X-Hermes-Session-Id, then, for chat, the history; for Responses,
+// conversation, previous_response_id, a client's thread headers, then the
+// history. Run
 // (run) answers from a stored reply or runs the engine's turn. Encode
 // writes the reply in the endpoint's shape, whole or streamed.
 //
@@ -59,8 +60,10 @@
 //     Responses report the model that answered: what the upstream's reply
 //     names, else the request's, else the configured one. The echo
 //     provider ignores it (its reply reports the request's), and the exec
-//     provider finds it in $HERMES_PARAMS (cmd/provider). A new session
-//     records the configured model.
+//     provider finds it in $HERMES_PARAMS (cmd/provider). A session the
+//     gateway makes (new, a fork, a successor) records the model of the
+//     request that made it, else the configured one; a later request
+//     naming another model leaves the document as it is.
 //   - tools: the client's, after the gateway's own (gateway.tools). A
 //     client's tool that has the name of one of the gateway's, or a name
 //     given twice, is a 400 naming it (param tools[i]): neither the model
@@ -121,7 +124,13 @@
 //     the turn never got its reply (a crash, a provider error), the retry
 //     runs it again on what was stored, without storing its input twice.
 //     The key sent with a different request is a 400
-//     (idempotency_key_reused). Records live 24 hours (KeyLifetime); a
+//     (idempotency_key_reused): the record holds the digest of the request
+//     as decoded, tools and parameters included (request_format 1). A
+//     record from a build that read fewer fields (no request_format) is
+//     compared on the fields that build read (model, messages or input,
+//     instructions, previous_response_id, conversation, store, stream,
+//     stream_options), so a retry across an upgrade is still its retry.
+//     Records live 24 hours (KeyLifetime); a
 //     gateway that starts removes older ones. The official SDKs (openai
 //     for Node and Python) send no Idempotency-Key unless the caller adds
 //     it (a header of the request options); on their own retries they send
@@ -332,7 +341,14 @@
 // response.failed. The response is stored before response.completed is
 // sent, so a client may chain from it at once. usage, in response objects
 // and chat completions, is given when the provider reported it and left out
-// (not null) when it did not.
+// (not null) when it did not. A response object (whole, in
+// response.created and response.completed, and from GET
+// /v1/responses/{id}) reports its request's temperature, top_p, tools,
+// tool_choice, parallel_tool_calls, max_output_tokens, text, reasoning and
+// user as the client sent them (tools and tool_choice in the Responses
+// shape, untranslated), and the API's defaults for those it did not send
+// (1, 1, [], "auto", true, null, text format, null effort and summary,
+// null); a response stored before they were kept reports the defaults.
 //
 // # Sessions that a restart interrupted
 //

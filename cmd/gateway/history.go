@@ -125,22 +125,22 @@ func lastAssistant(msgs []sessions.Message) int {
 //     conversation.
 //
 // It returns the route and what the turn adds.
-func (s *Server) routeHistory(ctx context.Context, msgs []sessions.Message, retried bool) (route, []sessions.Message, error) {
+func (ro *router) routeHistory(ctx context.Context, model string, msgs []sessions.Message, retried bool) (route, []sessions.Message, error) {
 	var rt route
 	last := lastAssistant(msgs)
 	if last < 0 {
 		digest := conversationDigest(msgs)
-		h, ok, err := s.opts.Store.GetHistory(digest)
+		h, ok, err := ro.opts.Store.GetHistory(digest)
 		if err != nil {
-			s.opts.Logf("the history index: %v", err)
+			ro.opts.Logf("the history index: %v", err)
 		}
 		if ok {
-			found, add, err := s.retryOpening(ctx, &rt, h, msgs, retried)
+			found, add, err := ro.retryOpening(ctx, model, &rt, h, msgs, retried)
 			if err != nil || found {
 				return rt, add, err
 			}
 		}
-		sess, err := s.newSession("", "")
+		sess, err := ro.newSession("", "", model)
 		rt.a = admission{sess: sess, fresh: true, opening: digest}
 		return rt, msgs, err
 	}
@@ -148,17 +148,17 @@ func (s *Server) routeHistory(ctx context.Context, msgs []sessions.Message, retr
 	rt.history = sha256.New()
 	walkConversation(rt.history, prior, nil)
 	digest := hex.EncodeToString(rt.history.Sum(nil))
-	h, ok, err := s.opts.Store.GetHistory(digest)
+	h, ok, err := ro.opts.Store.GetHistory(digest)
 	if err != nil {
-		s.opts.Logf("the history index: %v", err)
+		ro.opts.Logf("the history index: %v", err)
 	}
 	if ok {
-		found, add, err := s.continueHistory(ctx, &rt, h, digest, input)
+		found, add, err := ro.continueHistory(ctx, model, &rt, h, digest, input)
 		if err != nil || found {
 			return rt, add, err
 		}
 	}
-	sess, err := s.newSession("", "")
+	sess, err := ro.newSession("", "", model)
 	rt.a = admission{sess: sess, fresh: true}
 	return rt, msgs, err
 }
@@ -169,20 +169,20 @@ func (s *Server) routeHistory(ctx context.Context, msgs []sessions.Message, retr
 // h.LastTS. stored is nil when it does not (the transcript has changed
 // since: the transcript wins), and sess is empty too when the session is
 // gone.
-func (s *Server) indexed(ctx context.Context, rt *route, h gatewaystate.History) (sess sessions.Session, stored []sessions.Message, err error) {
-	unlock, err := s.sessions.lock(ctx, h.SessionID)
+func (ro *router) indexed(ctx context.Context, rt *route, h gatewaystate.History) (sess sessions.Session, stored []sessions.Message, err error) {
+	unlock, err := ro.sessions.lock(ctx, h.SessionID)
 	if err != nil {
 		return sessions.Session{}, nil, err
 	}
 	rt.hold(unlock)
-	sess, err = s.opts.Sessions.Get(h.SessionID)
+	sess, err = ro.opts.Sessions.Get(h.SessionID)
 	if errors.Is(err, fsstore.ErrNotFound) {
 		return sessions.Session{}, nil, nil
 	}
 	if err != nil {
 		return sessions.Session{}, nil, err
 	}
-	if stored, err = s.transcript(sess.ID); err != nil {
+	if stored, err = ro.transcript(sess.ID); err != nil {
 		return sessions.Session{}, nil, err
 	}
 	k := int(h.MessageCount)
@@ -195,11 +195,11 @@ func (s *Server) indexed(ctx context.Context, rt *route, h gatewaystate.History)
 // continueHistory is routeHistory for a history the index names: found is
 // false when the entry does not hold (its session is gone, or its
 // transcript does not have that history: the transcript wins).
-func (s *Server) continueHistory(ctx context.Context, rt *route, h gatewaystate.History, digest string, input []sessions.Message) (found bool, add []sessions.Message, err error) {
-	sess, stored, err := s.indexed(ctx, rt, h)
+func (ro *router) continueHistory(ctx context.Context, model string, rt *route, h gatewaystate.History, digest string, input []sessions.Message) (found bool, add []sessions.Message, err error) {
+	sess, stored, err := ro.indexed(ctx, rt, h)
 	if err != nil || stored == nil {
 		if err == nil && sess.ID != "" {
-			s.opts.Logf("the history index names session %s, whose transcript has changed since: not used", sess.ID)
+			ro.opts.Logf("the history index names session %s, whose transcript has changed since: not used", sess.ID)
 		}
 		return false, nil, err
 	}
@@ -208,13 +208,13 @@ func (s *Server) continueHistory(ctx context.Context, rt *route, h gatewaystate.
 	tail := stored[k:]
 	switch {
 	case len(tail) == 0 || isRetry(tail, input):
-		if rt.a, err = s.admit(sess); err != nil {
+		if rt.a, err = ro.admit(sess, model); err != nil {
 			return true, nil, err
 		}
 		if rt.a.fresh {
 			// A successor of a suspended or expired session starts with
 			// the client's history, as a new session would.
-			if _, err := s.opts.Sessions.Append(rt.a.sess.ID, sessions.CopyMessages(stored[:k])); err != nil {
+			if _, err := ro.opts.Sessions.Append(rt.a.sess.ID, sessions.CopyMessages(stored[:k])); err != nil {
 				return true, nil, err
 			}
 			rt.stored = stored[:k]
@@ -225,15 +225,15 @@ func (s *Server) continueHistory(ctx context.Context, rt *route, h gatewaystate.
 		}
 		return true, input, nil
 	}
-	if err := s.findRepeat(rt, input, k); err != nil || rt.replay != nil {
+	if err := ro.findRepeat(rt, input, k); err != nil || rt.replay != nil {
 		return true, nil, err
 	}
-	fork, err := s.newSession(sess.ID, sess.SessionKey)
+	fork, err := ro.newSession(sess.ID, sess.SessionKey, model)
 	if err != nil {
 		return true, nil, err
 	}
 	if k > 0 {
-		if _, err := s.opts.Sessions.Append(fork.ID, sessions.CopyMessages(stored[:k])); err != nil {
+		if _, err := ro.opts.Sessions.Append(fork.ID, sessions.CopyMessages(stored[:k])); err != nil {
 			return true, nil, err
 		}
 	}
@@ -251,21 +251,21 @@ func (s *Server) continueHistory(ctx context.Context, rt *route, h gatewaystate.
 // reply that never reached the client is returned. A session that has
 // moved on, or whose reply was delivered, is not found: the same opening
 // messages are then a new conversation.
-func (s *Server) retryOpening(ctx context.Context, rt *route, h gatewaystate.History, msgs []sessions.Message, retried bool) (found bool, add []sessions.Message, err error) {
-	if at, err := h.LastTS.Instant(); !retried && (err != nil || s.now().Sub(at) > OpeningRetryWindow) {
+func (ro *router) retryOpening(ctx context.Context, model string, rt *route, h gatewaystate.History, msgs []sessions.Message, retried bool) (found bool, add []sessions.Message, err error) {
+	if at, err := h.LastTS.Instant(); !retried && (err != nil || ro.now().Sub(at) > OpeningRetryWindow) {
 		return false, nil, nil
 	}
-	sess, stored, err := s.indexed(ctx, rt, h)
+	sess, stored, err := ro.indexed(ctx, rt, h)
 	if err != nil || stored == nil {
 		return false, nil, err
 	}
 	k := int(h.MessageCount)
 	rt.a, rt.stored = admission{sess: sess}, stored
 	if len(stored) > k {
-		err := s.findRepeat(rt, msgs, 0)
+		err := ro.findRepeat(rt, msgs, 0)
 		return rt.replay != nil, nil, err
 	}
-	if rt.a, err = s.admit(sess); err != nil {
+	if rt.a, err = ro.admit(sess, model); err != nil {
 		return true, nil, err
 	}
 	if rt.a.fresh {
@@ -281,17 +281,17 @@ func (s *Server) retryOpening(ctx context.Context, rt *route, h gatewaystate.His
 // has stored its messages, the conversation's digest as the session's (see
 // retryOpening). A failure is reported, not returned: the turn goes on,
 // and a retry of it would start a new session.
-func (s *Server) indexOpening(a admission) {
+func (ro *router) indexOpening(a admission) {
 	if a.opening == "" {
 		return
 	}
-	tail, err := s.opts.Sessions.Tail(a.sess.ID, func(sessions.Message) bool { return true })
+	tail, err := ro.opts.Sessions.Tail(a.sess.ID, func(sessions.Message) bool { return true })
 	if err == nil && len(tail) > 0 {
 		last := tail[len(tail)-1]
-		err = s.opts.Store.PutHistory(a.opening, a.sess.ID, last.Seq, last.TS)
+		err = ro.opts.Store.PutHistory(a.opening, a.sess.ID, last.Seq, last.TS)
 	}
 	if err != nil {
-		s.opts.Logf("session %s: recording its opening in the history index: %v", a.sess.ID, err)
+		ro.opts.Logf("session %s: recording its opening in the history index: %v", a.sess.ID, err)
 	}
 }
 
@@ -350,7 +350,7 @@ func holds(st *sessions.Store, h gatewaystate.History, digest string) bool {
 // when sent's new messages begin a new element of the conversation. A
 // failure is reported, not returned: the reply is stored, and the next
 // request then starts a new session.
-func (s *Server) indexHistory(sent []sessions.Message, prior hash.Hash, out turnOutcome, sid string) {
+func (ro *router) indexHistory(sent []sessions.Message, prior hash.Hash, out turnOutcome, sid string) {
 	if len(out.reply.Messages) == 0 {
 		return
 	}
@@ -360,8 +360,8 @@ func (s *Server) indexHistory(sent []sessions.Message, prior hash.Hash, out turn
 	}
 	walkConversation(h, append(append([]sessions.Message(nil), rest...), out.reply.Messages...), nil)
 	last := out.reply.Messages[len(out.reply.Messages)-1]
-	if err := s.opts.Store.PutHistory(hex.EncodeToString(h.Sum(nil)), sid, out.count, last.TS); err != nil {
-		s.opts.Logf("session %s: recording its history in the index: %v", sid, err)
+	if err := ro.opts.Store.PutHistory(hex.EncodeToString(h.Sum(nil)), sid, out.count, last.TS); err != nil {
+		ro.opts.Logf("session %s: recording its history in the index: %v", sid, err)
 	}
 }
 
@@ -392,19 +392,19 @@ func threadOf(r *http.Request) string {
 // mapping is written before the turn when the session changes. It
 // returns the route, what the turn adds, and whether the history found
 // it (then the turn's end is indexed).
-func (s *Server) routeThread(ctx context.Context, slug string, input []sessions.Message, retry bool) (route, []sessions.Message, bool, error) {
+func (ro *router) routeThread(ctx context.Context, model, slug string, input []sessions.Message, retry bool) (route, []sessions.Message, bool, error) {
 	var held route
-	unlock, err := s.convs.lock(ctx, slug)
+	unlock, err := ro.convs.lock(ctx, slug)
 	if err != nil {
 		return held, nil, false, err
 	}
 	held.hold(unlock)
-	unlockFile, err := s.opts.Store.LockConversation(slug)
+	unlockFile, err := ro.opts.Store.LockConversation(slug)
 	if err != nil {
 		return held, nil, false, err
 	}
 	held.hold(unlockFile)
-	c, err := s.opts.Store.GetConversation(slug)
+	c, err := ro.opts.Store.GetConversation(slug)
 	switch {
 	case errors.Is(err, fsstore.ErrNotFound):
 		c = gatewaystate.Conversation{Conversation: slug}
@@ -413,7 +413,7 @@ func (s *Server) routeThread(ctx context.Context, slug string, input []sessions.
 	}
 	known := false
 	if c.SessionID != "" {
-		_, err := s.opts.Sessions.Get(c.SessionID)
+		_, err := ro.opts.Sessions.Get(c.SessionID)
 		if err != nil && !errors.Is(err, fsstore.ErrNotFound) {
 			return held, nil, false, err
 		}
@@ -422,9 +422,9 @@ func (s *Server) routeThread(ctx context.Context, slug string, input []sessions.
 	var rt route
 	var add []sessions.Message
 	if known {
-		rt, add, err = s.routeSession(ctx, c.SessionID, input)
+		rt, add, err = ro.routeSession(ctx, model, c.SessionID, input)
 	} else {
-		rt, add, err = s.routeHistory(ctx, input, retry)
+		rt, add, err = ro.routeHistory(ctx, model, input, retry)
 	}
 	rt.unlocks = append(held.unlocks, rt.unlocks...)
 	if err != nil {
@@ -432,7 +432,7 @@ func (s *Server) routeThread(ctx context.Context, slug string, input []sessions.
 	}
 	if rt.replay == nil && rt.a.sess.ID != c.SessionID {
 		c.SessionID, c.MessageCount = rt.a.sess.ID, 0
-		if err := s.opts.Store.PutConversation(c); err != nil {
+		if err := ro.opts.Store.PutConversation(c); err != nil {
 			return rt, nil, false, err
 		}
 	}

@@ -63,7 +63,7 @@ func replay(reply []sessions.Message, count int64, stream io.Writer, started fun
 // but never delivered: its input is stored[start:end] (the messages after
 // the reply before it, through its last user message), its reply follows.
 // ok is false when the last turn's reply was delivered, or there is none.
-func (s *Server) lastTurn(sid string, stored []sessions.Message) (start, end int, reply []sessions.Message, ok bool, err error) {
+func (ro *router) lastTurn(sid string, stored []sessions.Message) (start, end int, reply []sessions.Message, ok bool, err error) {
 	u := -1
 	for i := len(stored) - 1; i >= 0; i-- {
 		if stored[i].Role == "user" {
@@ -78,12 +78,19 @@ func (s *Server) lastTurn(sid string, stored []sessions.Message) (start, end int
 	if !ok {
 		return 0, 0, nil, false, nil
 	}
-	delivered, err := s.opts.Store.Delivered(sid)
+	delivered, err := ro.opts.Store.Delivered(sid)
 	if err != nil || delivered >= int64(len(stored)) {
 		return 0, 0, nil, false, err
 	}
 	return lastReplyEnd(stored[:u+1]), u + 1, reply, true, nil
 }
+
+// requestFormat is the form of the request digests the gateway writes in
+// key records: the request as decodeChat and decodeResponses read it, with
+// the client's tools and parameters. A record without one (0) was written
+// either by a build that read fewer fields (olderWire) or by one that read
+// these but did not number them, so its digest is compared with both.
+const requestFormat = 1
 
 // requestDigest names what a request asks, for its idempotency key: the
 // request as decoded (so that the same request re-encoded by a client
@@ -94,6 +101,43 @@ func requestDigest(r *http.Request, req any) string {
 	h.Write([]byte(r.URL.Path + "\n" + r.Header.Get(SessionHeader) + "\n"))
 	h.Write(b)
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// olderWire is the part of a request that a build from before the
+// gateway read the client's tools and parameters took the digest of: the
+// fields it decoded, in its order.
+func olderWire(req any) any {
+	switch w := req.(type) {
+	case *chatRequest:
+		return &struct {
+			Model         string            `json:"model"`
+			Messages      []json.RawMessage `json:"messages"`
+			Stream        bool              `json:"stream"`
+			StreamOptions *struct {
+				IncludeUsage bool `json:"include_usage"`
+			} `json:"stream_options"`
+		}{w.Model, w.Messages, w.Stream, w.StreamOptions}
+	case *responsesRequest:
+		return &struct {
+			Model              string          `json:"model"`
+			Input              json.RawMessage `json:"input"`
+			Instructions       *string         `json:"instructions"`
+			PreviousResponseID *string         `json:"previous_response_id"`
+			Conversation       json.RawMessage `json:"conversation"`
+			Store              *bool           `json:"store"`
+			Stream             bool            `json:"stream"`
+		}{w.Model, w.Input, w.Instructions, w.PreviousResponseID, w.Conversation, w.Store, w.Stream}
+	}
+	return req
+}
+
+// sameRequest reports whether the request whose digest is digest is the
+// one rec was written for, in the format rec has.
+func sameRequest(rec gatewaystate.Key, digest string, r *http.Request, req any) bool {
+	if rec.RequestSHA256 == digest {
+		return true
+	}
+	return rec.RequestFormat == 0 && rec.RequestSHA256 == requestDigest(r, olderWire(req))
 }
 
 // keyed is the turn of a request that carries an idempotency key.
@@ -107,7 +151,7 @@ type keyed struct {
 
 // lookupKey takes the key's lock (requests with one key run one at a
 // time) and reads its record. No key: a zero keyed, nothing locked.
-func (s *Server) lookupKey(ctx context.Context, r *http.Request, req any) (keyed, error) {
+func (ro *router) lookupKey(ctx context.Context, r *http.Request, req any) (keyed, error) {
 	k := keyed{key: r.Header.Get(IdempotencyHeader), unlock: func() {}}
 	if k.key == "" {
 		return k, nil
@@ -115,20 +159,20 @@ func (s *Server) lookupKey(ctx context.Context, r *http.Request, req any) (keyed
 	if len(k.key) > 256 {
 		return k, badRequest(IdempotencyHeader, "%s is %d bytes; the limit is 256", IdempotencyHeader, len(k.key))
 	}
-	unlock, err := s.keys.lock(ctx, gatewaystate.KeyDigest(k.key))
+	unlock, err := ro.keys.lock(ctx, gatewaystate.KeyDigest(k.key))
 	if err != nil {
 		return k, err
 	}
 	k.unlock = unlock
 	k.digest = requestDigest(r, req)
-	k.rec, err = s.opts.Store.GetKey(k.key)
+	k.rec, err = ro.opts.Store.GetKey(k.key)
 	switch {
 	case errors.Is(err, fsstore.ErrNotFound):
 		return k, nil
 	case err != nil:
 		return k, err
 	}
-	if k.rec.RequestSHA256 != k.digest {
+	if !sameRequest(k.rec, k.digest, r, req) {
 		return k, &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", param: IdempotencyHeader,
 			code: "idempotency_key_reused", msg: "this Idempotency-Key was sent before with a different request"}
 	}
@@ -142,7 +186,7 @@ func (k *keyed) recordStart(st *gatewaystate.Store, sid string, from int) error 
 	if k.key == "" {
 		return nil
 	}
-	k.rec = gatewaystate.Key{KeySHA256: gatewaystate.KeyDigest(k.key), RequestSHA256: k.digest, SessionID: sid, From: int64(from)}
+	k.rec = gatewaystate.Key{KeySHA256: gatewaystate.KeyDigest(k.key), RequestSHA256: k.digest, RequestFormat: requestFormat, SessionID: sid, From: int64(from)}
 	return st.PutKey(k.rec)
 }
 
@@ -161,13 +205,13 @@ func (k *keyed) recordEnd(st *gatewaystate.Store, out turnOutcome) error {
 // keyedTurn is where a request whose key was seen goes: the key's session,
 // and the stored reply of its turn when there is one; otherwise the turn
 // runs again on what was stored, adding nothing.
-func (s *Server) keyedTurn(ctx context.Context, k keyed) (a admission, reply []sessions.Message, count int64, unlock func(), err error) {
+func (ro *router) keyedTurn(ctx context.Context, k keyed) (a admission, reply []sessions.Message, count int64, unlock func(), err error) {
 	unlock = func() {}
-	unlockSess, err := s.sessions.lock(ctx, k.rec.SessionID)
+	unlockSess, err := ro.sessions.lock(ctx, k.rec.SessionID)
 	if err != nil {
 		return a, nil, 0, unlock, err
 	}
-	sess, err := s.opts.Sessions.Get(k.rec.SessionID)
+	sess, err := ro.opts.Sessions.Get(k.rec.SessionID)
 	if errors.Is(err, fsstore.ErrNotFound) {
 		unlockSess()
 		return a, nil, 0, unlock, notFound(IdempotencyHeader, "session_not_found", "the session %s of this Idempotency-Key no longer exists", k.rec.SessionID)
@@ -176,7 +220,7 @@ func (s *Server) keyedTurn(ctx context.Context, k keyed) (a admission, reply []s
 		unlockSess()
 		return a, nil, 0, unlock, err
 	}
-	stored, err := s.transcript(sess.ID)
+	stored, err := ro.transcript(sess.ID)
 	if err != nil {
 		unlockSess()
 		return a, nil, 0, unlock, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/hermes/hermes/cmd/provider"
+	"github.com/hermes/hermes/fsstore/gatewaystate"
 	"github.com/hermes/hermes/fsstore/sessions"
 )
 
@@ -44,6 +45,8 @@ type request struct {
 	// model.
 	provider provider.Provider
 	upstream string
+	// echo is what a Responses request's response reports of it.
+	echo gatewaystate.ResponseParams
 }
 
 // pickModel finds the provider of the model req names: an entry of

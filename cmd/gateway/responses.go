@@ -78,11 +78,25 @@ func (s *Server) decodeResponses(w http.ResponseWriter, r *http.Request) (reques
 			ResponseFormat:      responseFormat(rr.Text),
 			ReasoningEffort:     reasoningEffort(rr.Reasoning),
 			User:                set(rr.User),
+		}, echo: gatewaystate.ResponseParams{
+			Temperature: set(rr.Temperature), TopP: set(rr.TopP), MaxOutputTokens: set(rr.MaxOutputTokens),
+			ParallelToolCalls: set(rr.ParallelToolCalls), Tools: toolList(rr.Tools), ToolChoice: set(rr.ToolChoice),
+			Text: set(rr.Text), Reasoning: set(rr.Reasoning), User: set(rr.User),
 		}}
 	if err := s.pickModel(&req); err != nil {
 		return req, err
 	}
 	return req, s.checkTools(req.tools)
+}
+
+// toolList is a request's tools as its response reports them, nil for
+// none.
+func toolList(tools []json.RawMessage) json.RawMessage {
+	if len(tools) == 0 {
+		return nil
+	}
+	b, _ := marshal(tools) // decoded values always encode
+	return b
 }
 
 // inputItem is one item of a Responses API input list.
@@ -346,7 +360,7 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ctx := r.Context()
-	rt, err := s.routeRequest(ctx, r, req)
+	rt, err := s.router.routeRequest(ctx, r, req)
 	defer rt.release()
 	if err != nil {
 		return err
@@ -365,6 +379,7 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 		PreviousResponseID: req.prev,
 		Conversation:       req.conv,
 		Instructions:       req.instructions,
+		Params:             req.echo,
 	}
 
 	var rs *responseStream
@@ -544,44 +559,49 @@ type apiResponse struct {
 	Error              any             `json:"error"`
 	IncompleteDetails  any             `json:"incomplete_details"`
 	Instructions       *string         `json:"instructions"`
-	MaxOutputTokens    any             `json:"max_output_tokens"`
+	MaxOutputTokens    json.RawMessage `json:"max_output_tokens"`
 	Model              string          `json:"model"`
 	Output             json.RawMessage `json:"output"`
-	ParallelToolCalls  bool            `json:"parallel_tool_calls"`
+	ParallelToolCalls  json.RawMessage `json:"parallel_tool_calls"`
 	PreviousResponseID *string         `json:"previous_response_id"`
 	Conversation       *struct {
 		ID string `json:"id"`
 	} `json:"conversation"`
-	Reasoning   map[string]any `json:"reasoning"`
-	Store       bool           `json:"store"`
-	Temperature float64        `json:"temperature"`
-	Text        map[string]any `json:"text"`
-	ToolChoice  string         `json:"tool_choice"`
-	Tools       []any          `json:"tools"`
-	TopP        float64        `json:"top_p"`
-	Truncation  string         `json:"truncation"`
-	Usage       any            `json:"usage,omitempty"`
-	Metadata    map[string]any `json:"metadata"`
+	Reasoning   json.RawMessage `json:"reasoning"`
+	Store       bool            `json:"store"`
+	Temperature json.RawMessage `json:"temperature"`
+	Text        json.RawMessage `json:"text"`
+	ToolChoice  json.RawMessage `json:"tool_choice"`
+	Tools       json.RawMessage `json:"tools"`
+	TopP        json.RawMessage `json:"top_p"`
+	Truncation  string          `json:"truncation"`
+	Usage       any             `json:"usage,omitempty"`
+	User        json.RawMessage `json:"user"`
+	Metadata    map[string]any  `json:"metadata"`
 }
 
 // responseObject is a stored (or in-progress) response as the API returns
-// it.
+// it: the parameters its request sent, as sent, and the API's defaults
+// for those it did not.
 func responseObject(doc gatewaystate.Response, store bool) *apiResponse {
+	p := doc.Params
 	r := &apiResponse{
 		ID:                doc.ID,
 		Object:            "response",
 		Status:            doc.Status,
 		Model:             doc.Model,
 		Output:            doc.Output,
-		ParallelToolCalls: true,
-		Reasoning:         map[string]any{"effort": nil, "summary": nil},
+		MaxOutputTokens:   orNull(p.MaxOutputTokens),
+		ParallelToolCalls: orJSON(p.ParallelToolCalls, "true"),
+		Reasoning:         orJSON(p.Reasoning, `{"effort":null,"summary":null}`),
 		Store:             store,
-		Temperature:       1,
-		Text:              map[string]any{"format": map[string]any{"type": "text"}},
-		ToolChoice:        "auto",
-		Tools:             []any{},
-		TopP:              1,
+		Temperature:       orJSON(p.Temperature, "1"),
+		Text:              orJSON(p.Text, `{"format":{"type":"text"}}`),
+		ToolChoice:        orJSON(p.ToolChoice, `"auto"`),
+		Tools:             orJSON(p.Tools, "[]"),
+		TopP:              orJSON(p.TopP, "1"),
 		Truncation:        "disabled",
+		User:              orNull(p.User),
 		Metadata:          map[string]any{},
 	}
 	if t, err := doc.CreatedAt.Instant(); err == nil {
@@ -610,6 +630,16 @@ func responseObject(doc gatewaystate.Response, store bool) *apiResponse {
 	}
 	return r
 }
+
+// orJSON is raw, or def when raw is absent.
+func orJSON(raw json.RawMessage, def string) json.RawMessage {
+	if len(raw) == 0 {
+		return json.RawMessage(def)
+	}
+	return raw
+}
+
+func orNull(raw json.RawMessage) json.RawMessage { return orJSON(raw, "null") }
 
 // getResponse serves GET /v1/responses/{id}.
 func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) error {

@@ -7,11 +7,28 @@ import (
 	"hash"
 	"io"
 	"net/http"
+	"time"
 
+	"github.com/hermes/hermes/cmd/agent"
 	"github.com/hermes/hermes/fsstore"
 	"github.com/hermes/hermes/fsstore/gatewaystate"
 	"github.com/hermes/hermes/fsstore/sessions"
 )
+
+// router finds or makes the session of a request (routeRequest), with
+// what it needs of the server: its options (the stores), the engine (where
+// a transcript's last turn was cut short), its clock, and the locks that
+// make requests on one session, one idempotency key or one conversation
+// take turns. The server keeps the HTTP surface, the turn runner and the
+// lifecycle.
+type router struct {
+	opts     *Options
+	engine   *agent.Engine
+	now      func() time.Time
+	sessions *keyedMutex // the server's: one turn at a time per session
+	keys     keyedMutex  // one request at a time per idempotency key
+	convs    keyedMutex  // one request at a time per conversation
+}
 
 // routeRequest finds or makes the session of a request, by the same rules
 // on both endpoints, in this order: the turn of an Idempotency-Key seen
@@ -21,8 +38,8 @@ import (
 // own headers (threadOf), then the history. It returns the route with
 // what the turn stores (rt.add), the key's record written, and its locks
 // held: release them, also after an error, once the reply is sent.
-func (s *Server) routeRequest(ctx context.Context, r *http.Request, req request) (rt route, err error) {
-	k, err := s.lookupKey(ctx, r, req.wire)
+func (ro *router) routeRequest(ctx context.Context, r *http.Request, req request) (rt route, err error) {
+	k, err := ro.lookupKey(ctx, r, req.wire)
 	rt.key = k
 	rt.hold(k.unlock)
 	if err != nil {
@@ -30,7 +47,7 @@ func (s *Server) routeRequest(ctx context.Context, r *http.Request, req request)
 	}
 	sid := r.Header.Get(SessionHeader)
 	if k.found {
-		a, reply, count, unlock, err := s.keyedTurn(ctx, k)
+		a, reply, count, unlock, err := ro.keyedTurn(ctx, k)
 		if err != nil {
 			unlock()
 			return rt, err
@@ -47,14 +64,14 @@ func (s *Server) routeRequest(ctx context.Context, r *http.Request, req request)
 		sid = k.rec.SessionID
 	}
 	if req.chat {
-		err = s.routeChat(ctx, r, req, sid, &rt)
+		err = ro.routeChat(ctx, r, req, sid, &rt)
 	} else {
-		err = s.routeResponses(ctx, r, req, sid, &rt)
+		err = ro.routeResponses(ctx, r, req, sid, &rt)
 	}
 	if err != nil || rt.replay != nil {
 		return rt, err
 	}
-	return rt, rt.key.recordStart(s.opts.Store, rt.a.sess.ID, len(rt.stored)+len(rt.add))
+	return rt, rt.key.recordStart(ro.opts.Store, rt.a.sess.ID, len(rt.stored)+len(rt.add))
 }
 
 // join makes got, a route found by a helper with locks of its own, the
@@ -72,24 +89,24 @@ func (rt *route) join(got route) {
 // whose parent is the named one, and a repeat of a turn whose reply was
 // never delivered gets that reply; with none, the conversation is found
 // by its history (routeHistory).
-func (s *Server) routeChat(ctx context.Context, r *http.Request, req request, sid string, rt *route) error {
+func (ro *router) routeChat(ctx context.Context, r *http.Request, req request, sid string, rt *route) error {
 	msgs := req.msgs
 	if sid == "" {
-		got, add, err := s.routeHistory(ctx, msgs, retried(r))
+		got, add, err := ro.routeHistory(ctx, req.reported, msgs, retried(r))
 		rt.join(got)
 		rt.add = add
 		return err
 	}
-	sess, unlock, err := s.namedSession(ctx, sid)
+	sess, unlock, err := ro.namedSession(ctx, sid)
 	rt.hold(unlock)
 	if err != nil {
 		return err
 	}
-	stored, err := s.transcript(sess.ID)
+	stored, err := ro.transcript(sess.ID)
 	if err != nil {
 		return err
 	}
-	_, end, reply, undelivered, err := s.lastTurn(sess.ID, stored)
+	_, end, reply, undelivered, err := ro.lastTurn(sess.ID, stored)
 	if err != nil {
 		return err
 	}
@@ -100,7 +117,7 @@ func (s *Server) routeChat(ctx context.Context, r *http.Request, req request, si
 		rt.a, rt.replay, rt.replayCount = admission{sess: sess}, reply, int64(len(stored))
 		return nil
 	}
-	a, err := s.admit(sess)
+	a, err := ro.admit(sess, req.reported)
 	if err != nil {
 		return err
 	}
@@ -112,7 +129,7 @@ func (s *Server) routeChat(ctx context.Context, r *http.Request, req request, si
 	} else {
 		// The guard: the stored history is never rewritten; the client's
 		// version of it becomes a new session.
-		fork, err := s.newSession(a.sess.ID, a.sess.SessionKey)
+		fork, err := ro.newSession(a.sess.ID, a.sess.SessionKey, req.reported)
 		if err != nil {
 			return err
 		}
@@ -128,7 +145,7 @@ func (s *Server) routeChat(ctx context.Context, r *http.Request, req request, si
 // input's history is found in, or a new one. The turn adds the
 // instructions, when they differ from the last stored, then the input,
 // unless it retries the turn the route continues (its input is stored).
-func (s *Server) routeResponses(ctx context.Context, r *http.Request, req request, sid string, rt *route) error {
+func (ro *router) routeResponses(ctx context.Context, r *http.Request, req request, sid string, rt *route) error {
 	input := req.msgs
 	var got route
 	var err error
@@ -136,14 +153,14 @@ func (s *Server) routeResponses(ctx context.Context, r *http.Request, req reques
 	viaHistory := false
 	switch {
 	case sid != "":
-		got, input, err = s.routeSession(ctx, sid, input)
+		got, input, err = ro.routeSession(ctx, req.reported, sid, input)
 	case req.conv != "":
-		got, err = s.routeConversation(ctx, req.conv, input)
+		got, err = ro.routeConversation(ctx, req.reported, req.conv, input)
 	case req.prev != "":
-		got, err = s.routePrevious(ctx, req.prev, input)
+		got, err = ro.routePrevious(ctx, req.reported, req.prev, input)
 	case threadOf(r) != "":
 		var add []sessions.Message
-		if got, add, viaHistory, err = s.routeThread(ctx, threadOf(r), input, retried(r)); viaHistory {
+		if got, add, viaHistory, err = ro.routeThread(ctx, req.reported, threadOf(r), input, retried(r)); viaHistory {
 			byHistory = add
 		} else {
 			input = add
@@ -151,7 +168,7 @@ func (s *Server) routeResponses(ctx context.Context, r *http.Request, req reques
 	default:
 		// No conversation named: it is found by its history, for a client
 		// that re-sends it whole (Codex CLI, store:false).
-		got, byHistory, err = s.routeHistory(ctx, input, retried(r))
+		got, byHistory, err = ro.routeHistory(ctx, req.reported, input, retried(r))
 		viaHistory = true
 	}
 	rt.join(got)
@@ -215,7 +232,7 @@ func (s *Server) run(ctx context.Context, rt *route, req request, stream io.Writ
 		s.opts.Logf("session %s: recording the end of a keyed turn: %v", rt.a.sess.ID, err)
 	}
 	if req.chat || rt.byHistory {
-		s.indexHistory(req.msgs, rt.history, out, rt.a.sess.ID)
+		s.router.indexHistory(req.msgs, rt.history, out, rt.a.sess.ID)
 	}
 	return out, nil
 }
@@ -226,8 +243,8 @@ func (s *Server) run(ctx context.Context, rt *route, req request, stream io.Writ
 // input is a new turn (a person who says the same thing twice). With at
 // >= 0 the last turn must begin there (after the response a request
 // continues from).
-func (s *Server) findRepeat(rt *route, input []sessions.Message, at int) error {
-	start, end, reply, ok, err := s.lastTurn(rt.a.sess.ID, rt.stored)
+func (ro *router) findRepeat(rt *route, input []sessions.Message, at int) error {
+	start, end, reply, ok, err := ro.lastTurn(rt.a.sess.ID, rt.stored)
 	if err != nil || !ok || (at >= 0 && start != at) || !isRetry(rt.stored[start:end], input) {
 		return err
 	}
@@ -248,19 +265,19 @@ func (rt *route) release() {
 // under the conversation's locks (in the server, then on disk) and the
 // session's. The mapping is written before the turn when the session
 // changes, so that a crash during the turn still finds it.
-func (s *Server) routeConversation(ctx context.Context, conv string, input []sessions.Message) (route, error) {
+func (ro *router) routeConversation(ctx context.Context, model, conv string, input []sessions.Message) (route, error) {
 	var rt route
-	unlock, err := s.convs.lock(ctx, conv)
+	unlock, err := ro.convs.lock(ctx, conv)
 	if err != nil {
 		return rt, err
 	}
 	rt.hold(unlock)
-	unlockFile, err := s.opts.Store.LockConversation(conv)
+	unlockFile, err := ro.opts.Store.LockConversation(conv)
 	if err != nil {
 		return rt, err
 	}
 	rt.hold(unlockFile)
-	c, err := s.opts.Store.GetConversation(conv)
+	c, err := ro.opts.Store.GetConversation(conv)
 	var sess sessions.Session
 	switch {
 	case errors.Is(err, fsstore.ErrNotFound):
@@ -268,12 +285,12 @@ func (s *Server) routeConversation(ctx context.Context, conv string, input []ses
 	case err != nil:
 		return rt, err
 	default:
-		unlockSess, err := s.sessions.lock(ctx, c.SessionID)
+		unlockSess, err := ro.sessions.lock(ctx, c.SessionID)
 		if err != nil {
 			return rt, err
 		}
 		rt.hold(unlockSess)
-		if sess, err = s.opts.Sessions.Get(c.SessionID); err != nil && !errors.Is(err, fsstore.ErrNotFound) {
+		if sess, err = ro.opts.Sessions.Get(c.SessionID); err != nil && !errors.Is(err, fsstore.ErrNotFound) {
 			return rt, err
 		}
 	}
@@ -281,26 +298,26 @@ func (s *Server) routeConversation(ctx context.Context, conv string, input []ses
 		// A retry of the session's last turn is answered from it, whatever
 		// its state: a session suspended or expired since must not run the
 		// turn again in a successor.
-		if rt.stored, err = s.transcript(sess.ID); err != nil {
+		if rt.stored, err = ro.transcript(sess.ID); err != nil {
 			return rt, err
 		}
 		rt.a, rt.mapping = admission{sess: sess}, &c
-		if err := s.findRepeat(&rt, input, -1); err != nil || rt.replay != nil {
+		if err := ro.findRepeat(&rt, input, -1); err != nil || rt.replay != nil {
 			return rt, err
 		}
 	}
 	if sess.ID == "" {
 		// A new conversation, or one whose session a person deleted.
-		if sess, err = s.newSession(c.SessionID, "conversation:"+conv); err != nil {
+		if sess, err = ro.newSession(c.SessionID, "conversation:"+conv, model); err != nil {
 			return rt, err
 		}
 		rt.a = admission{sess: sess, fresh: true}
-	} else if rt.a, err = s.admit(sess); err != nil {
+	} else if rt.a, err = ro.admit(sess, model); err != nil {
 		return rt, err
 	}
 	if rt.a.sess.ID != c.SessionID {
 		c.SessionID, c.MessageCount = rt.a.sess.ID, 0
-		if err := s.opts.Store.PutConversation(c); err != nil {
+		if err := ro.opts.Store.PutConversation(c); err != nil {
 			return rt, err
 		}
 	}
@@ -309,7 +326,7 @@ func (s *Server) routeConversation(ctx context.Context, conv string, input []ses
 	case rt.a.fresh:
 		rt.stored = nil
 	case rt.a.sess.ID != sess.ID:
-		if rt.stored, err = s.transcript(rt.a.sess.ID); err != nil {
+		if rt.stored, err = ro.transcript(rt.a.sess.ID); err != nil {
 			return rt, err
 		}
 	}
@@ -326,21 +343,21 @@ func (s *Server) routeConversation(ctx context.Context, conv string, input []ses
 // edit) goes to a new session whose parent is sid, whole, as on chat
 // completions. Any other input is new items, appended as the Responses
 // API appends them.
-func (s *Server) routeSession(ctx context.Context, sid string, input []sessions.Message) (route, []sessions.Message, error) {
+func (ro *router) routeSession(ctx context.Context, model, sid string, input []sessions.Message) (route, []sessions.Message, error) {
 	var rt route
-	sess, unlock, err := s.namedSession(ctx, sid)
+	sess, unlock, err := ro.namedSession(ctx, sid)
 	rt.hold(unlock)
 	if err != nil {
 		return rt, input, err
 	}
-	if rt.stored, err = s.transcript(sess.ID); err != nil {
+	if rt.stored, err = ro.transcript(sess.ID); err != nil {
 		return rt, input, err
 	}
 	// A retry of the session's last turn whose reply was never delivered
 	// is answered from it, whatever its state (see routeConversation):
 	// its input alone, or the whole history up to it.
 	rt.a = admission{sess: sess}
-	_, end, reply, undelivered, err := s.lastTurn(sess.ID, rt.stored)
+	_, end, reply, undelivered, err := ro.lastTurn(sess.ID, rt.stored)
 	if err != nil {
 		return rt, input, err
 	}
@@ -348,10 +365,10 @@ func (s *Server) routeSession(ctx context.Context, sid string, input []sessions.
 		rt.replay, rt.replayCount = reply, int64(len(rt.stored))
 		return rt, input, nil
 	}
-	if err := s.findRepeat(&rt, input, -1); err != nil || rt.replay != nil {
+	if err := ro.findRepeat(&rt, input, -1); err != nil || rt.replay != nil {
 		return rt, input, err
 	}
-	if rt.a, err = s.admit(sess); err != nil || rt.a.fresh {
+	if rt.a, err = ro.admit(sess, model); err != nil || rt.a.fresh {
 		rt.stored = nil
 		return rt, input, err
 	}
@@ -359,7 +376,7 @@ func (s *Server) routeSession(ctx context.Context, sid string, input []sessions.
 	if n, ok := reconcile(kept, input); ok && n > 0 {
 		input = input[n:]
 	} else if len(input) > 1 && len(kept) > 0 && sameMessage(kept[0], input[0]) {
-		fork, err := s.newSession(rt.a.sess.ID, rt.a.sess.SessionKey)
+		fork, err := ro.newSession(rt.a.sess.ID, rt.a.sess.SessionKey, model)
 		if err != nil {
 			return rt, input, err
 		}
@@ -385,48 +402,48 @@ func withoutInstructions(msgs []sessions.Message) []sessions.Message {
 // session's lock. A response that is not its session's latest answered
 // turn branches: a new session (parent the old) that starts with the
 // history up to that response.
-func (s *Server) routePrevious(ctx context.Context, prev string, input []sessions.Message) (route, error) {
+func (ro *router) routePrevious(ctx context.Context, model, prev string, input []sessions.Message) (route, error) {
 	var rt route
-	pr, err := s.opts.Store.GetResponse(prev)
+	pr, err := ro.opts.Store.GetResponse(prev)
 	if errors.Is(err, fsstore.ErrNotFound) || errors.Is(err, fsstore.ErrInvalid) {
 		return rt, notFound("previous_response_id", "previous_response_not_found", "previous response with id '%s' not found", prev)
 	}
 	if err != nil {
 		return rt, err
 	}
-	unlockSess, err := s.sessions.lock(ctx, pr.SessionID)
+	unlockSess, err := ro.sessions.lock(ctx, pr.SessionID)
 	if err != nil {
 		return rt, err
 	}
 	rt.hold(unlockSess)
-	sess, err := s.opts.Sessions.Get(pr.SessionID)
+	sess, err := ro.opts.Sessions.Get(pr.SessionID)
 	if errors.Is(err, fsstore.ErrNotFound) {
 		return rt, notFound("previous_response_id", "previous_response_not_found", "the session %s of previous response '%s' no longer exists", pr.SessionID, prev)
 	}
 	if err != nil {
 		return rt, err
 	}
-	if rt.stored, err = s.transcript(sess.ID); err != nil {
+	if rt.stored, err = ro.transcript(sess.ID); err != nil {
 		return rt, err
 	}
 	// A retry of the turn after prev is answered from the session,
 	// whatever its state (see routeConversation).
 	rt.a = admission{sess: sess}
 	k := min(int(pr.MessageCount), len(rt.stored))
-	if err := s.findRepeat(&rt, input, k); err != nil || rt.replay != nil {
+	if err := ro.findRepeat(&rt, input, k); err != nil || rt.replay != nil {
 		return rt, err
 	}
-	if rt.a, err = s.admit(sess); err != nil || rt.a.fresh {
+	if rt.a, err = ro.admit(sess, model); err != nil || rt.a.fresh {
 		rt.stored = nil
 		return rt, err
 	}
 	if lastReplyEnd(rt.stored) > k {
-		fork, err := s.newSession(rt.a.sess.ID, rt.a.sess.SessionKey)
+		fork, err := ro.newSession(rt.a.sess.ID, rt.a.sess.SessionKey, model)
 		if err != nil {
 			return rt, err
 		}
 		if k > 0 {
-			if _, err := s.opts.Sessions.Append(fork.ID, sessions.CopyMessages(rt.stored[:k])); err != nil {
+			if _, err := ro.opts.Sessions.Append(fork.ID, sessions.CopyMessages(rt.stored[:k])); err != nil {
 				return rt, err
 			}
 		}
@@ -435,4 +452,157 @@ func (s *Server) routePrevious(ctx context.Context, prev string, input []session
 	}
 	rt.pending = rt.stored[k:]
 	return rt, nil
+}
+
+// newSession creates a gateway session for a request to model (the
+// model it records), the successor of parent when set.
+// Ids are retried on the (unlikely) collision with an existing session,
+// since Create of an existing id is a no-op that returns that session.
+func (ro *router) newSession(parent, key, model string) (sessions.Session, error) {
+	for range 8 {
+		sess, created, err := ro.opts.Sessions.Create(sessions.Session{
+			ID:              fsstore.NewID(ro.now()),
+			Source:          "gateway",
+			Model:           model,
+			ParentSessionID: parent,
+			SessionKey:      key,
+		})
+		if err != nil || created {
+			return sess, err
+		}
+	}
+	return sessions.Session{}, errors.New("could not find a free session id")
+}
+
+// admit decides where a request for sess goes: suspended → a new session
+// (the old one ends, reason suspended); resume_pending marked within the
+// freshness window → the same session, where the turn engine stores a
+// resume note first; resume_pending older
+// than that → a new session (the old one ends, resume_pending_expired); an
+// ended session → reopened, unless the gateway ended it for one of those
+// two reasons, which gives a new session again.
+func (ro *router) admit(sess sessions.Session, model string) (admission, error) {
+	st := ro.opts.Sessions
+	switch sess.State {
+	case sessions.StateSuspended:
+		if _, err := st.End(sess.ID, endSuspended); err != nil {
+			return admission{}, err
+		}
+		return ro.successor(sess, model)
+	case sessions.StateResumePending:
+		if ro.pendingFresh(sess) {
+			return admission{sess: sess}, nil
+		}
+		if _, err := st.End(sess.ID, endPendingExpired); err != nil {
+			return admission{}, err
+		}
+		return ro.successor(sess, model)
+	case sessions.StateEnded:
+		if sess.EndReason == endSuspended || sess.EndReason == endPendingExpired {
+			return ro.successor(sess, model)
+		}
+		reopened, err := st.Reopen(sess.ID)
+		return admission{sess: reopened}, err
+	}
+	return admission{sess: sess}, nil
+}
+
+// successor makes the session that replaces old, and records it so that a
+// client that still names old reaches it (see follow).
+func (ro *router) successor(old sessions.Session, model string) (admission, error) {
+	sess, err := ro.newSession(old.ID, old.SessionKey, model)
+	if err != nil {
+		return admission{}, err
+	}
+	return admission{sess: sess, fresh: true}, ro.opts.Store.SetSuccessor(old.ID, sess.ID)
+}
+
+// namedSession is the session a request names by id (X-Hermes-Session-Id),
+// under its lock, followed to the session that replaced it (follow): an
+// id that cannot be one is a 400, an unknown one a 404. unlock releases
+// the locks taken, also after an error.
+func (ro *router) namedSession(ctx context.Context, sid string) (_ sessions.Session, unlock func(), err error) {
+	unlock = func() {}
+	if err := fsstore.CheckID("session id", sid); err != nil {
+		return sessions.Session{}, unlock, badRequest(SessionHeader, "%s: %v", SessionHeader, err)
+	}
+	unlockSess, err := ro.sessions.lock(ctx, sid)
+	if err != nil {
+		return sessions.Session{}, unlock, err
+	}
+	sess, err := ro.opts.Sessions.Get(sid)
+	if errors.Is(err, fsstore.ErrNotFound) {
+		err = notFound(SessionHeader, "session_not_found", "session %s not found", sid)
+	}
+	if err != nil {
+		return sessions.Session{}, unlockSess, err
+	}
+	sess, unlockNext, err := ro.follow(ctx, sess)
+	return sess, func() { unlockNext(); unlockSess() }, err
+}
+
+// follow takes a session a client named to the session that replaced it,
+// and so on to the newest, taking each one's lock (the caller holds the
+// first's): a client that kept the id of a session the gateway ended
+// (suspended, expired) continues in its successor rather than getting a
+// new session at every request. unlock releases the locks it took.
+func (ro *router) follow(ctx context.Context, sess sessions.Session) (_ sessions.Session, unlock func(), err error) {
+	var unlocks []func()
+	unlock = func() {
+		for i := len(unlocks) - 1; i >= 0; i-- {
+			unlocks[i]()
+		}
+	}
+	for range 64 {
+		if sess.State != sessions.StateEnded || (sess.EndReason != endSuspended && sess.EndReason != endPendingExpired) {
+			break
+		}
+		next, err := ro.opts.Store.SuccessorOf(sess.ID)
+		if err != nil || next == "" {
+			return sess, unlock, err
+		}
+		u, err := ro.sessions.lock(ctx, next)
+		if err != nil {
+			return sess, unlock, err
+		}
+		unlocks = append(unlocks, u)
+		nsess, err := ro.opts.Sessions.Get(next)
+		if errors.Is(err, fsstore.ErrNotFound) {
+			return sess, unlock, nil // a person deleted it: a new successor
+		}
+		if err != nil {
+			return sess, unlock, err
+		}
+		sess = nsess
+	}
+	return sess, unlock, nil
+}
+
+// pendingFresh reports whether a resume_pending session was marked within
+// the freshness window. A session marked before resume_pending_at existed
+// counts from its updated_at.
+func (ro *router) pendingFresh(sess sessions.Session) bool {
+	at := sess.ResumePendingAt
+	if at == "" {
+		at = sess.UpdatedAt
+	}
+	t, err := at.Instant()
+	if err != nil {
+		return false
+	}
+	return ro.now().Sub(t) <= ro.opts.ResumeFreshness
+}
+
+// transcript is the transcript of id as a request is routed on it: without
+// the reply its last turn was cut short in (agent.Engine.CutAt: the gateway
+// was killed while one of its tools ran, the client left during a call),
+// which no client received. So a retry of that turn finds it a turn that
+// got no reply, and runs it on without storing its input again; the
+// engine answers the cut calls as interrupted before it calls the model.
+func (ro *router) transcript(id string) ([]sessions.Message, error) {
+	msgs, err := ro.opts.Sessions.Messages(id)
+	if err != nil {
+		return nil, err
+	}
+	return msgs[:ro.engine.CutAt(msgs)], nil
 }

@@ -112,8 +112,7 @@ type Server struct {
 	engine   *agent.Engine
 	now      func() time.Time
 	sessions keyedMutex // one turn at a time per session
-	keys     keyedMutex // one request at a time per idempotency key
-	convs    keyedMutex // one request at a time per conversation
+	router   *router
 
 	baseCtx context.Context
 	cancel  context.CancelFunc
@@ -167,7 +166,9 @@ func New(opts Options) *Server {
 		ClientTools:  true,
 		Instructions: opts.Instructions,
 	}
-	return &Server{opts: opts, engine: engine, now: now, baseCtx: ctx, cancel: cancel, inflight: map[string]int{}}
+	s := &Server{opts: opts, engine: engine, now: now, baseCtx: ctx, cancel: cancel, inflight: map[string]int{}}
+	s.router = &router{opts: &s.opts, engine: engine, now: now, sessions: &s.sessions}
+	return s
 }
 
 // BaseContext is the context of every request: Abandon cancels it.

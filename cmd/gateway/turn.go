@@ -47,68 +47,6 @@ type admission struct {
 	opening string
 }
 
-// newSession creates a gateway session, the successor of parent when set.
-// Ids are retried on the (unlikely) collision with an existing session,
-// since Create of an existing id is a no-op that returns that session.
-func (s *Server) newSession(parent, key string) (sessions.Session, error) {
-	for range 8 {
-		sess, created, err := s.opts.Sessions.Create(sessions.Session{
-			ID:              fsstore.NewID(s.now()),
-			Source:          "gateway",
-			Model:           s.opts.Model,
-			ParentSessionID: parent,
-			SessionKey:      key,
-		})
-		if err != nil || created {
-			return sess, err
-		}
-	}
-	return sessions.Session{}, errors.New("could not find a free session id")
-}
-
-// admit decides where a request for sess goes: suspended → a new session
-// (the old one ends, reason suspended); resume_pending marked within the
-// freshness window → the same session, where the turn engine stores a
-// resume note first; resume_pending older
-// than that → a new session (the old one ends, resume_pending_expired); an
-// ended session → reopened, unless the gateway ended it for one of those
-// two reasons, which gives a new session again.
-func (s *Server) admit(sess sessions.Session) (admission, error) {
-	st := s.opts.Sessions
-	switch sess.State {
-	case sessions.StateSuspended:
-		if _, err := st.End(sess.ID, endSuspended); err != nil {
-			return admission{}, err
-		}
-		return s.successor(sess)
-	case sessions.StateResumePending:
-		if s.pendingFresh(sess) {
-			return admission{sess: sess}, nil
-		}
-		if _, err := st.End(sess.ID, endPendingExpired); err != nil {
-			return admission{}, err
-		}
-		return s.successor(sess)
-	case sessions.StateEnded:
-		if sess.EndReason == endSuspended || sess.EndReason == endPendingExpired {
-			return s.successor(sess)
-		}
-		reopened, err := st.Reopen(sess.ID)
-		return admission{sess: reopened}, err
-	}
-	return admission{sess: sess}, nil
-}
-
-// successor makes the session that replaces old, and records it so that a
-// client that still names old reaches it (see follow).
-func (s *Server) successor(old sessions.Session) (admission, error) {
-	sess, err := s.newSession(old.ID, old.SessionKey)
-	if err != nil {
-		return admission{}, err
-	}
-	return admission{sess: sess, fresh: true}, s.opts.Store.SetSuccessor(old.ID, sess.ID)
-}
-
 func isUser(m sessions.Message) bool { return m.Role == "user" }
 
 // carried is what a turn of sess stores after its input add when sess is
@@ -171,82 +109,6 @@ func (s *Server) carried(sess sessions.Session, add []sessions.Message) ([]sessi
 // maxCarryDepth bounds how many empty successors carried looks past.
 const maxCarryDepth = 8
 
-// namedSession is the session a request names by id (X-Hermes-Session-Id),
-// under its lock, followed to the session that replaced it (follow): an
-// id that cannot be one is a 400, an unknown one a 404. unlock releases
-// the locks taken, also after an error.
-func (s *Server) namedSession(ctx context.Context, sid string) (_ sessions.Session, unlock func(), err error) {
-	unlock = func() {}
-	if err := fsstore.CheckID("session id", sid); err != nil {
-		return sessions.Session{}, unlock, badRequest(SessionHeader, "%s: %v", SessionHeader, err)
-	}
-	unlockSess, err := s.sessions.lock(ctx, sid)
-	if err != nil {
-		return sessions.Session{}, unlock, err
-	}
-	sess, err := s.opts.Sessions.Get(sid)
-	if errors.Is(err, fsstore.ErrNotFound) {
-		err = notFound(SessionHeader, "session_not_found", "session %s not found", sid)
-	}
-	if err != nil {
-		return sessions.Session{}, unlockSess, err
-	}
-	sess, unlockNext, err := s.follow(ctx, sess)
-	return sess, func() { unlockNext(); unlockSess() }, err
-}
-
-// follow takes a session a client named to the session that replaced it,
-// and so on to the newest, taking each one's lock (the caller holds the
-// first's): a client that kept the id of a session the gateway ended
-// (suspended, expired) continues in its successor rather than getting a
-// new session at every request. unlock releases the locks it took.
-func (s *Server) follow(ctx context.Context, sess sessions.Session) (_ sessions.Session, unlock func(), err error) {
-	var unlocks []func()
-	unlock = func() {
-		for i := len(unlocks) - 1; i >= 0; i-- {
-			unlocks[i]()
-		}
-	}
-	for range 64 {
-		if sess.State != sessions.StateEnded || (sess.EndReason != endSuspended && sess.EndReason != endPendingExpired) {
-			break
-		}
-		next, err := s.opts.Store.SuccessorOf(sess.ID)
-		if err != nil || next == "" {
-			return sess, unlock, err
-		}
-		u, err := s.sessions.lock(ctx, next)
-		if err != nil {
-			return sess, unlock, err
-		}
-		unlocks = append(unlocks, u)
-		nsess, err := s.opts.Sessions.Get(next)
-		if errors.Is(err, fsstore.ErrNotFound) {
-			return sess, unlock, nil // a person deleted it: a new successor
-		}
-		if err != nil {
-			return sess, unlock, err
-		}
-		sess = nsess
-	}
-	return sess, unlock, nil
-}
-
-// pendingFresh reports whether a resume_pending session was marked within
-// the freshness window. A session marked before resume_pending_at existed
-// counts from its updated_at.
-func (s *Server) pendingFresh(sess sessions.Session) bool {
-	at := sess.ResumePendingAt
-	if at == "" {
-		at = sess.UpdatedAt
-	}
-	t, err := at.Instant()
-	if err != nil {
-		return false
-	}
-	return s.now().Sub(t) <= s.opts.ResumeFreshness
-}
-
 // sameMessage compares a stored message with a client's copy of it: role,
 // content, tool calls, tool call id and name (sessions.Message.SameAs). The
 // extra fields are not compared: clients echo back fields of the API's
@@ -292,20 +154,6 @@ func callArguments(arguments string) string {
 		return arguments
 	}
 	return customArguments(input)
-}
-
-// transcript is the transcript of id as a request is routed on it: without
-// the reply its last turn was cut short in (agent.Engine.CutAt: the gateway
-// was killed while one of its tools ran, the client left during a call),
-// which no client received. So a retry of that turn finds it a turn that
-// got no reply, and runs it on without storing its input again; the
-// engine answers the cut calls as interrupted before it calls the model.
-func (s *Server) transcript(id string) ([]sessions.Message, error) {
-	msgs, err := s.opts.Sessions.Messages(id)
-	if err != nil {
-		return nil, err
-	}
-	return msgs[:s.engine.CutAt(msgs)], nil
 }
 
 func isReplyRole(role string) bool { return role == "assistant" || role == "tool" }
@@ -493,7 +341,7 @@ func (s *Server) runTurn(ctx context.Context, a admission, add []sessions.Messag
 		Params:    req.params,
 		Provider:  req.provider,
 		Started: func() {
-			s.indexOpening(a)
+			s.router.indexOpening(a)
 			if started != nil {
 				started()
 			}

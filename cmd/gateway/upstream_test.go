@@ -162,6 +162,14 @@ var paramCases = []paramCase{
 		map[string]any{"tool_choice": map[string]any{"type": "function", "function": map[string]any{"name": "get"}}},
 		map[string]any{"tool_choice": map[string]any{"type": "function", "name": "get"}},
 		"tool_choice", `{"type":"function","function":{"name":"get"}}`},
+	{"tool_choice allowed_tools",
+		map[string]any{"tool_choice": map[string]any{"type": "allowed_tools", "allowed_tools": map[string]any{"mode": "required", "tools": []any{
+			map[string]any{"type": "function", "function": map[string]any{"name": "apply_patch"}},
+			map[string]any{"type": "function", "function": map[string]any{"name": "get"}}}}}},
+		map[string]any{"tool_choice": map[string]any{"type": "allowed_tools", "mode": "required", "tools": []any{
+			map[string]any{"type": "custom", "name": "apply_patch"},
+			map[string]any{"type": "function", "name": "get"}}}},
+		"tool_choice", `{"type":"allowed_tools","allowed_tools":{"mode":"required","tools":[{"type":"function","function":{"name":"apply_patch"}},{"type":"function","function":{"name":"get"}}]}}`},
 	{"tools",
 		map[string]any{"tools": []any{map[string]any{"type": "function", "function": map[string]any{"name": "get", "description": "d", "parameters": map[string]any{"type": "object"}}}}},
 		map[string]any{"tools": []any{map[string]any{"type": "function", "name": "get", "description": "d", "parameters": map[string]any{"type": "object"}}}},

@@ -81,7 +81,8 @@ type Usage struct {
 }
 
 // Response is the document of one response of the Responses API.
-// Every field is always present in JSON.
+// Every field is always present in JSON, but those of Params, each only
+// when the request sent it.
 type Response struct {
 	ID                 string          `json:"id"`
 	SessionID          string          `json:"session_id"`
@@ -98,6 +99,24 @@ type Response struct {
 	// response's reply was stored: a request that continues from this
 	// response continues from there.
 	MessageCount int64 `json:"message_count"`
+	// Params are the request's parameters that the API's response object
+	// reports, as the client sent them; a document written before they
+	// were kept has none, and reports the API's defaults.
+	Params ResponseParams `json:"params"`
+}
+
+// ResponseParams are a Responses request's parameters as its response
+// reports them: each the request's JSON value, as sent.
+type ResponseParams struct {
+	Temperature       json.RawMessage `json:"temperature,omitempty"`
+	TopP              json.RawMessage `json:"top_p,omitempty"`
+	MaxOutputTokens   json.RawMessage `json:"max_output_tokens,omitempty"`
+	ParallelToolCalls json.RawMessage `json:"parallel_tool_calls,omitempty"`
+	Tools             json.RawMessage `json:"tools,omitempty"`
+	ToolChoice        json.RawMessage `json:"tool_choice,omitempty"`
+	Text              json.RawMessage `json:"text,omitempty"`
+	Reasoning         json.RawMessage `json:"reasoning,omitempty"`
+	User              json.RawMessage `json:"user,omitempty"`
 }
 
 // Conversation maps a client's conversation slug to the session that holds

@@ -22,6 +22,10 @@ type Key struct {
 	// RequestSHA256 is the digest of the request the key first came with:
 	// a key sent again with another request is refused, not replayed.
 	RequestSHA256 string `json:"request_sha256"`
+	// RequestFormat tells which of the request's fields RequestSHA256 is
+	// the digest of, as the gateway numbers its formats; a record written
+	// before formats were numbered has none (0).
+	RequestFormat int    `json:"request_format,omitempty"`
 	SessionID     string `json:"session_id"`
 	// From is the length of the session's transcript before the turn, and
 	// To its length after the turn (0 until the turn's reply is stored): the
