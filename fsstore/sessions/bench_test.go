@@ -142,6 +142,39 @@ func BenchmarkListHotSession(b *testing.B) {
 	}
 }
 
+// BenchmarkListAfterAppends lists the 20 most recent of 1,000 sessions
+// after 1,000 and 1,000,000 appends to one of them, each writing its
+// activity line as Append does and compacting the catalog when Append
+// would (without the transcript's write and the syncs, which do not
+// change what the catalog holds). The compaction by ratio is what keeps
+// the second within 2x of the first: the lines List walks are bounded by
+// the catalog's size after its last compaction, not by the appends. It
+// reports the catalog's size when listed.
+func BenchmarkListAfterAppends(b *testing.B) {
+	for _, appends := range []int{1_000, 1_000_000} {
+		b.Run(fmt.Sprintf("appends=%d", appends), func(b *testing.B) {
+			s, ids := benchStore(b, fixture.Options{Sessions: 1_000, Messages: 2, BytesPerMessage: 200})
+			at := time.Now().UTC()
+			for i := range appends {
+				if err := s.TouchCatalogForBench(ids[0], at.Add(time.Duration(i)*time.Microsecond), int64(3+i), int64(400+100*i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			fi, err := os.Stat(filepath.Join(s.Dir, ".catalog.jsonl"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				list, err := s.List(sessions.ListOptions{Limit: 20})
+				if err != nil || len(list) != 20 || list[0].ID != ids[0] {
+					b.Fatalf("List: %d sessions, %v", len(list), err)
+				}
+			}
+			b.ReportMetric(float64(fi.Size())/1e6, "catalog-MB")
+		})
+	}
+}
+
 // BenchmarkAppendConcurrent runs 8 writers (goroutines with their own
 // flocks, which contend as processes would) appending to one session or
 // each to its own; ns/op is wall time per append, the inverse of
