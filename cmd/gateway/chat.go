@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -64,11 +65,16 @@ func parseChatMessages(raw []json.RawMessage) ([]sessions.Message, error) {
 	return msgs, nil
 }
 
+// parseMessage reads a chat completions message; role developer (the
+// newer name of system) is stored as system. A message whose bytes hold
+// neither "developer" nor a \u escape cannot have that role, and is
+// parsed once rather than probed first: a client re-sending a long
+// conversation pays one JSON scan a message.
 func parseMessage(raw json.RawMessage) (sessions.Message, error) {
 	var probe struct {
 		Role string `json:"role"`
 	}
-	if json.Unmarshal(raw, &probe) == nil && probe.Role == "developer" {
+	if mayBeDeveloper(raw) && json.Unmarshal(raw, &probe) == nil && probe.Role == "developer" {
 		var fields map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &fields); err != nil {
 			return sessions.Message{}, err
@@ -82,6 +88,10 @@ func parseMessage(raw json.RawMessage) (sessions.Message, error) {
 	}
 	m.Seq, m.TS = 0, ""
 	return m, nil
+}
+
+func mayBeDeveloper(raw []byte) bool {
+	return bytes.Contains(raw, []byte("developer")) || bytes.Contains(raw, []byte(`\u`))
 }
 
 // chatCompletions serves POST /v1/chat/completions. The client sends its
