@@ -33,8 +33,14 @@ func (t *TornTail) String() string {
 // fn; they are returned as a *TornTail. An error from fn stops the scan and
 // is returned. Memory stays at one line plus a buffer.
 func ScanLines(f *os.File, size int64, fn func(line []byte, off int64) error) (*TornTail, error) {
-	r := bufio.NewReaderSize(io.NewSectionReader(f, 0, size), 256<<10)
-	var off int64
+	return ScanLinesFrom(f, 0, size, fn)
+}
+
+// ScanLinesFrom is ScanLines from offset from, which must begin a line:
+// for a reader that has read the lines before it already.
+func ScanLinesFrom(f *os.File, from, size int64, fn func(line []byte, off int64) error) (*TornTail, error) {
+	r := bufio.NewReaderSize(io.NewSectionReader(f, from, size-from), 256<<10)
+	off := from
 	var long []byte
 	for {
 		chunk, err := r.ReadSlice('\n')

@@ -411,16 +411,23 @@ func (s *Store) copyCatalogTail(src *os.File, size int64, tmp *os.File) error {
 // lineSession returns the session id a catalog line names, read from its
 // start as seenLine does, or by decoding a line of another form.
 func lineSession(line []byte) (string, bool) {
+	id, ok := lineSessionBytes(line)
+	return string(id), ok
+}
+
+// lineSessionBytes is lineSession without making a string: a walk that
+// meets the lines of many sessions makes one only for those it keeps.
+func lineSessionBytes(line []byte) ([]byte, bool) {
 	if rest, ok := bytes.CutPrefix(line, catalogLinePrefix); ok {
 		if end := bytes.IndexByte(rest, '"'); end >= 0 && bytes.IndexByte(rest[:end], '\\') < 0 {
-			return string(rest[:end]), true
+			return rest[:end], true
 		}
 	}
 	var e catalogEntry
 	if json.Unmarshal(line, &e) != nil || fsstore.CheckID("session id", e.SessionID) != nil {
-		return "", false
+		return nil, false
 	}
-	return e.SessionID, true
+	return []byte(e.SessionID), true
 }
 
 // ListOptions filter List.
@@ -444,16 +451,40 @@ type ListOptions struct {
 // last write through the store, so a session is missing from a filtered
 // list only when its document was changed otherwise (by hand), or after a
 // crash between a write's line and its document, which fsck reports and
-// `fsck --repair` rebuilds (see doc.go).
+// `fsck --repair` rebuilds (see doc.go). A filter that few sessions pass
+// is read from a value index instead of the whole catalog (values.go).
 func (s *Store) List(opts ListOptions) ([]Session, error) {
 	f, size, err := s.openCatalog()
 	if f == nil || err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	budget := 0
+	if opts.State != "" || opts.Source != "" {
+		budget = filterWalkLines
+	}
+	out, rare, err := s.listFrom(f, size, opts, budget)
+	if !rare || err != nil {
+		return out, err
+	}
+	if vf, vsize := s.valueIndex(f, size, opts); vf != nil {
+		defer vf.Close()
+		out, _, err = s.listFrom(vf, vsize, opts, 0)
+		return out, err
+	}
+	out, _, err = s.listFrom(f, size, opts, 0)
+	return out, err
+}
+
+// listFrom is List's walk of the catalog f, or of a value file, which
+// holds catalog lines in the same order. With a budget, it stops after
+// that many lines when fewer than one in filterRareShare passed the
+// filter and the page is not full, and says the filter is rare: the
+// caller reads the list from the value index.
+func (s *Store) listFrom(f *os.File, size int64, opts ListOptions, budget int) (out []Session, rare bool, err error) {
 	seen := map[string]bool{}
 	var held heldSessions
-	var out []Session
+	lines, passed := 0, 0
 	// emit lists held sessions active at or after bound; false when the
 	// limit is reached.
 	emit := func(bound fsstore.Time) bool {
@@ -480,6 +511,10 @@ func (s *Store) List(opts ListOptions) ([]Session, error) {
 		return true
 	}
 	err = fsstore.EachLineBackward(f, size, func(line []byte, _ int64) bool {
+		if lines++; lines == budget && passed*filterRareShare < lines {
+			rare = true
+			return false
+		}
 		if seenLine(line, seen) {
 			return true
 		}
@@ -491,13 +526,14 @@ func (s *Store) List(opts ListOptions) ([]Session, error) {
 			return true
 		}
 		seen[e.SessionID] = true
+		passed++
 		heap.Push(&held, heldSession{id: e.SessionID, at: e.At, n: len(seen)})
 		return emit(e.written())
 	})
-	if err == nil && (opts.Limit <= 0 || len(out) < opts.Limit) {
+	if err == nil && !rare && (opts.Limit <= 0 || len(out) < opts.Limit) {
 		emit("")
 	}
-	return out, err
+	return out, rare, err
 }
 
 // catalogLinePrefix is how every catalog line the store writes begins:
@@ -521,34 +557,41 @@ func seenLine(line []byte, seen map[string]bool) bool {
 }
 
 // filterRejects reports whether the catalog line, the last of its
-// session, rules the session out of a list filtered by opts, and then
-// marks the session seen. It reads the line's fields without decoding it,
-// since a filter that few sessions pass walks the whole catalog: the
-// store writes every line with json.Marshal, in catalogEntry's field
-// order, so `"state":"` can only begin the state field (a quote within a
-// string is escaped), and an empty source is left out. A removed session
-// has no document to list; a line without a state (written before it was
-// recorded), or whose value holds an escape, rules nothing out: the
-// document decides.
+// session, rules the session out of a list filtered by opts
+// (lineRulesOut), and then marks the session seen.
 func filterRejects(line []byte, opts ListOptions, seen map[string]bool) bool {
-	id, ok := lineSession(line)
-	if !ok {
-		return false
-	}
-	out := bytes.Contains(line, removedField)
-	if !out {
-		state, okState := lineString(line, stateField)
-		// A line with a state has a source too, left out when empty.
-		source, okSource := lineString(line, sourceField)
-		if !okState || (!okSource && bytes.Contains(line, sourceField)) {
-			return false
-		}
-		out = (opts.State != "" && state != opts.State) || (opts.Source != "" && source != opts.Source)
-	}
+	id, out := lineRulesOut(line, opts)
 	if out {
-		seen[id] = true
+		seen[string(id)] = true
 	}
 	return out
+}
+
+// lineRulesOut reports whether the catalog line, the last of its
+// session, rules the session out of a list filtered by opts, and the
+// session it names. It reads the line's fields without decoding it,
+// since a filter that few sessions pass walks many lines: the store
+// writes every line with json.Marshal, in catalogEntry's field order, so
+// `"state":"` can only begin the state field (a quote within a string is
+// escaped), and an empty source is left out. A removed session has no
+// document to list; a line without a state (written before it was
+// recorded), or whose value holds an escape, rules nothing out: the
+// document decides.
+func lineRulesOut(line []byte, opts ListOptions) (id []byte, out bool) {
+	id, ok := lineSessionBytes(line)
+	if !ok {
+		return nil, false
+	}
+	if bytes.Contains(line, removedField) {
+		return id, true
+	}
+	state, okState := lineString(line, stateField)
+	// A line with a state has a source too, left out when empty.
+	source, okSource := lineString(line, sourceField)
+	if !okState || (!okSource && bytes.Contains(line, sourceField)) {
+		return id, false
+	}
+	return id, (opts.State != "" && string(state) != opts.State) || (opts.Source != "" && string(source) != opts.Source)
 }
 
 var (
@@ -559,17 +602,17 @@ var (
 
 // lineString returns the string value that follows field in line; false
 // when field is absent or the value holds an escape.
-func lineString(line, field []byte) (string, bool) {
+func lineString(line, field []byte) ([]byte, bool) {
 	i := bytes.Index(line, field)
 	if i < 0 {
-		return "", false
+		return nil, false
 	}
 	rest := line[i+len(field):]
 	end := bytes.IndexByte(rest, '"')
 	if end < 0 || bytes.IndexByte(rest[:end], '\\') >= 0 {
-		return "", false
+		return nil, false
 	}
-	return string(rest[:end]), true
+	return rest[:end], true
 }
 
 // heldSession is a session List has seen in the catalog and not yet

@@ -173,6 +173,7 @@ func (s *Store) CheckSessions(repair bool, lostFound string) ([]fsstore.Finding,
 		}
 		add(*stale)
 	}
+	out = append(out, s.checkValues(repair)...)
 	return out, checked, nil
 }
 

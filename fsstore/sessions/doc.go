@@ -169,13 +169,19 @@
 // lists a session whose document does not match, and it opens only the
 // documents it lists. Its cost follows how far back in the catalog its
 // page's sessions are: a filter that most recent sessions pass costs what
-// the unfiltered list does, at 1,000 sessions or 100,000; a filter that
-// few pass, or fewer than the limit, walks the whole catalog (about one
-// line per session once it is compacted; no document is opened for a
-// line it rules out). There is no index per value: a state changes with
-// every end and reopen, and keeping such an index right is a second
-// catalog to repair, for a walk that costs about 0.2 s of CPU at 100,000
-// sessions (reading 100,000 documents took seconds). The one case where the line is not the document is a
+// the unfiltered list does, at 1,000 sessions or 100,000. A filter that
+// few pass (fewer than one in 16 of the last 512 lines), or none, is read
+// from a value index instead (values.go): per value of a source or state
+// that a list has asked for, a file of the catalog's lines of the
+// sessions that have it, kept up to date by the lists that read it, from
+// the lines appended since the last, and written again from the catalog
+// when it was compacted. Its cost follows the sessions that have the
+// value and the appends since the last such list, not the number of
+// sessions; the first such list after a compaction of the catalog walks
+// it whole (about 0.2 s of CPU at 100,000 sessions) to write the file. A
+// write to a session never touches it: a state changes with every end
+// and reopen, and an append would pay for a list that may never come.
+// The one case where the line is not the document is a
 // document changed other than through the store (edited by hand), or a
 // crash between a write's catalog line and its document: that session can
 // be left out of a filtered list until its next write or `fsck --repair`,

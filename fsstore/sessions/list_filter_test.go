@@ -61,62 +61,88 @@ func checkFilters(t *testing.T, s *Store, step string) {
 // limit, equals the unfiltered list filtered on the documents.
 func TestListFilterProperty(t *testing.T) {
 	for seed := range int64(8) {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			rng := rand.New(rand.NewSource(seed))
-			s, clock, _ := newTestStore(t)
-			var made []string
-			pick := func() string { return made[rng.Intn(len(made))] }
-			for step := range 150 {
-				clock.Advance(time.Duration(1+rng.Intn(3)) * time.Second)
-				op := rng.Intn(12)
-				if len(made) == 0 {
-					op = 0
-				}
-				var err error
-				switch op {
-				case 0, 1:
-					id := fmt.Sprintf("s%03d", step)
-					_, _, err = s.Create(Session{ID: id, Source: filterSources[rng.Intn(len(filterSources))]})
-					made = append(made, id)
-				case 2:
-					id := fmt.Sprintf("i%03d", step)
-					old := clock.Now().Add(-time.Duration(rng.Intn(300)) * time.Second)
-					msg := textMsg("user", "imported")
-					msg.TS = fsstore.TimeOf(old)
-					_, _, err = s.CreateWith(Session{ID: id, Source: "import:claude", CreatedAt: fsstore.TimeOf(old), UpdatedAt: fsstore.TimeOf(old)}, []Message{msg})
-					made = append(made, id)
-				case 3, 4:
-					_, err = s.Append(pick(), []Message{textMsg("user", "more")})
-				case 5:
-					_, err = s.Rename(pick(), fmt.Sprintf("title %d", step))
-				case 6:
-					_, err = s.End(pick(), "done")
-				case 7:
-					_, err = s.Reopen(pick())
-				case 8:
-					_, err = s.MarkInterrupted(pick(), "restart_timeout", 2)
-				case 9:
-					id := pick()
-					if _, err := s.End(id, "done"); err == nil {
-						_, err = s.Delete(id, false)
-					}
-				case 10:
-					err = s.compactCatalog()
-				case 11:
-					if rng.Intn(4) == 0 {
-						err = os.Remove(s.catalogPath())
-					}
-				}
-				if err != nil && !errors.Is(err, fsstore.ErrNotFound) {
-					t.Logf("step %d op %d: %v", step, op, err)
-				}
-				if step%10 == 9 {
-					checkFilters(t, s, fmt.Sprintf("step %d", step))
-				}
-			}
-			checkFilters(t, s, "end")
-		})
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { listFilterProperty(t, seed, false) })
 	}
+}
+
+// TestListFilterPropertyThroughValueIndex is TestListFilterProperty with
+// every filtered list read from the value index (values.go), whose files
+// are also torn, filled with garbage, emptied or removed at random steps.
+func TestListFilterPropertyThroughValueIndex(t *testing.T) {
+	forceValueIndex(t)
+	for seed := range int64(8) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { listFilterProperty(t, seed, true) })
+	}
+}
+
+// forceValueIndex makes every filtered list a rare one, read from the
+// value index, for the rest of the test.
+func forceValueIndex(t *testing.T) {
+	lines, share := filterWalkLines, filterRareShare
+	filterWalkLines, filterRareShare = 1, 0
+	t.Cleanup(func() { filterWalkLines, filterRareShare = lines, share })
+}
+
+func listFilterProperty(t *testing.T, seed int64, damage bool) {
+	rng := rand.New(rand.NewSource(seed))
+	s, clock, _ := newTestStore(t)
+	var made []string
+	pick := func() string { return made[rng.Intn(len(made))] }
+	ops := 12
+	if damage {
+		ops = 14
+	}
+	for step := range 150 {
+		clock.Advance(time.Duration(1+rng.Intn(3)) * time.Second)
+		op := rng.Intn(ops)
+		if len(made) == 0 {
+			op = 0
+		}
+		var err error
+		switch op {
+		case 0, 1:
+			id := fmt.Sprintf("s%03d", step)
+			_, _, err = s.Create(Session{ID: id, Source: filterSources[rng.Intn(len(filterSources))]})
+			made = append(made, id)
+		case 2:
+			id := fmt.Sprintf("i%03d", step)
+			old := clock.Now().Add(-time.Duration(rng.Intn(300)) * time.Second)
+			msg := textMsg("user", "imported")
+			msg.TS = fsstore.TimeOf(old)
+			_, _, err = s.CreateWith(Session{ID: id, Source: "import:claude", CreatedAt: fsstore.TimeOf(old), UpdatedAt: fsstore.TimeOf(old)}, []Message{msg})
+			made = append(made, id)
+		case 3, 4:
+			_, err = s.Append(pick(), []Message{textMsg("user", "more")})
+		case 5:
+			_, err = s.Rename(pick(), fmt.Sprintf("title %d", step))
+		case 6:
+			_, err = s.End(pick(), "done")
+		case 7:
+			_, err = s.Reopen(pick())
+		case 8:
+			_, err = s.MarkInterrupted(pick(), "restart_timeout", 2)
+		case 9:
+			id := pick()
+			if _, err := s.End(id, "done"); err == nil {
+				_, err = s.Delete(id, false)
+			}
+		case 10:
+			err = s.compactCatalog()
+		case 11:
+			if rng.Intn(4) == 0 {
+				err = os.Remove(s.catalogPath())
+			}
+		case 12, 13:
+			err = damageValueFile(s, rng)
+		}
+		if err != nil && !errors.Is(err, fsstore.ErrNotFound) {
+			t.Logf("step %d op %d: %v", step, op, err)
+		}
+		if step%10 == 9 {
+			checkFilters(t, s, fmt.Sprintf("step %d", step))
+		}
+	}
+	checkFilters(t, s, "end")
 }
 
 // TestListFiltersByCatalog: a list filtered by state or source opens no
