@@ -12,8 +12,10 @@
 #       ten of source gateway (the newest is the tenth), over 100,000
 #       sessions takes at most 1.2x what it takes over 1,000 (the filter
 #       reads the catalog's lines and opens only the documents it lists)
-#   (c3) `hermes sessions list --source none`, which no session passes:
-#       the whole catalog is walked (reported; no target)
+#   (c3) `hermes sessions list --source none`, which no session passes,
+#       over 100,000 sessions takes at most 1.2x what it takes over 1,000:
+#       it is read from the value index (fsstore/sessions/values.go), which
+#       the first, untimed runs write
 #   (d) throughput of 8 processes appending to one session vs to 8 sessions
 #       (reported; no target)
 #
@@ -167,7 +169,7 @@ $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $(go version | cut -d' ' -f3), timi
 | (b) export of a ${transcript_mb} MB transcript (${out_mb} MB out), peak RSS | ${export_rss_mb} MB (wall ${export_times[*]}) | ${export_rss_mb} MB | 64 MB | $(verdict "$export_rss_mb" 64) |
 | (c) list --limit 20: $big_sessions vs 1000 sessions | $(ms "$list_big") vs $(ms "$list_small") | $list_ratio x | 3 x | $(verdict "$list_ratio" 3) |
 | (c2) list --source gateway --limit 20 (1 session in 10): $big_sessions vs 1000 sessions | $(ms "$src_big") vs $(ms "$src_small") | $src_ratio x | 1.2 x | $(verdict "$src_ratio" 1.2) |
-| (c3) list --source none (no session passes: the whole catalog): $big_sessions vs 1000 sessions | $(ms "$rare_big") vs $(ms "$rare_small") | $(ratio "$rare_big" "$rare_small") x | none | |
+| (c3) list --source none (no session passes: the value index): $big_sessions vs 1000 sessions | $(ms "$rare_big") vs $(ms "$rare_small") | $(ratio "$rare_big" "$rare_small") x | 1.2 x | $(verdict "$(ratio "$rare_big" "$rare_small")" 1.2) |
 | (d) 8 processes appending: 1 session vs 8 sessions | ${tp_one} vs ${tp_eight} appends/s | $(ratio "$tp_one" "$tp_eight") x | none | message_count ${one_count:-?} (want $want_count) |
 
 (a) is the mean of two medians of $runs_append runs each, taken in the order small, big, big, small:

@@ -353,3 +353,94 @@ func TestCheckValueIndex(t *testing.T) {
 		t.Fatalf("Check of a value file the catalog's compaction made stale = %+v, %v; want nothing", findings, err)
 	}
 }
+
+// TestValueIndexConcurrent: lists through the value index while other
+// goroutines create, append to and end sessions, and compact the catalog:
+// each list holds only sessions of its filter, and once the writers are
+// done, every filtered list equals the slow path's.
+func TestValueIndexConcurrent(t *testing.T) {
+	s, _, _ := rareProfile(t, 20)
+	done := make(chan struct{})
+	errs := make(chan error, 8)
+	for w := range 3 {
+		go func() {
+			for i := range 15 {
+				id := fmt.Sprintf("w%d-%02d", w, i)
+				source := []string{"cli", "odd"}[i%2]
+				if _, _, err := s.Create(Session{ID: id, Source: source}); err != nil {
+					errs <- err
+					return
+				}
+				if _, err := s.Append(id, []Message{textMsg("user", "x")}); err != nil {
+					errs <- err
+					return
+				}
+				if i%3 == 0 {
+					if _, err := s.End(id, "done"); err != nil {
+						errs <- err
+						return
+					}
+				}
+				if i%5 == 4 {
+					if err := compactNow(s); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 2 {
+		go func() {
+			for {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				for _, opts := range []ListOptions{{Source: "odd"}, {State: StateEnded}, {Source: "odd", State: StateActive}} {
+					list, err := s.List(opts)
+					if err != nil {
+						errs <- err
+						return
+					}
+					for _, sess := range list {
+						if opts.Source != "" && sess.Source != opts.Source || opts.State != "" && sess.State != opts.State {
+							errs <- fmt.Errorf("List(%+v) holds %s of %s, %s", opts, sess.ID, sess.Source, sess.State)
+							return
+						}
+					}
+				}
+			}
+		}()
+	}
+	var failed []error
+	for range 3 {
+		if err := <-errs; err != nil {
+			failed = append(failed, err)
+		}
+	}
+	close(done)
+	for range 2 {
+		if err := <-errs; err != nil {
+			failed = append(failed, err)
+		}
+	}
+	if len(failed) > 0 {
+		t.Fatal(failed)
+	}
+	checkFilters(t, s, "after the writers")
+}
+
+// compactNow compacts the catalog as a writer does, under the
+// compaction's lock.
+func compactNow(s *Store) error {
+	unlock, err := fsstore.Lock(filepath.Join(s.Dir, catalogCompactLockName), 10*time.Second)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return s.compactCatalog()
+}
