@@ -21,17 +21,20 @@ import (
 // catalog. List walks the catalog first; when its first filterWalkLines
 // lines let fewer than one in filterRareShare sessions through and the
 // page is not full, it reads the list from the value file of the filter's
-// source (else its state) instead.
+// source instead (of its state, when it has no source or the state's file
+// is the smaller).
 //
-// A value file, .catalog.source.<value>.jsonl or .catalog.state.<value>.jsonl
-// (the value with each byte other than a letter, a digit, '-' or '_'
-// written %XX), is the catalog cut down to the sessions that may have
-// the value: catalog lines, byte for byte and in the catalog's order, of
-// each such session from its first line that has the value (or does not
-// say: written before lines carried a state) on. A session that leaves
-// the value leaves its later lines there too. List walks it as it walks
-// the catalog and so lists the same sessions in the same order: a session
-// it lacks has a last line that rules it out.
+// A value file, .catalog.source.<value>.jsonl or
+// .catalog.state.<value>.jsonl (the value with each byte other than a
+// letter, a digit, '-' or '_' written %XX; a value whose name would pass
+// valueNameMax bytes has none, and its lists walk the catalog), is the
+// catalog cut down to the sessions that may have the value: catalog
+// lines, byte for byte and in the catalog's order, of each such session
+// from its first line that has the value (or does not say: written before
+// lines carried a state) on. A session that leaves the value leaves its
+// later lines there too. List walks it as it walks the catalog and so
+// lists the same sessions in the same order: a session it lacks has a
+// last line that rules it out.
 //
 // Each update ends with a mark line, {"covered":N,"ino":I,"tail":"H",
 // "base":B}: the file holds the catalog's lines of its first N bytes, when
