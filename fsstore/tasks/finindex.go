@@ -40,11 +40,46 @@ import (
 // rewrite of the log (prune, RebuildIndex) removes it first. A lookup
 // trusts a block only when its offsets still fall on line ends and its
 // first line is still of the task it names; an index that fails that, or
-// does not parse (a torn last line), is written again from the log. A
-// lookup that finds no line of its id through the index reads the log
-// backwards, as it did before the index: a stale index costs time, never
-// a wrong answer. An id that no finished task has (a typo) reads the whole
-// log.
+// does not parse (a torn last line), is written again from the log, and
+// the lookup reads the log as it did before the index: a stale index
+// costs time, never a wrong answer.
+//
+// An id prefix (Resolve) reads the record files' names, the lines after
+// the last block, and the blocks whose range meets the ids that start
+// with it: in byte order those are the ids from the prefix up to
+// prefixEnd(prefix), the least string greater than every string that
+// starts with it, so a block of Min and Max holds one only when Min <
+// prefixEnd and prefix <= Max. An id that no task has (a typo) reads the
+// lines after the last block and the blocks whose range holds it, then
+// what a prefix does (the ids it starts), most often no block. That the
+// blocks not read hold no line of a task the lookup is after rests on
+// these:
+//
+//  1. The blocks cover the log from its start to where the last one ends,
+//     one after another: loadIndex takes a line of the index only where
+//     the one before ended, from offset 0. What follows is read whole.
+//  2. A block starts and ends on line ends. indexBlocks cuts only after a
+//     newline; the log changes only by whole lines appended under its
+//     lock (a torn tail is never indexed and is moved aside before the
+//     next append; a Finish that cannot commit cuts its line off before
+//     it would extend the index); a rewrite removes the index before it
+//     renames the new log in. What a lookup relies on, it checks: each
+//     block it reads, and that a line starts where the index ends, which
+//     an extension checks too, so that no block is cut from mid-line.
+//  3. A block's range holds the task of each of its lines: indexBlocks
+//     reads it from the line's first key, as the store writes it, and
+//     decodes a line whose id it cannot read so (one JSON escapes, such
+//     as a&b), so that its task is in the range too.
+//  4. The file read is the log the index was made of: a lookup checks at
+//     its end that no rewrite has renamed another log over the one it
+//     opened (after which the index may be the new log's).
+//
+// So a line of such a task could hide only in a block the lookup does not
+// read, and only if the index lies about that block: an index edited by
+// hand, or made of another log whose blocks happen to check out where
+// they are read, which the store never leaves. A line
+// whose JSON names a task twice (a repeated key) is taken for the first:
+// the store writes none.
 const finishedIndexName = ".finished.idx"
 
 // finishedIndexBlock is the least size of a block (a variable, so that
