@@ -15,8 +15,10 @@ import (
 
 // benchStore writes a finished log of n tasks, a minute apart, as Finish
 // writes it, one whole record a line, without a sync per line, and makes
-// its index with a first lookup. It returns the id of the oldest task.
-func benchStore(b *testing.B, n int) (*Store, string) {
+// its index with a first lookup. With logs, each task has its (empty)
+// output log beside, as a finished task has, which a listing of the
+// directory reads. It returns the id of the oldest task.
+func benchStore(b *testing.B, n int, logs bool) (*Store, string) {
 	s := NewStore(filepath.Join(b.TempDir(), "profiles", "default"), 10*time.Second, func(msg string) { b.Errorf("warning: %s", msg) })
 	if err := s.ensureDirs(); err != nil {
 		b.Fatal(err)
@@ -35,6 +37,11 @@ func benchStore(b *testing.B, n int) (*Store, string) {
 		line, _ := json.Marshal(task)
 		buf.Write(line)
 		buf.WriteByte('\n')
+		if logs {
+			if err := os.WriteFile(s.LogPath(task.ID), nil, 0o600); err != nil {
+				b.Fatal(err)
+			}
+		}
 	}
 	if err := os.WriteFile(s.finishedPath(), buf.Bytes(), 0o600); err != nil {
 		b.Fatal(err)
@@ -51,7 +58,7 @@ func benchStore(b *testing.B, n int) (*Store, string) {
 func BenchmarkShowOld(b *testing.B) {
 	for _, n := range []int{1_000, 100_000} {
 		b.Run(fmt.Sprintf("tasks=%d", n), func(b *testing.B) {
-			s, first := benchStore(b, n)
+			s, first := benchStore(b, n, false)
 			for b.Loop() {
 				id, err := s.Resolve(first)
 				if err != nil {
@@ -67,11 +74,12 @@ func BenchmarkShowOld(b *testing.B) {
 
 // BenchmarkResolvePrefix resolves a unique prefix of the oldest of n
 // finished tasks (its id without the random part), as `tasks show PREFIX`
-// does.
+// does; each task has its log, so that the listing of the record files
+// costs what it does in a profile.
 func BenchmarkResolvePrefix(b *testing.B) {
 	for _, n := range []int{1_000, 100_000} {
 		b.Run(fmt.Sprintf("tasks=%d", n), func(b *testing.B) {
-			s, first := benchStore(b, n)
+			s, first := benchStore(b, n, true)
 			prefix := first[:len(first)-len("_a1b2c3")]
 			for b.Loop() {
 				if id, err := s.Resolve(prefix); err != nil || id != first {
@@ -87,7 +95,7 @@ func BenchmarkResolvePrefix(b *testing.B) {
 func BenchmarkResolveMiss(b *testing.B) {
 	for _, n := range []int{1_000, 100_000} {
 		b.Run(fmt.Sprintf("tasks=%d", n), func(b *testing.B) {
-			s, first := benchStore(b, n)
+			s, first := benchStore(b, n, true)
 			miss := first[:len(first)-len("a1b2c3")] + "zzzzzz"
 			for b.Loop() {
 				if _, err := s.Resolve(miss); !errors.Is(err, fsstore.ErrNotFound) {

@@ -938,11 +938,10 @@ func (s *Store) idsWithPrefix(ref string) ([]string, error) {
 		ids, err := s.IDs()
 		return fsstore.WithPrefix(ids, ref), err
 	}
-	docs, err := fsstore.DocIDs(s.Dir)
+	ids, err := s.docIDsWithPrefix(ref)
 	if err != nil {
 		return nil, err
 	}
-	ids := fsstore.WithPrefix(docs, ref)
 	seen := make(map[string]bool, len(ids))
 	for _, id := range ids {
 		seen[id] = true
@@ -954,6 +953,36 @@ func (s *Store) idsWithPrefix(ref string) ([]string, error) {
 	}
 	sort.Sort(sort.Reverse(sort.StringSlice(ids)))
 	return ids, nil
+}
+
+// docIDsWithPrefix returns the ids of the record files (<id>.json, as
+// DocIDs names them) that start with ref, in the order the directory
+// lists them. The directory holds every finished task's log too: its names
+// are read a batch at a time, and not sorted.
+func (s *Store) docIDsWithPrefix(ref string) ([]string, error) {
+	d, err := os.Open(s.Dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	var ids []string
+	for {
+		names, err := d.Readdirnames(1024)
+		for _, name := range names {
+			if id, ok := strings.CutSuffix(name, ".json"); ok && strings.HasPrefix(id, ref) {
+				ids = append(ids, id)
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return ids, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 }
 
 // RebuildIndex rewrites the finished log from the records (one line per
