@@ -77,9 +77,9 @@ import (
 // So a line of such a task could hide only in a block the lookup does not
 // read, and only if the index lies about that block: an index edited by
 // hand, or made of another log whose blocks happen to check out where
-// they are read, which the store never leaves. A line
-// whose JSON names a task twice (a repeated key) is taken for the first:
-// the store writes none.
+// they are read, which the store never leaves. A line whose JSON names a
+// task twice (a repeated key) is taken for the first: the store writes
+// none.
 const finishedIndexName = ".finished.idx"
 
 // finishedIndexBlock is the least size of a block (a variable, so that
@@ -463,12 +463,13 @@ func (s *Store) finishedWithPrefix(ref string) (ids []string, ok bool, err error
 	// Whether each task's last line seen so far is a whole record, in the
 	// order of the log: the blocks, oldest first, then the tail.
 	last := map[string]bool{}
+	refb := []byte(ref)
 	scan := func(buf []byte) {
 		for len(buf) > 0 {
 			j := bytes.IndexByte(buf, '\n')
 			line := buf[:j]
 			buf = buf[j+1:]
-			if id, ok := lineTaskID(line); ok && !bytes.HasPrefix(id, []byte(ref)) {
+			if id, ok := lineTaskID(line); ok && !bytes.HasPrefix(id, refb) {
 				continue
 			}
 			if e, ok := parseFinished(line); ok && strings.HasPrefix(e.TaskID, ref) {

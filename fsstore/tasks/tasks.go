@@ -242,7 +242,7 @@ func (s *Store) finishedRecord(id string) (*Task, error) {
 	quoted, _ := json.Marshal(id)
 	prefix := append(append([]byte(`{"id":`), quoted...), ',')
 	found, sure, err := s.indexedRecord(f, size, id, prefix)
-	if err != nil || sure {
+	if err != nil || found != nil || sure {
 		return found, err
 	}
 	err = fsstore.EachLineBackward(f, size, func(line []byte, _ int64) bool {
