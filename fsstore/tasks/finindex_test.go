@@ -513,3 +513,46 @@ func TestResolveShiftedIndex(t *testing.T) {
 		t.Fatalf("after a Finish: index whole=%v, ends at %d, %d blocks hold %s; want it made again", whole, covered, len(blocks), id)
 	}
 }
+
+// TestIndexOfRewrittenLog: a lookup that opened the finished log before a
+// prune renamed another over it, and then loads the new log's index, does
+// not take a miss through it for an answer, even where the index's blocks
+// check out in the old file: here every line has one length and the block
+// it reads starts with a task finished twice, so the old file's lines,
+// one line later than the new log's, pass the checks, and the task it is
+// after lies just past the block.
+func TestIndexOfRewrittenLog(t *testing.T) {
+	s, _, _ := newTestTaskStore(t)
+	if err := s.ensureDirs(); err != nil {
+		t.Fatal(err)
+	}
+	line := func(id string) []byte {
+		b, _ := json.Marshal(Task{ID: id, Name: "job", Status: Succeeded})
+		return b
+	}
+	// Old log: t00 t01 t02 t03 | t04 t04 t05 t06 | t07 t08 t09 t10 | t11;
+	// without t00, blocks of four lines put t07 last in the second.
+	var lines [][]byte
+	for _, id := range []string{"t00", "t01", "t02", "t03", "t04", "t04", "t05", "t06", "t07", "t08", "t09", "t10", "t11"} {
+		lines = append(lines, line(id))
+	}
+	smallBlocks(t, 4*int64(len(lines[0])+1))
+	appendLog(t, s, lines...)
+	f, size, err := fsstore.OpenSized(s.finishedPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := s.dropFinished(map[string]bool{"t00": true}); err != nil {
+		t.Fatal(err)
+	}
+	fi, _ := os.Stat(s.finishedPath())
+	s.extendIndex(fi.Size(), false)
+	if blocks, covered, whole := s.loadIndex(fi.Size(), "t07", "t07\x00"); !whole || covered != fi.Size() || len(blocks) != 1 || blocks[0].First != "t04" {
+		t.Fatalf("index of the new log: %+v, ends at %d of %d, whole=%v", blocks, covered, fi.Size(), whole)
+	}
+	got, sure, err := s.indexedRecord(f, size, "t07", []byte(`{"id":"t07",`))
+	if err != nil || got != nil || sure {
+		t.Fatalf("indexedRecord(t07) in the old log = %s, sure=%v, %v; want none, not sure", statusOf(got), sure, err)
+	}
+}
