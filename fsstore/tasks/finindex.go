@@ -335,9 +335,6 @@ func (s *Store) indexedRecord(f *os.File, size int64, id string, prefix []byte) 
 	if covered == 0 {
 		return nil, false, nil
 	}
-	if ok, err := s.startsLine(f, covered); !ok || err != nil {
-		return nil, false, err
-	}
 	if err := fsstore.EachLineBackward(f, size, func(line []byte, off int64) bool {
 		if off < covered {
 			return false
@@ -360,7 +357,13 @@ func (s *Store) indexedRecord(f *os.File, size int64, id string, prefix []byte) 
 			buf = buf[j+1:]
 		}
 	}
-	return found, whole && s.stillTheLog(f), nil
+	if found != nil {
+		return found, true, nil
+	}
+	// A miss is the answer only if the lines read backwards were all
+	// those after the index, from a line's start.
+	ok, err := s.startsLine(f, covered)
+	return nil, ok && whole && s.stillTheLog(f), err
 }
 
 // stillTheLog reports whether f is still the finished log: once a prune or
