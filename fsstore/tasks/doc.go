@@ -26,7 +26,7 @@
 // block of about 64 KB of the log, so that `tasks show ID` reads the log's
 // last lines and the one or two blocks whose ids hold ID, at 1,000 tasks
 // or 100,000. The index is a cache that Finish extends and that a lookup
-// checks against the log: a lookup that misses through it reads the log
+// checks against the log: a lookup that cannot trust it reads the log
 // backwards as before, so a stale index costs time, never a wrong answer.
 // A prune and RebuildIndex (fsck --repair) remove it before they rewrite
 // the log; fsck does not report it, since a damaged index is found by the
