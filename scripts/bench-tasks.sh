@@ -10,6 +10,11 @@
 #   (b2) `hermes tasks show ID` of the oldest of 100,000 finished tasks
 #       takes at most 1.2x the same over 1,000 (the finished index; a
 #       first show, untimed, writes it for the generated log)
+#   (b3) `hermes tasks show PREFIX` (a unique prefix of the oldest task's
+#       id: its id without the random part) and `hermes tasks show` of an
+#       id no task has (the oldest's with another random part; exit 3),
+#       over 100,000 finished tasks vs over 1,000 (the finished index: the
+#       blocks whose ids could match, not the whole log twice)
 #   (c) `hermes tasks prune --older-than 1d --yes` of 100,000 finished
 #       tasks: total time of one run
 #
@@ -109,6 +114,30 @@ oldest_big=$(head -c 100 "$tmp/b_big/profiles/default/tasks/.finished.jsonl" | s
 show_small=$(time_median "$runs_history" 3 "$hermes" --home "$tmp/b_small" tasks show "$oldest_small")
 show_big=$(time_median "$runs_history" 3 "$hermes" --home "$tmp/b_big" tasks show "$oldest_big")
 show_ratio=$(ratio "$show_big" "$show_small")
+say "(b3) timing show of a unique prefix and of a miss ($runs_history runs each)"
+# A miss exits 3, which the timers take for a failure: it is timed through
+# a script that exits 0 only on 3, which adds a shell's start to both sizes.
+cat >"$tmp/miss.sh" <<'MISS'
+#!/bin/sh
+"$@" >/dev/null 2>&1
+[ $? -eq 3 ]
+MISS
+chmod +x "$tmp/miss.sh"
+for size in small big; do
+  oldest=$oldest_small
+  [[ $size == big ]] && oldest=$oldest_big
+  prefix=${oldest%_*}
+  miss=${prefix}_zzzzzz
+  if [[ $("$hermes" --home "$tmp/b_$size" --json tasks show "$prefix" | sed -n 's/^{"id":"\([^"]*\)".*/\1/p') != "$oldest" ]] ||
+    ! "$tmp/miss.sh" "$hermes" --home "$tmp/b_$size" tasks show "$miss"; then
+    say "(b3) tasks show $prefix is not $oldest, or tasks show $miss does not exit 3 ($size)"
+    exit 1
+  fi
+  printf -v "prefix_$size" '%s' "$(time_median "$runs_history" 3 "$hermes" --home "$tmp/b_$size" tasks show "$prefix")"
+  printf -v "miss_$size" '%s' "$(time_median "$runs_history" 3 "$tmp/miss.sh" "$hermes" --home "$tmp/b_$size" tasks show "$miss")"
+done
+prefix_ratio=$(ratio "$prefix_big" "$prefix_small")
+miss_ratio=$(ratio "$miss_big" "$miss_small")
 
 # (c) prune the 100,000 tasks of (b), which history only read: one run.
 say "(c) pruning $big finished tasks (one run)"
@@ -140,6 +169,8 @@ $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $(go version | cut -d' ' -f3), timi
 $shm_row
 | (b) \`tasks history --limit 20\`: $big vs $small finished tasks | $(ms "$hist_big") vs $(ms "$hist_small") | $hist_ratio x | none | |
 | (b2) \`tasks show ID\` of the oldest task: $big vs $small finished tasks | $(ms "$show_big") vs $(ms "$show_small") | $show_ratio x | 1.2 x | $(verdict "$show_ratio" 1.2) |
+| (b3) \`tasks show PREFIX\`, a unique prefix of the oldest task: $big vs $small finished tasks | $(ms "$prefix_big") vs $(ms "$prefix_small") | $prefix_ratio x | 1.2 x | $(verdict "$prefix_ratio" 1.2) |
+| (b3) \`tasks show\` of an id no task has (exit 3, through a shell): $big vs $small finished tasks | $(ms "$miss_big") vs $(ms "$miss_small") | $miss_ratio x | 1.2 x | $(verdict "$miss_ratio" 1.2) |
 | (c) \`tasks prune --older-than 1d --yes\` of $big finished tasks | ${prune_s} s (one run) | $(awk -v s="$prune_s" -v n="$big" 'BEGIN {printf "%.0f µs/task", s*1e6/n}') | none | |
 
 (a) is the mean of two medians of $runs_run runs each, taken in the order true, hermes, hermes, true.

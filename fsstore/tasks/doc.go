@@ -26,12 +26,18 @@
 // block of about 64 KB of the log, so that `tasks show ID` reads the log's
 // last lines and the one or two blocks whose ids hold ID, at 1,000 tasks
 // or 100,000. The index is a cache that Finish extends and that a lookup
-// checks against the log: a lookup that misses through it reads the log
+// checks against the log: a lookup that cannot trust it reads the log
 // backwards as before, so a stale index costs time, never a wrong answer.
 // A prune and RebuildIndex (fsck --repair) remove it before they rewrite
 // the log; fsck does not report it, since a damaged index is found by the
-// next lookup, which rebuilds it and answers from the log meanwhile. Only an exact id is looked up so; an id prefix, and an id no
-// task has, read every line of the log (Resolve).
+// next lookup, which rebuilds it and answers from the log meanwhile. An
+// id prefix (`tasks show 20261125_1`) reads the names of the record
+// files, the log's last lines and the blocks whose range of ids meets the
+// ids that start with it; an id that no task has (a typo) reads the same,
+// as a prefix of ids, once it has read the blocks whose range holds it:
+// most often a few lines and no block (finindex.go says why what neither
+// reads holds no match). Through an index it cannot trust, they read the
+// whole log, as before.
 //
 // A record names the host its processes run on (host). Only there are its
 // pids looked up; on another host that shares the profile a running task

@@ -232,7 +232,7 @@ func (s *Store) read(id string, locked bool) (Task, error) {
 // finishedRecord returns the last record of task id in the finished log,
 // or nil. Only lines that start as a record of id does are decoded. It
 // looks through the finished index first (finindex.go), then, when that
-// finds nothing, reads the log backwards.
+// cannot answer for the whole log, reads the log backwards.
 func (s *Store) finishedRecord(id string) (*Task, error) {
 	f, size, err := fsstore.OpenSized(s.finishedPath())
 	if f == nil || err != nil {
@@ -241,8 +241,8 @@ func (s *Store) finishedRecord(id string) (*Task, error) {
 	defer f.Close()
 	quoted, _ := json.Marshal(id)
 	prefix := append(append([]byte(`{"id":`), quoted...), ',')
-	found, err := s.indexedRecord(f, size, id, prefix)
-	if err != nil || found != nil {
+	found, sure, err := s.indexedRecord(f, size, id, prefix)
+	if err != nil || found != nil || sure {
 		return found, err
 	}
 	err = fsstore.EachLineBackward(f, size, func(line []byte, _ int64) bool {
@@ -908,20 +908,80 @@ func (s *Store) Resolve(ref string) (string, error) {
 	} else if r != nil {
 		return ref, nil
 	}
-	ids, err := s.IDs()
+	matches, err := s.idsWithPrefix(ref)
 	if err != nil {
 		return "", err
 	}
-	if slices.Contains(ids, ref) {
+	if slices.Contains(matches, ref) {
 		return ref, nil
 	}
-	switch matches := fsstore.WithPrefix(ids, ref); len(matches) {
+	switch len(matches) {
 	case 0:
 		return "", fsstore.NotFoundf("no task with id or id prefix %q", ref)
 	case 1:
 		return matches[0], nil
 	default:
 		return "", fsstore.Ambiguous(ref, matches)
+	}
+}
+
+// idsWithPrefix returns the ids of IDs that start with ref, newest first.
+// It lists the record files, and reads of the finished log only what
+// finishedWithPrefix does, or the whole log when the finished index cannot
+// answer for it.
+func (s *Store) idsWithPrefix(ref string) ([]string, error) {
+	logged, ok, err := s.finishedWithPrefix(ref)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		ids, err := s.IDs()
+		return fsstore.WithPrefix(ids, ref), err
+	}
+	ids, err := s.docIDsWithPrefix(ref)
+	if err != nil {
+		return nil, err
+	}
+	seen := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		seen[id] = true
+	}
+	for _, id := range logged {
+		if !seen[id] {
+			ids = append(ids, id)
+		}
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(ids)))
+	return ids, nil
+}
+
+// docIDsWithPrefix returns the ids of the record files (<id>.json, as
+// DocIDs names them) that start with ref, in the order the directory
+// lists them. The directory holds every finished task's log too: its names
+// are read a batch at a time, and not sorted.
+func (s *Store) docIDsWithPrefix(ref string) ([]string, error) {
+	d, err := os.Open(s.Dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	var ids []string
+	for {
+		names, err := d.Readdirnames(1024)
+		for _, name := range names {
+			if id, ok := strings.CutSuffix(name, ".json"); ok && strings.HasPrefix(id, ref) {
+				ids = append(ids, id)
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return ids, nil
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
 }
 
