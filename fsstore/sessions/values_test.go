@@ -98,6 +98,21 @@ func rareProfile(t *testing.T, n int) (*Store, time.Time, *storetest.Warnings) {
 	return s, clock.Now(), w
 }
 
+// listedValueFile lists opts, whose filter is a source, and returns the
+// path of the value file the list wrote.
+func listedValueFile(t *testing.T, s *Store, opts ListOptions) string {
+	t.Helper()
+	if _, err := s.List(opts); err != nil {
+		t.Fatal(err)
+	}
+	name, _ := valueFileName(valueFieldSource, opts.Source)
+	path := filepath.Join(s.Dir, name)
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("no value file after a rare list: %v", err)
+	}
+	return path
+}
+
 // TestValueIndexIsRead: a rare filter's list comes from the value file,
 // not the catalog: a catalog line changed in place after the file
 // covered it (by hand, which no store write does) is not seen, until the
@@ -234,11 +249,7 @@ func TestValueIndexLockedOrReadOnly(t *testing.T) {
 func TestValueFileCompacted(t *testing.T) {
 	s, _, _ := rareProfile(t, 20)
 	odd := ListOptions{Source: "odd"}
-	if _, err := s.List(odd); err != nil {
-		t.Fatal(err)
-	}
-	name, _ := valueFileName(valueFieldSource, "odd")
-	path := filepath.Join(s.Dir, name)
+	path := listedValueFile(t, s, odd)
 	var largest int64
 	for range 600 {
 		if _, err := s.Append("s009", []Message{textMsg("user", "more")}); err != nil {
@@ -296,11 +307,7 @@ func TestValueIndexFollowsLeavers(t *testing.T) {
 func TestCheckValueIndex(t *testing.T) {
 	s, _, _ := rareProfile(t, 20)
 	odd := ListOptions{Source: "odd"}
-	if _, err := s.List(odd); err != nil {
-		t.Fatal(err)
-	}
-	name, _ := valueFileName(valueFieldSource, "odd")
-	path := filepath.Join(s.Dir, name)
+	path := listedValueFile(t, s, odd)
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
