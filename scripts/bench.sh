@@ -13,6 +13,10 @@
 #   5. 8 processes × 500 appends, to one session and to 8
 #   6. start-up
 #   7. background tasks: history and prune over 100,000 finished tasks
+#   8. what grows with the number of sessions and tasks, at 1,000 and
+#      100,000: scripts/bench-scale.sh, bench-sessions.sh and bench-tasks.sh
+#      (title and id lookups, stats, fsck's time and memory, filtered
+#      lists, `tasks show` of an old task, an id prefix and a miss)
 #
 # Usage: scripts/bench.sh [--quick]
 #   --quick  small data and few runs: a smoke test of the script, not a
@@ -26,7 +30,7 @@
 # peak memory with GNU time. The script installs what
 # is missing with apt-get (sqlite3, hyperfine, ripgrep, time), builds
 # hermes, prints a Markdown table of medians and ratios against the
-# targets, and writes it to scripts/bench-results.md. It takes about 15
+# targets, and writes it to scripts/bench-results.md. It takes about 35
 # minutes and 3 GB of disk under $TMPDIR (default /tmp), which must be a
 # real disk: on tmpfs an fsync costs nothing. It exits 1 when a check of
 # the data fails (a lost append, a wrong count), not when a target is
@@ -356,5 +360,8 @@ EOF
 }
 report
 $quick || report >scripts/bench-results.md
-# The rows that grow with the number of sessions (titles, stats).
-if $quick; then scripts/bench-scale.sh --quick; else scripts/bench-scale.sh | tee -a scripts/bench-results.md; fi
+# The rows that grow with the number of sessions and tasks (titles, stats,
+# id prefixes, fsck; filtered lists; old finished tasks and id prefixes).
+for more in bench-scale bench-sessions bench-tasks; do
+  if $quick; then "scripts/$more.sh" --quick; else "scripts/$more.sh" | tee -a scripts/bench-results.md; fi
+done
