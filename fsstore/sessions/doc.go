@@ -178,7 +178,7 @@
 // when it was compacted. Its cost follows the sessions that have the
 // value and the appends since the last such list, not the number of
 // sessions; the first such list after a compaction of the catalog walks
-// it whole (about 0.2 s of CPU at 100,000 sessions) to write the file. A
+// it whole (0.25 s at 100,000 sessions, whole process) to write the file. A
 // write to a session never touches it: a state changes with every end
 // and reopen, and an append would pay for a list that may never come.
 // The one case where the line is not the document is a

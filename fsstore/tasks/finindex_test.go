@@ -227,10 +227,10 @@ func TestFinishExtendsIndex(t *testing.T) {
 	}
 }
 
-// TestTornIndex: an index whose last line is torn, or that names blocks
-// the log no longer has, answers nothing wrong, and the next lookup writes
-// it again whole.
-func TestTornIndex(t *testing.T) {
+// thirtyFinished returns a store of 30 tasks, t000 to t029, finished a
+// minute apart, whose finished log is cut into blocks of 1,000 bytes.
+func thirtyFinished(t *testing.T) *Store {
+	t.Helper()
 	smallBlocks(t, 1000)
 	s, clock, _ := newTestTaskStore(t)
 	for i := range 30 {
@@ -239,6 +239,14 @@ func TestTornIndex(t *testing.T) {
 		mustCreateTask(t, s, id, "job")
 		mustFinishTask(t, s, id, Succeeded, intp(0))
 	}
+	return s
+}
+
+// TestTornIndex: an index whose last line is torn, or that names blocks
+// the log no longer has, answers nothing wrong, and the next lookup writes
+// it again whole.
+func TestTornIndex(t *testing.T) {
+	s := thirtyFinished(t)
 	idx, err := os.ReadFile(s.finishedIndexPath())
 	if err != nil {
 		t.Fatal(err)
@@ -464,14 +472,7 @@ func TestResolveProperty(t *testing.T) {
 // exact or by prefix, and a Finish then writes it again whole rather than
 // extending it from there.
 func TestResolveShiftedIndex(t *testing.T) {
-	smallBlocks(t, 1000)
-	s, clock, _ := newTestTaskStore(t)
-	for i := range 30 {
-		clock.Advance(time.Minute)
-		id := fmt.Sprintf("t%03d", i)
-		mustCreateTask(t, s, id, "job")
-		mustFinishTask(t, s, id, Succeeded, intp(0))
-	}
+	s := thirtyFinished(t)
 	// A line after the last block.
 	smallBlocks(t, 1<<20)
 	mustCreateTask(t, s, "t100", "job")
