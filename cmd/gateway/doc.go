@@ -186,7 +186,26 @@
 // the libraries' own waits between retries. Otherwise (an unmarked
 // request later than that, or the same opening after its reply was
 // delivered) the same words begin a new conversation: two people who
-// both open with "hello" get a session each.
+// both open with "hello" get a session each. A first turn whose reply was
+// stored but never delivered hands that reply only to the same request,
+// body for body (requestDigest: its tools and parameters included, as a
+// library's retry re-sends it; the opening's index entry keeps the
+// digest of the request that stored it): a client with tools of its own
+// gets a turn of its own, with its tools offered, in a new session.
+//
+// These rules hold at every instant. The router holds the lock of a
+// session it makes from before the session exists until the request's
+// handler returns, so a request that finds a first turn by its opening
+// while it runs waits for it. A reply's send is recorded, under the
+// session's lock, before the handler returns, and ends once the delivered
+// record is written (or the send failed): a request that repeats the turn
+// waits for it (undelivered) before it decides that the reply never
+// reached its client. So a second client that sends the same opening as
+// soon as the first has read its reply finds that reply delivered, and
+// starts its own conversation; it never gets the first's reply, session
+// or tools. A request that does not repeat the turn waits for no send: a
+// client that stopped reading holds up only its own retries, until the
+// write timeout drops it.
 //
 // After a crash, only sessions whose last turn did not finish (their
 // transcript does not end with a reply that calls no tool) are marked as

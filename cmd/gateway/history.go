@@ -91,10 +91,23 @@ const OpeningRetryWindow = 2 * time.Minute
 // 0, or absent, for its first attempt.
 const RetryCountHeader = "X-Stainless-Retry-Count"
 
-// retried reports whether r says it is a client library's retry.
-func retried(r *http.Request) bool {
+// attempt is what a request that names no conversation says of itself,
+// for telling the retry of a first turn from a new conversation that
+// opens with the same words (retryOpening).
+type attempt struct {
+	// retried: a client library's retry, by its own count
+	// (RetryCountHeader above 0).
+	retried bool
+	// request is the digest of the request as decoded (requestDigest):
+	// a retry re-sends the same body, a new conversation with other
+	// tools or parameters differs.
+	request string
+}
+
+// attemptOf is the attempt of r, whose request as decoded is wire.
+func attemptOf(r *http.Request, wire any) attempt {
 	n, err := strconv.Atoi(strings.TrimSpace(r.Header.Get(RetryCountHeader)))
-	return err == nil && n > 0
+	return attempt{retried: err == nil && n > 0, request: requestDigest(r, wire)}
 }
 
 // lastAssistant is the index of the last assistant message of msgs, or -1.
@@ -117,7 +130,7 @@ func lastAssistant(msgs []sessions.Message) int {
 //   - The session holds the input after that point and no reply (a retry
 //     after a failed turn): it continues, the input is not stored again.
 //   - The session answered that input, and the answer was never delivered:
-//     the stored reply (see lastTurn).
+//     the stored reply (see undelivered).
 //   - The session moved on otherwise (a regenerate, an edited message): a
 //     new session, parent the old, holding its history up to that point;
 //     the old one is never rewritten.
@@ -125,7 +138,7 @@ func lastAssistant(msgs []sessions.Message) int {
 //     conversation.
 //
 // It returns the route and what the turn adds.
-func (ro *router) routeHistory(ctx context.Context, model string, msgs []sessions.Message, retried bool) (route, []sessions.Message, error) {
+func (ro *router) routeHistory(ctx context.Context, model string, msgs []sessions.Message, at attempt) (route, []sessions.Message, error) {
 	var rt route
 	last := lastAssistant(msgs)
 	if last < 0 {
@@ -135,13 +148,17 @@ func (ro *router) routeHistory(ctx context.Context, model string, msgs []session
 			ro.opts.Logf("the history index: %v", err)
 		}
 		if ok {
-			found, add, err := ro.retryOpening(ctx, model, &rt, h, msgs, retried)
+			found, add, err := ro.retryOpening(ctx, model, &rt, h, msgs, at)
 			if err != nil || found {
 				return rt, add, err
 			}
+			// Another conversation's session: its lock is not this
+			// request's to hold while its turn runs.
+			rt.release()
+			rt = route{}
 		}
-		sess, err := ro.newSession("", "", model)
-		rt.a = admission{sess: sess, fresh: true, opening: digest}
+		sess, err := ro.newSession(&rt, "", "", model)
+		rt.a = admission{sess: sess, fresh: true, opening: digest, request: at.request}
 		return rt, msgs, err
 	}
 	prior, input := msgs[:last+1], msgs[last+1:]
@@ -157,8 +174,10 @@ func (ro *router) routeHistory(ctx context.Context, model string, msgs []session
 		if err != nil || found {
 			return rt, add, err
 		}
+		rt.release()
+		rt = route{history: rt.history}
 	}
-	sess, err := ro.newSession("", "", model)
+	sess, err := ro.newSession(&rt, "", "", model)
 	rt.a = admission{sess: sess, fresh: true}
 	return rt, msgs, err
 }
@@ -208,7 +227,7 @@ func (ro *router) continueHistory(ctx context.Context, model string, rt *route, 
 	tail := stored[k:]
 	switch {
 	case len(tail) == 0 || isRetry(tail, input):
-		if rt.a, err = ro.admit(sess, model); err != nil {
+		if rt.a, err = ro.admit(rt, sess, model); err != nil {
 			return true, nil, err
 		}
 		if rt.a.fresh {
@@ -225,10 +244,10 @@ func (ro *router) continueHistory(ctx context.Context, model string, rt *route, 
 		}
 		return true, input, nil
 	}
-	if err := ro.findRepeat(rt, input, k); err != nil || rt.replay != nil {
+	if err := ro.findRepeat(ctx, rt, input, k); err != nil || rt.replay != nil {
 		return true, nil, err
 	}
-	fork, err := ro.newSession(sess.ID, sess.SessionKey, model)
+	fork, err := ro.newSession(rt, sess.ID, sess.SessionKey, model)
 	if err != nil {
 		return true, nil, err
 	}
@@ -242,17 +261,29 @@ func (ro *router) continueHistory(ctx context.Context, model string, rt *route, 
 }
 
 // retryOpening is routeHistory for a conversation with no reply yet, msgs,
-// that the index names (indexOpening): found is true when the session is
-// where a turn stored msgs and got no reply the client received (the
-// client left mid-stream, the gateway was killed, the provider failed),
-// and the request is a retry (retried: a client library says so), or
-// comes within OpeningRetryWindow of the stored messages, so it is its
-// retry: the turn runs on there, storing nothing again, or its stored
-// reply that never reached the client is returned. A session that has
-// moved on, or whose reply was delivered, is not found: the same opening
-// messages are then a new conversation.
-func (ro *router) retryOpening(ctx context.Context, model string, rt *route, h gatewaystate.History, msgs []sessions.Message, retried bool) (found bool, add []sessions.Message, err error) {
-	if at, err := h.LastTS.Instant(); !retried && (err != nil || ro.now().Sub(at) > OpeningRetryWindow) {
+// that the index names (indexOpening): found is true when the request is
+// the retry of the turn that stored msgs there and got no reply its
+// client received (the client left mid-stream, the gateway was killed, the
+// provider failed). The session's lock is taken first: a turn still
+// running there, or a reply still being sent (undelivered), is waited for,
+// so that what it became is known. Then:
+//   - Without a reply stored, the request is the retry when it says it is
+//     one (at.retried) or comes within OpeningRetryWindow of the stored
+//     messages: the turn runs on there, with the request's own tools and
+//     parameters, storing nothing again.
+//   - With a reply stored and never delivered, the request is its retry
+//     only when it is the same request, body for body, as the one whose
+//     turn stored it (at.request against the entry's Request; a client
+//     library's retry re-sends the same body), and, unless it says it is a
+//     retry, within the window: it gets that reply. Another client that
+//     opens with the same words but its own tools or parameters is not
+//     handed a reply the model made for someone else's.
+//
+// A session that has moved on, whose reply was delivered, or an entry
+// without the request's digest (rebuilt by fsck, or from an older build),
+// is not found: the same opening messages are then a new conversation.
+func (ro *router) retryOpening(ctx context.Context, model string, rt *route, h gatewaystate.History, msgs []sessions.Message, at attempt) (found bool, add []sessions.Message, err error) {
+	if ts, err := h.LastTS.Instant(); !at.retried && (err != nil || ro.now().Sub(ts) > OpeningRetryWindow) {
 		return false, nil, nil
 	}
 	sess, stored, err := ro.indexed(ctx, rt, h)
@@ -262,16 +293,19 @@ func (ro *router) retryOpening(ctx context.Context, model string, rt *route, h g
 	k := int(h.MessageCount)
 	rt.a, rt.stored = admission{sess: sess}, stored
 	if len(stored) > k {
-		err := ro.findRepeat(rt, msgs, 0)
+		if h.Request == "" || h.Request != at.request {
+			return false, nil, nil
+		}
+		err := ro.findRepeat(ctx, rt, msgs, 0)
 		return rt.replay != nil, nil, err
 	}
-	if rt.a, err = ro.admit(sess, model); err != nil {
+	if rt.a, err = ro.admit(rt, sess, model); err != nil {
 		return true, nil, err
 	}
 	if rt.a.fresh {
 		// A successor of a suspended or expired session starts with the
 		// client's messages, as a new session would.
-		rt.a.opening, rt.stored = conversationDigest(msgs), nil
+		rt.a.opening, rt.a.request, rt.stored = conversationDigest(msgs), at.request, nil
 		return true, msgs, nil
 	}
 	return true, nil, nil
@@ -288,7 +322,7 @@ func (ro *router) indexOpening(a admission) {
 	tail, err := ro.opts.Sessions.Tail(a.sess.ID, func(sessions.Message) bool { return true })
 	if err == nil && len(tail) > 0 {
 		last := tail[len(tail)-1]
-		err = ro.opts.Store.PutHistory(a.opening, a.sess.ID, last.Seq, last.TS)
+		err = ro.opts.Store.PutHistory(gatewaystate.History{Digest: a.opening, Request: a.request, SessionID: a.sess.ID, MessageCount: last.Seq, LastTS: last.TS})
 	}
 	if err != nil {
 		ro.opts.Logf("session %s: recording its opening in the history index: %v", a.sess.ID, err)
@@ -325,7 +359,7 @@ func RebuildHistory(st *sessions.Store, gs *gatewaystate.Store) (int, error) {
 			} else if err == nil && ok && cur.SessionID == sess.ID && cur.MessageCount == int64(end) {
 				return
 			}
-			if werr = gs.PutHistory(digest, sess.ID, int64(end), msgs[end-1].TS); werr == nil {
+			if werr = gs.PutHistory(gatewaystate.History{Digest: digest, SessionID: sess.ID, MessageCount: int64(end), LastTS: msgs[end-1].TS}); werr == nil {
 				n++
 			}
 		})
@@ -360,7 +394,7 @@ func (ro *router) indexHistory(sent []sessions.Message, prior hash.Hash, out tur
 	}
 	walkConversation(h, append(append([]sessions.Message(nil), rest...), out.reply.Messages...), nil)
 	last := out.reply.Messages[len(out.reply.Messages)-1]
-	if err := ro.opts.Store.PutHistory(hex.EncodeToString(h.Sum(nil)), sid, out.count, last.TS); err != nil {
+	if err := ro.opts.Store.PutHistory(gatewaystate.History{Digest: hex.EncodeToString(h.Sum(nil)), SessionID: sid, MessageCount: out.count, LastTS: last.TS}); err != nil {
 		ro.opts.Logf("session %s: recording its history in the index: %v", sid, err)
 	}
 }
@@ -392,7 +426,7 @@ func threadOf(r *http.Request) string {
 // mapping is written before the turn when the session changes. It
 // returns the route, what the turn adds, and whether the history found
 // it (then the turn's end is indexed).
-func (ro *router) routeThread(ctx context.Context, model, slug string, input []sessions.Message, retry bool) (route, []sessions.Message, bool, error) {
+func (ro *router) routeThread(ctx context.Context, model, slug string, input []sessions.Message, at attempt) (route, []sessions.Message, bool, error) {
 	var held route
 	unlock, err := ro.convs.lock(ctx, slug)
 	if err != nil {
@@ -424,7 +458,7 @@ func (ro *router) routeThread(ctx context.Context, model, slug string, input []s
 	if known {
 		rt, add, err = ro.routeSession(ctx, model, c.SessionID, input)
 	} else {
-		rt, add, err = ro.routeHistory(ctx, model, input, retry)
+		rt, add, err = ro.routeHistory(ctx, model, input, at)
 	}
 	rt.unlocks = append(held.unlocks, rt.unlocks...)
 	if err != nil {

@@ -52,7 +52,7 @@ type clientWriter struct {
 	pumping bool
 	err     error // of the write that failed: later writes are dropped
 	done    chan struct{}
-	onSent  []func() // run by finish once everything was sent
+	after   []func(sent bool) // run by finish: sent is true when everything went through
 
 	headerSent bool // used by the one goroutine that sends
 }
@@ -132,17 +132,17 @@ func (c *clientWriter) pump() {
 	}
 }
 
-// whenSent has fn run once the whole response has been sent without an
-// error: after the handler returned, by finish.
-func (c *clientWriter) whenSent(fn func()) {
+// afterSend has fn run once the response's send ended, after the handler
+// returned, by finish: sent is true when every write went through.
+func (c *clientWriter) afterSend(fn func(sent bool)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.onSent = append(c.onSent, fn)
+	c.after = append(c.after, fn)
 }
 
 // finish sends what the handler left queued, after it returned: by the
-// goroutine if it runs (waiting for it), else here. Then, if every write
-// went through, it runs what whenSent registered.
+// goroutine if it runs (waiting for it), else here. Then it runs what
+// afterSend registered, telling whether every write went through.
 func (c *clientWriter) finish() {
 	c.mu.Lock()
 	c.closed = true
@@ -164,12 +164,10 @@ func (c *clientWriter) finish() {
 		}
 	}
 	c.mu.Lock()
-	ok, fns := c.err == nil, c.onSent
+	sent, fns := c.err == nil, c.after
 	c.mu.Unlock()
-	if ok {
-		for _, fn := range fns {
-			fn()
-		}
+	for _, fn := range fns {
+		fn(sent)
 	}
 }
 

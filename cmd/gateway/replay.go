@@ -59,11 +59,12 @@ func replay(reply []sessions.Message, count int64, stream io.Writer, started fun
 	return turnOutcome{reply: provider.Reply{Messages: reply}, count: count, replayed: true}
 }
 
-// lastTurn finds the last turn of stored whose reply the gateway stored
-// but never delivered: its input is stored[start:end] (the messages after
-// the reply before it, through its last user message), its reply follows.
-// ok is false when the last turn's reply was delivered, or there is none.
-func (ro *router) lastTurn(sid string, stored []sessions.Message) (start, end int, reply []sessions.Message, ok bool, err error) {
+// lastTurn finds the last turn of stored and its stored reply: its input
+// is stored[start:end] (the messages after the reply before it, through
+// its last user message), its reply follows. ok is false when there is no
+// such reply. Whether the reply reached its client is undelivered's to
+// say, asked only of a request that repeats the turn.
+func lastTurn(stored []sessions.Message) (start, end int, reply []sessions.Message, ok bool) {
 	u := -1
 	for i := len(stored) - 1; i >= 0; i-- {
 		if stored[i].Role == "user" {
@@ -72,17 +73,27 @@ func (ro *router) lastTurn(sid string, stored []sessions.Message) (start, end in
 		}
 	}
 	if u < 0 {
-		return 0, 0, nil, false, nil
+		return 0, 0, nil, false
 	}
 	reply, ok = storedReply(stored[u+1:])
 	if !ok {
-		return 0, 0, nil, false, nil
+		return 0, 0, nil, false
+	}
+	return lastReplyEnd(stored[:u+1]), u + 1, reply, true
+}
+
+// undelivered reports whether the reply that ends stored, the transcript
+// of session sid, never reached a client (its delivered record is short
+// of it). A reply still being sent is neither: its send is waited for
+// (deliveries), which a client that stops reading ends after the write
+// timeout. Only a request that repeats the reply's turn asks, so a
+// stalled client holds no one else up.
+func (ro *router) undelivered(ctx context.Context, sid string, stored []sessions.Message) (bool, error) {
+	if err := ro.deliveries.wait(ctx, sid); err != nil {
+		return false, err
 	}
 	delivered, err := ro.opts.Store.Delivered(sid)
-	if err != nil || delivered >= int64(len(stored)) {
-		return 0, 0, nil, false, err
-	}
-	return lastReplyEnd(stored[:u+1]), u + 1, reply, true, nil
+	return err == nil && delivered < int64(len(stored)), err
 }
 
 // requestFormat is the form of the request digests the gateway writes in
@@ -238,13 +249,22 @@ func (ro *router) keyedTurn(ctx context.Context, k keyed) (a admission, reply []
 // to count messages (see gatewaystate.Delivery). A response that fails
 // (the client went away, or stopped reading) records nothing, and neither
 // does a writer that is not the gateway's own (clientWriter). A failure to
-// record is reported, not returned: the reply is already sent.
+// record is reported, not returned: the reply is already sent. It is
+// called with the session's lock held, and the send it awaits is in
+// s.router.deliveries from then until the record is written: no request
+// can see the reply as stored and not yet delivered while it is on its
+// way.
 func (s *Server) whenDelivered(w http.ResponseWriter, sid string, count int64) {
 	cw, ok := w.(*clientWriter)
 	if !ok {
 		return
 	}
-	cw.whenSent(func() {
+	done := s.router.deliveries.begin(sid)
+	cw.afterSend(func(sent bool) {
+		defer done()
+		if !sent {
+			return
+		}
 		if err := s.opts.Store.SetDelivered(sid, count); err != nil {
 			s.opts.Logf("session %s: recording the delivery of its reply: %v", sid, err)
 		}

@@ -28,6 +28,8 @@ type router struct {
 	sessions *keyedMutex // the server's: one turn at a time per session
 	keys     keyedMutex  // one request at a time per idempotency key
 	convs    keyedMutex  // one request at a time per conversation
+	// deliveries are the replies being sent (see whenDelivered).
+	deliveries deliveries
 }
 
 // routeRequest finds or makes the session of a request, by the same rules
@@ -92,7 +94,7 @@ func (rt *route) join(got route) {
 func (ro *router) routeChat(ctx context.Context, r *http.Request, req request, sid string, rt *route) error {
 	msgs := req.msgs
 	if sid == "" {
-		got, add, err := ro.routeHistory(ctx, req.reported, msgs, retried(r))
+		got, add, err := ro.routeHistory(ctx, req.reported, msgs, attemptOf(r, req.wire))
 		rt.join(got)
 		rt.add = add
 		return err
@@ -106,18 +108,23 @@ func (ro *router) routeChat(ctx context.Context, r *http.Request, req request, s
 	if err != nil {
 		return err
 	}
-	_, end, reply, undelivered, err := ro.lastTurn(sess.ID, stored)
-	if err != nil {
-		return err
+	if _, end, reply, ok := lastTurn(stored); ok {
+		if n, same := reconcile(stored[:end], msgs); same && n == len(msgs) {
+			undelivered, err := ro.undelivered(ctx, sess.ID, stored)
+			if err != nil {
+				return err
+			}
+			if undelivered {
+				// The client repeats the turn whose reply it never got:
+				// it is answered from the session, whatever its state (a
+				// session suspended since must not run the turn again in
+				// a successor).
+				rt.a, rt.replay, rt.replayCount = admission{sess: sess}, reply, int64(len(stored))
+				return nil
+			}
+		}
 	}
-	if n, ok := reconcile(stored[:end], msgs); undelivered && ok && n == len(msgs) {
-		// The client repeats the turn whose reply it never got: it is
-		// answered from the session, whatever its state (a session
-		// suspended since must not run the turn again in a successor).
-		rt.a, rt.replay, rt.replayCount = admission{sess: sess}, reply, int64(len(stored))
-		return nil
-	}
-	a, err := ro.admit(sess, req.reported)
+	a, err := ro.admit(rt, sess, req.reported)
 	if err != nil {
 		return err
 	}
@@ -129,7 +136,7 @@ func (ro *router) routeChat(ctx context.Context, r *http.Request, req request, s
 	} else {
 		// The guard: the stored history is never rewritten; the client's
 		// version of it becomes a new session.
-		fork, err := ro.newSession(a.sess.ID, a.sess.SessionKey, req.reported)
+		fork, err := ro.newSession(rt, a.sess.ID, a.sess.SessionKey, req.reported)
 		if err != nil {
 			return err
 		}
@@ -160,7 +167,7 @@ func (ro *router) routeResponses(ctx context.Context, r *http.Request, req reque
 		got, err = ro.routePrevious(ctx, req.reported, req.prev, input)
 	case threadOf(r) != "":
 		var add []sessions.Message
-		if got, add, viaHistory, err = ro.routeThread(ctx, req.reported, threadOf(r), input, retried(r)); viaHistory {
+		if got, add, viaHistory, err = ro.routeThread(ctx, req.reported, threadOf(r), input, attemptOf(r, req.wire)); viaHistory {
 			byHistory = add
 		} else {
 			input = add
@@ -168,7 +175,7 @@ func (ro *router) routeResponses(ctx context.Context, r *http.Request, req reque
 	default:
 		// No conversation named: it is found by its history, for a client
 		// that re-sends it whole (Codex CLI, store:false).
-		got, byHistory, err = ro.routeHistory(ctx, req.reported, input, retried(r))
+		got, byHistory, err = ro.routeHistory(ctx, req.reported, input, attemptOf(r, req.wire))
 		viaHistory = true
 	}
 	rt.join(got)
@@ -243,9 +250,12 @@ func (s *Server) run(ctx context.Context, rt *route, req request, stream io.Writ
 // input is a new turn (a person who says the same thing twice). With at
 // >= 0 the last turn must begin there (after the response a request
 // continues from).
-func (ro *router) findRepeat(rt *route, input []sessions.Message, at int) error {
-	start, end, reply, ok, err := ro.lastTurn(rt.a.sess.ID, rt.stored)
-	if err != nil || !ok || (at >= 0 && start != at) || !isRetry(rt.stored[start:end], input) {
+func (ro *router) findRepeat(ctx context.Context, rt *route, input []sessions.Message, at int) error {
+	start, end, reply, ok := lastTurn(rt.stored)
+	if !ok || (at >= 0 && start != at) || !isRetry(rt.stored[start:end], input) {
+		return nil
+	}
+	if undelivered, err := ro.undelivered(ctx, rt.a.sess.ID, rt.stored); err != nil || !undelivered {
 		return err
 	}
 	rt.replay, rt.replayCount = reply, int64(len(rt.stored))
@@ -302,17 +312,17 @@ func (ro *router) routeConversation(ctx context.Context, model, conv string, inp
 			return rt, err
 		}
 		rt.a, rt.mapping = admission{sess: sess}, &c
-		if err := ro.findRepeat(&rt, input, -1); err != nil || rt.replay != nil {
+		if err := ro.findRepeat(ctx, &rt, input, -1); err != nil || rt.replay != nil {
 			return rt, err
 		}
 	}
 	if sess.ID == "" {
 		// A new conversation, or one whose session a person deleted.
-		if sess, err = ro.newSession(c.SessionID, "conversation:"+conv, model); err != nil {
+		if sess, err = ro.newSession(&rt, c.SessionID, "conversation:"+conv, model); err != nil {
 			return rt, err
 		}
 		rt.a = admission{sess: sess, fresh: true}
-	} else if rt.a, err = ro.admit(sess, model); err != nil {
+	} else if rt.a, err = ro.admit(&rt, sess, model); err != nil {
 		return rt, err
 	}
 	if rt.a.sess.ID != c.SessionID {
@@ -357,18 +367,22 @@ func (ro *router) routeSession(ctx context.Context, model, sid string, input []s
 	// is answered from it, whatever its state (see routeConversation):
 	// its input alone, or the whole history up to it.
 	rt.a = admission{sess: sess}
-	_, end, reply, undelivered, err := ro.lastTurn(sess.ID, rt.stored)
-	if err != nil {
+	if _, end, reply, ok := lastTurn(rt.stored); ok {
+		if n, same := reconcile(withoutInstructions(rt.stored[:end]), input); same && n == len(input) {
+			undelivered, err := ro.undelivered(ctx, sess.ID, rt.stored)
+			if err != nil {
+				return rt, input, err
+			}
+			if undelivered {
+				rt.replay, rt.replayCount = reply, int64(len(rt.stored))
+				return rt, input, nil
+			}
+		}
+	}
+	if err := ro.findRepeat(ctx, &rt, input, -1); err != nil || rt.replay != nil {
 		return rt, input, err
 	}
-	if n, ok := reconcile(withoutInstructions(rt.stored[:end]), input); undelivered && ok && n == len(input) {
-		rt.replay, rt.replayCount = reply, int64(len(rt.stored))
-		return rt, input, nil
-	}
-	if err := ro.findRepeat(&rt, input, -1); err != nil || rt.replay != nil {
-		return rt, input, err
-	}
-	if rt.a, err = ro.admit(sess, model); err != nil || rt.a.fresh {
+	if rt.a, err = ro.admit(&rt, sess, model); err != nil || rt.a.fresh {
 		rt.stored = nil
 		return rt, input, err
 	}
@@ -376,7 +390,7 @@ func (ro *router) routeSession(ctx context.Context, model, sid string, input []s
 	if n, ok := reconcile(kept, input); ok && n > 0 {
 		input = input[n:]
 	} else if len(input) > 1 && len(kept) > 0 && sameMessage(kept[0], input[0]) {
-		fork, err := ro.newSession(rt.a.sess.ID, rt.a.sess.SessionKey, model)
+		fork, err := ro.newSession(&rt, rt.a.sess.ID, rt.a.sess.SessionKey, model)
 		if err != nil {
 			return rt, input, err
 		}
@@ -430,15 +444,15 @@ func (ro *router) routePrevious(ctx context.Context, model, prev string, input [
 	// whatever its state (see routeConversation).
 	rt.a = admission{sess: sess}
 	k := min(int(pr.MessageCount), len(rt.stored))
-	if err := ro.findRepeat(&rt, input, k); err != nil || rt.replay != nil {
+	if err := ro.findRepeat(ctx, &rt, input, k); err != nil || rt.replay != nil {
 		return rt, err
 	}
-	if rt.a, err = ro.admit(sess, model); err != nil || rt.a.fresh {
+	if rt.a, err = ro.admit(&rt, sess, model); err != nil || rt.a.fresh {
 		rt.stored = nil
 		return rt, err
 	}
 	if lastReplyEnd(rt.stored) > k {
-		fork, err := ro.newSession(rt.a.sess.ID, rt.a.sess.SessionKey, model)
+		fork, err := ro.newSession(&rt, rt.a.sess.ID, rt.a.sess.SessionKey, model)
 		if err != nil {
 			return rt, err
 		}
@@ -455,21 +469,32 @@ func (ro *router) routePrevious(ctx context.Context, model, prev string, input [
 }
 
 // newSession creates a gateway session for a request to model (the
-// model it records), the successor of parent when set.
+// model it records), the successor of parent when set, and holds its
+// lock in rt from before it exists: a request that finds the session
+// before its first turn ends (by its opening, indexed as soon as the
+// turn stored it) waits for that turn and its reply's delivery, and
+// never runs in it meanwhile.
 // Ids are retried on the (unlikely) collision with an existing session,
 // since Create of an existing id is a no-op that returns that session.
-func (ro *router) newSession(parent, key, model string) (sessions.Session, error) {
+func (ro *router) newSession(rt *route, parent, key, model string) (sessions.Session, error) {
 	for range 8 {
+		id := fsstore.NewID(ro.now())
+		unlock, ok := ro.sessions.tryLock(id)
+		if !ok {
+			continue
+		}
 		sess, created, err := ro.opts.Sessions.Create(sessions.Session{
-			ID:              fsstore.NewID(ro.now()),
+			ID:              id,
 			Source:          "gateway",
 			Model:           model,
 			ParentSessionID: parent,
 			SessionKey:      key,
 		})
 		if err != nil || created {
+			rt.hold(unlock)
 			return sess, err
 		}
+		unlock()
 	}
 	return sessions.Session{}, errors.New("could not find a free session id")
 }
@@ -481,14 +506,14 @@ func (ro *router) newSession(parent, key, model string) (sessions.Session, error
 // than that → a new session (the old one ends, resume_pending_expired); an
 // ended session → reopened, unless the gateway ended it for one of those
 // two reasons, which gives a new session again.
-func (ro *router) admit(sess sessions.Session, model string) (admission, error) {
+func (ro *router) admit(rt *route, sess sessions.Session, model string) (admission, error) {
 	st := ro.opts.Sessions
 	switch sess.State {
 	case sessions.StateSuspended:
 		if _, err := st.End(sess.ID, endSuspended); err != nil {
 			return admission{}, err
 		}
-		return ro.successor(sess, model)
+		return ro.successor(rt, sess, model)
 	case sessions.StateResumePending:
 		if ro.pendingFresh(sess) {
 			return admission{sess: sess}, nil
@@ -496,10 +521,10 @@ func (ro *router) admit(sess sessions.Session, model string) (admission, error) 
 		if _, err := st.End(sess.ID, endPendingExpired); err != nil {
 			return admission{}, err
 		}
-		return ro.successor(sess, model)
+		return ro.successor(rt, sess, model)
 	case sessions.StateEnded:
 		if sess.EndReason == endSuspended || sess.EndReason == endPendingExpired {
-			return ro.successor(sess, model)
+			return ro.successor(rt, sess, model)
 		}
 		reopened, err := st.Reopen(sess.ID)
 		return admission{sess: reopened}, err
@@ -509,8 +534,8 @@ func (ro *router) admit(sess sessions.Session, model string) (admission, error) 
 
 // successor makes the session that replaces old, and records it so that a
 // client that still names old reaches it (see follow).
-func (ro *router) successor(old sessions.Session, model string) (admission, error) {
-	sess, err := ro.newSession(old.ID, old.SessionKey, model)
+func (ro *router) successor(rt *route, old sessions.Session, model string) (admission, error) {
+	sess, err := ro.newSession(rt, old.ID, old.SessionKey, model)
 	if err != nil {
 		return admission{}, err
 	}

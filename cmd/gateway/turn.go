@@ -43,8 +43,9 @@ type admission struct {
 	// suspended or expired one): it has no history to compare with.
 	fresh bool
 	// opening is the digest of a conversation that has no reply yet,
-	// indexed once the turn has stored it (see indexOpening).
-	opening string
+	// indexed once the turn has stored it (see indexOpening), with
+	// request, the digest of the request that stored it (attempt).
+	opening, request string
 }
 
 func isUser(m sessions.Message) bool { return m.Role == "user" }

@@ -211,33 +211,39 @@ type History struct {
 	// transcript rewritten since (save --force, import --force) has
 	// other times there, and the entry is not used.
 	LastTS fsstore.Time `json:"last_ts"`
-	At     fsstore.Time `json:"at"`
+	// Request, in the entry of a conversation's opening messages, is the
+	// digest of the request whose turn stored them, as the gateway
+	// computes it: only the same request is that turn's retry.
+	Request string       `json:"request,omitempty"`
+	At      fsstore.Time `json:"at"`
 }
 
 func (g *Store) historyPath(digest string) string {
 	return filepath.Join(g.Dir, "history", digest+".json")
 }
 
-// PutHistory records that session sid had, after a turn, count messages,
-// the last stored at lastTS, whose conversation has digest (a SHA-256 in
-// hex). It is a cache, written
-// without a sync (fsstore.WriteCacheFile): a power cut may lose recent
-// entries, which fsck --repair writes again from the transcripts.
-func (g *Store) PutHistory(digest, sid string, count int64, lastTS fsstore.Time) error {
-	if err := checkDigest("history", digest); err != nil {
+// PutHistory records that session h.SessionID had, after a turn,
+// h.MessageCount messages, the last stored at h.LastTS, whose conversation
+// has digest h.Digest (a SHA-256 in hex); At is set here. It is a cache,
+// written without a sync (fsstore.WriteCacheFile): a power cut may lose
+// recent entries, which fsck --repair writes again from the transcripts.
+func (g *Store) PutHistory(h History) error {
+	if err := checkDigest("history", h.Digest); err != nil {
 		return err
 	}
-	if err := fsstore.CheckID("session id", sid); err != nil {
+	if err := fsstore.CheckID("session id", h.SessionID); err != nil {
 		return err
 	}
-	if err := fsstore.EnsureDir(filepath.Dir(g.historyPath(digest))); err != nil {
+	path := g.historyPath(h.Digest)
+	if err := fsstore.EnsureDir(filepath.Dir(path)); err != nil {
 		return err
 	}
-	b, err := fsstore.EncodeDoc(g.historyPath(digest), &History{Digest: digest, SessionID: sid, MessageCount: count, LastTS: lastTS, At: fsstore.TimeOf(g.Now())})
+	h.At = fsstore.TimeOf(g.Now())
+	b, err := fsstore.EncodeDoc(path, &h)
 	if err != nil {
 		return err
 	}
-	return fsstore.WriteCacheFile(g.historyPath(digest), b)
+	return fsstore.WriteCacheFile(path, b)
 }
 
 // GetHistory returns the entry of digest: ok is false when there is none.

@@ -1,0 +1,167 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/hermes/hermes/cmd/provider"
+)
+
+// toolsSeen is a model that records, for each call, the names of the tools
+// it was offered, and echoes.
+type toolsSeen struct {
+	mu    sync.Mutex
+	calls [][]string
+}
+
+func (m *toolsSeen) provider() *funcProvider {
+	echo, _ := provider.New(provider.Config{Name: "echo"})
+	return &funcProvider{name: "tools-seen", fn: func(ctx context.Context, req provider.Request) (provider.Reply, error) {
+		var names []string
+		for _, raw := range req.Tools {
+			var tool struct {
+				Function struct {
+					Name string `json:"name"`
+				} `json:"function"`
+			}
+			if err := json.Unmarshal(raw, &tool); err != nil {
+				return provider.Reply{}, err
+			}
+			names = append(names, tool.Function.Name)
+		}
+		m.mu.Lock()
+		m.calls = append(m.calls, names)
+		m.mu.Unlock()
+		return echo.Complete(ctx, req)
+	}}
+}
+
+func clientTool(name string) map[string]any {
+	return map[string]any{"type": "function", "function": map[string]any{
+		"name": name, "parameters": map[string]any{"type": "object", "properties": map[string]any{}},
+	}}
+}
+
+// Clients that open with the same words at the same instant, none saying it
+// retries, are as many conversations: each one's turn runs, with its own
+// tool offered to the model, in a session of its own; none is answered with
+// another's stored reply. (A reply handed to the second of two such clients,
+// sent as soon as the first had read its reply, is what the delivered record
+// written after the send let through.)
+func TestIdenticalOpeningsAreTheirOwn(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
+			t.Parallel()
+			model := &toolsSeen{}
+			e := newTestEnv(t, func(o *Options) { o.Provider = model.provider() })
+			const clients, rounds = 8, 4
+			var wg sync.WaitGroup
+			sids := make([][]string, clients)
+			for c := range clients {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for r := range rounds {
+						tool := fmt.Sprintf("tool_%d_%d", c, r)
+						body := map[string]any{"messages": []any{userMsg("hello")}, "tools": []any{clientTool(tool)}, "stream": stream}
+						resp, rbody := e.do("POST", "/v1/chat/completions", body, nil)
+						if resp.StatusCode != 200 {
+							t.Errorf("client %d round %d: status %d: %s", c, r, resp.StatusCode, rbody)
+							return
+						}
+						sids[c] = append(sids[c], resp.Header.Get(SessionHeader))
+					}
+				}()
+			}
+			wg.Wait()
+			if t.Failed() {
+				return
+			}
+			seen := map[string]string{}
+			for c := range clients {
+				for r, sid := range sids[c] {
+					who := fmt.Sprintf("client %d round %d", c, r)
+					if other, ok := seen[sid]; ok {
+						t.Errorf("%s and %s were both answered from session %s", other, who, sid)
+					}
+					seen[sid] = who
+					if got := roles(messages(t, e.sessions, sid)); got != "user assistant" {
+						t.Errorf("%s: session %s holds %s, want user assistant", who, sid, got)
+					}
+				}
+			}
+			model.mu.Lock()
+			defer model.mu.Unlock()
+			offered := map[string]int{}
+			for _, names := range model.calls {
+				offered[strings.Join(names, ",")]++
+			}
+			for c := range clients {
+				for r := range rounds {
+					if tool := fmt.Sprintf("tool_%d_%d", c, r); offered[tool] != 1 {
+						t.Errorf("the model was offered %s in %d calls, want 1 (calls: %v)", tool, offered[tool], model.calls)
+					}
+				}
+			}
+		})
+	}
+}
+
+// A first turn whose reply was stored and never delivered (the record a
+// crash between the store and the send leaves: no delivered mark) is
+// handed over only to the same request, its client's retry; a client that
+// opens with the same words and tools of its own gets its own turn, in its
+// own session, with its tools offered.
+func TestUndeliveredOpeningReplyGoesToItsRequestOnly(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		tool   string
+		header map[string]string
+		same   bool
+	}{
+		{"same request", "tool_a", nil, true},
+		{"same request, marked", "tool_a", map[string]string{RetryCountHeader: "1"}, true},
+		{"other tools", "tool_b", nil, false},
+		{"other tools, marked", "tool_b", map[string]string{RetryCountHeader: "1"}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			model := &toolsSeen{}
+			e := newTestEnv(t, func(o *Options) { o.Provider = model.provider() })
+			first := map[string]any{"messages": []any{userMsg("hello")}, "tools": []any{clientTool("tool_a")}}
+			resp, rbody := e.do("POST", "/v1/chat/completions", first, nil)
+			mustStatus(t, resp, rbody, 200)
+			sid := resp.Header.Get(SessionHeader)
+			if err := e.srv.router.deliveries.wait(context.Background(), sid); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Remove(filepath.Join(e.dir, "gateway", "delivered", sid+".json")); err != nil {
+				t.Fatal(err)
+			}
+			second := map[string]any{"messages": []any{userMsg("hello")}, "tools": []any{clientTool(c.tool)}}
+			resp, rbody = e.do("POST", "/v1/chat/completions", second, c.header)
+			mustStatus(t, resp, rbody, 200)
+			if got := resp.Header.Get(SessionHeader); (got == sid) != c.same {
+				t.Fatalf("the second request went to %s, the first to %s; want the same session: %v", got, sid, c.same)
+			}
+			model.mu.Lock()
+			defer model.mu.Unlock()
+			want := [][]string{{"tool_a"}}
+			if !c.same {
+				want = append(want, []string{c.tool})
+			}
+			if fmt.Sprint(model.calls) != fmt.Sprint(want) {
+				t.Errorf("the model was offered %v, want %v", model.calls, want)
+			}
+			if got := roles(messages(t, e.sessions, sid)); got != "user assistant" {
+				t.Errorf("the first session holds %s, want user assistant", got)
+			}
+		})
+	}
+}
