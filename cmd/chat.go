@@ -320,6 +320,9 @@ func newChatter(e *env) (*chatter, error) {
 		Approver: approver,
 		MaxSteps: steps,
 		Progress: ch.progress,
+		Late: func(sid string, c provider.ToolCall, result string) {
+			e.warn(fmt.Sprintf("%s (call %s) ended after its turn was cancelled; its result (%d bytes) was not kept: the call was answered as cancelled", c.Function.Name, c.ID, len(result)))
+		},
 	}
 	if !opts.NoInstructions {
 		ch.engine.Instructions = &agent.Instructions{ProfileDir: e.profile.Dir(), Warn: e.warn}

@@ -93,6 +93,10 @@ func gatewayServe(e *env) error {
 	if err != nil {
 		return err
 	}
+	toolTimeout, err := durationSetting("gateway.tool_timeout", g.ToolTimeout, gateway.DefaultToolTimeout, profiles.ParsePeriod)
+	if err != nil {
+		return err
+	}
 	if g.MaxConnections < 0 {
 		return fsstore.Invalidf("gateway.max_connections must be positive, not %d", g.MaxConnections)
 	}
@@ -191,6 +195,7 @@ func gatewayServe(e *env) error {
 			HeaderTimeout:      headerTimeout,
 			ReadTimeout:        readTimeout,
 			WriteTimeout:       writeTimeout,
+			ToolTimeout:        toolTimeout,
 			Tools:              tools,
 			Approver:           withServerApproval(e, agent.Fixed(policy == agent.PolicyAuto), agent.Fixed(false), tools),
 			ToolEnv:            *toolEnv,

@@ -92,6 +92,10 @@ type Config struct {
 		ReadTimeout    string `yaml:"read_timeout" json:"read_timeout"`
 		WriteTimeout   string `yaml:"write_timeout" json:"write_timeout"`
 		MaxConnections int    `yaml:"max_connections" json:"max_connections"`
+		// ToolTimeout bounds each call of a gateway tool (a duration;
+		// default 10m): past it the call is cancelled and answered as
+		// timed out.
+		ToolTimeout string `yaml:"tool_timeout" json:"tool_timeout"`
 		// IdleEnd is how long a gateway session may go without a request
 		// before the running gateway ends it (a duration; default 24h).
 		IdleEnd string `yaml:"idle_end" json:"idle_end"`

@@ -57,7 +57,19 @@
 // approved: …"). A cancelled context (Ctrl-C) stops the call in flight
 // (its tool kills what it started), answers it "cancelled by the user" and
 // the calls after it "not run", and ends the turn with the context's
-// error; the session stays resumable. A call waiting for a lock that another
+// error; the session stays resumable. A call runs in a goroutine of its
+// own, and one that has not ended CancelGrace (2s) after its cancellation
+// (a tool that ignores its context: a read of a file that never answers)
+// is abandoned: answered once, as still running when hermes stopped
+// waiting, and the turn ends (or, for ToolTimeout, goes on) without it.
+// What it returns later is told to Late (a chat prints it, the gateway
+// logs it) and never stored: a call has one result, ever. ToolTimeout
+// (the gateway's gateway.tool_timeout) bounds each call: past it the call
+// is cancelled and answered "timed out", and the model reads that.
+// "interrupted: … did not run it again" is written only where it is true:
+// for a call a dead process left without a result (prelude), never for
+// one that a live turn still runs, since turns on one session never
+// overlap. A call waiting for a lock that another
 // process holds (a session's, a task's, the board's) stops waiting then
 // too: each call works on copies of the Env's stores whose Cancel is its
 // context's Done, and the kanban tools pass their context on.

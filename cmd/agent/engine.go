@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/fsstore/sessions"
@@ -37,6 +38,10 @@ const (
 	// stored. The call is not run again by itself.
 	interruptedResult = "interrupted: hermes stopped before this call returned a result, and did not run it again; check its effects before repeating it"
 	cancelledResult   = "cancelled by the user"
+	// abandonedResult answers a call that did not end within CancelGrace
+	// of its turn's cancellation: it may still be running, and its own
+	// result, whenever it comes, is not stored.
+	abandonedResult   = "cancelled: the turn was cancelled while this call ran, and it was still running when hermes stopped waiting for it; whatever it does from now on is not reported; check its effects before repeating it"
 	notRunCancelled   = "not run: the user cancelled the turn"
 	notApprovedResult = "not approved: run with --yes or set tools.approval: auto"
 )
@@ -63,7 +68,26 @@ type Engine struct {
 	// Instructions, when set, are read at a session's first turn (one
 	// whose transcript is empty) and stored before its input, as a note.
 	Instructions *Instructions
+	// ToolTimeout, when above 0, bounds each call of a tool: past it the
+	// call is cancelled and answered as timed out, and the turn goes on.
+	ToolTimeout time.Duration
+	// CancelGrace is how long a cancelled call (its turn's cancellation,
+	// or ToolTimeout) may take to end (DefaultCancelGrace when 0). Past
+	// it the engine stops waiting: the call is answered once, as
+	// abandoned, the turn goes on or ends as it would, and what the
+	// call returns later is never stored, only told to Late. So no call
+	// that ignores its context (a read that never returns) holds a turn,
+	// a chat's Ctrl-C or a gateway's connection.
+	CancelGrace time.Duration
+	// Late, when set, is told of the result of an abandoned call once it
+	// ends (a chat prints it, the gateway logs it).
+	Late func(sessionID string, c provider.ToolCall, result string)
 }
+
+// DefaultCancelGrace is how long a cancelled call may take to end before
+// the engine stops waiting for it (Engine.CancelGrace): long enough for a
+// tool to kill what it started.
+const DefaultCancelGrace = 2 * time.Second
 
 // Progress is a call starting (Result empty; after its approval) or
 // ending.
@@ -422,9 +446,12 @@ func (e *Engine) runCalls(ctx context.Context, env *Env, res *Result, calls []pr
 		if ctx.Err() != nil {
 			return e.cancelRest(ctx, res, calls[i:], notRunCancelled)
 		}
-		text := e.runCall(ctx, env, c)
+		text, abandoned := e.runCall(ctx, env, res.SessionID, c)
 		if ctx.Err() != nil {
-			if err := e.store(res, toolResult(c, cancelledResult, false)); err != nil {
+			if !abandoned {
+				text = cancelledResult
+			}
+			if err := e.store(res, toolResult(c, text, false)); err != nil {
 				return err
 			}
 			return e.cancelRest(ctx, res, calls[i+1:], notRunCancelled)
@@ -453,9 +480,12 @@ func (e *Engine) cancelRest(ctx context.Context, res *Result, calls []provider.T
 	return fmt.Errorf("turn cancelled (session %s keeps it): %w", res.SessionID, context.Cause(ctx))
 }
 
-// runCall runs one call and returns its result's text. Every failure is a
-// result the model reads, never an error of the turn.
-func (e *Engine) runCall(ctx context.Context, env *Env, c provider.ToolCall) string {
+// runCall runs one call of session sid and returns its result's text.
+// Every failure is a result the model reads, never an error of the turn.
+// abandoned is true when the call did not end within CancelGrace of its
+// cancellation (see Engine.CancelGrace): text then says so, and the
+// call's own result goes to Late.
+func (e *Engine) runCall(ctx context.Context, env *Env, sid string, c provider.ToolCall) (text string, abandoned bool) {
 	tool := e.tool(c.Function.Name)
 	if tool == nil {
 		names := make([]string, len(e.Tools))
@@ -466,28 +496,75 @@ func (e *Engine) runCall(ctx context.Context, env *Env, c provider.ToolCall) str
 		if len(names) > 0 {
 			offered = strings.Join(names, ", ")
 		}
-		return fmt.Sprintf("error: unknown tool %q (offered: %s)", c.Function.Name, offered)
+		return fmt.Sprintf("error: unknown tool %q (offered: %s)", c.Function.Name, offered), false
 	}
 	args := json.RawMessage(c.Function.Arguments)
 	if strings.TrimSpace(c.Function.Arguments) == "" {
 		args = json.RawMessage("{}")
 	}
 	if !json.Valid(args) {
-		return fmt.Sprintf("error: the arguments of %s are not valid JSON: %s", c.Function.Name, c.Function.Arguments)
+		return fmt.Sprintf("error: the arguments of %s are not valid JSON: %s", c.Function.Name, c.Function.Arguments), false
 	}
 	if tool.NeedsApproval(args) {
 		ok, err := e.approve(ctx, c)
 		if err != nil {
-			return "error: approval: " + err.Error()
+			return "error: approval: " + err.Error(), false
 		}
 		if !ok {
-			return notApprovedResult
+			return notApprovedResult, false
 		}
 	}
 	if e.Progress != nil {
 		e.Progress(Progress{Call: c})
 	}
-	out, err := tool.Run(ctx, env.forCall(ctx), args)
+	callCtx, cancel := ctx, context.CancelFunc(func() {})
+	if e.ToolTimeout > 0 {
+		callCtx, cancel = context.WithTimeout(ctx, e.ToolTimeout)
+	}
+	defer cancel()
+	type outcome struct {
+		out string
+		err error
+	}
+	// Buffered: an abandoned call's goroutine never blocks on it.
+	done := make(chan outcome, 1)
+	go func() {
+		out, err := tool.Run(callCtx, env.forCall(callCtx), args)
+		done <- outcome{out, err}
+	}()
+	var o outcome
+	select {
+	case o = <-done:
+	case <-callCtx.Done():
+		grace := e.CancelGrace
+		if grace <= 0 {
+			grace = DefaultCancelGrace
+		}
+		wait := time.NewTimer(grace)
+		defer wait.Stop()
+		select {
+		case o = <-done:
+		case <-wait.C:
+			go func() {
+				o := <-done
+				if e.Late != nil {
+					e.Late(sid, c, resultText(o.out, o.err))
+				}
+			}()
+			if ctx.Err() != nil {
+				return abandonedResult, true
+			}
+			return fmt.Sprintf("error: timed out after %s (tool_timeout), and still running %s later: hermes stopped waiting for it; whatever it does from now on is not reported; check its effects before repeating it", e.ToolTimeout, grace), true
+		}
+	}
+	if o.err != nil && ctx.Err() == nil && callCtx.Err() != nil {
+		return fmt.Sprintf("error: timed out after %s (tool_timeout): the call was cancelled; it may have taken effect in part: %v", e.ToolTimeout, o.err), false
+	}
+	return resultText(o.out, o.err), false
+}
+
+// resultText is the result the model reads of a tool's run.
+func resultText(out string, err error) string {
 	if err != nil {
 		return "error: " + err.Error()
 	}

@@ -33,7 +33,10 @@ const (
 	DefaultHeaderTimeout      = 10 * time.Second
 	DefaultReadTimeout        = 30 * time.Second
 	DefaultWriteTimeout       = 30 * time.Second
-	DefaultMaxConnections     = 256
+	// DefaultToolTimeout bounds each call of a gateway tool
+	// (gateway.tool_timeout).
+	DefaultToolTimeout    = 10 * time.Minute
+	DefaultMaxConnections = 256
 	// DefaultAPIKeyEnv is the variable that holds the API key when
 	// gateway.api_key_env names none.
 	DefaultAPIKeyEnv = "HERMES_GATEWAY_API_KEY"
@@ -75,9 +78,13 @@ type Options struct {
 	// DefaultHeaderTimeout); ReadTimeout the reading of a request,
 	// headers and body (0: DefaultReadTimeout); WriteTimeout each write
 	// of a response (0: DefaultWriteTimeout).
-	HeaderTimeout      time.Duration
-	ReadTimeout        time.Duration
-	WriteTimeout       time.Duration
+	HeaderTimeout time.Duration
+	ReadTimeout   time.Duration
+	WriteTimeout  time.Duration
+	// ToolTimeout bounds each call of the gateway's tools
+	// (DefaultToolTimeout when 0): past it the call is cancelled and
+	// answered as timed out, and the turn goes on (agent.Engine).
+	ToolTimeout        time.Duration
 	MaxStoredResponses int           // 0: DefaultMaxStoredResponses
 	ResumeFreshness    time.Duration // 0: DefaultResumeFreshness
 	IdleEnd            time.Duration // 0: DefaultIdleEnd
@@ -146,6 +153,9 @@ func New(opts Options) *Server {
 	if opts.WriteTimeout <= 0 {
 		opts.WriteTimeout = DefaultWriteTimeout
 	}
+	if opts.ToolTimeout <= 0 {
+		opts.ToolTimeout = DefaultToolTimeout
+	}
 	if opts.Model == "" {
 		opts.Model = opts.Provider.Name()
 	}
@@ -165,6 +175,10 @@ func New(opts Options) *Server {
 		MaxSteps:     opts.MaxSteps,
 		ClientTools:  true,
 		Instructions: opts.Instructions,
+		ToolTimeout:  opts.ToolTimeout,
+		Late: func(sid string, c provider.ToolCall, result string) {
+			opts.Logf("session %s: call %s of %s ended after its turn stopped waiting for it; its result (%d bytes) was dropped, the call keeps the one it was given", sid, c.ID, c.Function.Name, len(result))
+		},
 	}
 	s := &Server{opts: opts, engine: engine, now: now, baseCtx: ctx, cancel: cancel, inflight: map[string]int{}}
 	s.router = &router{opts: &s.opts, engine: engine, now: now, sessions: &s.sessions}

@@ -1,0 +1,138 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hermes/hermes/cmd/agent"
+	"github.com/hermes/hermes/fsstore/sessions"
+)
+
+// workTool is a gateway tool whose calls begin when they are told to
+// (started) and run until their context ends, taking a moment to stop; a
+// stubborn one runs on
+// until the test ends, as a read that never returns does. Each call that
+// ran is counted.
+type workTool struct {
+	stubborn bool
+	started  chan struct{}
+	release  chan struct{}
+	mu       sync.Mutex
+	runs     int
+}
+
+func (w *workTool) Name() string { return "work" }
+func (w *workTool) Schema() json.RawMessage {
+	return json.RawMessage(`{"type":"function","function":{"name":"work","parameters":{"type":"object"}}}`)
+}
+func (w *workTool) NeedsApproval(json.RawMessage) bool { return false }
+func (w *workTool) Run(ctx context.Context, _ *agent.Env, _ json.RawMessage) (string, error) {
+	w.mu.Lock()
+	w.runs++
+	w.mu.Unlock()
+	w.started <- struct{}{}
+	if w.stubborn {
+		<-w.release
+		return "worked late", nil
+	}
+	<-ctx.Done()
+	// A tool takes a moment to stop what it started (the terminal tool
+	// kills a process group and waits for it): the window in which a
+	// client's immediate retry arrives.
+	time.Sleep(50 * time.Millisecond)
+	return "worked until cancelled", nil
+}
+
+// checkAnsweredOnce fails unless every call in msgs has exactly one
+// result, each right after its call's message, and no reply is stored
+// twice in a row.
+func checkAnsweredOnce(t *testing.T, msgs []sessions.Message) {
+	t.Helper()
+	results := map[string]int{}
+	open := map[string]bool{}
+	for i, m := range msgs {
+		switch {
+		case m.Role == "assistant":
+			if len(open) > 0 {
+				t.Errorf("message %d: an assistant message before calls %v were answered:%s", i+1, open, dump(msgs))
+			}
+			for _, c := range agent.ToolCalls(m) {
+				open[c.ID] = true
+			}
+			if i > 0 && msgs[i-1].Role == "assistant" && len(agent.ToolCalls(m)) == 0 && msgs[i-1].Text() == m.Text() {
+				t.Errorf("message %d: the reply is stored twice:%s", i+1, dump(msgs))
+			}
+		case m.Role == "tool":
+			results[m.ToolCallID]++
+			if !open[m.ToolCallID] {
+				t.Errorf("message %d: a result of %s, which no message before it calls unanswered:%s", i+1, m.ToolCallID, dump(msgs))
+			}
+			delete(open, m.ToolCallID)
+			if strings.Contains(m.Text(), "did not run it again") {
+				t.Errorf("message %d: %q, but the call ran", i+1, m.Text())
+			}
+		}
+	}
+	for id, n := range results {
+		if n != 1 {
+			t.Errorf("call %s has %d results:%s", id, n, dump(msgs))
+		}
+	}
+}
+
+// A client that leaves during a call of a gateway tool and retries at
+// once: its call is answered once, by the turn the client left (cancelled,
+// or abandoned when the tool does not stop), and the retry carries that
+// reply on; a result the tool returns later is never a second one.
+func TestClientLeavesMidToolAndRetries(t *testing.T) {
+	for _, stubborn := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stubborn=%v", stubborn), func(t *testing.T) {
+			t.Parallel()
+			tool := &workTool{stubborn: stubborn, started: make(chan struct{}, 16), release: make(chan struct{})}
+			t.Cleanup(func() { close(tool.release) })
+			e := newTestEnv(t, func(o *Options) {
+				o.Provider = callsOrAnswers("work")
+				o.Tools = []agent.Tool{tool}
+				o.Approver = agent.Fixed(true)
+			})
+			e.srv.engine.CancelGrace = 20 * time.Millisecond
+			for round := range 5 {
+				body := fmt.Sprintf(`{"messages":[{"role":"user","content":"round %d"}]}`, round)
+				ctx, cancel := context.WithCancel(context.Background())
+				go func() {
+					<-tool.started
+					cancel()
+				}()
+				req, _ := http.NewRequestWithContext(ctx, "POST", e.ts.URL+"/v1/chat/completions", strings.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				if resp, err := http.DefaultClient.Do(req); err == nil {
+					resp.Body.Close()
+					t.Fatalf("round %d: the first attempt was answered %d; want it cut by its client", round, resp.StatusCode)
+				}
+				resp, rbody := e.do("POST", "/v1/chat/completions", body, nil)
+				mustStatus(t, resp, rbody, 200)
+				reply := decode[chatResp](t, rbody).Choices[0].Message.Content
+				if !strings.HasPrefix(reply, "the answer is ") {
+					t.Fatalf("round %d: reply %q", round, reply)
+				}
+				checkAnsweredOnce(t, messages(t, e.sessions, resp.Header.Get(SessionHeader)))
+			}
+			all, err := e.sessions.All()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(all) != 5 {
+				t.Errorf("%d sessions for 5 conversations", len(all))
+			}
+			for _, s := range all {
+				checkAnsweredOnce(t, messages(t, e.sessions, s.ID))
+			}
+		})
+	}
+}
