@@ -27,7 +27,10 @@ import (
 // repair it fixes what it can without deleting a byte: torn tails and
 // unreadable documents are moved aside, counts rewritten, a document made
 // for an orphan transcript, stray temp files moved to lostFound, the
-// catalog rebuilt. Damage inside a transcript is reported, not repaired.
+// catalog rebuilt. Damage inside a transcript is reported, not repaired,
+// but for messages that break the tool-call rules (callCheck: a second
+// result, a result after its turn, a reply stored twice), which a repair
+// drops, keeping the transcript as it was beside it.
 func (s *Store) Check(repair bool, lostFound string) ([]fsstore.Finding, error) {
 	out, _, err := s.CheckSessions(repair, lostFound)
 	return out, err
@@ -506,6 +509,10 @@ type transcriptScan struct {
 	torn     *fsstore.TornTail
 	count    int64
 	countErr error // the last line's seq could not be read
+	// calls are what callCheck found of the transcript's tool calls, and
+	// drop the seqs of the messages a repair drops.
+	calls []string
+	drop  []int64
 }
 
 // transcriptScanner reads transcripts a batch at a time, on one
@@ -560,6 +567,7 @@ func (r *lineReader) scanTranscript(id string) transcriptScan {
 	}
 	defer unix.Close(fd)
 	var sc transcriptScan
+	calls := newCallCheck()
 	var want int64 = 1
 	var last []byte
 	hasLast := false
@@ -567,7 +575,11 @@ func (r *lineReader) scanTranscript(id string) transcriptScan {
 		for off := 0; off < len(b); {
 			end := off + bytes.IndexByte(b[off:], '\n')
 			line := b[off:end]
-			seq, ok := lineSeq(line)
+			m, ok := lineMessage(line)
+			seq := m.Seq
+			if ok {
+				calls.add(m)
+			}
 			switch {
 			case !ok:
 				sc.findings = append(sc.findings, fsstore.Finding{Path: path, What: fmt.Sprintf("corrupt record at offset %d (not repaired: it is not at the tail)", base+int64(off)), Problem: true})
@@ -602,6 +614,7 @@ func (r *lineReader) scanTranscript(id string) transcriptScan {
 	if tailSize > 0 {
 		sc.torn = &fsstore.TornTail{Path: path, Offset: tailOff, Size: tailSize}
 	}
+	sc.calls, sc.drop = calls.findings, calls.drop
 	if hasLast {
 		sc.count, _, sc.countErr = linePosition(last)
 	}
@@ -620,20 +633,22 @@ func loneSurrogate(path, id string, seq, off int64, esc []byte) fsstore.Finding 
 	return fsstore.Finding{Path: path, What: what, Problem: true}
 }
 
-// lineSeq returns the seq of a transcript line, and false when the line
-// is not a message.
-func lineSeq(line []byte) (int64, bool) {
-	// The message is dropped before line changes: unsafe.String's terms.
+// lineMessage returns the message of a transcript line, and false when
+// the line is not one. The message may share line's bytes (its strings
+// too): it is not to be kept once line changes (unsafe.String's terms).
+func lineMessage(line []byte) (Message, bool) {
 	if m, ok := parseStored(line, unsafe.String(unsafe.SliceData(line), len(line))); ok {
-		return m.Seq, true
+		return m, true
 	}
+	m, err := ParseMessage(line)
 	var pos struct {
 		Seq int64 `json:"seq"`
 	}
-	if _, err := ParseMessage(line); err != nil || json.Unmarshal(line, &pos) != nil {
-		return 0, false
+	if err != nil || json.Unmarshal(line, &pos) != nil {
+		return Message{}, false
 	}
-	return pos.Seq, true
+	m.Seq = pos.Seq
+	return m, true
 }
 
 // checkTranscript reports what the scan of the transcript of id found, and
@@ -659,6 +674,13 @@ func (s *Store) checkTranscript(id string, sc transcriptScan, hasDoc bool, count
 			fd.Repaired, fd.What = s.recoverDocument(id, fd.What)
 		}
 		return append(out, fd)
+	}
+	if len(sc.calls) > 0 {
+		fd := fsstore.Finding{Path: path, What: "tool calls: " + strings.Join(sc.calls, "; "), Problem: true}
+		if repair && len(sc.findings) == 0 {
+			fd.Repaired, fd.What = s.dropMessages(id, sc.drop, fd.What)
+		}
+		out = append(out, fd)
 	}
 	// A document behind its transcript is the normal state (appends do
 	// not rewrite it); one ahead counts messages the transcript lost.
