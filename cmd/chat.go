@@ -414,13 +414,13 @@ type turnResult struct {
 // first messages, in one step: a create that fails (a full disk) leaves
 // no session, and none without the message it was made for. made says
 // that input is stored.
-func (ch *chatter) session(input []sessions.Message) (_ sessions.Session, made bool, _ error) {
+func (ch *chatter) session(ctx context.Context, input []sessions.Message) (_ sessions.Session, made bool, _ error) {
 	if ch.sessionID == "" {
 		cwd, err := ch.workDir()
 		if err != nil {
 			return sessions.Session{}, false, err
 		}
-		sess, _, err := ch.store.CreateWith(sessions.Session{Title: ch.title, Source: "chat", Model: ch.model, Cwd: cwd}, ch.engine.Opening(cwd, input))
+		sess, _, err := ch.store.CreateWith(sessions.Session{Title: ch.title, Source: "chat", Model: ch.model, Cwd: cwd}, ch.engine.Opening(ctx, cwd, input))
 		if err != nil {
 			return sessions.Session{}, false, fmt.Errorf("%w (nothing was stored: no session was made)", err)
 		}
@@ -479,7 +479,7 @@ func (ch *chatter) turn(ctx context.Context, text string) (turnResult, error) {
 // run runs a turn whose input is input: none for /retry, whose fork ends
 // with the user message to answer.
 func (ch *chatter) run(ctx context.Context, input []sessions.Message) (turnResult, error) {
-	sess, made, err := ch.session(input)
+	sess, made, err := ch.session(ctx, input)
 	if err != nil {
 		return turnResult{}, err
 	}

@@ -110,10 +110,17 @@
 // the terminal tool's commands time out after agent.terminal_timeout
 // (default 2m), killing their process group.
 //
-// read_file opens only regular files: a FIFO, a socket, a device or a
-// directory is refused before it is opened, at once (a FIFO's open would
-// wait for a writer), and the opened descriptor is checked again, so a
-// file swapped for one between the check and the open is refused too.
+// Every file read for a tool (read_file, search_files, edit_file) or for
+// instructions (AGENTS.md, .gitignore) goes through one reader (reader.go):
+// regular files only, opened without blocking (a FIFO's open would wait
+// for a writer) and checked by fstat, so a file swapped for one between
+// a check and the open is refused too; bounded in bytes by each caller;
+// and each open and read is given up on when the call's context ends or
+// after 5s without an answer (a "regular" file such as /proc/kmsg, a hung
+// mount), the call failing with a message saying so, the goroutine left
+// to end with its system call. A .gitignore or AGENTS.md that cannot be
+// read is reported where other skips are: the walk's count of what it
+// could not read, the instructions' warning.
 // write_file refuses the same (it never opens the target: it renames a
 // new file over it). read_file reads 64 KiB at a time, whatever the
 // length of the file's lines, keeping only the result's head and tail:

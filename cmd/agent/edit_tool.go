@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"strings"
 	"syscall"
 )
@@ -43,7 +41,7 @@ func (editFileTool) NeedsApproval(json.RawMessage) bool { return true }
 // with CRLF (its first line end is CRLF), old_string and new_string are
 // taken with their line ends as CRLF, so a model that writes LF matches
 // and the file does not get mixed line ends.
-func (editFileTool) Run(_ context.Context, env *Env, raw json.RawMessage) (string, error) {
+func (editFileTool) Run(ctx context.Context, env *Env, raw json.RawMessage) (string, error) {
 	var args struct {
 		Path       *string `json:"path"`
 		OldString  *string `json:"old_string"`
@@ -65,7 +63,7 @@ func (editFileTool) Run(_ context.Context, env *Env, raw json.RawMessage) (strin
 	if err != nil {
 		return "", fmt.Errorf("edit_file: %w", err)
 	}
-	content, mode, err := readForEdit(path, *args.Path)
+	content, mode, err := readForEdit(ctx, path, *args.Path)
 	if err != nil {
 		return "", fmt.Errorf("edit_file: %w", err)
 	}
@@ -94,33 +92,15 @@ func (editFileTool) Run(_ context.Context, env *Env, raw json.RawMessage) (strin
 }
 
 // readForEdit reads the file at path (named as the model gave it) whole,
-// with its mode. It is opened without following a symbolic link and
-// without blocking, so a FIFO or a device there is refused rather than
-// waited on, and read to at most maxEditSize bytes.
-func readForEdit(path, name string) ([]byte, fs.FileMode, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if errors.Is(err, syscall.ELOOP) {
-		return nil, 0, fmt.Errorf("%s is a symbolic link; not replaced", name)
-	}
+// with its mode, through the one reader: without following a symbolic
+// link, refusing anything but a regular file without blocking on it, and
+// at most maxEditSize bytes.
+func readForEdit(ctx context.Context, path, name string) ([]byte, fs.FileMode, error) {
+	b, fi, err := readRegular(ctx, path, name, syscall.O_NOFOLLOW, maxEditSize, func(size int64) error {
+		return fmt.Errorf("%s has %d bytes or more, more than the %d edit_file edits", name, size, maxEditSize)
+	})
 	if err != nil {
 		return nil, 0, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	switch {
-	case err != nil:
-		return nil, 0, err
-	case !fi.Mode().IsRegular():
-		return nil, 0, fmt.Errorf("%s is not a regular file", name)
-	case fi.Size() > maxEditSize:
-		return nil, 0, fmt.Errorf("%s has %d bytes, more than the %d edit_file edits", name, fi.Size(), maxEditSize)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxEditSize+1))
-	if err != nil {
-		return nil, 0, err
-	}
-	if len(b) > maxEditSize {
-		return nil, 0, fmt.Errorf("%s has grown past the %d bytes edit_file edits", name, maxEditSize)
 	}
 	return b, fi.Mode().Perm(), nil
 }

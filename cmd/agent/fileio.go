@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/hermes/hermes/fsstore"
 )
@@ -59,7 +58,7 @@ func (readFileTool) Run(ctx context.Context, env *Env, raw json.RawMessage) (str
 	if err != nil {
 		return "", fmt.Errorf("read_file: %w", err)
 	}
-	f, err := openRegular(path, args.Path)
+	f, err := openRegular(ctx, path, args.Path, 0)
 	if err != nil {
 		return "", fmt.Errorf("read_file: %w", err)
 	}
@@ -102,65 +101,6 @@ func (readFileTool) Run(ctx context.Context, env *Env, raw json.RawMessage) (str
 		}
 	}
 	return out.text(limit), nil
-}
-
-// openRegular opens path for reading if it is a regular file, and refuses
-// anything else without blocking. Opening a FIFO for reading waits for a
-// writer, forever, in open(2), which no signal or context can interrupt;
-// a device may never end, or block in its reads. Stat refuses them before
-// the open; the open is O_NONBLOCK so that a FIFO put in the file's place
-// between the Stat and the open returns at once rather than waiting; the
-// fstat of the opened descriptor then refuses what was actually opened.
-// On a regular file O_NONBLOCK changes nothing.
-func openRegular(path, name string) (*os.File, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkRegular(fi, name); err != nil {
-		return nil, err
-	}
-	beforeOpen(path)
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	if fi, err = f.Stat(); err == nil {
-		err = checkRegular(fi, name)
-	}
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
-}
-
-// beforeOpen runs between openRegular's Stat and its open; a test puts a
-// FIFO in the file's place there.
-var beforeOpen = func(string) {}
-
-// checkRegular refuses a file that is not a regular one, naming it (name
-// is the path as the model gave it) and its kind.
-func checkRegular(fi fs.FileInfo, name string) error {
-	m := fi.Mode()
-	var kind string
-	switch {
-	case m.IsRegular():
-		return nil
-	case m.IsDir():
-		kind = "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		kind = "a named pipe (FIFO)"
-	case m&fs.ModeSocket != 0:
-		kind = "a socket"
-	case m&fs.ModeCharDevice != 0:
-		kind = "a character device"
-	case m&fs.ModeDevice != 0:
-		kind = "a block device"
-	default:
-		kind = "a special file"
-	}
-	return fmt.Errorf("%s is %s, not a regular file", name, kind)
 }
 
 // writeFileTool writes a whole file atomically.

@@ -103,7 +103,7 @@ func (searchFilesTool) Run(ctx context.Context, env *Env, raw json.RawMessage) (
 	var skipped int
 	switch {
 	case fi.Mode().IsRegular():
-		if lines, err = searchFile(root, args.Path, re, limit); err != nil {
+		if lines, err = searchFile(ctx, root, args.Path, re, limit); err != nil {
 			return "", fmt.Errorf("search_files: %w", err)
 		}
 	case fi.IsDir():
@@ -205,7 +205,7 @@ func searchTree(ctx context.Context, root, shown string, re *regexp.Regexp, filt
 					j.out <- result{}
 					continue
 				}
-				lines, err := searchFile(j.abs, j.name, re, limit)
+				lines, err := searchFile(ctx, j.abs, j.name, re, limit)
 				j.out <- result{lines, err != nil}
 			}
 		}()
@@ -238,20 +238,21 @@ var chunkPool = sync.Pool{New: func() any { b := make([]byte, searchChunk); retu
 // searchFile returns the lines of the file at abs that re matches, at most
 // limit, as name:line:text. A binary file (a NUL in its first 8 KiB) has
 // none. The file is read a chunk at a time, so memory stays bounded
-// whatever its size; it is opened without blocking, so a FIFO put in the
-// file's place meanwhile is not waited on.
-func searchFile(abs, name string, re *regexp.Regexp, limit int) ([]string, error) {
-	f, err := os.OpenFile(abs, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+// whatever its size, through the one reader: a FIFO or a link put in the
+// file's place meanwhile is refused, a read that does not answer given up.
+func searchFile(ctx context.Context, abs, name string, re *regexp.Regexp, limit int) ([]string, error) {
+	f, err := openRegular(ctx, abs, name, syscall.O_NOFOLLOW)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, err
-	}
 	var out []string
 	pooled := chunkPool.Get().(*[]byte)
-	defer chunkPool.Put(pooled)
+	defer func() {
+		if !f.lost { // a read given up on may still fill the buffer
+			chunkPool.Put(pooled)
+		}
+	}()
 	buf := *pooled
 	filled := 0
 	lineNo := 1
@@ -396,7 +397,7 @@ func (findFilesTool) Run(ctx context.Context, env *Env, raw json.RawMessage) (st
 		b.WriteString("no matches\n")
 	}
 	if t.skipped > 0 {
-		fmt.Fprintf(&b, "[%d directories could not be read]\n", t.skipped)
+		fmt.Fprintf(&b, "[%d files or directories could not be read]\n", t.skipped)
 	}
 	return cut(b.String(), max(env.MaxOutput, 256)), nil
 }
