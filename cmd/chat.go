@@ -143,12 +143,15 @@ Line mode's commands:
 // chatter holds one chat: the store, the turn engine and the current
 // session ("" until the first turn of a new session creates it).
 type chatter struct {
-	e         *env
-	opts      chatOptions
-	mcp       *mcp.Pool // the MCP servers the tools call, closed as the chat ends
-	store     *sessions.Store
-	engine    *agent.Engine
-	toolEnv   *agent.Env
+	e       *env
+	opts    chatOptions
+	mcp     *mcp.Pool // the MCP servers the tools call, closed as the chat ends
+	store   *sessions.Store
+	engine  *agent.Engine
+	toolEnv *agent.Env
+	// confine is agent.confine: the file tools keep to the session's
+	// working directory.
+	confine   bool
 	model     string
 	sessionID string
 	title     string // for the session the first turn creates
@@ -313,6 +316,7 @@ func newChatter(e *env) (*chatter, error) {
 	if ch.toolEnv, err = newToolEnv(e, cfg); err != nil {
 		return nil, err
 	}
+	ch.confine = cfg.Agent.Confine
 	ch.engine = &agent.Engine{
 		Sessions: ch.store,
 		Provider: prov,
@@ -495,6 +499,14 @@ func (ch *chatter) run(ctx context.Context, input []sessions.Message) (turnResul
 	ch.registerWithKanban(sess.ID)
 	env := *ch.toolEnv
 	env.Cwd = sess.Cwd
+	if ch.confine {
+		env.Root = sess.Cwd
+		if env.Root == "" {
+			if env.Root, err = ch.workDir(); err != nil {
+				return turnResult{}, err
+			}
+		}
+	}
 	t := agent.Turn{SessionID: sess.ID, Input: input, Env: &env}
 	if ch.stream {
 		t.Stream = ch.e.stdout

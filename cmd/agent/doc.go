@@ -82,6 +82,15 @@
 // each file a chunk at a time on one worker per processor and returns the
 // lines in the walk's order.
 //
+// With Env.Root set (the gateway's gateway.cwd; a chat's working
+// directory with agent.confine), every path the file tools use is opened,
+// created, renamed, removed and listed through one os.Root there
+// (confine.go), which resolves each name beneath the root in the system
+// call that uses it: there is no window between a check and a use in
+// which a directory swapped for a symbolic link could lead out. The
+// walk of search_files and find_files then reads no .gitignore above the
+// root. Without Env.Root the tools work on the whole file system.
+//
 // Instructions are the AGENTS.md files of the profile and of the
 // repository from its root down to the working directory, stored once, as
 // the first message of a session (a note, so the gateway skips it when it

@@ -59,11 +59,12 @@ func (editFileTool) Run(ctx context.Context, env *Env, raw json.RawMessage) (str
 	case *args.OldString == *args.NewString:
 		return "", errors.New("edit_file: old_string and new_string are the same; nothing to change")
 	}
-	path, err := resolve(env, *args.Path)
+	p, done, err := resolve(env, *args.Path)
 	if err != nil {
 		return "", fmt.Errorf("edit_file: %w", err)
 	}
-	content, mode, err := readForEdit(ctx, path, *args.Path)
+	defer done()
+	content, mode, err := readForEdit(ctx, p, *args.Path)
 	if err != nil {
 		return "", fmt.Errorf("edit_file: %w", err)
 	}
@@ -82,21 +83,21 @@ func (editFileTool) Run(ctx context.Context, env *Env, raw json.RawMessage) (str
 	case n > 1 && !args.ReplaceAll:
 		return "", fmt.Errorf("edit_file: old_string occurs %d times in %s; nothing written (give more context to make it unique, or set replace_all)", n, *args.Path)
 	}
-	if err := replace(path, []byte(strings.ReplaceAll(text, old, repl)), mode, true); err != nil {
+	if err := replace(p.fsys, p.name, []byte(strings.ReplaceAll(text, old, repl)), mode, true); err != nil {
 		return "", fmt.Errorf("edit_file: %w", err)
 	}
 	if n == 1 {
-		return fmt.Sprintf("replaced 1 occurrence in %s", path), nil
+		return fmt.Sprintf("replaced 1 occurrence in %s", p.abs), nil
 	}
-	return fmt.Sprintf("replaced %d occurrences in %s", n, path), nil
+	return fmt.Sprintf("replaced %d occurrences in %s", n, p.abs), nil
 }
 
-// readForEdit reads the file at path (named as the model gave it) whole,
+// readForEdit reads the file at p (named as the model gave it) whole,
 // with its mode, through the one reader: without following a symbolic
 // link, refusing anything but a regular file without blocking on it, and
 // at most maxEditSize bytes.
-func readForEdit(ctx context.Context, path, name string) ([]byte, fs.FileMode, error) {
-	b, fi, err := readRegular(ctx, path, name, syscall.O_NOFOLLOW, maxEditSize, func(size int64) error {
+func readForEdit(ctx context.Context, p place, name string) ([]byte, fs.FileMode, error) {
+	b, fi, err := readRegular(ctx, p.fsys, p.name, name, syscall.O_NOFOLLOW, maxEditSize, func(size int64) error {
 		return fmt.Errorf("%s has %d bytes or more, more than the %d edit_file edits", name, size, maxEditSize)
 	})
 	if err != nil {

@@ -12,9 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
-
-	"github.com/hermes/hermes/fsstore"
+	"syscall"
 )
 
 // readFileTool reads lines of a file.
@@ -54,11 +52,12 @@ func (readFileTool) Run(ctx context.Context, env *Env, raw json.RawMessage) (str
 	if args.Offset < 0 || args.Limit < 0 {
 		return "", errors.New("read_file: offset and limit must not be negative")
 	}
-	path, err := resolve(env, args.Path)
+	p, done, err := resolve(env, args.Path)
 	if err != nil {
 		return "", fmt.Errorf("read_file: %w", err)
 	}
-	f, err := openRegular(ctx, path, args.Path, 0)
+	defer done()
+	f, err := openRegular(ctx, p.fsys, p.name, args.Path, 0)
 	if err != nil {
 		return "", fmt.Errorf("read_file: %w", err)
 	}
@@ -135,13 +134,14 @@ func (writeFileTool) Run(_ context.Context, env *Env, raw json.RawMessage) (stri
 	if args.Path == nil || *args.Path == "" || args.Content == nil {
 		return "", errors.New("write_file: path and content are required")
 	}
-	path, err := resolve(env, *args.Path)
+	p, done, err := resolve(env, *args.Path)
 	if err != nil {
 		return "", fmt.Errorf("write_file: %w", err)
 	}
+	defer done()
 	var mode fs.FileMode
 	existing := false
-	fi, err := os.Lstat(path)
+	fi, err := p.fsys.Lstat(p.name)
 	switch {
 	case err == nil && fi.Mode()&fs.ModeSymlink != 0:
 		return "", fmt.Errorf("write_file: %s is a symbolic link; not replaced", *args.Path)
@@ -152,25 +152,25 @@ func (writeFileTool) Run(_ context.Context, env *Env, raw json.RawMessage) (stri
 	case !errors.Is(err, fs.ErrNotExist):
 		return "", fmt.Errorf("write_file: %w", err)
 	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o777); err != nil {
+	if err := p.fsys.MkdirAll(filepath.Dir(p.name), 0o777); err != nil {
 		return "", fmt.Errorf("write_file: %w", err)
 	}
-	if err := replace(path, []byte(*args.Content), mode, existing); err != nil {
+	if err := replace(p.fsys, p.name, []byte(*args.Content), mode, existing); err != nil {
 		return "", fmt.Errorf("write_file: %w", err)
 	}
-	return fmt.Sprintf("wrote %d bytes to %s", len(*args.Content), path), nil
+	return fmt.Sprintf("wrote %d bytes to %s", len(*args.Content), p.abs), nil
 }
 
 // replace is the atomic write: temp file (created 0666, which the kernel
 // cuts by the umask), write, sync, chmod to an existing file's mode,
 // close, rename, sync of the directory.
-func replace(path string, data []byte, keep fs.FileMode, existing bool) (err error) {
+func replace(fsys fileSys, path string, data []byte, keep fs.FileMode, existing bool) (err error) {
 	dir := filepath.Dir(path)
 	var tmp *os.File
+	var tmpName string
 	for range 10 {
-		name := filepath.Join(dir, "."+filepath.Base(path)+".tmp-"+strconv.FormatUint(rand.Uint64(), 36))
-		tmp, err = os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+		tmpName = filepath.Join(dir, "."+filepath.Base(path)+".tmp-"+strconv.FormatUint(rand.Uint64(), 36))
+		tmp, err = fsys.OpenFile(tmpName, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
 		if !errors.Is(err, fs.ErrExist) {
 			break
 		}
@@ -181,7 +181,7 @@ func replace(path string, data []byte, keep fs.FileMode, existing bool) (err err
 	defer func() {
 		if err != nil {
 			tmp.Close()
-			os.Remove(tmp.Name())
+			fsys.Remove(tmpName)
 		}
 	}()
 	if _, err = tmp.Write(data); err != nil {
@@ -198,74 +198,21 @@ func replace(path string, data []byte, keep fs.FileMode, existing bool) (err err
 	if err = tmp.Close(); err != nil {
 		return err
 	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
+	if err = fsys.Rename(tmpName, path); err != nil {
 		return err
 	}
-	return fsstore.SyncDir(dir)
+	return syncDir(fsys, dir)
 }
 
-// resolve makes path absolute from the session's working directory. When
-// env.Root is set, a path that leads outside it is an error: by "..", by
-// an absolute name, or through a symbolic link, whether the file exists
-// or a write would create it (the real path of its deepest existing
-// ancestor decides).
-func resolve(env *Env, name string) (string, error) {
-	path := name
-	if !filepath.IsAbs(path) && env.Cwd != "" {
-		path = filepath.Join(env.Cwd, path)
-	}
-	path = filepath.Clean(path)
-	if env.Root == "" {
-		return path, nil
-	}
-	root, err := filepath.EvalSymlinks(env.Root)
+// syncDir is fsstore.SyncDir in fsys: it commits a rename in dir.
+func syncDir(fsys fileSys, dir string) error {
+	d, err := fsys.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY, 0)
 	if err != nil {
-		return "", err
+		return err
 	}
-	real, err := realPath(path)
-	if err != nil {
-		return "", err
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync directory %s: %w", dir, err)
 	}
-	if rel, err := filepath.Rel(root, real); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return "", fmt.Errorf("%s is outside %s, the directory file tools keep to", name, env.Root)
-	}
-	return path, nil
-}
-
-// realPath is path with every symbolic link on it followed, as far as it
-// exists: the real path of its deepest existing ancestor, then the rest
-// of its names. A link to nothing is followed to where it points.
-func realPath(path string) (string, error) {
-	for range 255 {
-		dir, rest := path, ""
-		for {
-			_, err := os.Lstat(dir)
-			if err == nil {
-				break
-			}
-			if !errors.Is(err, fs.ErrNotExist) || dir == filepath.Dir(dir) {
-				return "", err
-			}
-			rest = filepath.Join(filepath.Base(dir), rest)
-			dir = filepath.Dir(dir)
-		}
-		real, err := filepath.EvalSymlinks(dir)
-		if err == nil {
-			return filepath.Join(real, rest), nil
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			return "", err
-		}
-		// dir exists but leads nowhere: it is a link (or a chain of them)
-		// to a missing name, which a write through it would create.
-		target, err := os.Readlink(dir)
-		if err != nil {
-			return "", err
-		}
-		if !filepath.IsAbs(target) {
-			target = filepath.Join(filepath.Dir(dir), target)
-		}
-		path = filepath.Join(target, rest)
-	}
-	return "", fmt.Errorf("%s: too many levels of symbolic links", path)
+	return nil
 }

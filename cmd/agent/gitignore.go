@@ -38,13 +38,13 @@ type ignoreRule struct {
 // one is not read (git's own limit is 100 MB, for files no one writes).
 const maxIgnoreSize = 1 << 20
 
-// readIgnore reads dir/.gitignore through the one reader; a missing file
+// readIgnore reads dir/.gitignore in fsys through the one reader; a missing file
 // has no rules (nil, nil), and one that cannot be read, is not a regular
 // file or has more than maxIgnoreSize bytes is an error, which the walk
 // counts as something it could not read.
-func readIgnore(ctx context.Context, dir, base, prefix string) (*ignoreRules, error) {
+func readIgnore(ctx context.Context, fsys fileSys, dir, base, prefix string) (*ignoreRules, error) {
 	path := filepath.Join(dir, ".gitignore")
-	b, _, err := readRegular(ctx, path, path, 0, maxIgnoreSize, func(size int64) error {
+	b, _, err := readRegular(ctx, fsys, path, path, 0, maxIgnoreSize, func(size int64) error {
 		return fmt.Errorf("%s has %d bytes or more, more than the %d read", path, size, maxIgnoreSize)
 	})
 	if errors.Is(err, fs.ErrNotExist) {

@@ -105,7 +105,7 @@ func IsInstructions(m sessions.Message) bool {
 // answer. At most MaxInstructions bytes are read; the note is cut to that
 // size anyway.
 func readInstructions(ctx context.Context, path string) (string, error) {
-	f, err := openRegular(ctx, path, path, 0)
+	f, err := openRegular(ctx, hostFiles{}, path, path, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}

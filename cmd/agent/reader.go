@@ -53,17 +53,18 @@ type regularFile struct {
 	lost bool
 }
 
-// openRegular opens path for reading if it is a regular file, and refuses
-// anything else without blocking; name is the path as the model or the
-// user gave it, for messages. flag adds open flags (syscall.O_NOFOLLOW to
-// refuse a symbolic link). A Stat refuses a FIFO or a device before the
+// openRegular opens path in fsys for reading if it is a regular file, and
+// refuses anything else without blocking; name is the path as the model
+// or the user gave it, for messages. flag adds open flags (syscall.O_NOFOLLOW to
+// refuse a symbolic link; below a root, whose links are followed only
+// inside it, the Lstat alone refuses one). A Stat refuses a FIFO or a device before the
 // open, the open is O_NONBLOCK so that one put in the file's place
 // meanwhile returns at once, and the fstat of what was opened decides. On
 // a regular file O_NONBLOCK changes nothing.
-func openRegular(ctx context.Context, path, name string, flag int) (*regularFile, error) {
-	stat := os.Stat
+func openRegular(ctx context.Context, fsys fileSys, path, name string, flag int) (*regularFile, error) {
+	stat := fsys.Stat
 	if flag&syscall.O_NOFOLLOW != 0 {
-		stat = os.Lstat
+		stat = fsys.Lstat
 	}
 	fi, err := stat(path)
 	if err != nil {
@@ -79,7 +80,7 @@ func openRegular(ctx context.Context, path, name string, flag int) (*regularFile
 		err error
 	}
 	res, err := await(ctx, name, "opening", func() opened {
-		f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|flag, 0)
+		f, err := fsys.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|flag, 0)
 		if err != nil {
 			return opened{err: err}
 		}
@@ -119,6 +120,7 @@ func (r *regularFile) Read(p []byte) (int, error) {
 		n   int
 		err error
 	}
+	fileRead := fileRead // the goroutine may outlive a test's seam
 	res, err := await(r.ctx, r.name, "reading", func() read {
 		n, err := fileRead(r.f, p)
 		return read{n, err}
@@ -142,8 +144,8 @@ func (r *regularFile) Close() error {
 // readRegular reads the regular file at path whole, as openRegular opens
 // it, refusing one of more than limit bytes (tooBig says so, given the
 // size found); it returns the bytes and the file's FileInfo.
-func readRegular(ctx context.Context, path, name string, flag int, limit int64, tooBig func(size int64) error) ([]byte, fs.FileInfo, error) {
-	f, err := openRegular(ctx, path, name, flag)
+func readRegular(ctx context.Context, fsys fileSys, path, name string, flag int, limit int64, tooBig func(size int64) error) ([]byte, fs.FileInfo, error) {
+	f, err := openRegular(ctx, fsys, path, name, flag)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -3,16 +3,18 @@ package agent
 import (
 	"context"
 	"io/fs"
-	"os"
 	"path/filepath"
 )
 
 // tree walks a directory as search_files and find_files see it: in
 // lexical order, without following symbolic links, skipping .git and what
 // the .gitignore files of the directory, of those below it and of those
-// above it up to the repository root (the nearest .git) ignore.
+// above it up to the repository root (the nearest .git) ignore. Below a
+// root (Env.Root) nothing above the root is looked at: its top is the
+// highest repository root the walk can find.
 type tree struct {
-	root string // absolute
+	fsys fileSys
+	root string // its name in fsys
 	// skipped counts the directories and .gitignore files that could not
 	// be read.
 	skipped int
@@ -30,7 +32,7 @@ func (t *tree) walk(ctx context.Context, visit func(rel string, d fs.DirEntry) b
 func (t *tree) above(ctx context.Context) []*ignoreRules {
 	var dirs []string
 	for dir := t.root; ; {
-		if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
+		if _, err := t.fsys.Lstat(filepath.Join(dir, ".git")); err == nil {
 			break
 		}
 		parent := filepath.Dir(dir)
@@ -46,7 +48,7 @@ func (t *tree) above(ctx context.Context) []*ignoreRules {
 		if err != nil {
 			continue
 		}
-		r, err := readIgnore(ctx, dirs[i], "", filepath.ToSlash(below)+"/")
+		r, err := readIgnore(ctx, t.fsys, dirs[i], "", filepath.ToSlash(below)+"/")
 		if err != nil {
 			t.skipped++
 		}
@@ -58,14 +60,14 @@ func (t *tree) above(ctx context.Context) []*ignoreRules {
 }
 
 func (t *tree) dir(ctx context.Context, abs, rel string, rules []*ignoreRules, visit func(string, fs.DirEntry) bool) bool {
-	r, err := readIgnore(ctx, abs, rel, "")
+	r, err := readIgnore(ctx, t.fsys, abs, rel, "")
 	if err != nil {
 		t.skipped++
 	}
 	if r != nil {
 		rules = append(rules[:len(rules):len(rules)], r)
 	}
-	entries, err := os.ReadDir(abs)
+	entries, err := readDir(t.fsys, abs)
 	if err != nil {
 		t.skipped++
 	}
