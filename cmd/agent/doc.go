@@ -75,8 +75,16 @@
 // read_file, write_file and edit_file work on one file, relative paths
 // from the session's working directory; edit_file replaces an exact
 // string, refusing one missing or found more than once (without
-// replace_all), and writes as write_file does, keeping the file's mode
-// and, in a CRLF file, its line ends. search_files and find_files walk a
+// replace_all; occurrences counted at every offset, and overlapping ones
+// refused with it), and writes as write_file does, keeping, in a CRLF
+// file, its line ends. A write (write.go) keeps an existing file's mode
+// exactly, setuid, setgid and sticky bits included, set on the temp file
+// before the rename and checked, or refuses; keeps its owner and group
+// where it can (as root), and refuses a setuid or setgid file where it
+// cannot; refuses a file without its owner's write bit as read-only, and
+// arguments with a lone surrogate escape. Its temp file,
+// .hermes-tmp-<pid>-<random>-<name>, when a kill -9 leaves it, is removed
+// by the next write in that directory once that pid runs no more. search_files and find_files walk a
 // tree (tree.go) that skips .git and what .gitignore files ignore
 // (gitignore.go lists the rules read and those not); search_files reads
 // each file a chunk at a time on one worker per processor and returns the

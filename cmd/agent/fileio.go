@@ -8,11 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math/rand/v2"
-	"os"
 	"path/filepath"
-	"strconv"
-	"syscall"
 )
 
 // readFileTool reads lines of a file.
@@ -119,10 +115,10 @@ func (writeFileTool) Schema() json.RawMessage {
 
 func (writeFileTool) NeedsApproval(json.RawMessage) bool { return true }
 
-// Run writes a temp file beside the target, syncs it, renames it over the
-// target and syncs the directory. An existing file keeps its mode; a new
-// one gets 0666 less the umask, as an editor would make it. A symlink at
-// the path is refused rather than replaced by a file or written through.
+// Run writes the file with replace (write.go). A new file gets 0666 less
+// the umask, as an editor would make it. A symlink at the path is refused
+// rather than replaced by a file or written through, and so is a file
+// without its owner's write bit.
 func (writeFileTool) Run(_ context.Context, env *Env, raw json.RawMessage) (string, error) {
 	var args struct {
 		Path    *string `json:"path"`
@@ -134,13 +130,14 @@ func (writeFileTool) Run(_ context.Context, env *Env, raw json.RawMessage) (stri
 	if args.Path == nil || *args.Path == "" || args.Content == nil {
 		return "", errors.New("write_file: path and content are required")
 	}
+	if err := refuseLoneSurrogate(raw); err != nil {
+		return "", fmt.Errorf("write_file: %w", err)
+	}
 	p, done, err := resolve(env, *args.Path)
 	if err != nil {
 		return "", fmt.Errorf("write_file: %w", err)
 	}
 	defer done()
-	var mode fs.FileMode
-	existing := false
 	fi, err := p.fsys.Lstat(p.name)
 	switch {
 	case err == nil && fi.Mode()&fs.ModeSymlink != 0:
@@ -148,71 +145,19 @@ func (writeFileTool) Run(_ context.Context, env *Env, raw json.RawMessage) (stri
 	case err == nil && !fi.Mode().IsRegular():
 		return "", fmt.Errorf("write_file: %w", checkRegular(fi, *args.Path))
 	case err == nil:
-		mode, existing = fi.Mode().Perm(), true
-	case !errors.Is(err, fs.ErrNotExist):
+		if err := writable(fi, *args.Path); err != nil {
+			return "", fmt.Errorf("write_file: %w", err)
+		}
+	case errors.Is(err, fs.ErrNotExist):
+		fi = nil
+	default:
 		return "", fmt.Errorf("write_file: %w", err)
 	}
 	if err := p.fsys.MkdirAll(filepath.Dir(p.name), 0o777); err != nil {
 		return "", fmt.Errorf("write_file: %w", err)
 	}
-	if err := replace(p.fsys, p.name, []byte(*args.Content), mode, existing); err != nil {
+	if err := replace(p.fsys, p.name, *args.Path, []byte(*args.Content), fi); err != nil {
 		return "", fmt.Errorf("write_file: %w", err)
 	}
 	return fmt.Sprintf("wrote %d bytes to %s", len(*args.Content), p.abs), nil
-}
-
-// replace is the atomic write: temp file (created 0666, which the kernel
-// cuts by the umask), write, sync, chmod to an existing file's mode,
-// close, rename, sync of the directory.
-func replace(fsys fileSys, path string, data []byte, keep fs.FileMode, existing bool) (err error) {
-	dir := filepath.Dir(path)
-	var tmp *os.File
-	var tmpName string
-	for range 10 {
-		tmpName = filepath.Join(dir, "."+filepath.Base(path)+".tmp-"+strconv.FormatUint(rand.Uint64(), 36))
-		tmp, err = fsys.OpenFile(tmpName, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
-		if !errors.Is(err, fs.ErrExist) {
-			break
-		}
-	}
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			fsys.Remove(tmpName)
-		}
-	}()
-	if _, err = tmp.Write(data); err != nil {
-		return err
-	}
-	if err = tmp.Sync(); err != nil {
-		return err
-	}
-	if existing {
-		if err = tmp.Chmod(keep); err != nil {
-			return err
-		}
-	}
-	if err = tmp.Close(); err != nil {
-		return err
-	}
-	if err = fsys.Rename(tmpName, path); err != nil {
-		return err
-	}
-	return syncDir(fsys, dir)
-}
-
-// syncDir is fsstore.SyncDir in fsys: it commits a rename in dir.
-func syncDir(fsys fileSys, dir string) error {
-	d, err := fsys.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY, 0)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync directory %s: %w", dir, err)
-	}
-	return nil
 }
