@@ -143,12 +143,15 @@ Line mode's commands:
 // chatter holds one chat: the store, the turn engine and the current
 // session ("" until the first turn of a new session creates it).
 type chatter struct {
-	e         *env
-	opts      chatOptions
-	mcp       *mcp.Pool // the MCP servers the tools call, closed as the chat ends
-	store     *sessions.Store
-	engine    *agent.Engine
-	toolEnv   *agent.Env
+	e       *env
+	opts    chatOptions
+	mcp     *mcp.Pool // the MCP servers the tools call, closed as the chat ends
+	store   *sessions.Store
+	engine  *agent.Engine
+	toolEnv *agent.Env
+	// confine is agent.confine: the file tools keep to the session's
+	// working directory.
+	confine   bool
 	model     string
 	sessionID string
 	title     string // for the session the first turn creates
@@ -313,6 +316,7 @@ func newChatter(e *env) (*chatter, error) {
 	if ch.toolEnv, err = newToolEnv(e, cfg); err != nil {
 		return nil, err
 	}
+	ch.confine = cfg.Agent.Confine
 	ch.engine = &agent.Engine{
 		Sessions: ch.store,
 		Provider: prov,
@@ -417,13 +421,13 @@ type turnResult struct {
 // first messages, in one step: a create that fails (a full disk) leaves
 // no session, and none without the message it was made for. made says
 // that input is stored.
-func (ch *chatter) session(input []sessions.Message) (_ sessions.Session, made bool, _ error) {
+func (ch *chatter) session(ctx context.Context, input []sessions.Message) (_ sessions.Session, made bool, _ error) {
 	if ch.sessionID == "" {
 		cwd, err := ch.workDir()
 		if err != nil {
 			return sessions.Session{}, false, err
 		}
-		sess, _, err := ch.store.CreateWith(sessions.Session{Title: ch.title, Source: "chat", Model: ch.model, Cwd: cwd}, ch.engine.Opening(cwd, input))
+		sess, _, err := ch.store.CreateWith(sessions.Session{Title: ch.title, Source: "chat", Model: ch.model, Cwd: cwd}, ch.engine.Opening(ctx, cwd, input))
 		if err != nil {
 			return sessions.Session{}, false, fmt.Errorf("%w (nothing was stored: no session was made)", err)
 		}
@@ -482,7 +486,7 @@ func (ch *chatter) turn(ctx context.Context, text string) (turnResult, error) {
 // run runs a turn whose input is input: none for /retry, whose fork ends
 // with the user message to answer.
 func (ch *chatter) run(ctx context.Context, input []sessions.Message) (turnResult, error) {
-	sess, made, err := ch.session(input)
+	sess, made, err := ch.session(ctx, input)
 	if err != nil {
 		return turnResult{}, err
 	}
@@ -498,6 +502,14 @@ func (ch *chatter) run(ctx context.Context, input []sessions.Message) (turnResul
 	ch.registerWithKanban(sess.ID)
 	env := *ch.toolEnv
 	env.Cwd = sess.Cwd
+	if ch.confine {
+		env.Root = sess.Cwd
+		if env.Root == "" {
+			if env.Root, err = ch.workDir(); err != nil {
+				return turnResult{}, err
+			}
+		}
+	}
 	t := agent.Turn{SessionID: sess.ID, Input: input, Env: &env}
 	if ch.stream {
 		t.Stream = ch.e.stdout

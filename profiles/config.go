@@ -117,6 +117,10 @@ type Config struct {
 		// fraction (0.8) of ContextTokens, the model's context in tokens.
 		CompressAt    string `yaml:"compress_at" json:"compress_at"`
 		ContextTokens int64  `yaml:"context_tokens" json:"context_tokens"`
+		// Confine keeps a chat's file tools to its working directory, as
+		// the gateway's keep to gateway.cwd (agent.Env.Root); off by
+		// default. The terminal tool is not confined.
+		Confine bool `yaml:"confine" json:"confine"`
 	} `yaml:"agent" json:"agent"`
 	Tools struct {
 		// Approval is ask (the default), auto or deny: what happens to a

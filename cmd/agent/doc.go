@@ -87,12 +87,29 @@
 // read_file, write_file and edit_file work on one file, relative paths
 // from the session's working directory; edit_file replaces an exact
 // string, refusing one missing or found more than once (without
-// replace_all), and writes as write_file does, keeping the file's mode
-// and, in a CRLF file, its line ends. search_files and find_files walk a
+// replace_all; occurrences counted at every offset, and overlapping ones
+// refused with it), and writes as write_file does, keeping, in a CRLF
+// file, its line ends. A write (write.go) keeps an existing file's mode
+// exactly, setuid, setgid and sticky bits included, set on the temp file
+// before the rename and checked, or refuses; keeps its owner and group
+// where it can (as root), and refuses a setuid or setgid file where it
+// cannot; refuses a file without its owner's write bit as read-only, and
+// arguments with a lone surrogate escape. Its temp file,
+// .hermes-tmp-<pid>-<random>-<name>, when a kill -9 leaves it, is removed
+// by the next write in that directory once that pid runs no more. search_files and find_files walk a
 // tree (tree.go) that skips .git and what .gitignore files ignore
 // (gitignore.go lists the rules read and those not); search_files reads
 // each file a chunk at a time on one worker per processor and returns the
 // lines in the walk's order.
+//
+// With Env.Root set (the gateway's gateway.cwd; a chat's working
+// directory with agent.confine), every path the file tools use is opened,
+// created, renamed, removed and listed through one os.Root there
+// (confine.go), which resolves each name beneath the root in the system
+// call that uses it: there is no window between a check and a use in
+// which a directory swapped for a symbolic link could lead out. The
+// walk of search_files and find_files then reads no .gitignore above the
+// root. Without Env.Root the tools work on the whole file system.
 //
 // Instructions are the AGENTS.md files of the profile and of the
 // repository from its root down to the working directory, stored once, as
@@ -122,10 +139,17 @@
 // the terminal tool's commands time out after agent.terminal_timeout
 // (default 2m), killing their process group.
 //
-// read_file opens only regular files: a FIFO, a socket, a device or a
-// directory is refused before it is opened, at once (a FIFO's open would
-// wait for a writer), and the opened descriptor is checked again, so a
-// file swapped for one between the check and the open is refused too.
+// Every file read for a tool (read_file, search_files, edit_file) or for
+// instructions (AGENTS.md, .gitignore) goes through one reader (reader.go):
+// regular files only, opened without blocking (a FIFO's open would wait
+// for a writer) and checked by fstat, so a file swapped for one between
+// a check and the open is refused too; bounded in bytes by each caller;
+// and each open and read is given up on when the call's context ends or
+// after 5s without an answer (a "regular" file such as /proc/kmsg, a hung
+// mount), the call failing with a message saying so, the goroutine left
+// to end with its system call. A .gitignore or AGENTS.md that cannot be
+// read is reported where other skips are: the walk's count of what it
+// could not read, the instructions' warning.
 // write_file refuses the same (it never opens the target: it renames a
 // new file over it). read_file reads 64 KiB at a time, whatever the
 // length of the file's lines, keeping only the result's head and tail:

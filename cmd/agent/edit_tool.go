@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"strings"
 	"syscall"
 )
@@ -39,11 +37,11 @@ func (editFileTool) Schema() json.RawMessage {
 func (editFileTool) NeedsApproval(json.RawMessage) bool { return true }
 
 // Run reads the file, counts old_string in it, and writes the result with
-// fileio.go's replace, keeping the file's mode. In a file whose lines end
+// write.go's replace, keeping the file's mode. In a file whose lines end
 // with CRLF (its first line end is CRLF), old_string and new_string are
 // taken with their line ends as CRLF, so a model that writes LF matches
 // and the file does not get mixed line ends.
-func (editFileTool) Run(_ context.Context, env *Env, raw json.RawMessage) (string, error) {
+func (editFileTool) Run(ctx context.Context, env *Env, raw json.RawMessage) (string, error) {
 	var args struct {
 		Path       *string `json:"path"`
 		OldString  *string `json:"old_string"`
@@ -61,11 +59,15 @@ func (editFileTool) Run(_ context.Context, env *Env, raw json.RawMessage) (strin
 	case *args.OldString == *args.NewString:
 		return "", errors.New("edit_file: old_string and new_string are the same; nothing to change")
 	}
-	path, err := resolve(env, *args.Path)
+	if err := refuseLoneSurrogate(raw); err != nil {
+		return "", fmt.Errorf("edit_file: %w", err)
+	}
+	p, done, err := resolve(env, *args.Path)
 	if err != nil {
 		return "", fmt.Errorf("edit_file: %w", err)
 	}
-	content, mode, err := readForEdit(path, *args.Path)
+	defer done()
+	content, fi, err := readForEdit(ctx, p, *args.Path)
 	if err != nil {
 		return "", fmt.Errorf("edit_file: %w", err)
 	}
@@ -77,52 +79,52 @@ func (editFileTool) Run(_ context.Context, env *Env, raw json.RawMessage) (strin
 	if crlf(text) {
 		old, repl = toCRLF(old), toCRLF(repl)
 	}
-	n := strings.Count(text, old)
+	n := occurrences(text, old)
 	switch {
 	case n == 0:
 		return "", fmt.Errorf("edit_file: old_string not found in %s; nothing written (read_file shows the current text)", *args.Path)
 	case n > 1 && !args.ReplaceAll:
 		return "", fmt.Errorf("edit_file: old_string occurs %d times in %s; nothing written (give more context to make it unique, or set replace_all)", n, *args.Path)
+	case n != strings.Count(text, old):
+		return "", fmt.Errorf("edit_file: old_string occurs %d times in %s, and some of them overlap; nothing written (give more context to make each one distinct)", n, *args.Path)
 	}
-	if err := replace(path, []byte(strings.ReplaceAll(text, old, repl)), mode, true); err != nil {
+	if err := replace(p.fsys, p.name, *args.Path, []byte(strings.ReplaceAll(text, old, repl)), fi); err != nil {
 		return "", fmt.Errorf("edit_file: %w", err)
 	}
 	if n == 1 {
-		return fmt.Sprintf("replaced 1 occurrence in %s", path), nil
+		return fmt.Sprintf("replaced 1 occurrence in %s", p.abs), nil
 	}
-	return fmt.Sprintf("replaced %d occurrences in %s", n, path), nil
+	return fmt.Sprintf("replaced %d occurrences in %s", n, p.abs), nil
 }
 
-// readForEdit reads the file at path (named as the model gave it) whole,
-// with its mode. It is opened without following a symbolic link and
-// without blocking, so a FIFO or a device there is refused rather than
-// waited on, and read to at most maxEditSize bytes.
-func readForEdit(path, name string) ([]byte, fs.FileMode, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if errors.Is(err, syscall.ELOOP) {
-		return nil, 0, fmt.Errorf("%s is a symbolic link; not replaced", name)
+// readForEdit reads the file at p (named as the model gave it) whole,
+// with its FileInfo, through the one reader, refusing a read-only file: without following a symbolic
+// link, refusing anything but a regular file without blocking on it, and
+// at most maxEditSize bytes.
+func readForEdit(ctx context.Context, p place, name string) ([]byte, fs.FileInfo, error) {
+	b, fi, err := readRegular(ctx, p.fsys, p.name, name, syscall.O_NOFOLLOW, maxEditSize, func(size int64) error {
+		return fmt.Errorf("%s has %d bytes or more, more than the %d edit_file edits", name, size, maxEditSize)
+	})
+	if err == nil {
+		err = writable(fi, name)
 	}
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	switch {
-	case err != nil:
-		return nil, 0, err
-	case !fi.Mode().IsRegular():
-		return nil, 0, fmt.Errorf("%s is not a regular file", name)
-	case fi.Size() > maxEditSize:
-		return nil, 0, fmt.Errorf("%s has %d bytes, more than the %d edit_file edits", name, fi.Size(), maxEditSize)
+	return b, fi, nil
+}
+
+// occurrences counts s in text at every offset: "aa" occurs twice in
+// "aaa", where strings.Count finds one.
+func occurrences(text, s string) int {
+	n := 0
+	for i := 0; ; n++ {
+		j := strings.Index(text[i:], s)
+		if j < 0 {
+			return n
+		}
+		i += j + 1
 	}
-	b, err := io.ReadAll(io.LimitReader(f, maxEditSize+1))
-	if err != nil {
-		return nil, 0, err
-	}
-	if len(b) > maxEditSize {
-		return nil, 0, fmt.Errorf("%s has grown past the %d bytes edit_file edits", name, maxEditSize)
-	}
-	return b, fi.Mode().Perm(), nil
 }
 
 // crlf reports whether text's first line ends with CRLF.

@@ -49,7 +49,7 @@ func TestEditFile(t *testing.T) {
 			if b, _ := os.ReadFile(path); string(b) != c.want {
 				t.Errorf("file %q, want %q", b, c.want)
 			}
-			if tmp, _ := filepath.Glob(filepath.Join(env.Cwd, ".*.tmp-*")); len(tmp) > 0 {
+			if tmp, _ := filepath.Glob(filepath.Join(env.Cwd, tempPrefix+"*")); len(tmp) > 0 {
 				t.Errorf("left in the directory: %v", tmp)
 			}
 		})

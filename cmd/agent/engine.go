@@ -166,11 +166,11 @@ func (r Result) Text() string {
 // reads them and there are some): what Run stores at a session's first
 // turn. A front end that creates a session together with its first
 // messages, so that a failed create leaves none (chat), stores these.
-func (e *Engine) Opening(cwd string, msgs []sessions.Message) []sessions.Message {
+func (e *Engine) Opening(ctx context.Context, cwd string, msgs []sessions.Message) []sessions.Message {
 	if e.Instructions == nil {
 		return msgs
 	}
-	if m, ok := e.Instructions.Note(cwd); ok {
+	if m, ok := e.Instructions.Note(ctx, cwd); ok {
 		return append([]sessions.Message{m}, msgs...)
 	}
 	return msgs
@@ -201,7 +201,7 @@ func (e *Engine) Run(ctx context.Context, t Turn) (Result, error) {
 		return res, err
 	}
 	if sess.MessageCount == 0 {
-		head = e.Opening(firstNonEmpty(env.Cwd, sess.Cwd), head)
+		head = e.Opening(ctx, firstNonEmpty(env.Cwd, sess.Cwd), head)
 	}
 	if len(head) > 0 {
 		if res.Count, err = st.Append(sess.ID, head); err != nil {

@@ -8,14 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math/rand/v2"
-	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
-	"syscall"
-
-	"github.com/hermes/hermes/fsstore"
 )
 
 // readFileTool reads lines of a file.
@@ -55,11 +48,12 @@ func (readFileTool) Run(ctx context.Context, env *Env, raw json.RawMessage) (str
 	if args.Offset < 0 || args.Limit < 0 {
 		return "", errors.New("read_file: offset and limit must not be negative")
 	}
-	path, err := resolve(env, args.Path)
+	p, done, err := resolve(env, args.Path)
 	if err != nil {
 		return "", fmt.Errorf("read_file: %w", err)
 	}
-	f, err := openRegular(path, args.Path)
+	defer done()
+	f, err := openRegular(ctx, p.fsys, p.name, args.Path, 0)
 	if err != nil {
 		return "", fmt.Errorf("read_file: %w", err)
 	}
@@ -104,65 +98,6 @@ func (readFileTool) Run(ctx context.Context, env *Env, raw json.RawMessage) (str
 	return out.text(limit), nil
 }
 
-// openRegular opens path for reading if it is a regular file, and refuses
-// anything else without blocking. Opening a FIFO for reading waits for a
-// writer, forever, in open(2), which no signal or context can interrupt;
-// a device may never end, or block in its reads. Stat refuses them before
-// the open; the open is O_NONBLOCK so that a FIFO put in the file's place
-// between the Stat and the open returns at once rather than waiting; the
-// fstat of the opened descriptor then refuses what was actually opened.
-// On a regular file O_NONBLOCK changes nothing.
-func openRegular(path, name string) (*os.File, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkRegular(fi, name); err != nil {
-		return nil, err
-	}
-	beforeOpen(path)
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	if fi, err = f.Stat(); err == nil {
-		err = checkRegular(fi, name)
-	}
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
-}
-
-// beforeOpen runs between openRegular's Stat and its open; a test puts a
-// FIFO in the file's place there.
-var beforeOpen = func(string) {}
-
-// checkRegular refuses a file that is not a regular one, naming it (name
-// is the path as the model gave it) and its kind.
-func checkRegular(fi fs.FileInfo, name string) error {
-	m := fi.Mode()
-	var kind string
-	switch {
-	case m.IsRegular():
-		return nil
-	case m.IsDir():
-		kind = "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		kind = "a named pipe (FIFO)"
-	case m&fs.ModeSocket != 0:
-		kind = "a socket"
-	case m&fs.ModeCharDevice != 0:
-		kind = "a character device"
-	case m&fs.ModeDevice != 0:
-		kind = "a block device"
-	default:
-		kind = "a special file"
-	}
-	return fmt.Errorf("%s is %s, not a regular file", name, kind)
-}
-
 // writeFileTool writes a whole file atomically.
 type writeFileTool struct{}
 
@@ -180,10 +115,10 @@ func (writeFileTool) Schema() json.RawMessage {
 
 func (writeFileTool) NeedsApproval(json.RawMessage) bool { return true }
 
-// Run writes a temp file beside the target, syncs it, renames it over the
-// target and syncs the directory. An existing file keeps its mode; a new
-// one gets 0666 less the umask, as an editor would make it. A symlink at
-// the path is refused rather than replaced by a file or written through.
+// Run writes the file with replace (write.go). A new file gets 0666 less
+// the umask, as an editor would make it. A symlink at the path is refused
+// rather than replaced by a file or written through, and so is a file
+// without its owner's write bit.
 func (writeFileTool) Run(_ context.Context, env *Env, raw json.RawMessage) (string, error) {
 	var args struct {
 		Path    *string `json:"path"`
@@ -195,137 +130,34 @@ func (writeFileTool) Run(_ context.Context, env *Env, raw json.RawMessage) (stri
 	if args.Path == nil || *args.Path == "" || args.Content == nil {
 		return "", errors.New("write_file: path and content are required")
 	}
-	path, err := resolve(env, *args.Path)
+	if err := refuseLoneSurrogate(raw); err != nil {
+		return "", fmt.Errorf("write_file: %w", err)
+	}
+	p, done, err := resolve(env, *args.Path)
 	if err != nil {
 		return "", fmt.Errorf("write_file: %w", err)
 	}
-	var mode fs.FileMode
-	existing := false
-	fi, err := os.Lstat(path)
+	defer done()
+	fi, err := p.fsys.Lstat(p.name)
 	switch {
 	case err == nil && fi.Mode()&fs.ModeSymlink != 0:
 		return "", fmt.Errorf("write_file: %s is a symbolic link; not replaced", *args.Path)
 	case err == nil && !fi.Mode().IsRegular():
 		return "", fmt.Errorf("write_file: %w", checkRegular(fi, *args.Path))
 	case err == nil:
-		mode, existing = fi.Mode().Perm(), true
-	case !errors.Is(err, fs.ErrNotExist):
+		if err := writable(fi, *args.Path); err != nil {
+			return "", fmt.Errorf("write_file: %w", err)
+		}
+	case errors.Is(err, fs.ErrNotExist):
+		fi = nil
+	default:
 		return "", fmt.Errorf("write_file: %w", err)
 	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o777); err != nil {
+	if err := p.fsys.MkdirAll(filepath.Dir(p.name), 0o777); err != nil {
 		return "", fmt.Errorf("write_file: %w", err)
 	}
-	if err := replace(path, []byte(*args.Content), mode, existing); err != nil {
+	if err := replace(p.fsys, p.name, *args.Path, []byte(*args.Content), fi); err != nil {
 		return "", fmt.Errorf("write_file: %w", err)
 	}
-	return fmt.Sprintf("wrote %d bytes to %s", len(*args.Content), path), nil
-}
-
-// replace is the atomic write: temp file (created 0666, which the kernel
-// cuts by the umask), write, sync, chmod to an existing file's mode,
-// close, rename, sync of the directory.
-func replace(path string, data []byte, keep fs.FileMode, existing bool) (err error) {
-	dir := filepath.Dir(path)
-	var tmp *os.File
-	for range 10 {
-		name := filepath.Join(dir, "."+filepath.Base(path)+".tmp-"+strconv.FormatUint(rand.Uint64(), 36))
-		tmp, err = os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
-		if !errors.Is(err, fs.ErrExist) {
-			break
-		}
-	}
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.Write(data); err != nil {
-		return err
-	}
-	if err = tmp.Sync(); err != nil {
-		return err
-	}
-	if existing {
-		if err = tmp.Chmod(keep); err != nil {
-			return err
-		}
-	}
-	if err = tmp.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	return fsstore.SyncDir(dir)
-}
-
-// resolve makes path absolute from the session's working directory. When
-// env.Root is set, a path that leads outside it is an error: by "..", by
-// an absolute name, or through a symbolic link, whether the file exists
-// or a write would create it (the real path of its deepest existing
-// ancestor decides).
-func resolve(env *Env, name string) (string, error) {
-	path := name
-	if !filepath.IsAbs(path) && env.Cwd != "" {
-		path = filepath.Join(env.Cwd, path)
-	}
-	path = filepath.Clean(path)
-	if env.Root == "" {
-		return path, nil
-	}
-	root, err := filepath.EvalSymlinks(env.Root)
-	if err != nil {
-		return "", err
-	}
-	real, err := realPath(path)
-	if err != nil {
-		return "", err
-	}
-	if rel, err := filepath.Rel(root, real); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return "", fmt.Errorf("%s is outside %s, the directory file tools keep to", name, env.Root)
-	}
-	return path, nil
-}
-
-// realPath is path with every symbolic link on it followed, as far as it
-// exists: the real path of its deepest existing ancestor, then the rest
-// of its names. A link to nothing is followed to where it points.
-func realPath(path string) (string, error) {
-	for range 255 {
-		dir, rest := path, ""
-		for {
-			_, err := os.Lstat(dir)
-			if err == nil {
-				break
-			}
-			if !errors.Is(err, fs.ErrNotExist) || dir == filepath.Dir(dir) {
-				return "", err
-			}
-			rest = filepath.Join(filepath.Base(dir), rest)
-			dir = filepath.Dir(dir)
-		}
-		real, err := filepath.EvalSymlinks(dir)
-		if err == nil {
-			return filepath.Join(real, rest), nil
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			return "", err
-		}
-		// dir exists but leads nowhere: it is a link (or a chain of them)
-		// to a missing name, which a write through it would create.
-		target, err := os.Readlink(dir)
-		if err != nil {
-			return "", err
-		}
-		if !filepath.IsAbs(target) {
-			target = filepath.Join(filepath.Dir(dir), target)
-		}
-		path = filepath.Join(target, rest)
-	}
-	return "", fmt.Errorf("%s: too many levels of symbolic links", path)
+	return fmt.Sprintf("wrote %d bytes to %s", len(*args.Content), p.abs), nil
 }

@@ -8,30 +8,13 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 )
 
-// runOrHang runs a read_file call, failing the test if it has not
-// returned after a minute: a call that blocks would otherwise hang the
-// whole test binary.
-func runOrHang(t *testing.T, env *Env, args string) (string, error) {
+// runOrHang runs a read_file call, failing the test if it blocks.
+func runOrHang(t *testing.T, env *Env, args string) (out string, err error) {
 	t.Helper()
-	type result struct {
-		out string
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		out, err := readFileTool{}.Run(context.Background(), env, []byte(args))
-		done <- result{out, err}
-	}()
-	select {
-	case r := <-done:
-		return r.out, r.err
-	case <-time.After(time.Minute):
-		t.Fatalf("read_file %s has not returned: it blocks", args)
-		return "", nil
-	}
+	within(t, "read_file "+args, func() { out, err = run(t, readFileTool{}, env, args) })
+	return out, err
 }
 
 // A FIFO, a socket and devices are refused at once, without opening them

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -91,11 +90,12 @@ func (searchFilesTool) Run(ctx context.Context, env *Env, raw json.RawMessage) (
 	if err != nil {
 		return "", fmt.Errorf("search_files: glob: %v", err)
 	}
-	root, err := resolve(env, firstNonEmpty(args.Path, "."))
+	root, done, err := resolve(env, firstNonEmpty(args.Path, "."))
 	if err != nil {
 		return "", fmt.Errorf("search_files: %w", err)
 	}
-	fi, err := os.Stat(root)
+	defer done()
+	fi, err := root.fsys.Stat(root.name)
 	if err != nil {
 		return "", fmt.Errorf("search_files: %w", err)
 	}
@@ -103,11 +103,11 @@ func (searchFilesTool) Run(ctx context.Context, env *Env, raw json.RawMessage) (
 	var skipped int
 	switch {
 	case fi.Mode().IsRegular():
-		if lines, err = searchFile(root, args.Path, re, limit); err != nil {
+		if lines, err = searchFile(ctx, root.fsys, root.name, args.Path, re, limit); err != nil {
 			return "", fmt.Errorf("search_files: %w", err)
 		}
 	case fi.IsDir():
-		lines, skipped = searchTree(ctx, root, args.Path, re, filter, limit)
+		lines, skipped = searchTree(ctx, &tree{fsys: root.fsys, root: root.name}, args.Path, re, filter, limit)
 	default:
 		return "", fmt.Errorf("search_files: %s is neither a directory nor a regular file", args.Path)
 	}
@@ -156,12 +156,12 @@ func firstNonEmpty(s, def string) string {
 	return s
 }
 
-// searchTree searches the files below root on as many workers as the
+// searchTree searches the files of t on as many workers as the
 // machine has processors, and returns the matching lines in the walk's
 // order, at most limit of them, and the count of what could not be read.
 // Each file's paths are shown below shown (the path as the model gave
 // it; none for the working directory).
-func searchTree(ctx context.Context, root, shown string, re *regexp.Regexp, filter func(string) bool, limit int) ([]string, int) {
+func searchTree(ctx context.Context, t *tree, shown string, re *regexp.Regexp, filter func(string) bool, limit int) ([]string, int) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type result struct {
@@ -174,7 +174,6 @@ func searchTree(ctx context.Context, root, shown string, re *regexp.Regexp, filt
 	}
 	jobs := make(chan job)
 	order := make(chan job, 256)
-	t := &tree{root: root}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -185,7 +184,7 @@ func searchTree(ctx context.Context, root, shown string, re *regexp.Regexp, filt
 			if d.IsDir() || !filter(rel) {
 				return true
 			}
-			j := job{abs: filepath.Join(root, filepath.FromSlash(rel)), name: path.Join(filepath.ToSlash(shown), rel), out: make(chan result, 1)}
+			j := job{abs: filepath.Join(t.root, filepath.FromSlash(rel)), name: path.Join(filepath.ToSlash(shown), rel), out: make(chan result, 1)}
 			for _, ch := range []chan job{order, jobs} {
 				select {
 				case ch <- j:
@@ -205,7 +204,7 @@ func searchTree(ctx context.Context, root, shown string, re *regexp.Regexp, filt
 					j.out <- result{}
 					continue
 				}
-				lines, err := searchFile(j.abs, j.name, re, limit)
+				lines, err := searchFile(ctx, t.fsys, j.abs, j.name, re, limit)
 				j.out <- result{lines, err != nil}
 			}
 		}()
@@ -235,23 +234,24 @@ func searchTree(ctx context.Context, root, shown string, re *regexp.Regexp, filt
 // each (one grown for a long line is not kept).
 var chunkPool = sync.Pool{New: func() any { b := make([]byte, searchChunk); return &b }}
 
-// searchFile returns the lines of the file at abs that re matches, at most
+// searchFile returns the lines of the file at abs in fsys that re matches, at most
 // limit, as name:line:text. A binary file (a NUL in its first 8 KiB) has
 // none. The file is read a chunk at a time, so memory stays bounded
-// whatever its size; it is opened without blocking, so a FIFO put in the
-// file's place meanwhile is not waited on.
-func searchFile(abs, name string, re *regexp.Regexp, limit int) ([]string, error) {
-	f, err := os.OpenFile(abs, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+// whatever its size, through the one reader: a FIFO or a link put in the
+// file's place meanwhile is refused, a read that does not answer given up.
+func searchFile(ctx context.Context, fsys fileSys, abs, name string, re *regexp.Regexp, limit int) ([]string, error) {
+	f, err := openRegular(ctx, fsys, abs, name, syscall.O_NOFOLLOW)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, err
-	}
 	var out []string
 	pooled := chunkPool.Get().(*[]byte)
-	defer chunkPool.Put(pooled)
+	defer func() {
+		if !f.lost { // a read given up on may still fill the buffer
+			chunkPool.Put(pooled)
+		}
+	}()
 	buf := *pooled
 	filled := 0
 	lineNo := 1
@@ -362,18 +362,19 @@ func (findFilesTool) Run(ctx context.Context, env *Env, raw json.RawMessage) (st
 	if err != nil {
 		return "", fmt.Errorf("find_files: glob: %v", err)
 	}
-	root, err := resolve(env, firstNonEmpty(args.Path, "."))
+	root, done, err := resolve(env, firstNonEmpty(args.Path, "."))
 	if err != nil {
 		return "", fmt.Errorf("find_files: %w", err)
 	}
-	if fi, err := os.Stat(root); err != nil {
+	defer done()
+	if fi, err := root.fsys.Stat(root.name); err != nil {
 		return "", fmt.Errorf("find_files: %w", err)
 	} else if !fi.IsDir() {
 		return "", fmt.Errorf("find_files: %s is not a directory", args.Path)
 	}
 	var b strings.Builder
 	found := 0
-	t := &tree{root: root}
+	t := &tree{fsys: root.fsys, root: root.name}
 	t.walk(ctx, func(rel string, d fs.DirEntry) bool {
 		if !filter(rel) {
 			return true
@@ -396,7 +397,7 @@ func (findFilesTool) Run(ctx context.Context, env *Env, raw json.RawMessage) (st
 		b.WriteString("no matches\n")
 	}
 	if t.skipped > 0 {
-		fmt.Fprintf(&b, "[%d directories could not be read]\n", t.skipped)
+		fmt.Fprintf(&b, "[%d files or directories could not be read]\n", t.skipped)
 	}
 	return cut(b.String(), max(env.MaxOutput, 256)), nil
 }

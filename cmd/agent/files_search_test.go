@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -209,7 +210,7 @@ func TestSearchFileChunks(t *testing.T) {
 	b.WriteString("hit at the end without a newline")
 	p := filepath.Join(dir, "f")
 	os.WriteFile(p, []byte(b.String()), 0o644)
-	got, err := searchFile(p, "f", regexpMust(t, "hit"), 1000)
+	got, err := searchFile(context.Background(), hostFiles{}, p, "f", regexpMust(t, "hit"), 1000)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,10 @@
 package agent
 
 import (
-	"bufio"
-	"os"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -32,25 +34,35 @@ type ignoreRule struct {
 	dirOnly bool
 }
 
-// readIgnore reads dir/.gitignore; a missing or unreadable file has no
-// rules (nil).
-func readIgnore(dir, base, prefix string) *ignoreRules {
-	f, err := os.Open(filepath.Join(dir, ".gitignore"))
-	if err != nil {
-		return nil
+// maxIgnoreSize bounds a .gitignore file that readIgnore reads; a larger
+// one is not read (git's own limit is 100 MB, for files no one writes).
+const maxIgnoreSize = 1 << 20
+
+// readIgnore reads dir/.gitignore in fsys through the one reader; a missing file
+// has no rules (nil, nil), and one that cannot be read, is not a regular
+// file or has more than maxIgnoreSize bytes is an error, which the walk
+// counts as something it could not read.
+func readIgnore(ctx context.Context, fsys fileSys, dir, base, prefix string) (*ignoreRules, error) {
+	path := filepath.Join(dir, ".gitignore")
+	b, _, err := readRegular(ctx, fsys, path, path, 0, maxIgnoreSize, func(size int64) error {
+		return fmt.Errorf("%s has %d bytes or more, more than the %d read", path, size, maxIgnoreSize)
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
 	}
-	defer f.Close()
+	if err != nil {
+		return nil, err
+	}
 	r := &ignoreRules{base: base, prefix: prefix}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rule, ok := parseIgnore(sc.Text()); ok {
+	for _, line := range strings.Split(string(b), "\n") {
+		if rule, ok := parseIgnore(line); ok {
 			r.rules = append(r.rules, rule)
 		}
 	}
 	if len(r.rules) == 0 {
-		return nil
+		return nil, nil
 	}
-	return r
+	return r, nil
 }
 
 // parseIgnore reads one line of a .gitignore file.

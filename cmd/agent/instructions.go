@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -8,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/hermes/hermes/fsstore/sessions"
 )
@@ -70,11 +70,12 @@ func (in *Instructions) Paths(cwd string) []string {
 
 // Note returns the system message, marked as hermes's note, that holds
 // the instructions for a session working in cwd; ok is false when no file
-// has any.
-func (in *Instructions) Note(cwd string) (m sessions.Message, ok bool) {
+// has any. A file whose read ctx cancels, or which does not answer, is
+// left out with a warning, as one that cannot be read.
+func (in *Instructions) Note(ctx context.Context, cwd string) (m sessions.Message, ok bool) {
 	var b strings.Builder
 	for _, p := range in.Paths(cwd) {
-		text, err := readInstructions(p)
+		text, err := readInstructions(ctx, p)
 		if err != nil {
 			if in.Warn != nil {
 				in.Warn(fmt.Sprintf("%s left out of the session's instructions: %v", p, err))
@@ -98,12 +99,13 @@ func IsInstructions(m sessions.Message) bool {
 	return m.Role == "system" && IsNote(m) && strings.HasPrefix(m.Text(), instructionsHeader)
 }
 
-// readInstructions reads one AGENTS.md: "" when there is none; a file
-// that is not a regular one (a FIFO, a directory) is an error, found
-// without blocking. At most MaxInstructions bytes are read; the note is
-// cut to that size anyway.
-func readInstructions(path string) (string, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+// readInstructions reads one AGENTS.md through the one reader: "" when
+// there is none; a file that is not a regular one (a FIFO, a directory)
+// is an error, found without blocking, and so is one whose read does not
+// answer. At most MaxInstructions bytes are read; the note is cut to that
+// size anyway.
+func readInstructions(ctx context.Context, path string) (string, error) {
+	f, err := openRegular(ctx, hostFiles{}, path, path, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}
@@ -111,19 +113,12 @@ func readInstructions(path string) (string, error) {
 		return "", err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return "", err
-	}
-	if !fi.Mode().IsRegular() {
-		return "", errors.New("not a regular file")
-	}
 	b, err := io.ReadAll(io.LimitReader(f, MaxInstructions))
 	if err != nil {
 		return "", err
 	}
 	text := strings.ToValidUTF8(string(b), "\uFFFD")
-	if rest := fi.Size() - int64(len(b)); rest > 0 {
+	if rest := f.info.Size() - int64(len(b)); rest > 0 {
 		text += fmt.Sprintf("\n[… %d bytes cut …]", rest)
 	}
 	return text, nil

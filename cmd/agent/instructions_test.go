@@ -32,7 +32,7 @@ func project(t *testing.T) (profile, cwd string) {
 func TestInstructionsOrder(t *testing.T) {
 	profile, cwd := project(t)
 	in := &Instructions{ProfileDir: profile}
-	m, ok := in.Note(cwd)
+	m, ok := in.Note(context.Background(), cwd)
 	if !ok || !IsInstructions(m) || !IsNote(m) {
 		t.Fatalf("note %+v, %v", m, ok)
 	}
@@ -58,7 +58,7 @@ func TestInstructionsOrder(t *testing.T) {
 	}
 	// Outside a repository: the working directory's alone (and the profile's).
 	os.RemoveAll(filepath.Join(cwd, "..", "..", ".git"))
-	m, _ = in.Note(cwd)
+	m, _ = in.Note(context.Background(), cwd)
 	if strings.Contains(m.Text(), "\nsub\n") || !strings.Contains(m.Text(), "deep") {
 		t.Fatalf("outside a repository:\n%s", m.Text())
 	}
@@ -75,7 +75,7 @@ func TestInstructionsBounded(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	m, ok := in.Note(cwd)
+	m, ok := in.Note(context.Background(), cwd)
 	text := m.Text()
 	if !ok || len(text) > MaxInstructions || !strings.Contains(text, "bytes cut") {
 		t.Fatalf("note of %d bytes, want at most %d with a marker", len(text), MaxInstructions)
@@ -86,7 +86,7 @@ func TestInstructionsBounded(t *testing.T) {
 	if len(warned) != 1 || !strings.Contains(warned[0], "not a regular file") {
 		t.Fatalf("warnings %q", warned)
 	}
-	if _, ok := (&Instructions{}).Note(t.TempDir()); ok {
+	if _, ok := (&Instructions{}).Note(context.Background(), t.TempDir()); ok {
 		t.Fatal("a note without any AGENTS.md")
 	}
 }

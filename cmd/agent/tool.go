@@ -34,9 +34,11 @@ type Env struct {
 	// Cwd is the session's working directory: relative paths and
 	// commands start there.
 	Cwd string
-	// Root, when set, is the directory the file tools keep to: a path
-	// that leads outside it, symbolic links followed, is refused. The
-	// terminal tool is not confined by it.
+	// Root, when set, is the directory the file tools keep to: every path
+	// they use is resolved through one os.Root there, so that one leading
+	// outside it (by "..", an absolute name or a symbolic link, even one
+	// swapped in while the tool works) is refused. The terminal tool is
+	// not confined by it.
 	Root     string
 	Sessions *sessions.Store
 	Tasks    *tasks.Store

@@ -3,17 +3,20 @@ package agent
 import (
 	"context"
 	"io/fs"
-	"os"
 	"path/filepath"
 )
 
 // tree walks a directory as search_files and find_files see it: in
 // lexical order, without following symbolic links, skipping .git and what
 // the .gitignore files of the directory, of those below it and of those
-// above it up to the repository root (the nearest .git) ignore.
+// above it up to the repository root (the nearest .git) ignore. Below a
+// root (Env.Root) nothing above the root is looked at: its top is the
+// highest repository root the walk can find.
 type tree struct {
-	root string // absolute
-	// skipped counts the directories that could not be read.
+	fsys fileSys
+	root string // its name in fsys
+	// skipped counts the directories and .gitignore files that could not
+	// be read.
 	skipped int
 }
 
@@ -21,15 +24,15 @@ type tree struct {
 // (not the root itself), with its path relative to the root,
 // slash-separated. visit returning false, or ctx ending, stops the walk.
 func (t *tree) walk(ctx context.Context, visit func(rel string, d fs.DirEntry) bool) {
-	t.dir(ctx, t.root, "", t.above(), visit)
+	t.dir(ctx, t.root, "", t.above(ctx), visit)
 }
 
 // above reads the .gitignore files from the repository root down to the
 // root's parent; none when the root is in no repository.
-func (t *tree) above() []*ignoreRules {
+func (t *tree) above(ctx context.Context) []*ignoreRules {
 	var dirs []string
 	for dir := t.root; ; {
-		if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
+		if _, err := t.fsys.Lstat(filepath.Join(dir, ".git")); err == nil {
 			break
 		}
 		parent := filepath.Dir(dir)
@@ -45,7 +48,11 @@ func (t *tree) above() []*ignoreRules {
 		if err != nil {
 			continue
 		}
-		if r := readIgnore(dirs[i], "", filepath.ToSlash(below)+"/"); r != nil {
+		r, err := readIgnore(ctx, t.fsys, dirs[i], "", filepath.ToSlash(below)+"/")
+		if err != nil {
+			t.skipped++
+		}
+		if r != nil {
 			rules = append(rules, r)
 		}
 	}
@@ -53,10 +60,14 @@ func (t *tree) above() []*ignoreRules {
 }
 
 func (t *tree) dir(ctx context.Context, abs, rel string, rules []*ignoreRules, visit func(string, fs.DirEntry) bool) bool {
-	if r := readIgnore(abs, rel, ""); r != nil {
+	r, err := readIgnore(ctx, t.fsys, abs, rel, "")
+	if err != nil {
+		t.skipped++
+	}
+	if r != nil {
 		rules = append(rules[:len(rules):len(rules)], r)
 	}
-	entries, err := os.ReadDir(abs)
+	entries, err := readDir(t.fsys, abs)
 	if err != nil {
 		t.skipped++
 	}
