@@ -136,3 +136,62 @@ func TestClientLeavesMidToolAndRetries(t *testing.T) {
 		})
 	}
 }
+
+// Calls of a tool that never returns (a read of a file that never
+// answers), each made by a client that gives up on it, hold no connection
+// slot once abandoned: with more such clients than gateway.max_connections
+// gone, /health is answered every time, and each call has one result.
+func TestAbandonedCallsDoNotLockOut(t *testing.T) {
+	tool := &workTool{stubborn: true, started: make(chan struct{}, 400), release: make(chan struct{})}
+	t.Cleanup(func() { close(tool.release) })
+	e := newServedEnv(t, func(o *Options) {
+		o.Provider = callsOrAnswers("work")
+		o.Tools = []agent.Tool{tool}
+		o.Approver = agent.Fixed(true)
+	}, DefaultMaxConnections, 0)
+	e.srv.engine.CancelGrace = 50 * time.Millisecond
+	const clients = 300
+	var wg sync.WaitGroup
+	for i := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Each client gives up after its call has begun: the
+			// gateway learns of it when the connection closes.
+			client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: time.Second}
+			body := fmt.Sprintf(`{"messages":[{"role":"user","content":"hang %d"}]}`, i)
+			if resp, err := client.Post(e.ts.URL+"/v1/chat/completions", "application/json", strings.NewReader(body)); err == nil {
+				resp.Body.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	health := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 10 * time.Second}
+	const probes = 50
+	failed := 0
+	for range probes {
+		resp, err := health.Get(e.ts.URL + "/health")
+		if err != nil {
+			t.Logf("/health: %v", err)
+			failed++
+			continue
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			failed++
+		}
+	}
+	if failed > 0 {
+		t.Fatalf("%d of %d /health requests failed after %d clients left calls that never return", failed, probes, clients)
+	}
+	all, err := e.sessions.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) == 0 {
+		t.Fatal("no call was made")
+	}
+	for _, s := range all {
+		checkAnsweredOnce(t, messages(t, e.sessions, s.ID))
+	}
+}
