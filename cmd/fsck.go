@@ -20,7 +20,7 @@ import (
 func fsckCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "fsck",
-		Usage:     "check every session, task, board task, gateway document and scheduled job of the profile; exit 0 when clean, 1 when problems remain",
+		Usage:     "check every session, task, board task, gateway document and scheduled job of the profile, and who can write its configuration; exit 0 when clean, 1 when problems remain",
 		ArgsUsage: " ",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "repair", Usage: "fix what can be fixed without deleting a byte (move aside, never remove)"},
