@@ -39,7 +39,8 @@
 //  3. each command config.yaml names by a path, a word with a '/'
 //     (exec_command, gateway.models' exec_command and kanban.worker_command
 //     from the working directory; an MCP server's command from its cwd),
-//     and its directory, as for config.yaml. A command named bare is
+//     and its directory, as for config.yaml; for a command that is not
+//     there, the directory where one could be put. A command named bare is
 //     looked up in $PATH, which is the user's, and is not judged, nor are
 //     a command's arguments, nor a command given on the command line or
 //     in the environment ($HERMES_EXEC_COMMAND); the working tree's

@@ -96,11 +96,9 @@ func check(p Profile, strict bool) (Config, []*UnsafeError, error) {
 	}
 	add(u)
 	// An unsafe or unparsable config.yaml is the zero Config here, which
-	// names no command.
-	cwd, err := os.Getwd()
-	if err != nil {
-		return Config{}, nil, err
-	}
+	// names no command. Without a working directory (it was removed), a
+	// command relative to it cannot run, and is not judged.
+	cwd, _ := os.Getwd()
 	for _, c := range commands(cfg, cwd) {
 		u, err := checkFile(c.path, c.setting)
 		if err != nil {
@@ -181,15 +179,19 @@ func readConfig(dir string, strict bool) (Config, *UnsafeError, error) {
 	return c, nil, err
 }
 
-// checkFile judges the file at path, which hermes reads or runs as role;
-// no file is nothing to judge.
+// checkFile judges the file at path, which hermes reads or runs as role.
+// When there is none (or it cannot be reached), nothing is read or run
+// from it, but whoever can write the directory it would be in could put
+// one there: that directory is judged.
 func checkFile(path, role string) (*UnsafeError, error) {
 	fi, err := os.Stat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
 	if err != nil {
-		return nil, err
+		dir := filepath.Dir(path)
+		di, err := os.Stat(dir)
+		if err != nil {
+			return nil, nil
+		}
+		return judge(dir, "the directory of "+role, di, true), nil
 	}
 	return judgeFile(path, role, fi)
 }
@@ -252,6 +254,9 @@ func commands(cfg Config, cwd string) []command {
 			return
 		}
 		if !filepath.IsAbs(word) {
+			if !filepath.IsAbs(dir) {
+				return
+			}
 			word = filepath.Join(dir, word)
 		}
 		out = append(out, command{setting, word})
@@ -266,7 +271,7 @@ func commands(cfg Config, cwd string) []command {
 	for _, name := range sortedKeys(cfg.MCPServers) {
 		s := cfg.MCPServers[name]
 		dir := s.Cwd
-		if !filepath.IsAbs(dir) {
+		if !filepath.IsAbs(dir) && cwd != "" {
 			dir = filepath.Join(cwd, dir)
 		}
 		add("mcp_servers."+name+".command", s.Command, dir)

@@ -124,6 +124,15 @@ func TestLoadRefusesWhatOthersCanWrite(t *testing.T) {
 			chmod(t, dir, 0o777)
 			return dir
 		}, "writable by group and others"},
+		{"exec_command not there, in a world-writable directory", func(t *testing.T, p Profile, cwd string) string {
+			write(t, filepath.Join(p.Dir(), "config.yaml"), "exec_command: ./bin/agent\n", 0o600)
+			dir := filepath.Join(cwd, "bin")
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			chmod(t, dir, 0o777)
+			return dir
+		}, "writable by group and others"},
 		{"gateway.models exec_command", func(t *testing.T, p Profile, cwd string) string {
 			write(t, filepath.Join(p.Dir(), "config.yaml"), "gateway:\n  models:\n    local:\n      exec_command: ./local.sh\n", 0o600)
 			path := filepath.Join(cwd, "local.sh")
@@ -224,6 +233,29 @@ func TestLoadAccepts(t *testing.T) {
 				t.Errorf("Unsafe: %v %v, want nothing", all, err)
 			}
 		})
+	}
+}
+
+// Without a working directory (removed under hermes), a command relative
+// to it cannot run: it is not judged, and the rest of the profile is.
+func TestLoadWithoutWorkingDirectory(t *testing.T) {
+	p := newProfile(t)
+	cwd := t.TempDir()
+	t.Chdir(cwd)
+	write(t, filepath.Join(p.Dir(), "config.yaml"), "exec_command: ./agent.sh\n", 0o600)
+	if err := os.Remove(cwd); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Getwd(); err == nil {
+		t.Skip("os.Getwd works in a removed directory here")
+	}
+	if _, err := Load(p); err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	chmod(t, p.Dir(), 0o777)
+	var u *UnsafeError
+	if _, err := Load(p); !errors.As(err, &u) || u.Path != p.Dir() {
+		t.Fatalf("Load: %v, want the profile directory refused", err)
 	}
 }
 
