@@ -26,7 +26,8 @@ const instructionsFile = "AGENTS.md"
 // it could plant the configuration or the command that hermes then runs
 // as the user. It is ErrInvalid (exit 2).
 type UnsafeError struct {
-	// Path is the file or directory, after symlinks.
+	// Path is the file or directory: a file's after symlinks, and the
+	// directory that holds it after them.
 	Path string
 	// Role is what Path is to hermes: "the profile directory",
 	// "config.yaml", "exec_command", "mcp_servers.NAME.command", …
@@ -45,9 +46,11 @@ func (e *UnsafeError) Error() string {
 
 func (e *UnsafeError) Unwrap() error { return fsstore.ErrInvalid }
 
-// Load reads p's config.yaml as LoadConfig does, once nothing of what p's
-// configuration is made of can be written by another account (Unsafe);
-// the first such thing is the error, an *UnsafeError.
+// Load reads p's config.yaml, once nothing of what p's configuration is
+// made of can be written by another account (Unsafe); the first such
+// thing is the error, an *UnsafeError. A missing config.yaml is the zero
+// Config; one that does not parse is ErrInvalid naming it, and is never
+// replaced.
 func Load(p Profile) (Config, error) {
 	cfg, unsafe, err := check(p, true)
 	if err != nil {
