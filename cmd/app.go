@@ -295,9 +295,13 @@ func (e *env) warnNetFS() {
 	e.warn(msg + `; see README, "Running on several machines"`)
 }
 
-// config loads the profile's config.yaml.
+// config loads the profile's config.yaml. It is where every command that
+// reads configuration reads it, so every one of them refuses a profile
+// that another account could write (profiles.Load: exit 2, naming the
+// path and the chmod that fixes it); commands that read no configuration
+// (listings, show, fsck) work, so that the user can look around.
 func (e *env) config() (profiles.Config, error) {
-	return profiles.LoadConfig(e.profile.Dir())
+	return profiles.Load(e.profile)
 }
 
 // sessions opens the profile's session store.

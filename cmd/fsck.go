@@ -14,12 +14,13 @@ import (
 	"github.com/hermes/hermes/fsstore/gatewaystate"
 	"github.com/hermes/hermes/fsstore/kanban"
 	"github.com/hermes/hermes/fsstore/tasks"
+	"github.com/hermes/hermes/profiles"
 )
 
 func fsckCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "fsck",
-		Usage:     "check every session, task, board task, gateway document and scheduled job of the profile; exit 0 when clean, 1 when problems remain",
+		Usage:     "check every session, task, board task, gateway document and scheduled job of the profile, and who can write its configuration; exit 0 when clean, 1 when problems remain",
 		ArgsUsage: " ",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "repair", Usage: "fix what can be fixed without deleting a byte (move aside, never remove)"},
@@ -40,11 +41,16 @@ func fsck(e *env) error {
 	// peak at 100,000 sessions under 64 MB for a few more collections.
 	debug.SetGCPercent(50)
 	lostFound := filepath.Join(e.profile.Dir(), "lost+found")
-	start := time.Now()
-	findings, checked, err := e.sessions().CheckSessions(repair, lostFound)
+	findings, err := unsafeFindings(e)
 	if err != nil {
 		return err
 	}
+	start := time.Now()
+	more, checked, err := e.sessions().CheckSessions(repair, lostFound)
+	if err != nil {
+		return err
+	}
+	findings = append(findings, more...)
 	took := time.Since(start)
 	dir := e.profile.Dir()
 	for _, check := range []func(bool, string) ([]fsstore.Finding, error){
@@ -103,4 +109,22 @@ func fsck(e *env) error {
 		return silentExit{ExitFailed}
 	}
 	return nil
+}
+
+// unsafeFindings are the problems that make every command refuse the
+// profile's configuration (profiles.Unsafe), each with its fix. --repair
+// leaves them: a profile that others could write may hold what they
+// planted, which a chmod would make look like the user's own; the user
+// reads it first, then runs the chmod.
+func unsafeFindings(e *env) ([]fsstore.Finding, error) {
+	unsafe, err := profiles.Unsafe(e.profile)
+	if err != nil {
+		return nil, err
+	}
+	var out []fsstore.Finding
+	for _, u := range unsafe {
+		out = append(out, fsstore.Finding{Path: u.Path, Problem: true,
+			What: fmt.Sprintf("%s is %s: hermes refuses to load this profile's configuration (fix with: %s)", u.Role, u.Problem, u.Fix)})
+	}
+	return out, nil
 }

@@ -284,7 +284,7 @@ func mcpAdd(e *env) error {
 	if _, err := mcp.Specs(profiles.Config{MCPServers: map[string]profiles.MCPServer{name: s}}); err != nil {
 		return err
 	}
-	if err := profiles.AddMCPServer(e.profile.Dir(), name, s, e.lockTimeout); err != nil {
+	if err := profiles.AddMCPServer(e.profile, name, s, e.lockTimeout); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stderr, "hermes: added MCP server %s to %s (hermes mcp test %s starts it once)\n", name, filepath.Join(e.profile.Dir(), "config.yaml"), name)
@@ -312,7 +312,7 @@ func mcpRemove(e *env) error {
 	if err != nil {
 		return err
 	}
-	if err := profiles.RemoveMCPServer(e.profile.Dir(), name, e.lockTimeout); err != nil {
+	if err := profiles.RemoveMCPServer(e.profile, name, e.lockTimeout); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stderr, "hermes: removed MCP server %s from %s\n", name, filepath.Join(e.profile.Dir(), "config.yaml"))

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"os"
-	"path/filepath"
 
 	"gopkg.in/yaml.v3"
 
@@ -177,18 +175,11 @@ type MCPToolFilter struct {
 	Exclude []string `yaml:"exclude,omitempty" json:"exclude,omitempty"`
 }
 
-// LoadConfig reads <dir>/config.yaml. A file that does not parse is an
-// error naming it (exit 2); it is never replaced.
-func LoadConfig(dir string) (Config, error) {
+// parseConfig decodes config.yaml's bytes b, read from path. Unknown
+// keys are an error, as is anything else that does not decode: bad input
+// naming the file (exit 2); the file is never replaced.
+func parseConfig(path string, b []byte) (Config, error) {
 	var c Config
-	path := filepath.Join(dir, "config.yaml")
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return c, nil
-	}
-	if err != nil {
-		return c, err
-	}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	// An empty file decodes as io.EOF: it is an empty config.

@@ -16,12 +16,12 @@ import (
 // once would each lose the other's change.
 const configLock = ".config.lock"
 
-// AddMCPServer adds server name to mcp_servers in <dir>/config.yaml,
+// AddMCPServer adds server name to mcp_servers in profile p's config.yaml,
 // keeping the file's other keys and its comments. A name already there is
 // ErrRefused; a file that does not parse is ErrInvalid and is left as it
 // is. The new file is written atomically.
-func AddMCPServer(dir, name string, s MCPServer, timeout time.Duration) error {
-	return editConfig(dir, timeout, func(root *yaml.Node) error {
+func AddMCPServer(p Profile, name string, s MCPServer, timeout time.Duration) error {
+	return editConfig(p, timeout, func(root *yaml.Node) error {
 		servers := mapValue(root, "mcp_servers")
 		if servers == nil {
 			servers = &yaml.Node{Kind: yaml.MappingNode}
@@ -43,11 +43,11 @@ func AddMCPServer(dir, name string, s MCPServer, timeout time.Duration) error {
 	})
 }
 
-// RemoveMCPServer removes server name from mcp_servers in
-// <dir>/config.yaml as AddMCPServer adds one; a name not there is
+// RemoveMCPServer removes server name from mcp_servers in profile p's
+// config.yaml as AddMCPServer adds one; a name not there is
 // ErrNotFound. An mcp_servers left empty is removed.
-func RemoveMCPServer(dir, name string, timeout time.Duration) error {
-	return editConfig(dir, timeout, func(root *yaml.Node) error {
+func RemoveMCPServer(p Profile, name string, timeout time.Duration) error {
+	return editConfig(p, timeout, func(root *yaml.Node) error {
 		servers := mapValue(root, "mcp_servers")
 		i := -1
 		if servers != nil && servers.Kind == yaml.MappingNode {
@@ -65,10 +65,22 @@ func RemoveMCPServer(dir, name string, timeout time.Duration) error {
 	})
 }
 
-// editConfig rewrites <dir>/config.yaml with edit's change to its
+// editConfig rewrites p's config.yaml with edit's change to its
 // top-level mapping, under the config lock. The result must load as a
-// Config, or nothing is written.
-func editConfig(dir string, timeout time.Duration, edit func(root *yaml.Node) error) error {
+// Config, or nothing is written. A config.yaml or a directory of p that
+// another account could write is refused (an *UnsafeError), as Load
+// refuses it: the rewrite would make whatever that account put there the
+// user's own. The commands the file names are not judged, so that a
+// server whose command is unsafe can be removed.
+func editConfig(p Profile, timeout time.Duration, edit func(root *yaml.Node) error) error {
+	unsafe, err := checkDirs(p)
+	if err != nil {
+		return err
+	}
+	if len(unsafe) > 0 {
+		return unsafe[0]
+	}
+	dir := p.Dir()
 	if err := fsstore.EnsureDir(dir); err != nil {
 		return err
 	}
@@ -78,6 +90,13 @@ func editConfig(dir string, timeout time.Duration, edit func(root *yaml.Node) er
 	}
 	defer unlock()
 	path := filepath.Join(dir, "config.yaml")
+	u, err := checkFile(path, "config.yaml")
+	if err != nil {
+		return err
+	}
+	if u != nil {
+		return u
+	}
 	b, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err

@@ -14,6 +14,44 @@
 // interval, a TTL) reads with ParsePeriod, which refuses zero: no call
 // fits in a zero timeout, and a zero interval would spin. Either refusal
 // names the text as typed; the command line adds the flag or setting.
+//
+// # Permissions
+//
+// Configuration is code (DESIGN.md invariant 20): hermes runs what
+// config.yaml names as the user, so Load reads it only when no account
+// but the user and root could have written it, as ssh does with its keys.
+// Load judges, and refuses with an *UnsafeError (exit 2) naming the path,
+// what is wrong and the command that fixes it (chmod go-w PATH, or a
+// chown to the user):
+//
+//  1. the root, profiles/ and the profile directory: each owned by the
+//     user or root and writable by no one else. A sticky directory (as
+//     /tmp is) is accepted for the root and profiles/, where others can
+//     add entries but not rename the user's away; not for the profile
+//     directory, where a file they add (a scheduled job) would be read.
+//     The root's own parents are not judged: they are where the user
+//     chose to keep it, and a directory someone put in the root's place
+//     would be theirs, which is refused.
+//  2. config.yaml and the profile's AGENTS.md (project instructions),
+//     after symlinks, and the directory that holds each (sticky
+//     accepted): whoever can write that directory can replace the file.
+//     config.yaml is judged and read through one open file.
+//  3. each command config.yaml names by a path, a word with a '/'
+//     (exec_command, gateway.models' exec_command and kanban.worker_command
+//     from the working directory; an MCP server's command from its cwd),
+//     and its directory, as for config.yaml; for a command that is not
+//     there, the directory where one could be put. A command named bare is
+//     looked up in $PATH, which is the user's, and is not judged, nor are
+//     a command's arguments, nor a command given on the command line or
+//     in the environment ($HERMES_EXEC_COMMAND); the working tree's
+//     AGENTS.md files are the project's, not the profile's, and are not
+//     judged either.
+//
+// Unsafe lists every problem, for fsck, which reports each and leaves it
+// to the user: a chmod would make what another account planted look like
+// the user's own. hermes makes directories 0700 and files 0600, so a
+// profile it made is never refused; nor is one in a temporary directory
+// (a test's), whose parents are not judged.
 package profiles
 
 import (

@@ -94,24 +94,36 @@ func TestResolveOrder(t *testing.T) {
 	}
 }
 
-func TestLoadConfig(t *testing.T) {
-	dir := t.TempDir()
-	if c, err := LoadConfig(dir); err != nil || c.Provider != "" {
+// newProfile makes a profile's directory, as hermes would, under a root
+// of its own.
+func newProfile(t *testing.T) Profile {
+	t.Helper()
+	p := Profile{Root: t.TempDir(), Name: DefaultName}
+	if err := fsstore.EnsureDir(p.Dir()); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestLoad(t *testing.T) {
+	p := newProfile(t)
+	dir := p.Dir()
+	if c, err := Load(p); err != nil || c.Provider != "" {
 		t.Fatalf("no config.yaml: %+v %v", c, err)
 	}
 	write := func(s string) { os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(s), 0o600) }
 	write("")
-	if _, err := LoadConfig(dir); err != nil {
+	if _, err := Load(p); err != nil {
 		t.Errorf("empty config.yaml: %v", err)
 	}
 	write("provider: exec\nkanban:\n  resume_on_respawn: false\ngateway:\n  max_stored_responses: 5\n")
-	c, err := LoadConfig(dir)
+	c, err := Load(p)
 	if err != nil || c.Provider != "exec" || c.Kanban.ResumeOnRespawn == nil || *c.Kanban.ResumeOnRespawn || c.Gateway.MaxStoredResponses != 5 {
 		t.Errorf("config: %+v %v", c, err)
 	}
 	for _, bad := range []string{"providr: echo\n", "provider: [\n", "gateway: 3\n"} {
 		write(bad)
-		if _, err := LoadConfig(dir); !errors.Is(err, fsstore.ErrInvalid) {
+		if _, err := Load(p); !errors.Is(err, fsstore.ErrInvalid) {
 			t.Errorf("config %q: %v, want ErrInvalid", bad, err)
 		}
 	}
@@ -119,12 +131,12 @@ func TestLoadConfig(t *testing.T) {
 
 // A config.yaml that does not decode is bad input whose error keeps
 // yaml.v3's, naming the line.
-func TestLoadConfigKeepsTheCause(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte("agent:\n  max_steps: many\n"), 0o600); err != nil {
+func TestLoadKeepsTheCause(t *testing.T) {
+	p := newProfile(t)
+	if err := os.WriteFile(filepath.Join(p.Dir(), "config.yaml"), []byte("agent:\n  max_steps: many\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := LoadConfig(dir)
+	_, err := Load(p)
 	var typeErr *yaml.TypeError
 	if !errors.Is(err, fsstore.ErrInvalid) || !errors.As(err, &typeErr) {
 		t.Fatalf("err %v (%T): want ErrInvalid wrapping a *yaml.TypeError", err, err)

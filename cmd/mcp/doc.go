@@ -2,6 +2,14 @@
 // profile's config.yaml names (mcp_servers) offered to the turn engine as
 // agent.Tools, through the official Go SDK.
 //
+// A server's command runs as exec.Command runs it: a bare name is looked
+// up in $PATH; a path with a '/' is taken from the server's cwd, itself
+// taken from hermes's working directory when relative or unset. No
+// server starts from a profile whose config.yaml names a command by a
+// path that another account could write: profiles.Load, which every
+// reading of config.yaml goes through, refuses the profile first (see
+// "Permissions" there).
+//
 // # Names
 //
 // A server's tool is offered as mcp__<server>__<tool>, each character
