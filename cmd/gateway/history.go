@@ -8,6 +8,7 @@ import (
 	"errors"
 	"hash"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -292,7 +293,9 @@ func (ro *router) retryOpening(ctx context.Context, model string, rt *route, h g
 	}
 	k := int(h.MessageCount)
 	rt.a, rt.stored = admission{sess: sess}, stored
-	if len(stored) > k {
+	// Notes after the opening (a restart's resume note, stored by an
+	// attempt killed before its model answered) are hermes's, not a reply.
+	if slices.ContainsFunc(stored[k:], func(m sessions.Message) bool { return !agent.IsNote(m) }) {
 		if h.Request == "" || h.Request != at.request {
 			return false, nil, nil
 		}

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/hermes/hermes/cmd/provider"
+	"github.com/hermes/hermes/fsstore/gatewaystate"
+	"github.com/hermes/hermes/fsstore/sessions"
 )
 
 // toolsSeen is a model that records, for each call, the names of the tools
@@ -163,5 +165,42 @@ func TestUndeliveredOpeningReplyGoesToItsRequestOnly(t *testing.T) {
 				t.Errorf("the first session holds %s, want user assistant", got)
 			}
 		})
+	}
+}
+
+// A first turn that a restart interrupted holds its opening and the resume
+// note the next attempt stored after it: the client's retry still finds
+// that session (the note is hermes's, not a reply), and its turn runs
+// there; it used to start a new session at each attempt, each able to run
+// the turn's tools again.
+func TestOpeningRetriedAfterItsResumeNote(t *testing.T) {
+	model := &toolsSeen{}
+	e := newTestEnv(t, func(o *Options) { o.Provider = model.provider() })
+	sess, _, err := e.sessions.Create(sessions.Session{ID: "20261128_000000_aaaaaa", Source: "gateway"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What a first attempt, killed, then retried after a restart and
+	// killed again before its model answered, leaves.
+	note := sessions.Message{Role: "system", Content: sessions.TextContent("Note: the previous turn was interrupted by a restart."),
+		Extra: map[string]json.RawMessage{"hermes_note": json.RawMessage("true")}}
+	msgs, err := e.sessions.Append(sess.ID, []sessions.Message{{Role: "user", Content: sessions.TextContent("hello")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := messages(t, e.sessions, sess.ID)
+	if err := e.store.PutHistory(gatewaystate.History{Digest: conversationDigest(stored), SessionID: sess.ID, MessageCount: msgs, LastTS: stored[0].TS}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.sessions.Append(sess.ID, []sessions.Message{note}); err != nil {
+		t.Fatal(err)
+	}
+	resp, rbody := e.do("POST", "/v1/chat/completions", map[string]any{"messages": []any{userMsg("hello")}}, nil)
+	mustStatus(t, resp, rbody, 200)
+	if got := resp.Header.Get(SessionHeader); got != sess.ID {
+		t.Fatalf("the retry went to %s, not to its session %s", got, sess.ID)
+	}
+	if got := roles(messages(t, e.sessions, sess.ID)); got != "user system assistant" {
+		t.Fatalf("the session holds %s", got)
 	}
 }

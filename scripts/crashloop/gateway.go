@@ -31,7 +31,14 @@ import (
 //     and the gateway tells a retry of an undelivered reply from a new turn;
 //   - responses with an Idempotency-Key: the token is the key;
 //   - chat completions with X-Hermes-Session-Id and the whole history (the
-//     first turn with an Idempotency-Key, since it names no session yet).
+//     first turn with an Idempotency-Key, since it names no session yet);
+//   - an impatient stateless chat client (no key, no session named: found
+//     by its history, its first turn by its opening) that gives up on a
+//     request after 300 ms, less than the tool sleeps, and retries at once,
+//     waiting twice as long each time: it leaves mid-tool, and its retry
+//     must carry the turn on with the call answered once (fsck reports a
+//     second result, a result after its turn's end and a reply stored
+//     twice).
 //
 // Each run of the model answers "reply <token> <its pid>", so that two
 // runs of one turn give two different replies, while a copy of a reply (a
@@ -249,8 +256,45 @@ func (g *gatewayPhase) turn(path string, body any, header map[string]string) (ht
 	return nil, nil, false
 }
 
+// impatientTurn sends one turn as a client that gives up early: its first
+// attempt waits 300 ms, and each retry, sent at once, twice as long as the
+// one before (at most 20 s), until a 200.
+func (g *gatewayPhase) impatientTurn(path string, body any) (http.Header, []byte, bool) {
+	b, _ := json.Marshal(body)
+	wait := 300 * time.Millisecond
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		req, _ := http.NewRequestWithContext(ctx, "POST", "http://"+g.addr+path, bytes.NewReader(b))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+gatewayKey)
+		resp, err := g.client.Do(req)
+		var out []byte
+		code := 0
+		if err == nil {
+			out, err = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err == nil {
+				code = resp.StatusCode
+			}
+		}
+		cancel()
+		switch {
+		case code == 200:
+			return resp.Header, out, true
+		case code == 0 || code >= 500:
+			wait = min(2*wait, 20*time.Second)
+		default:
+			g.h.problemf("gateway phase: %s answered %d: %s", path, code, out)
+			return nil, nil, false
+		}
+	}
+	g.h.problemf("gateway phase: %s not answered in 2 minutes (impatient client)", path)
+	return nil, nil, false
+}
+
 func (g *gatewayPhase) runClient(c int, rng *rand.Rand, stop <-chan struct{}) {
-	kind := c % 3
+	kind := c % 4
 	conv := fmt.Sprintf("gw-%d-%d", os.Getpid(), c)
 	var sid string
 	var history []map[string]any
@@ -270,6 +314,17 @@ func (g *gatewayPhase) runClient(c int, rng *rand.Rand, stop <-chan struct{}) {
 			_, out, ok = g.turn("/v1/responses", map[string]any{"conversation": conv, "input": tok}, nil)
 		case 1:
 			_, out, ok = g.turn("/v1/responses", map[string]any{"conversation": conv, "input": tok}, map[string]string{"Idempotency-Key": tok})
+		case 3:
+			msgs := append(history, map[string]any{"role": "user", "content": tok})
+			_, out, ok = g.impatientTurn("/v1/chat/completions", map[string]any{"messages": msgs})
+			if ok {
+				content, good := chatContent(out)
+				if !good {
+					g.h.problemf("gateway phase: chat reply %s", out)
+					return
+				}
+				history = append(msgs, map[string]any{"role": "assistant", "content": content})
+			}
 		default:
 			msgs := append(history, map[string]any{"role": "user", "content": tok})
 			header := map[string]string{"Idempotency-Key": tok}
@@ -278,19 +333,13 @@ func (g *gatewayPhase) runClient(c int, rng *rand.Rand, stop <-chan struct{}) {
 			}
 			hdr, out, ok = g.turn("/v1/chat/completions", map[string]any{"messages": msgs}, header)
 			if ok {
-				var cc struct {
-					Choices []struct {
-						Message struct {
-							Content string `json:"content"`
-						} `json:"message"`
-					} `json:"choices"`
-				}
-				if json.Unmarshal(out, &cc) != nil || len(cc.Choices) == 0 {
+				content, good := chatContent(out)
+				if !good {
 					g.h.problemf("gateway phase: chat reply %s", out)
 					return
 				}
 				sid = hdr.Get("X-Hermes-Session-Id")
-				history = append(msgs, map[string]any{"role": "assistant", "content": cc.Choices[0].Message.Content})
+				history = append(msgs, map[string]any{"role": "assistant", "content": content})
 			}
 		}
 		if !ok {
@@ -310,6 +359,21 @@ func (g *gatewayPhase) runClient(c int, rng *rand.Rand, stop <-chan struct{}) {
 		g.h.ack(nil)
 		time.Sleep(time.Duration(rng.Intn(30)) * time.Millisecond)
 	}
+}
+
+// chatContent is the reply text of a chat completion.
+func chatContent(out []byte) (string, bool) {
+	var cc struct {
+		Choices []struct {
+			Message struct {
+				Content string `json:"content"`
+			} `json:"message"`
+		} `json:"choices"`
+	}
+	if json.Unmarshal(out, &cc) != nil || len(cc.Choices) == 0 {
+		return "", false
+	}
+	return cc.Choices[0].Message.Content, true
 }
 
 // internalCall finds a call of the gateway's own tool in a response.

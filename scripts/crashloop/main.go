@@ -137,7 +137,7 @@ func main() {
 	flag.DurationVar(&o.killMax, "kill-max", 30*time.Millisecond, "longest pause between kills")
 	flag.BoolVar(&o.verbose, "v", false, "print every problem as it is found and each checkpoint")
 	flag.IntVar(&o.gatewayKills, "gateway-kills", 30, "then kill a gateway under retrying clients this many times (0: no gateway phase)")
-	flag.IntVar(&o.gatewayClients, "gateway-clients", 6, "clients of the gateway phase")
+	flag.IntVar(&o.gatewayClients, "gateway-clients", 8, "clients of the gateway phase (two of each kind)")
 	flag.IntVar(&o.cronKills, "cron-kills", 0, "then kill cron tick processes this many times while every 1s jobs fall due (0: no cron phase; it waits the claim lease, 62 s)")
 	flag.Parse()
 	if o.bin == "" || o.home == "" || o.kills < 1 || o.checkEvery < 1 || o.workers < 1 || o.killMax < o.killMin {
