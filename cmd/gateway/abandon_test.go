@@ -100,6 +100,8 @@ func TestClientLeavesMidToolAndRetries(t *testing.T) {
 				o.Provider = callsOrAnswers("work")
 				o.Tools = []agent.Tool{tool}
 				o.Approver = agent.Fixed(true)
+				// Late results come after the test, at its cleanup.
+				o.Logf = (&logged{}).logf
 			})
 			e.srv.engine.CancelGrace = 20 * time.Millisecond
 			for round := range 5 {
@@ -148,6 +150,7 @@ func TestAbandonedCallsDoNotLockOut(t *testing.T) {
 		o.Provider = callsOrAnswers("work")
 		o.Tools = []agent.Tool{tool}
 		o.Approver = agent.Fixed(true)
+		o.Logf = (&logged{}).logf // late results come after the test
 	}, DefaultMaxConnections, 0)
 	e.srv.engine.CancelGrace = 50 * time.Millisecond
 	const clients = 300
@@ -167,6 +170,18 @@ func TestAbandonedCallsDoNotLockOut(t *testing.T) {
 	}
 	wg.Wait()
 	health := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 10 * time.Second}
+	// The slots come free as the gateway sees each client gone and gives
+	// up on its call CancelGrace later: wait for the first answer (a
+	// watchdog bounds it), then every probe must be answered.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if resp, err := health.Get(e.ts.URL + "/health"); err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/health not answered within 30 s of %d clients leaving calls that never return", clients)
+		}
+	}
 	const probes = 50
 	failed := 0
 	for range probes {

@@ -137,6 +137,11 @@ func lastAssistant(msgs []sessions.Message) int {
 //     the old one is never rewritten.
 //   - No session has that history: a new session with the whole
 //     conversation.
+//   - The session was replaced (the gateway ended it, suspended or
+//     expired, and made a successor): rt.successor names the newest, and
+//     the caller routes the request as one that names it (routeChat,
+//     routeSession), so that a client that names nothing follows its
+//     conversation as one that names it does.
 //
 // It returns the route and what the turn adds.
 func (ro *router) routeHistory(ctx context.Context, model string, msgs []sessions.Message, at attempt) (route, []sessions.Message, error) {
@@ -153,9 +158,12 @@ func (ro *router) routeHistory(ctx context.Context, model string, msgs []session
 			if err != nil || found {
 				return rt, add, err
 			}
-			// Another conversation's session: its lock is not this
-			// request's to hold while its turn runs.
+			// Another conversation's session, or one replaced: its lock
+			// is not this request's to hold while its turn runs.
 			rt.release()
+			if rt.successor != "" {
+				return route{successor: rt.successor}, nil, nil
+			}
 			rt = route{}
 		}
 		sess, err := ro.newSession(&rt, "", "", model)
@@ -176,6 +184,9 @@ func (ro *router) routeHistory(ctx context.Context, model string, msgs []session
 			return rt, add, err
 		}
 		rt.release()
+		if rt.successor != "" {
+			return route{successor: rt.successor}, nil, nil
+		}
 		rt = route{history: rt.history}
 	}
 	sess, err := ro.newSession(&rt, "", "", model)
@@ -201,6 +212,16 @@ func (ro *router) indexed(ctx context.Context, rt *route, h gatewaystate.History
 	}
 	if err != nil {
 		return sessions.Session{}, nil, err
+	}
+	if replaced(sess) {
+		// The gateway ended it (suspended, expired) and made a successor:
+		// the conversation goes on there, as for a client that names the
+		// old session, never in a new successor at each request.
+		next, err := ro.opts.Store.SuccessorOf(sess.ID)
+		if err != nil || next != "" {
+			rt.successor = next
+			return sessions.Session{}, nil, err
+		}
 	}
 	if stored, err = ro.transcript(sess.ID); err != nil {
 		return sessions.Session{}, nil, err

@@ -204,3 +204,42 @@ func TestOpeningRetriedAfterItsResumeNote(t *testing.T) {
 		t.Fatalf("the session holds %s", got)
 	}
 }
+
+// A client that names no session follows its conversation to the session
+// that replaced a suspended one, as a client that names it does: each
+// request used to make one more successor of the suspended session, each
+// starting the turn (and its tools) again.
+func TestHistoryFollowsTheSuccessor(t *testing.T) {
+	e := newTestEnv(t, nil)
+	resp, rbody := e.do("POST", "/v1/chat/completions", map[string]any{"messages": []any{userMsg("hello")}}, nil)
+	mustStatus(t, resp, rbody, 200)
+	first := resp.Header.Get(SessionHeader)
+	hi := decode[chatResp](t, rbody).Choices[0].Message.Content
+	history := []any{userMsg("hello"), asstMsg(hi), userMsg("next")}
+	if _, err := e.sessions.SetState(first, sessions.StateSuspended, "stuck"); err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	for range 3 {
+		resp, rbody = e.do("POST", "/v1/chat/completions", map[string]any{"messages": history}, nil)
+		mustStatus(t, resp, rbody, 200)
+		// The same request again: a regenerate of that turn each time.
+		seen = append(seen, resp.Header.Get(SessionHeader))
+	}
+	if seen[0] == first {
+		t.Fatalf("a suspended session %s took a turn", first)
+	}
+	all, err := e.sessions.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	successors := 0
+	for _, s := range all {
+		if s.ParentSessionID == first {
+			successors++
+		}
+	}
+	if successors != 1 {
+		t.Fatalf("%d successors of the suspended session, want 1", successors)
+	}
+}

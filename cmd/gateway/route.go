@@ -95,6 +95,9 @@ func (ro *router) routeChat(ctx context.Context, r *http.Request, req request, s
 	msgs := req.msgs
 	if sid == "" {
 		got, add, err := ro.routeHistory(ctx, req.reported, msgs, attemptOf(r, req.wire))
+		if err == nil && got.successor != "" {
+			return ro.routeChat(ctx, r, req, got.successor, rt)
+		}
 		rt.join(got)
 		rt.add = add
 		return err
@@ -177,6 +180,10 @@ func (ro *router) routeResponses(ctx context.Context, r *http.Request, req reque
 		// that re-sends it whole (Codex CLI, store:false).
 		got, byHistory, err = ro.routeHistory(ctx, req.reported, input, attemptOf(r, req.wire))
 		viaHistory = true
+		if err == nil && got.successor != "" {
+			got, input, err = ro.routeSession(ctx, req.reported, got.successor, input)
+			viaHistory = false
+		}
 	}
 	rt.join(got)
 	rt.byHistory = viaHistory
@@ -222,6 +229,9 @@ type route struct {
 	add     []sessions.Message
 	key     keyed
 	unlocks []func()
+	// successor: the session the request's history names was replaced
+	// by this one (routeHistory); the request goes there as one naming it.
+	successor string
 }
 
 // run runs the turn of a route: the stored reply it found, or the
@@ -579,7 +589,7 @@ func (ro *router) follow(ctx context.Context, sess sessions.Session) (_ sessions
 		}
 	}
 	for range 64 {
-		if sess.State != sessions.StateEnded || (sess.EndReason != endSuspended && sess.EndReason != endPendingExpired) {
+		if !replaced(sess) {
 			break
 		}
 		next, err := ro.opts.Store.SuccessorOf(sess.ID)
@@ -601,6 +611,12 @@ func (ro *router) follow(ctx context.Context, sess sessions.Session) (_ sessions
 		sess = nsess
 	}
 	return sess, unlock, nil
+}
+
+// replaced reports whether the gateway ended sess for a successor
+// (suspended, or resume_pending expired).
+func replaced(sess sessions.Session) bool {
+	return sess.State == sessions.StateEnded && (sess.EndReason == endSuspended || sess.EndReason == endPendingExpired)
 }
 
 // pendingFresh reports whether a resume_pending session was marked within
