@@ -337,16 +337,19 @@ func (ro *router) retryOpening(ctx context.Context, model string, rt *route, h g
 
 // indexOpening records, once a turn of a conversation with no reply yet
 // has stored its messages, the conversation's digest as the session's (see
-// retryOpening). A failure is reported, not returned: the turn goes on,
-// and a retry of it would start a new session.
+// retryOpening), up to its last user message: an opening has no reply,
+// so that message ends it, and what a successor carries after it (a cut
+// call and its interrupted answer) is not part of it. A failure is
+// reported, not returned: the turn goes on, and a retry of it would start
+// a new session.
 func (ro *router) indexOpening(a admission) {
 	if a.opening == "" {
 		return
 	}
-	tail, err := ro.opts.Sessions.Tail(a.sess.ID, func(sessions.Message) bool { return true })
-	if err == nil && len(tail) > 0 {
-		last := tail[len(tail)-1]
-		err = ro.opts.Store.PutHistory(gatewaystate.History{Digest: a.opening, Request: a.request, SessionID: a.sess.ID, MessageCount: last.Seq, LastTS: last.TS})
+	tail, err := ro.opts.Sessions.Tail(a.sess.ID, func(m sessions.Message) bool { return isUser(m) && !agent.IsNote(m) })
+	if err == nil && len(tail) > 0 && isUser(tail[0]) {
+		end := tail[0]
+		err = ro.opts.Store.PutHistory(gatewaystate.History{Digest: a.opening, Request: a.request, SessionID: a.sess.ID, MessageCount: end.Seq, LastTS: end.TS})
 	}
 	if err != nil {
 		ro.opts.Logf("session %s: recording its opening in the history index: %v", a.sess.ID, err)

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/hermes/hermes/cmd/agent"
 	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/fsstore/gatewaystate"
 	"github.com/hermes/hermes/fsstore/sessions"
@@ -241,5 +242,58 @@ func TestHistoryFollowsTheSuccessor(t *testing.T) {
 	}
 	if successors != 1 {
 		t.Fatalf("%d successors of the suspended session, want 1", successors)
+	}
+}
+
+// A first turn cut inside one of the gateway's tools, whose session was
+// then suspended, goes on in a successor that carries the cut call; when
+// that attempt fails too and the successor is suspended in turn, the next
+// retry still finds the conversation (the successor of the successor),
+// never a new session of its own that would run the turn, and its tools,
+// from the start. (The opening's index entry counted the carried call, which
+// the routing view cuts, so the entry no longer held.)
+func TestOpeningRetriedThroughSuccessors(t *testing.T) {
+	flaky, _ := failsOnce()
+	e := newTestEnv(t, func(o *Options) {
+		o.Provider = flaky
+		o.Tools = []agent.Tool{&lookupTool{}}
+		o.Approver = agent.Fixed(true)
+	})
+	first, _, err := e.sessions.Create(sessions.Session{ID: "20261128_000000_aaaaaa", Source: "gateway"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := e.sessions.Append(first.ID, []sessions.Message{{Role: "user", Content: sessions.TextContent("hello")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := messages(t, e.sessions, first.ID)
+	body := map[string]any{"messages": []any{userMsg("hello")}}
+	if err := e.store.PutHistory(gatewaystate.History{Digest: conversationDigest(stored), SessionID: first.ID, MessageCount: n, LastTS: stored[0].TS}); err != nil {
+		t.Fatal(err)
+	}
+	calls, _ := json.Marshal([]provider.ToolCall{{ID: "call_1", Type: "function", Function: provider.ToolFunction{Name: "lookup", Arguments: "{}"}}})
+	if _, err := e.sessions.Append(first.ID, []sessions.Message{{Role: "assistant", Content: json.RawMessage("null"), ToolCalls: calls}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.sessions.SetState(first.ID, sessions.StateSuspended, "stuck"); err != nil {
+		t.Fatal(err)
+	}
+	// The first retry: a successor, carrying the cut call; its model call
+	// fails (502), so it holds no reply.
+	resp, rbody := e.do("POST", "/v1/chat/completions", body, nil)
+	mustError(t, resp, rbody, 502, "server_error")
+	second := resp.Header.Get(SessionHeader)
+	if s := getSession(t, e.sessions, second); s.ParentSessionID != first.ID {
+		t.Fatalf("the first retry went to %s (parent %q), want a successor of %s", second, s.ParentSessionID, first.ID)
+	}
+	if _, err := e.sessions.SetState(second, sessions.StateSuspended, "stuck"); err != nil {
+		t.Fatal(err)
+	}
+	resp, rbody = e.do("POST", "/v1/chat/completions", body, nil)
+	mustStatus(t, resp, rbody, 200)
+	third := resp.Header.Get(SessionHeader)
+	if s := getSession(t, e.sessions, third); s.ParentSessionID != second {
+		t.Fatalf("the second retry went to %s (parent %q), want a successor of %s", third, s.ParentSessionID, second)
 	}
 }
