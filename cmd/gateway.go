@@ -110,7 +110,13 @@ func gatewayServe(e *env) error {
 	if err != nil {
 		return err
 	}
-	if key == "" && !gateway.IsLoopback(addr) {
+	named, err := gatewayKeys(g.APIKeys, key)
+	if err != nil {
+		return err
+	}
+	// Named keys count as keys: with any, every request needs one.
+	authed := key != "" || len(named) > 0
+	if !authed && !gateway.IsLoopback(addr) {
 		return usagef("--addr %s is not a loopback address: it needs an API key in $%s (the variable gateway.api_key_env names) or gateway.api_key; refusing to start", addr, keyEnv)
 	}
 	prov, pc, err := newProvider(e, cfg)
@@ -133,7 +139,7 @@ func gatewayServe(e *env) error {
 	}
 	// A tool runs as the gateway's user for whoever reaches the gateway:
 	// on loopback, any local account.
-	if len(tools) > 0 && key == "" && !g.UnauthenticatedTools {
+	if len(tools) > 0 && !authed && !g.UnauthenticatedTools {
 		return usagef("gateway.tools (%s) needs an API key, or anyone who can reach the gateway (on loopback, every local account) runs them as you: set gateway.api_key or $%s (the variable gateway.api_key_env names), or gateway.unauthenticated_tools: true to run them without one; refusing to start",
 			strings.Join(g.Tools, ", "), keyEnv)
 	}
@@ -166,10 +172,10 @@ func gatewayServe(e *env) error {
 	signal.Notify(sigs, syscall.SIGTERM, os.Interrupt)
 	defer signal.Stop(sigs)
 	auth := ""
-	if key != "" {
+	if authed {
 		auth = ", bearer auth"
 	}
-	if len(tools) > 0 && key == "" {
+	if len(tools) > 0 && !authed {
 		e.warn(fmt.Sprintf("gateway.unauthenticated_tools: the gateway runs %s, without an API key, for anyone who can reach it (on loopback, every local account)", strings.Join(g.Tools, ", ")))
 	}
 	stopCron, err := startGatewayCron(e, g.Cron)
@@ -186,6 +192,7 @@ func gatewayServe(e *env) error {
 			Models:             models,
 			ModelsOnly:         g.ModelsOnly,
 			APIKey:             key,
+			Keys:               named,
 			AllowedHosts:       hosts,
 			AllowedOrigins:     origins,
 			MaxBodyBytes:       g.MaxRequestBodyBytes,
@@ -336,6 +343,41 @@ func gatewayStatus(e *env) error {
 		tb.row(s.ID, s.State, dash(s.ResumeReason), s.InterruptCount, shortTime(since), s.Source)
 	}
 	return tb.flush()
+}
+
+// gatewayKeys reads gateway.api_keys: each entry's name must be a valid
+// profile-style name, given once, and its key (from the variable key_env
+// names, else key) set and unlike every other key, single among them.
+func gatewayKeys(entries []profiles.GatewayKey, single string) ([]gateway.Key, error) {
+	seen := map[string]string{}
+	if single != "" {
+		seen[single] = "gateway.api_key"
+	}
+	names := map[string]bool{}
+	keys := make([]gateway.Key, 0, len(entries))
+	for i, k := range entries {
+		where := fmt.Sprintf("gateway.api_keys[%d]", i)
+		if err := profiles.CheckName(k.Name); err != nil {
+			return nil, fsstore.Invalidf("%s: name %q must match ^[a-z0-9][a-z0-9_-]{0,63}$", where, k.Name)
+		}
+		if names[k.Name] {
+			return nil, fsstore.Invalidf("%s: the name %s is given twice", where, k.Name)
+		}
+		names[k.Name] = true
+		secret := k.Key
+		if k.KeyEnv != "" {
+			secret = firstSet(os.Getenv(k.KeyEnv), k.Key)
+		}
+		if secret == "" {
+			return nil, fsstore.Invalidf("%s (%s): no key: $%s is empty and key is not set", where, k.Name, firstSet(k.KeyEnv, "(key_env unset)"))
+		}
+		if other, ok := seen[secret]; ok {
+			return nil, fsstore.Invalidf("%s (%s): the same key as %s; each key names one client", where, k.Name, other)
+		}
+		seen[secret] = where
+		keys = append(keys, gateway.Key{Name: k.Name, Secret: secret})
+	}
+	return keys, nil
 }
 
 // gatewayAccess reads who may reach an HTTP server of the profile (the

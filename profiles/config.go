@@ -57,6 +57,9 @@ type Config struct {
 		// APIKeyEnv names is set. Never printed (profile show).
 		APIKey              string `yaml:"api_key" json:"-"`
 		APIKeyEnv           string `yaml:"api_key_env" json:"api_key_env"`
+		// APIKeys are named keys, each client's conversations kept apart
+		// from the other keys' (cmd/gateway: Key).
+		APIKeys []GatewayKey `yaml:"api_keys" json:"api_keys"`
 		MaxStoredResponses  int    `yaml:"max_stored_responses" json:"max_stored_responses"`
 		ResumeFreshness     string `yaml:"resume_freshness" json:"resume_freshness"`
 		MaxRequestBodyBytes int64  `yaml:"max_request_body_bytes" json:"max_request_body_bytes"`
@@ -128,6 +131,15 @@ type Config struct {
 	// MCPServers are the MCP servers whose tools the agent is offered,
 	// by name (cmd/mcp).
 	MCPServers map[string]MCPServer `yaml:"mcp_servers" json:"mcp_servers"`
+}
+
+// GatewayKey is one entry of gateway.api_keys: a name (the scope of its
+// clients' conversations, recorded in their sessions as gateway_key) and
+// the key, in the variable KeyEnv names, else in Key (never printed).
+type GatewayKey struct {
+	Name   string `yaml:"name" json:"name"`
+	KeyEnv string `yaml:"key_env" json:"key_env"`
+	Key    string `yaml:"key" json:"-"`
 }
 
 // GatewayModel is one entry of gateway.models: the provider that answers

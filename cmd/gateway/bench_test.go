@@ -66,14 +66,14 @@ func benchStatelessTurn(b *testing.B, entries int, byHeader bool) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := gs.PutHistory(gatewaystate.History{Digest: conversationDigest(history), SessionID: sess.ID, MessageCount: int64(len(stored)), LastTS: stored[len(stored)-1].TS}); err != nil {
+		if err := gs.PutHistory(gatewaystate.History{Digest: conversationDigest("", history), SessionID: sess.ID, MessageCount: int64(len(stored)), LastTS: stored[len(stored)-1].TS}); err != nil {
 			b.Fatal(err)
 		}
 	}
 	index()
 	// The other conversations' entries (they name other sessions).
 	for i := 1; i < entries; i++ {
-		d := conversationDigest([]sessions.Message{{Role: "user", Content: sessions.TextContent(fmt.Sprint("other ", i))}})
+		d := conversationDigest("", []sessions.Message{{Role: "user", Content: sessions.TextContent(fmt.Sprint("other ", i))}})
 		if err := gs.PutHistory(gatewaystate.History{Digest: d, SessionID: fmt.Sprintf("other%05d", i), MessageCount: 2}); err != nil {
 			b.Fatal(err)
 		}

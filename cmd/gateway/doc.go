@@ -439,7 +439,10 @@
 // required on every route but /health, whatever the address:
 // Authorization: Bearer <key> (the scheme in any case, RFC 9110), else
 // 401 with an OpenAI error body (code invalid_api_key), answered before
-// the body is read.
+// the body is read. gateway.api_keys adds named keys (Options.Keys), and
+// each key's clients reach only what that key's made (see Key in
+// scope.go): every key is compared in constant time, and the request's
+// context carries the name of the one it matched.
 //
 // A tool of gateway.tools runs as the gateway's user for whoever sends
 // the request: on loopback, any local account. So gateway.tools naming

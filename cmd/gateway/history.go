@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -29,8 +28,8 @@ import (
 // them) counts as one reply: its text as the API returns it (replyText)
 // and the tool calls it ends with. A user or system message counts by its
 // role and text.
-func conversationDigest(msgs []sessions.Message) string {
-	h := sha256.New()
+func conversationDigest(scope string, msgs []sessions.Message) string {
+	h := newDigest(scope)
 	walkConversation(h, msgs, nil)
 	return hex.EncodeToString(h.Sum(nil))
 }
@@ -148,7 +147,7 @@ func (ro *router) routeHistory(ctx context.Context, model string, msgs []session
 	var rt route
 	last := lastAssistant(msgs)
 	if last < 0 {
-		digest := conversationDigest(msgs)
+		digest := conversationDigest(scopeOf(ctx), msgs)
 		h, ok, err := ro.opts.Store.GetHistory(digest)
 		if err != nil {
 			ro.opts.Logf("the history index: %v", err)
@@ -166,12 +165,12 @@ func (ro *router) routeHistory(ctx context.Context, model string, msgs []session
 			}
 			rt = route{}
 		}
-		sess, err := ro.newSession(&rt, "", "", model)
+		sess, err := ro.newSession(ctx, &rt, "", "", model)
 		rt.a = admission{sess: sess, fresh: true, opening: digest, request: at.request}
 		return rt, msgs, err
 	}
 	prior, input := msgs[:last+1], msgs[last+1:]
-	rt.history = sha256.New()
+	rt.history = newDigest(scopeOf(ctx))
 	walkConversation(rt.history, prior, nil)
 	digest := hex.EncodeToString(rt.history.Sum(nil))
 	h, ok, err := ro.opts.Store.GetHistory(digest)
@@ -189,7 +188,7 @@ func (ro *router) routeHistory(ctx context.Context, model string, msgs []session
 		}
 		rt = route{history: rt.history}
 	}
-	sess, err := ro.newSession(&rt, "", "", model)
+	sess, err := ro.newSession(ctx, &rt, "", "", model)
 	rt.a = admission{sess: sess, fresh: true}
 	return rt, msgs, err
 }
@@ -206,7 +205,7 @@ func (ro *router) indexed(ctx context.Context, rt *route, h gatewaystate.History
 		return sessions.Session{}, nil, err
 	}
 	rt.hold(unlock)
-	sess, err = ro.opts.Sessions.Get(h.SessionID)
+	sess, err = ro.getSession(ctx, h.SessionID)
 	if errors.Is(err, fsstore.ErrNotFound) {
 		return sessions.Session{}, nil, nil
 	}
@@ -249,7 +248,7 @@ func (ro *router) continueHistory(ctx context.Context, model string, rt *route, 
 	tail := stored[k:]
 	switch {
 	case len(tail) == 0 || isRetry(tail, input):
-		if rt.a, err = ro.admit(rt, sess, model); err != nil {
+		if rt.a, err = ro.admit(ctx, rt, sess, model); err != nil {
 			return true, nil, err
 		}
 		if rt.a.fresh {
@@ -269,7 +268,7 @@ func (ro *router) continueHistory(ctx context.Context, model string, rt *route, 
 	if err := ro.findRepeat(ctx, rt, input, k); err != nil || rt.replay != nil {
 		return true, nil, err
 	}
-	fork, err := ro.newSession(rt, sess.ID, sess.SessionKey, model)
+	fork, err := ro.newSession(ctx, rt, sess.ID, sess.SessionKey, model)
 	if err != nil {
 		return true, nil, err
 	}
@@ -323,13 +322,13 @@ func (ro *router) retryOpening(ctx context.Context, model string, rt *route, h g
 		err := ro.findRepeat(ctx, rt, msgs, 0)
 		return rt.replay != nil, nil, err
 	}
-	if rt.a, err = ro.admit(rt, sess, model); err != nil {
+	if rt.a, err = ro.admit(ctx, rt, sess, model); err != nil {
 		return true, nil, err
 	}
 	if rt.a.fresh {
 		// A successor of a suspended or expired session starts with the
 		// client's messages, as a new session would.
-		rt.a.opening, rt.a.request, rt.stored = conversationDigest(msgs), at.request, nil
+		rt.a.opening, rt.a.request, rt.stored = conversationDigest(scopeOf(ctx), msgs), at.request, nil
 		return true, msgs, nil
 	}
 	return true, nil, nil
@@ -374,14 +373,14 @@ func RebuildHistory(st *sessions.Store, gs *gatewaystate.Store) (int, error) {
 		if err != nil {
 			return n, err
 		}
-		h := sha256.New()
+		h := newDigest(sess.GatewayKey)
 		var werr error
 		walkConversation(h, msgs, func(end int) {
 			if werr != nil {
 				return
 			}
 			digest := hex.EncodeToString(h.Sum(nil))
-			if cur, ok, err := gs.GetHistory(digest); err == nil && ok && cur.SessionID != sess.ID && holds(st, cur, digest) {
+			if cur, ok, err := gs.GetHistory(digest); err == nil && ok && cur.SessionID != sess.ID && holds(st, cur, sess.GatewayKey, digest) {
 				return // another session has this history too: it keeps it
 			} else if err == nil && ok && cur.SessionID == sess.ID && cur.MessageCount == int64(end) {
 				return
@@ -397,11 +396,12 @@ func RebuildHistory(st *sessions.Store, gs *gatewaystate.Store) (int, error) {
 	return n, nil
 }
 
-// holds reports whether the session an entry names has its history.
-func holds(st *sessions.Store, h gatewaystate.History, digest string) bool {
+// holds reports whether the session an entry names has its history, as
+// the clients of key scope find it.
+func holds(st *sessions.Store, h gatewaystate.History, scope, digest string) bool {
 	msgs, err := st.Messages(h.SessionID)
 	return err == nil && h.MessageCount >= 1 && int(h.MessageCount) <= len(msgs) &&
-		msgs[h.MessageCount-1].TS == h.LastTS && conversationDigest(msgs[:h.MessageCount]) == digest
+		msgs[h.MessageCount-1].TS == h.LastTS && conversationDigest(scope, msgs[:h.MessageCount]) == digest
 }
 
 // indexHistory records, after a turn, the conversation its client now
@@ -411,13 +411,13 @@ func holds(st *sessions.Store, h gatewaystate.History, digest string) bool {
 // when sent's new messages begin a new element of the conversation. A
 // failure is reported, not returned: the reply is stored, and the next
 // request then starts a new session.
-func (ro *router) indexHistory(sent []sessions.Message, prior hash.Hash, out turnOutcome, sid string) {
+func (ro *router) indexHistory(scope string, sent []sessions.Message, prior hash.Hash, out turnOutcome, sid string) {
 	if len(out.reply.Messages) == 0 {
 		return
 	}
 	h, rest := prior, sent[lastAssistant(sent)+1:]
 	if h == nil || (len(rest) > 0 && isReplyRole(rest[0].Role)) {
-		h, rest = sha256.New(), sent
+		h, rest = newDigest(scope), sent
 	}
 	walkConversation(h, append(append([]sessions.Message(nil), rest...), out.reply.Messages...), nil)
 	last := out.reply.Messages[len(out.reply.Messages)-1]
@@ -455,6 +455,7 @@ func threadOf(r *http.Request) string {
 // it (then the turn's end is indexed).
 func (ro *router) routeThread(ctx context.Context, model, slug string, input []sessions.Message, at attempt) (route, []sessions.Message, bool, error) {
 	var held route
+	slug = scopedName(ctx, slug) // each API key's threads are its own
 	unlock, err := ro.convs.lock(ctx, slug)
 	if err != nil {
 		return held, nil, false, err
@@ -474,7 +475,7 @@ func (ro *router) routeThread(ctx context.Context, model, slug string, input []s
 	}
 	known := false
 	if c.SessionID != "" {
-		_, err := ro.opts.Sessions.Get(c.SessionID)
+		_, err := ro.getSession(ctx, c.SessionID)
 		if err != nil && !errors.Is(err, fsstore.ErrNotFound) {
 			return held, nil, false, err
 		}

@@ -190,7 +190,7 @@ func TestOpeningRetriedAfterItsResumeNote(t *testing.T) {
 		t.Fatal(err)
 	}
 	stored := messages(t, e.sessions, sess.ID)
-	if err := e.store.PutHistory(gatewaystate.History{Digest: conversationDigest(stored), SessionID: sess.ID, MessageCount: msgs, LastTS: stored[0].TS}); err != nil {
+	if err := e.store.PutHistory(gatewaystate.History{Digest: conversationDigest("", stored), SessionID: sess.ID, MessageCount: msgs, LastTS: stored[0].TS}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.sessions.Append(sess.ID, []sessions.Message{note}); err != nil {
@@ -269,7 +269,7 @@ func TestOpeningRetriedThroughSuccessors(t *testing.T) {
 	}
 	stored := messages(t, e.sessions, first.ID)
 	body := map[string]any{"messages": []any{userMsg("hello")}}
-	if err := e.store.PutHistory(gatewaystate.History{Digest: conversationDigest(stored), SessionID: first.ID, MessageCount: n, LastTS: stored[0].TS}); err != nil {
+	if err := e.store.PutHistory(gatewaystate.History{Digest: conversationDigest("", stored), SessionID: first.ID, MessageCount: n, LastTS: stored[0].TS}); err != nil {
 		t.Fatal(err)
 	}
 	calls, _ := json.Marshal([]provider.ToolCall{{ID: "call_1", Type: "function", Function: provider.ToolFunction{Name: "lookup", Arguments: "{}"}}})

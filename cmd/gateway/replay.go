@@ -170,6 +170,8 @@ func (ro *router) lookupKey(ctx context.Context, r *http.Request, req any) (keye
 	if len(k.key) > 256 {
 		return k, badRequest(IdempotencyHeader, "%s is %d bytes; the limit is 256", IdempotencyHeader, len(k.key))
 	}
+	// Each API key's idempotency keys are its own.
+	k.key = scopedName(ctx, k.key)
 	unlock, err := ro.keys.lock(ctx, gatewaystate.KeyDigest(k.key))
 	if err != nil {
 		return k, err
@@ -222,7 +224,7 @@ func (ro *router) keyedTurn(ctx context.Context, k keyed) (a admission, reply []
 	if err != nil {
 		return a, nil, 0, unlock, err
 	}
-	sess, err := ro.opts.Sessions.Get(k.rec.SessionID)
+	sess, err := ro.getSession(ctx, k.rec.SessionID)
 	if errors.Is(err, fsstore.ErrNotFound) {
 		unlockSess()
 		return a, nil, 0, unlock, notFound(IdempotencyHeader, "session_not_found", "the session %s of this Idempotency-Key no longer exists", k.rec.SessionID)

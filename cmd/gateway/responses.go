@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -54,7 +55,7 @@ func (s *Server) decodeResponses(w http.ResponseWriter, r *http.Request) (reques
 	if err != nil {
 		return request{}, err
 	}
-	input, err := parseInput(rr.Input, custom, s.resolveItem)
+	input, err := parseInput(rr.Input, custom, func(id string) (json.RawMessage, error) { return s.resolveItem(r.Context(), id) })
 	if err != nil {
 		return request{}, err
 	}
@@ -522,14 +523,14 @@ func itemResponse(id string) string {
 
 // resolveItem is the stored output item id names, for an item_reference:
 // an item of a stored response of a session that still exists.
-func (s *Server) resolveItem(id string) (json.RawMessage, error) {
+func (s *Server) resolveItem(ctx context.Context, id string) (json.RawMessage, error) {
 	respID := itemResponse(id)
 	if respID == "" {
 		return nil, nil
 	}
 	doc, err := s.opts.Store.GetResponse(respID)
 	if err == nil {
-		_, err = s.opts.Sessions.Get(doc.SessionID)
+		_, err = s.router.getSession(ctx, doc.SessionID)
 	}
 	if errors.Is(err, fsstore.ErrNotFound) || errors.Is(err, fsstore.ErrInvalid) {
 		return nil, nil
@@ -646,8 +647,9 @@ func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
 	doc, err := s.opts.Store.GetResponse(id)
 	if err == nil {
-		// Deleting a session deletes its replies, as far as clients see.
-		_, err = s.opts.Sessions.Get(doc.SessionID)
+		// Deleting a session deletes its replies, as far as clients see;
+		// another key's are unknown.
+		_, err = s.router.getSession(r.Context(), doc.SessionID)
 	}
 	if errors.Is(err, fsstore.ErrNotFound) || errors.Is(err, fsstore.ErrInvalid) {
 		return notFound("", "response_not_found", "response with id '%s' not found", id)

@@ -127,7 +127,7 @@ func (ro *router) routeChat(ctx context.Context, r *http.Request, req request, s
 			}
 		}
 	}
-	a, err := ro.admit(rt, sess, req.reported)
+	a, err := ro.admit(ctx, rt, sess, req.reported)
 	if err != nil {
 		return err
 	}
@@ -139,7 +139,7 @@ func (ro *router) routeChat(ctx context.Context, r *http.Request, req request, s
 	} else {
 		// The guard: the stored history is never rewritten; the client's
 		// version of it becomes a new session.
-		fork, err := ro.newSession(rt, a.sess.ID, a.sess.SessionKey, req.reported)
+		fork, err := ro.newSession(ctx, rt, a.sess.ID, a.sess.SessionKey, req.reported)
 		if err != nil {
 			return err
 		}
@@ -249,7 +249,7 @@ func (s *Server) run(ctx context.Context, rt *route, req request, stream io.Writ
 		s.opts.Logf("session %s: recording the end of a keyed turn: %v", rt.a.sess.ID, err)
 	}
 	if req.chat || rt.byHistory {
-		s.router.indexHistory(req.msgs, rt.history, out, rt.a.sess.ID)
+		s.router.indexHistory(scopeOf(ctx), req.msgs, rt.history, out, rt.a.sess.ID)
 	}
 	return out, nil
 }
@@ -287,6 +287,7 @@ func (rt *route) release() {
 // changes, so that a crash during the turn still finds it.
 func (ro *router) routeConversation(ctx context.Context, model, conv string, input []sessions.Message) (route, error) {
 	var rt route
+	conv = scopedName(ctx, conv) // each API key's conversations are its own
 	unlock, err := ro.convs.lock(ctx, conv)
 	if err != nil {
 		return rt, err
@@ -310,7 +311,7 @@ func (ro *router) routeConversation(ctx context.Context, model, conv string, inp
 			return rt, err
 		}
 		rt.hold(unlockSess)
-		if sess, err = ro.opts.Sessions.Get(c.SessionID); err != nil && !errors.Is(err, fsstore.ErrNotFound) {
+		if sess, err = ro.getSession(ctx, c.SessionID); err != nil && !errors.Is(err, fsstore.ErrNotFound) {
 			return rt, err
 		}
 	}
@@ -328,11 +329,11 @@ func (ro *router) routeConversation(ctx context.Context, model, conv string, inp
 	}
 	if sess.ID == "" {
 		// A new conversation, or one whose session a person deleted.
-		if sess, err = ro.newSession(&rt, c.SessionID, "conversation:"+conv, model); err != nil {
+		if sess, err = ro.newSession(ctx, &rt, c.SessionID, "conversation:"+conv, model); err != nil {
 			return rt, err
 		}
 		rt.a = admission{sess: sess, fresh: true}
-	} else if rt.a, err = ro.admit(&rt, sess, model); err != nil {
+	} else if rt.a, err = ro.admit(ctx, &rt, sess, model); err != nil {
 		return rt, err
 	}
 	if rt.a.sess.ID != c.SessionID {
@@ -392,7 +393,7 @@ func (ro *router) routeSession(ctx context.Context, model, sid string, input []s
 	if err := ro.findRepeat(ctx, &rt, input, -1); err != nil || rt.replay != nil {
 		return rt, input, err
 	}
-	if rt.a, err = ro.admit(&rt, sess, model); err != nil || rt.a.fresh {
+	if rt.a, err = ro.admit(ctx, &rt, sess, model); err != nil || rt.a.fresh {
 		rt.stored = nil
 		return rt, input, err
 	}
@@ -400,7 +401,7 @@ func (ro *router) routeSession(ctx context.Context, model, sid string, input []s
 	if n, ok := reconcile(kept, input); ok && n > 0 {
 		input = input[n:]
 	} else if len(input) > 1 && len(kept) > 0 && sameMessage(kept[0], input[0]) {
-		fork, err := ro.newSession(&rt, rt.a.sess.ID, rt.a.sess.SessionKey, model)
+		fork, err := ro.newSession(ctx, &rt, rt.a.sess.ID, rt.a.sess.SessionKey, model)
 		if err != nil {
 			return rt, input, err
 		}
@@ -440,7 +441,7 @@ func (ro *router) routePrevious(ctx context.Context, model, prev string, input [
 		return rt, err
 	}
 	rt.hold(unlockSess)
-	sess, err := ro.opts.Sessions.Get(pr.SessionID)
+	sess, err := ro.getSession(ctx, pr.SessionID)
 	if errors.Is(err, fsstore.ErrNotFound) {
 		return rt, notFound("previous_response_id", "previous_response_not_found", "the session %s of previous response '%s' no longer exists", pr.SessionID, prev)
 	}
@@ -457,12 +458,12 @@ func (ro *router) routePrevious(ctx context.Context, model, prev string, input [
 	if err := ro.findRepeat(ctx, &rt, input, k); err != nil || rt.replay != nil {
 		return rt, err
 	}
-	if rt.a, err = ro.admit(&rt, sess, model); err != nil || rt.a.fresh {
+	if rt.a, err = ro.admit(ctx, &rt, sess, model); err != nil || rt.a.fresh {
 		rt.stored = nil
 		return rt, err
 	}
 	if lastReplyEnd(rt.stored) > k {
-		fork, err := ro.newSession(&rt, rt.a.sess.ID, rt.a.sess.SessionKey, model)
+		fork, err := ro.newSession(ctx, &rt, rt.a.sess.ID, rt.a.sess.SessionKey, model)
 		if err != nil {
 			return rt, err
 		}
@@ -486,7 +487,7 @@ func (ro *router) routePrevious(ctx context.Context, model, prev string, input [
 // never runs in it meanwhile.
 // Ids are retried on the (unlikely) collision with an existing session,
 // since Create of an existing id is a no-op that returns that session.
-func (ro *router) newSession(rt *route, parent, key, model string) (sessions.Session, error) {
+func (ro *router) newSession(ctx context.Context, rt *route, parent, key, model string) (sessions.Session, error) {
 	for range 8 {
 		id := fsstore.NewID(ro.now())
 		unlock, ok := ro.sessions.tryLock(id)
@@ -499,6 +500,7 @@ func (ro *router) newSession(rt *route, parent, key, model string) (sessions.Ses
 			Model:           model,
 			ParentSessionID: parent,
 			SessionKey:      key,
+			GatewayKey:      scopeOf(ctx),
 		})
 		if err != nil || created {
 			rt.hold(unlock)
@@ -516,14 +518,14 @@ func (ro *router) newSession(rt *route, parent, key, model string) (sessions.Ses
 // than that → a new session (the old one ends, resume_pending_expired); an
 // ended session → reopened, unless the gateway ended it for one of those
 // two reasons, which gives a new session again.
-func (ro *router) admit(rt *route, sess sessions.Session, model string) (admission, error) {
+func (ro *router) admit(ctx context.Context, rt *route, sess sessions.Session, model string) (admission, error) {
 	st := ro.opts.Sessions
 	switch sess.State {
 	case sessions.StateSuspended:
 		if _, err := st.End(sess.ID, endSuspended); err != nil {
 			return admission{}, err
 		}
-		return ro.successor(rt, sess, model)
+		return ro.successor(ctx, rt, sess, model)
 	case sessions.StateResumePending:
 		if ro.pendingFresh(sess) {
 			return admission{sess: sess}, nil
@@ -531,10 +533,10 @@ func (ro *router) admit(rt *route, sess sessions.Session, model string) (admissi
 		if _, err := st.End(sess.ID, endPendingExpired); err != nil {
 			return admission{}, err
 		}
-		return ro.successor(rt, sess, model)
+		return ro.successor(ctx, rt, sess, model)
 	case sessions.StateEnded:
 		if sess.EndReason == endSuspended || sess.EndReason == endPendingExpired {
-			return ro.successor(rt, sess, model)
+			return ro.successor(ctx, rt, sess, model)
 		}
 		reopened, err := st.Reopen(sess.ID)
 		return admission{sess: reopened}, err
@@ -544,8 +546,8 @@ func (ro *router) admit(rt *route, sess sessions.Session, model string) (admissi
 
 // successor makes the session that replaces old, and records it so that a
 // client that still names old reaches it (see follow).
-func (ro *router) successor(rt *route, old sessions.Session, model string) (admission, error) {
-	sess, err := ro.newSession(rt, old.ID, old.SessionKey, model)
+func (ro *router) successor(ctx context.Context, rt *route, old sessions.Session, model string) (admission, error) {
+	sess, err := ro.newSession(ctx, rt, old.ID, old.SessionKey, model)
 	if err != nil {
 		return admission{}, err
 	}
@@ -565,7 +567,7 @@ func (ro *router) namedSession(ctx context.Context, sid string) (_ sessions.Sess
 	if err != nil {
 		return sessions.Session{}, unlock, err
 	}
-	sess, err := ro.opts.Sessions.Get(sid)
+	sess, err := ro.getSession(ctx, sid)
 	if errors.Is(err, fsstore.ErrNotFound) {
 		err = notFound(SessionHeader, "session_not_found", "session %s not found", sid)
 	}
@@ -601,7 +603,7 @@ func (ro *router) follow(ctx context.Context, sess sessions.Session) (_ sessions
 			return sess, unlock, err
 		}
 		unlocks = append(unlocks, u)
-		nsess, err := ro.opts.Sessions.Get(next)
+		nsess, err := ro.getSession(ctx, next)
 		if errors.Is(err, fsstore.ErrNotFound) {
 			return sess, unlock, nil // a person deleted it: a new successor
 		}

@@ -64,8 +64,11 @@ type Options struct {
 	Models     []Model
 	ModelsOnly bool
 	// APIKey, when set, is required as a bearer token on every route but
-	// /health.
+	// /health: the gateway's single key, whose scope is empty.
 	APIKey string
+	// Keys are named keys (gateway.api_keys), accepted besides APIKey,
+	// each with its clients' conversations kept apart (see Key).
+	Keys []Key
 	// AllowedHosts are the names, besides loopback ones and the address
 	// a request came in on, that a request's Host may carry
 	// (gateway.allowed_hosts); AllowedOrigins the origins a web page may
@@ -211,17 +214,29 @@ func (s *Server) Handler() http.Handler {
 // auth requires the bearer token on every route but /health, before
 // anything reads the request's body.
 func (s *Server) auth(next http.Handler) http.Handler {
-	if s.opts.APIKey == "" {
+	keys := s.opts.Keys
+	if s.opts.APIKey != "" {
+		keys = append([]Key{{Secret: s.opts.APIKey}}, keys...)
+	}
+	if len(keys) == 0 {
 		return next
 	}
-	want := []byte(s.opts.APIKey)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/health" {
 			next.ServeHTTP(w, r)
 			return
 		}
 		got, ok := bearerToken(r.Header.Get("Authorization"))
-		if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), want) != 1 {
+		sent := []byte(strings.TrimSpace(got))
+		// Every key is compared, in constant time: which one matched
+		// takes no longer to find than none.
+		match := -1
+		for i, k := range keys {
+			if subtle.ConstantTimeCompare(sent, []byte(k.Secret)) == 1 {
+				match = i
+			}
+		}
+		if !ok || match < 0 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="hermes"`)
 			msg := "missing API key: send Authorization: Bearer <key>"
 			if ok {
@@ -230,7 +245,7 @@ func (s *Server) auth(next http.Handler) http.Handler {
 			s.fail(w, r, &apiError{status: http.StatusUnauthorized, typ: "invalid_request_error", code: "invalid_api_key", msg: msg})
 			return
 		}
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, r.WithContext(withScope(r.Context(), keys[match].Name)))
 	})
 }
 

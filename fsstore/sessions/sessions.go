@@ -63,6 +63,11 @@ type Session struct {
 	// CompressedInto is the session a compression continued this one in
 	// (end_reason compression); see Compress.
 	CompressedInto string `json:"compressed_into"`
+	// GatewayKey names the gateway API key (gateway.api_keys) whose
+	// client made the session; empty for the gateway's single key, for
+	// none, and for sessions made elsewhere. Only that key's clients can
+	// reach it through the gateway.
+	GatewayKey string `json:"gateway_key,omitempty"`
 	// Meta is what an imported session's source said of it beyond these
 	// fields (its token counts, costs, model settings, …), kept as the
 	// source wrote it; empty for a session made here.
