@@ -55,14 +55,14 @@ type Config struct {
 		Addr string `yaml:"addr" json:"addr"`
 		// APIKey is the key clients must send, unless the variable
 		// APIKeyEnv names is set. Never printed (profile show).
-		APIKey              string `yaml:"api_key" json:"-"`
-		APIKeyEnv           string `yaml:"api_key_env" json:"api_key_env"`
+		APIKey    string `yaml:"api_key" json:"-"`
+		APIKeyEnv string `yaml:"api_key_env" json:"api_key_env"`
 		// APIKeys are named keys, each client's conversations kept apart
 		// from the other keys' (cmd/gateway: Key).
-		APIKeys []GatewayKey `yaml:"api_keys" json:"api_keys"`
-		MaxStoredResponses  int    `yaml:"max_stored_responses" json:"max_stored_responses"`
-		ResumeFreshness     string `yaml:"resume_freshness" json:"resume_freshness"`
-		MaxRequestBodyBytes int64  `yaml:"max_request_body_bytes" json:"max_request_body_bytes"`
+		APIKeys             []GatewayKey `yaml:"api_keys" json:"api_keys"`
+		MaxStoredResponses  int          `yaml:"max_stored_responses" json:"max_stored_responses"`
+		ResumeFreshness     string       `yaml:"resume_freshness" json:"resume_freshness"`
+		MaxRequestBodyBytes int64        `yaml:"max_request_body_bytes" json:"max_request_body_bytes"`
 		// Tools are the built-in tools the gateway's turns run; none by
 		// default (a client's own tool calls go back to the client).
 		Tools []string `yaml:"tools" json:"tools"`
