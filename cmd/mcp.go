@@ -63,9 +63,12 @@ streamable HTTP at http://ADDR/mcp with the gateway's checks: a Host that is
 not a loopback name, the address or one of gateway.allowed_hosts is refused,
 as is an Origin not in gateway.allowed_origins; and every request needs
 "Authorization: Bearer <key>", the key in the variable gateway.api_key_env
-names (default HERMES_GATEWAY_API_KEY): without one it does not start.`,
+names (default HERMES_GATEWAY_API_KEY): without one it does not start. A
+session that gets no request for --idle-timeout is closed and forgotten; a
+client that comes back after it is answered 404 and starts a new session.`,
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "http", Usage: "serve streamable HTTP on `ADDR` (host:port) instead of stdio"},
+					&cli.StringFlag{Name: "idle-timeout", Value: mcpserve.DefaultIdleTimeout.String(), Usage: "with --http, close a session that gets no request for this long"},
 				},
 			},
 		},
@@ -340,6 +343,10 @@ func mcpServe(e *env) error {
 		}
 		o.Worker, o.Author = &w, e.profile.Name
 	}
+	idle, err := durationFlag(e.c, "idle-timeout", profiles.ParsePeriod)
+	if err != nil {
+		return err
+	}
 	ctx, stop := mcpContext()
 	defer stop()
 	addr := e.c.String("http")
@@ -350,12 +357,12 @@ func mcpServe(e *env) error {
 		}
 		return err
 	}
-	return mcpServeHTTP(e, ctx, addr, o)
+	return mcpServeHTTP(e, ctx, addr, idle, o)
 }
 
 // mcpServeHTTP serves o at http://addr/mcp behind the gateway's guard and
-// key until ctx ends.
-func mcpServeHTTP(e *env, ctx context.Context, addr string, o mcpserve.Options) error {
+// key until ctx ends, closing sessions idle for idle.
+func mcpServeHTTP(e *env, ctx context.Context, addr string, idle time.Duration, o mcpserve.Options) error {
 	cfg, err := e.config()
 	if err != nil {
 		return err
@@ -374,7 +381,7 @@ func mcpServeHTTP(e *env, ctx context.Context, addr string, o mcpserve.Options) 
 		return fmt.Errorf("mcp serve: %w", err)
 	}
 	hs := &http.Server{
-		Handler:           mcpserve.Handler(mcpserve.New(o), addr, key, hosts, origins),
+		Handler:           mcpserve.Handler(mcpserve.New(o), addr, key, hosts, origins, idle),
 		ReadHeaderTimeout: gateway.DefaultReadTimeout,
 		ErrorLog:          log.New(e.stderr, "hermes: mcp serve: ", 0),
 	}

@@ -24,4 +24,10 @@
 // the writer has completed, after at most a second's wait. A write to the
 // board (create, comment, complete, block) waits for a held lock at most
 // --lock-timeout, then fails with "lock timeout: …".
+//
+// Over streamable HTTP (Handler) a session that gets no request for its
+// idle timeout (mcp serve --idle-timeout, DefaultIdleTimeout) is closed
+// and forgotten: a client that leaves without ending its session would
+// otherwise hold the server's memory for good. A client that comes back
+// after it is answered 404, and starts a new session as MCP says it must.
 package mcpserve
