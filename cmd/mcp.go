@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log"
 	"net"
 	"net/http"
@@ -14,7 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/urfave/cli/v2"
 
 	"github.com/hermes/hermes/cmd/gateway"
@@ -58,7 +58,8 @@ kanban_block, for the worker's own task. Each call keeps the stores' rules
 the command line would: "not found: …", "refused: …", "lock timeout: …".
 
 Without --http it serves MCP over stdin and stdout until its input ends
-(claude mcp add hermes -- hermes mcp serve). With --http ADDR it serves
+(claude mcp add hermes -- hermes mcp serve), and every call read by then
+is answered before it exits. With --http ADDR it serves
 streamable HTTP at http://ADDR/mcp with the gateway's checks: a Host that is
 not a loopback name, the address or one of gateway.allowed_hosts is refused,
 as is an Origin not in gateway.allowed_origins; and every request needs
@@ -351,7 +352,7 @@ func mcpServe(e *env) error {
 	defer stop()
 	addr := e.c.String("http")
 	if addr == "" {
-		err := mcpserve.New(o).Run(ctx, &sdk.StdioTransport{})
+		err := mcpserve.New(o).Run(ctx, mcpserve.Stdio(io.NopCloser(e.stdin), e.stdout))
 		if ctx.Err() != nil {
 			return nil
 		}
