@@ -159,6 +159,7 @@ type chatter struct {
 	cwd       string // --cwd, absolute; "" keeps the session's
 	stream    bool   // write the reply as it arrives
 	in        *bufio.Reader
+	maxLine   int64 // sessions.max_line: the longest prompt
 
 	// compress is when a turn compresses the session first.
 	compress compressAt
@@ -193,19 +194,20 @@ func chat(e *env) error {
 	}
 	prompt := o.Query
 	if !e.stdinIsTerminal() {
-		piped, err := io.ReadAll(ch.in)
+		s, err := readPiped(ch.in, ch.maxLine)
 		if err != nil {
 			return err
 		}
-		// The piped text is sent as it is, but for its final line end:
-		// leading indentation (code, a diff's context line) is kept.
-		if s := strings.TrimRight(string(piped), "\r\n"); strings.TrimSpace(s) != "" {
+		if strings.TrimSpace(s) != "" {
 			if strings.TrimSpace(prompt) == "" {
 				prompt = s
 			} else {
 				prompt += "\n\n" + s
 			}
 		}
+	}
+	if int64(len(prompt)) > ch.maxLine {
+		return promptTooLong(ch.maxLine)
 	}
 	if strings.TrimSpace(prompt) == "" {
 		return usagef("no prompt: give -q PROMPT or pipe it on stdin")
@@ -235,6 +237,43 @@ func chat(e *env) error {
 		return err
 	}
 	return nil
+}
+
+// readPiped reads the prompt piped on stdin: the text as it is, but for its
+// final line ends (leading indentation, code or a diff's context line, is
+// kept). A prompt is one message, one line of the transcript, so
+// sessions.max_line (max) bounds it: a longer one is refused once max
+// bytes and the line ends after them are read, never held whole.
+func readPiped(r io.Reader, max int64) (string, error) {
+	b, err := io.ReadAll(io.LimitReader(r, max+1))
+	if err != nil {
+		return "", err
+	}
+	s := strings.TrimRight(string(b), "\r\n")
+	if int64(len(b)) <= max {
+		return s, nil
+	}
+	if int64(len(s)) > max {
+		return "", promptTooLong(max)
+	}
+	// Past the limit only line ends may follow.
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := r.Read(buf)
+		if strings.Trim(string(buf[:n]), "\r\n") != "" {
+			return "", promptTooLong(max)
+		}
+		if errors.Is(err, io.EOF) {
+			return s, nil
+		}
+		if err != nil {
+			return "", err
+		}
+	}
+}
+
+func promptTooLong(max int64) error {
+	return fsstore.Invalidf("the prompt is longer than sessions.max_line (%d bytes)", max)
 }
 
 // Reasons a chat gives when it ends a session.
@@ -292,15 +331,20 @@ func newChatter(e *env) (*chatter, error) {
 	if err != nil {
 		return nil, err
 	}
+	maxLine, err := maxLineSetting(cfg)
+	if err != nil {
+		return nil, err
+	}
 	ch := &chatter{
-		e:      e,
-		opts:   opts,
-		mcp:    pool,
-		store:  e.sessions(),
-		model:  pc.Model,
-		title:  opts.Title,
-		system: opts.System,
-		in:     bufio.NewReader(e.stdin),
+		e:       e,
+		opts:    opts,
+		mcp:     pool,
+		store:   e.sessions(),
+		model:   pc.Model,
+		title:   opts.Title,
+		system:  opts.System,
+		in:      bufio.NewReader(e.stdin),
+		maxLine: maxLine,
 	}
 	ch.compress = compress
 	if opts.Cwd != "" {

@@ -58,6 +58,7 @@ func fsck(e *env) error {
 		kanban.NewBoard(dir, e.lockTimeout, e.warn).Check,
 		gatewaystate.NewStore(dir, e.lockTimeout, e.warn).Check,
 		cron.NewStore(dir, e.lockTimeout, e.warn).Check,
+		func(repair bool, _ string) ([]fsstore.Finding, error) { return e.sessions().CheckLocks(repair) },
 	} {
 		more, err := check(repair, lostFound)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log"
 	"net"
 	"net/http"
@@ -14,7 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/urfave/cli/v2"
 
 	"github.com/hermes/hermes/cmd/gateway"
@@ -58,14 +58,18 @@ kanban_block, for the worker's own task. Each call keeps the stores' rules
 the command line would: "not found: …", "refused: …", "lock timeout: …".
 
 Without --http it serves MCP over stdin and stdout until its input ends
-(claude mcp add hermes -- hermes mcp serve). With --http ADDR it serves
+(claude mcp add hermes -- hermes mcp serve), and every call read by then
+is answered before it exits. With --http ADDR it serves
 streamable HTTP at http://ADDR/mcp with the gateway's checks: a Host that is
 not a loopback name, the address or one of gateway.allowed_hosts is refused,
 as is an Origin not in gateway.allowed_origins; and every request needs
 "Authorization: Bearer <key>", the key in the variable gateway.api_key_env
-names (default HERMES_GATEWAY_API_KEY): without one it does not start.`,
+names (default HERMES_GATEWAY_API_KEY): without one it does not start. A
+session that gets no request for --idle-timeout is closed and forgotten; a
+client that comes back after it is answered 404 and starts a new session.`,
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "http", Usage: "serve streamable HTTP on `ADDR` (host:port) instead of stdio"},
+					&cli.StringFlag{Name: "idle-timeout", Value: mcpserve.DefaultIdleTimeout.String(), Usage: "with --http, close a session that gets no request for this long"},
 				},
 			},
 		},
@@ -340,22 +344,26 @@ func mcpServe(e *env) error {
 		}
 		o.Worker, o.Author = &w, e.profile.Name
 	}
+	idle, err := durationFlag(e.c, "idle-timeout", profiles.ParsePeriod)
+	if err != nil {
+		return err
+	}
 	ctx, stop := mcpContext()
 	defer stop()
 	addr := e.c.String("http")
 	if addr == "" {
-		err := mcpserve.New(o).Run(ctx, &sdk.StdioTransport{})
+		err := mcpserve.New(o).Run(ctx, mcpserve.Stdio(io.NopCloser(e.stdin), e.stdout))
 		if ctx.Err() != nil {
 			return nil
 		}
 		return err
 	}
-	return mcpServeHTTP(e, ctx, addr, o)
+	return mcpServeHTTP(e, ctx, addr, idle, o)
 }
 
 // mcpServeHTTP serves o at http://addr/mcp behind the gateway's guard and
-// key until ctx ends.
-func mcpServeHTTP(e *env, ctx context.Context, addr string, o mcpserve.Options) error {
+// key until ctx ends, closing sessions idle for idle.
+func mcpServeHTTP(e *env, ctx context.Context, addr string, idle time.Duration, o mcpserve.Options) error {
 	cfg, err := e.config()
 	if err != nil {
 		return err
@@ -374,7 +382,7 @@ func mcpServeHTTP(e *env, ctx context.Context, addr string, o mcpserve.Options) 
 		return fmt.Errorf("mcp serve: %w", err)
 	}
 	hs := &http.Server{
-		Handler:           mcpserve.Handler(mcpserve.New(o), addr, key, hosts, origins),
+		Handler:           mcpserve.Handler(mcpserve.New(o), addr, key, hosts, origins, idle),
 		ReadHeaderTimeout: gateway.DefaultReadTimeout,
 		ErrorLog:          log.New(e.stderr, "hermes: mcp serve: ", 0),
 	}

@@ -23,7 +23,13 @@
 // *LockInterruptedError. Writers to different records take different locks and
 // never wait for each other. A reader that wants a shared lock whose file
 // is missing and cannot be made (a read-only copy of a profile) reads
-// without it; a writer there fails, naming the lock.
+// without it; a writer there fails, naming the lock. A holder may remove
+// a lock file as its last act (a session's delete does): a lock taken on
+// a file its path no longer names (opened before the removal, locked
+// after) is let go and taken again, so two holders never hold two inodes
+// of one lock. A waiter for a removed record makes the file again; fsck
+// reports such a lock file of no record, and --repair removes it when no
+// one holds it.
 //
 // # Assumptions
 //

@@ -14,8 +14,13 @@ import (
 // Lock takes an exclusive flock on the sidecar file path, creating it 0600
 // if missing, and waits at most timeout for it. The sidecar is a
 // well-known file that guards other files; it is never itself replaced by a
-// rename, which would let two holders lock two different inodes. On success
-// the caller must call unlock; on timeout the error is a *LockTimeoutError.
+// rename, which would let two holders lock two different inodes. A holder
+// may remove it (a session's delete removes the session's, fsck --repair
+// one that no record has): a lock taken on a file that its path no longer
+// names is let go and taken again on what the path names, so a waiter
+// that opened the file before the removal never holds it beside the next
+// holder. On success the caller must call unlock; on timeout the error is
+// a *LockTimeoutError.
 // A lock held by a process that died is free: the kernel drops flocks with
 // the last descriptor.
 func Lock(path string, timeout time.Duration) (unlock func(), err error) {
@@ -75,7 +80,14 @@ func lock(path string, timeout time.Duration, done <-chan struct{}, shared bool)
 			return nil, &os.PathError{Op: "lock", Path: path, Err: err}
 		}
 		if ok {
-			break
+			if namedBy(fl, path) {
+				break
+			}
+			// The file was removed between its open and its lock (a
+			// holder may remove it: see Lock): the inode locked guards
+			// nothing now. Let it go and lock what the path names.
+			fl.Unlock()
+			continue
 		}
 		if !time.Now().Before(deadline) {
 			return nil, &LockTimeoutError{Path: path, Timeout: timeout.String()}
@@ -100,6 +112,20 @@ func lock(path string, timeout time.Duration, done <-chan struct{}, shared bool)
 		os.Chmod(path, FileMode)
 	}
 	return func() { fl.Unlock() }, nil
+}
+
+// namedBy reports whether path still names the file fl has locked; when
+// that cannot be told, it says yes, as a lock without the check would.
+func namedBy(fl *flock.Flock, path string) bool {
+	held, err := fl.Stat()
+	if err != nil {
+		return true
+	}
+	named, err := os.Lstat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return false
+	}
+	return err != nil || os.SameFile(held, named)
 }
 
 // makeSidecar creates the lock file at path, 0600, if it is missing.

@@ -142,3 +142,59 @@ func TestLoadKeepsTheCause(t *testing.T) {
 		t.Fatalf("err %v (%T): want ErrInvalid wrapping a *yaml.TypeError", err, err)
 	}
 }
+
+// TestDurationLimit: one maximum, MaxDuration, whatever the units: a
+// duration at it is taken, written in any units; one past it, by a
+// nanosecond, a digit or a sum, is refused naming the text and the
+// maximum, never wrapped round or read as another duration.
+func TestDurationLimit(t *testing.T) {
+	if MaxDuration != 106751*24*time.Hour+23*time.Hour+47*time.Minute+16*time.Second {
+		t.Fatalf("MaxDuration = %v", MaxDuration)
+	}
+	for _, tc := range []struct {
+		in   string
+		want time.Duration // -1: refused as too long
+	}{
+		{"106751d23h47m16s", MaxDuration},
+		{"2562047h47m16s", MaxDuration},
+		{"153722867m16s", MaxDuration},
+		{"9223372036s", MaxDuration},
+		{"9223372036000ms", MaxDuration},
+		{"9223372036000000000ns", MaxDuration},
+		{"15250w1d23h47m16s", MaxDuration},
+		{"100000d", 100000 * 24 * time.Hour},
+		{"2562047h", 2562047 * time.Hour},
+		{"106751d", 106751 * 24 * time.Hour},
+		{"15250w", 15250 * 7 * 24 * time.Hour},
+		{"0.5w", 84 * time.Hour},
+		{"106751d23h47m17s", -1},
+		{"106751d23h47m16.000000001s", -1},
+		{"9223372036000000001ns", -1},
+		{"9223372037s", -1},
+		{"2562048h", -1},
+		{"2562047h47m16.854775807s", -1},
+		{"2562047h47m16.854775808s", -1},
+		{"106752d", -1},
+		{"106751.99d", 106751*24*time.Hour + 23*time.Hour + 45*time.Minute + 36*time.Second},
+		{"106751.999d", -1},
+		{"15251w", -1},
+		{"200000d", -1},
+		{"9999999999999w", -1},
+		{"99999999999999999999999h", -1},
+		{"99999999999999999999999ns", -1},
+		{"60000d60000d", -1},
+		{"1w1w99999999999999999h", -1},
+	} {
+		got, err := ParseDuration(tc.in)
+		if tc.want >= 0 {
+			if err != nil || got != tc.want {
+				t.Errorf("%q = %v, %v; want %v", tc.in, got, err, tc.want)
+			}
+			continue
+		}
+		want := fmt.Sprintf("invalid duration %q: longer than the longest duration, 106751d23h47m16s (about 292 years)", tc.in)
+		if !errors.Is(err, fsstore.ErrInvalid) || err.Error() != want {
+			t.Errorf("%q = %v, %v; want ErrInvalid %q", tc.in, got, err, want)
+		}
+	}
+}

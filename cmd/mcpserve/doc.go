@@ -24,4 +24,16 @@
 // the writer has completed, after at most a second's wait. A write to the
 // board (create, comment, complete, block) waits for a held lock at most
 // --lock-timeout, then fails with "lock timeout: …".
+//
+// Over stdio (Stdio) the end of the input ends the server only once every
+// request read has its reply written on stdout: a client that writes its
+// calls and closes its end at once (a script) gets an answer to each, and
+// no call runs unanswered. The SDK's own stdio transport cancelled the
+// calls in flight and dropped those not begun.
+//
+// Over streamable HTTP (Handler) a session that gets no request for its
+// idle timeout (mcp serve --idle-timeout, DefaultIdleTimeout) is closed
+// and forgotten: a client that leaves without ending its session would
+// otherwise hold the server's memory for good. A client that comes back
+// after it is answered 404, and starts a new session as MCP says it must.
 package mcpserve

@@ -3,6 +3,7 @@ package mcpserve
 import (
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -13,14 +14,23 @@ import (
 // page of an allowed origin sends them, so its preflight must allow them.
 var mcpHeaders = []string{"Mcp-Session-Id", "Mcp-Protocol-Version", "Last-Event-ID"}
 
+// DefaultIdleTimeout is how long a session of mcp serve --http lives
+// without a request when --idle-timeout is not given.
+const DefaultIdleTimeout = time.Hour
+
 // Handler serves srv as streamable HTTP at /mcp behind the gateway's
 // checks (gateway.Protect): Host, Origin, and the bearer key. CORS is the
 // gateway's, for the allowed origins only, with MCP's own: the transport's
 // headers allowed, DELETE (a client ending its session) among the
 // methods, and Mcp-Session-Id, which a client must read to go on, exposed.
-func Handler(srv *mcp.Server, addr, key string, hosts, origins []string) http.Handler {
+// A session that receives no request (a POST: an open event stream does
+// not count) for idle is closed and forgotten, so that clients that leave
+// without a DELETE do not hold the server's memory; a request that names
+// it then gets 404, on which a client starts a new session. Zero keeps
+// sessions until their client ends them.
+func Handler(srv *mcp.Server, addr, key string, hosts, origins []string, idle time.Duration) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{SessionTimeout: idle}))
 	protected := gateway.Protect(mux, addr, key, hosts, origins)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		preflight := r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != ""

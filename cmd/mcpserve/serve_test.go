@@ -213,7 +213,7 @@ func TestHTTPGuardAndKey(t *testing.T) {
 	o := testOptions(t)
 	addSession(t, o.Sessions, "s1", "over http")
 	hs := httptest.NewServer(nil)
-	hs.Config.Handler = Handler(New(o), hs.Listener.Addr().String(), "sekrit", nil, nil)
+	hs.Config.Handler = Handler(New(o), hs.Listener.Addr().String(), "sekrit", nil, nil, 0)
 	defer hs.Close()
 	url := hs.URL + "/mcp"
 	ctx := context.Background()
@@ -268,7 +268,7 @@ func TestHTTPGuardAndKey(t *testing.T) {
 func TestHTTPCORS(t *testing.T) {
 	o := testOptions(t)
 	hs := httptest.NewServer(nil)
-	hs.Config.Handler = Handler(New(o), hs.Listener.Addr().String(), "sekrit", nil, []string{"http://app.example"})
+	hs.Config.Handler = Handler(New(o), hs.Listener.Addr().String(), "sekrit", nil, []string{"http://app.example"}, 0)
 	defer hs.Close()
 	do := func(method, origin string, hdr map[string]string, body string) *http.Response {
 		t.Helper()
@@ -363,5 +363,53 @@ func TestKanbanWaitingChild(t *testing.T) {
 	}
 	if out, _ := call(t, cs, "kanban_list", map[string]any{"status": "todo"}); strings.Contains(out, `"id":"c"`) {
 		t.Fatalf("kanban_list of todo tasks: %s", out)
+	}
+}
+
+// TestHTTPSessionIdleTimeout: a session that receives no request for the
+// idle timeout is closed and forgotten (3,000 sessions held 28 MB
+// forever): a request naming it is then answered 404, which tells a
+// client to start a new one. Polled within a generous bound, not timed.
+func TestHTTPSessionIdleTimeout(t *testing.T) {
+	o := testOptions(t)
+	hs := httptest.NewServer(nil)
+	hs.Config.Handler = Handler(New(o), hs.Listener.Addr().String(), "sekrit", nil, nil, 50*time.Millisecond)
+	defer hs.Close()
+	url := hs.URL + "/mcp"
+	client := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil)
+	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{"sekrit"}}, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if _, isErr := call(t, cs, "session_list", nil); isErr {
+		t.Fatal("session_list failed")
+	}
+	status := func() int {
+		req, _ := http.NewRequest("POST", url, strings.NewReader(`{"jsonrpc":"2.0","id":9,"method":"tools/list"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer sekrit")
+		req.Header.Set("Mcp-Session-Id", cs.ID())
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		// Each look waits longer than the timeout, so that it is not
+		// itself what keeps the session alive.
+		time.Sleep(200 * time.Millisecond)
+		code := status()
+		if code == http.StatusNotFound {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("session %s still answered (%d) long after its idle timeout", cs.ID(), code)
+		}
 	}
 }

@@ -224,7 +224,11 @@ func describe(out Outcome) string {
 // is made: a ticker killed after it leaves a run whose task is missing,
 // which the next tick records lost after ClaimLease. A continue job keeps
 // the session. A claim that was meanwhile recorded lost (its lease ran
-// out) is refused, and must not be started.
+// out) is refused, and must not be started. A start that cannot be
+// written (a full disk) records the claim lost at once, under the same
+// lock, and returns the error: the occurrence did not run, and no ticker
+// waits out the lease to say so. When that record cannot be written
+// either, the claim is left to the lease.
 func (s *Store) Start(id string, occ fsstore.Time, taskID, sessionID string) (Job, error) {
 	j, unlock, err := s.lockJob(id)
 	if err != nil {
@@ -239,12 +243,19 @@ func (s *Store) Start(id string, occ fsstore.Time, taskID, sessionID string) (Jo
 	if claimed, _ := r.ClaimedAt.Instant(); now.Sub(claimed) > ClaimLease {
 		return Job{}, fsstore.Refusedf("job %s: the claim of occurrence %s is older than %s; it will be recorded lost", id, occ, ClaimLease)
 	}
+	claimed, run := j, *r
+	claimed.Run = &run
 	r.TaskID, r.SessionID, r.StartedAt = taskID, sessionID, fsstore.TimeOf(now)
 	if j.Session == SessionContinue && j.SessionID == "" {
 		j.SessionID = sessionID
 	}
 	ev := Event{Event: Started, JobID: id, Occurrence: occ, At: fsstore.TimeOf(now), Manual: r.Manual, TaskID: taskID, SessionID: sessionID}
-	return j, s.commit(&j, []Event{ev}, true, now)
+	err = s.commit(&j, []Event{ev}, true, now)
+	if err != nil {
+		lost := s.end(&claimed, Outcome{Status: Lost, Error: "its start could not be recorded: " + err.Error()}, now)
+		err = errors.Join(err, s.commit(&claimed, lost, true, now))
+	}
+	return j, err
 }
 
 // Finish records how the run of occurrence occ of job id ended. A run that

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -424,5 +425,72 @@ func TestRunsFoldsUncommittedClaim(t *testing.T) {
 	}
 	if len(runs) != 1 || runs[0].Status != Succeeded || runs[0].Host != "h" {
 		t.Fatalf("runs: %+v", runs)
+	}
+}
+
+// TestStartNotWrittenIsLost: a start that cannot be written (a full disk)
+// records the claim lost at once, under the same lock, rather than
+// leaving it to ClaimLease; the next occurrence runs. When the disk stays
+// full the claim is left to the lease, as a ticker killed there.
+func TestStartNotWrittenIsLost(t *testing.T) {
+	full := &os.PathError{Op: "write", Path: "x", Err: syscall.ENOSPC}
+	for _, tc := range []struct {
+		name  string
+		fails int // writes that fail, from the start's first
+		lost  bool
+	}{
+		{"one write fails", 1, true},
+		{"the disk stays full", 1 << 30, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &clock{time.Date(2026, 6, 1, 9, 59, 30, 0, time.UTC)}
+			s := newTestStore(t, t.TempDir(), c, "h")
+			j := add(t, s, "j", "0 * * * *", CatchUpOnce)
+			c.now = c.now.Add(time.Minute)
+			cl, ok, err := s.Claim(j.ID)
+			if err != nil || !ok {
+				t.Fatal(ok, err)
+			}
+			fails := tc.fails
+			write := seam.Write
+			seam.Write = func(f *os.File, b []byte) (int, error) {
+				if fails > 0 {
+					fails--
+					return 0, full
+				}
+				return write(f, b)
+			}
+			_, err = s.Start(j.ID, cl.Occurrence, "task1", "")
+			seam.Write = write
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("start: %v", err)
+			}
+			got, err := s.Get(j.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev := events(t, s, j.ID)
+			if len(ev[Started]) != 0 {
+				t.Fatalf("started: %+v", ev[Started])
+			}
+			if !tc.lost {
+				if got.Run == nil || len(ev[Lost]) != 0 {
+					t.Fatalf("claim not left to the lease: run %+v, lost %+v", got.Run, ev[Lost])
+				}
+				return
+			}
+			if got.Run != nil || got.LastRun == nil || got.LastRun.Status != Lost {
+				t.Fatalf("job after: run %+v, last run %+v", got.Run, got.LastRun)
+			}
+			if len(ev[Lost]) != 1 || ev[Lost][0].Occurrence != cl.Occurrence || ev[Lost][0].TaskID != "" ||
+				!strings.Contains(ev[Lost][0].Error, "no space left") {
+				t.Fatalf("lost: %+v", ev[Lost])
+			}
+			c.now = time.Date(2026, 6, 1, 11, 0, 5, 0, time.UTC)
+			tick(t, s, succeed)
+			if got := claimedOnce(t, s, j.ID); len(got) != 2 {
+				t.Errorf("claimed %v", got)
+			}
+		})
 	}
 }

@@ -37,7 +37,12 @@
 // older than ClaimLease. A ticker killed between the claim and the start
 // leaves the claim; the due index brings the next tick to the job when the
 // lease ends, and it records the occurrence lost: an occurrence whose
-// outcome is unknown is never run again by itself. A started run is
+// outcome is unknown is never run again by itself. A start that cannot be
+// written (a full disk) is not left to the lease: its ticker records the
+// claim lost at once, under the same lock (the occurrence did not run;
+// recording it lost, rather than releasing it, keeps a full disk from
+// claiming it again every tick), or, when that cannot be written either,
+// leaves it to the lease. A started run is
 // finished by its task (cron exec records the outcome); one whose task
 // ended without that, or was never made (its ticker killed after the
 // start), is recorded with the task's outcome, or lost, by a tick that

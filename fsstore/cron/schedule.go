@@ -1,7 +1,9 @@
 package cron
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -28,9 +30,9 @@ const searchYears = 8
 // ParseSchedule reads a schedule: five cron fields (minute, hour, day of
 // month, month, day of week; lists, ranges, steps, month and day names),
 // @hourly, @daily (@midnight), @weekly, @monthly, @yearly (@annually),
-// "every DURATION" (at least MinEvery; occurrences fall at anchor plus a
-// whole number of periods) or "at TIME" (once: RFC 3339, or
-// "2006-01-02 15:04" in loc). Cron fields are read as wall-clock times in
+// "every DURATION" (at least MinEvery, at most profiles.MaxDuration;
+// occurrences fall at anchor plus a whole number of periods) or "at TIME"
+// (once: RFC 3339, or "2006-01-02 15:04" in loc). Cron fields are read as wall-clock times in
 // loc. Anything else is fsstore.ErrInvalid naming the schedule.
 func ParseSchedule(spec string, loc *time.Location, anchor time.Time) (Schedule, error) {
 	s := strings.TrimSpace(spec)
@@ -39,6 +41,9 @@ func ParseSchedule(spec string, loc *time.Location, anchor time.Time) (Schedule,
 	}
 	if rest, ok := strings.CutPrefix(s, "every "); ok {
 		d, err := profiles.ParseDuration(strings.TrimSpace(rest))
+		if errors.Is(err, profiles.ErrTooLong) {
+			return nil, bad("every takes at most " + profiles.MaxDurationText + " (about 292 years)")
+		}
 		if err != nil {
 			return nil, bad("every takes a duration such as 30s, 5m, 1h or 1d")
 		}
@@ -266,7 +271,10 @@ func wallInstant(y int, m time.Month, d, h, mi int, loc *time.Location) time.Tim
 	return at
 }
 
-// every falls at anchor + k·period.
+// every falls at anchor + k·period. The count is taken from the last
+// occurrence found, never as one product: t.Sub saturates, and k·period
+// overflows, past the longest Duration, which two of the longest periods
+// are.
 type every struct {
 	anchor time.Time
 	period time.Duration
@@ -276,8 +284,14 @@ func (e every) Next(t time.Time) (time.Time, bool) {
 	if t.Before(e.anchor) {
 		return e.anchor, true
 	}
-	k := t.Sub(e.anchor)/e.period + 1
-	return e.anchor.Add(k * e.period), true
+	base := e.anchor
+	for {
+		d := t.Sub(base)
+		base = base.Add(d / e.period * e.period)
+		if d < math.MaxInt64 {
+			return base.Add(e.period), true
+		}
+	}
 }
 
 // at falls once.

@@ -2,6 +2,7 @@ package cron
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -103,6 +104,36 @@ func TestScheduleInvalid(t *testing.T) {
 	} {
 		if _, err := ParseSchedule(spec, time.UTC, time.Now()); !errors.Is(err, fsstore.ErrInvalid) {
 			t.Errorf("ParseSchedule(%q) = %v, want ErrInvalid", spec, err)
+		}
+	}
+}
+
+// TestEveryLimit: every takes a period up to profiles.MaxDuration in any
+// units, and refuses a longer one saying so; the occurrences of the
+// longest go forward, never wrapping round to before the anchor.
+func TestEveryLimit(t *testing.T) {
+	anchor := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	for _, spec := range []string{"every 106751d23h47m16s", "every 2562047h47m16s", "every 100000d", "every 2562047h"} {
+		s, err := ParseSchedule(spec, time.UTC, anchor)
+		if err != nil {
+			t.Errorf("%s: %v", spec, err)
+			continue
+		}
+		after := anchor
+		for range 3 {
+			next, ok := s.Next(after)
+			if !ok || !next.After(after) {
+				t.Errorf("%s: after %s: %s, %v", spec, after, next, ok)
+				break
+			}
+			after = next
+		}
+	}
+	for _, spec := range []string{"every 106752d", "every 2562048h", "every 200000d", "every 15251w"} {
+		_, err := ParseSchedule(spec, time.UTC, anchor)
+		want := fmt.Sprintf("invalid schedule %q: every takes at most 106751d23h47m16s (about 292 years)", spec)
+		if !errors.Is(err, fsstore.ErrInvalid) || err == nil || err.Error() != want {
+			t.Errorf("%s: %v, want %q", spec, err, want)
 		}
 	}
 }

@@ -6,14 +6,18 @@
 //
 // A session is <id>.json (document: metadata and caches) and <id>.jsonl
 // (transcript: one Message a line, each with seq 1, 2, 3 … and ts),
-// guarded by <id>.lock. Names starting with '.' are the store's own: the
+// guarded by <id>.lock, which Delete removes last, under it. A writer that
+// waited on a deleted session's lock makes the file again, and finds no
+// session; a create that is refused leaves its lock too: CheckLocks
+// reports such a lock file of no session, and removes it, with repair,
+// when no one holds it. Names starting with '.' are the store's own: the
 // activity catalog (.catalog.jsonl, catalog.go), whose lines say which
 // session was written when, so that List reads only the most recent
 // sessions, and what Stats counts, its lock, the title index (.titles/,
 // titles.go), the titles lock (.titles.lock) and the id index (.ids,
 // .ids-recent and .ids.lock, ids.go), by which an id prefix is resolved
-// without listing the directory. Copies kept aside by
-// recovery are <id>.jsonl.torn-<unix>, <id>.jsonl.replaced-<unix> and
+// without listing the directory. Copies kept aside by recovery are
+// <id>.jsonl.torn-<unix>, <id>.jsonl.replaced-<unix> and
 // <id>.json.corrupt-<unix>, each maybe with ".N"; a removal finds them by
 // their whole name (fsstore.AsideOf), never by a pattern such as
 // <id>.jsonl.*, which the files of session "<id>.jsonl.keep" match. A new
