@@ -1,7 +1,7 @@
 package sessions
 
 import (
-	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -27,16 +27,30 @@ type callCheck struct {
 	open    map[string]bool  // calls of the current turn without a result yet
 	closed  map[string]bool  // calls whose turn ended without their result
 	results map[string]int64 // a call's id: the seq of its one result
-	// reply is the content of the last assistant reply without calls,
-	// while only results and notes followed it.
-	reply    json.RawMessage
+	// reply is the digest of the content of the last assistant reply
+	// without calls, while only results and notes followed it (replySeq
+	// > 0): the store writes content compact, so the same bytes are the
+	// same reply.
+	reply    [sha256.Size]byte
 	replySeq int64
 	findings []string
 	drop     []int64
 }
 
-func newCallCheck() *callCheck {
-	return &callCheck{called: map[string]int64{}, open: map[string]bool{}, closed: map[string]bool{}, results: map[string]int64{}}
+// A callCheck's maps are made on first use: most transcripts hold no
+// call, and fsck reads every one.
+func setSeq(m *map[string]int64, k string, v int64) {
+	if *m == nil {
+		*m = map[string]int64{}
+	}
+	(*m)[k] = v
+}
+
+func setFlag(m *map[string]bool, k string) {
+	if *m == nil {
+		*m = map[string]bool{}
+	}
+	(*m)[k] = true
 }
 
 // add checks the next message of the transcript; m may share the
@@ -49,21 +63,22 @@ func (c *callCheck) add(m Message) {
 	case "assistant":
 		ids := callIDs(m.ToolCalls)
 		if len(ids) == 0 {
-			if c.reply != nil && sameJSON(c.reply, m.Content) {
+			sum := sha256.Sum256(m.Content)
+			if c.replySeq > 0 && sum == c.reply {
 				c.flag(m.Seq, fmt.Sprintf("seq %d repeats the reply at seq %d (a reply stored twice)", m.Seq, c.replySeq))
 				return
 			}
 			c.endTurn()
-			c.reply, c.replySeq = bytes.Clone(m.Content), m.Seq
+			c.reply, c.replySeq = sum, m.Seq
 			return
 		}
-		c.reply = nil
+		c.replySeq = 0
 		for _, id := range ids {
-			c.called[id] = m.Seq
-			c.open[id] = true
+			setSeq(&c.called, id, m.Seq)
+			setFlag(&c.open, id)
 		}
 	case "tool":
-		id := strings.Clone(m.ToolCallID)
+		id := m.ToolCallID
 		switch {
 		case c.results[id] > 0:
 			c.flag(m.Seq, fmt.Sprintf("seq %d is a second result of call %s, answered at seq %d", m.Seq, id, c.results[id]))
@@ -71,11 +86,11 @@ func (c *callCheck) add(m Message) {
 			c.flag(m.Seq, fmt.Sprintf("seq %d is a result of call %s (seq %d) stored after its turn ended", m.Seq, id, c.called[id]))
 		case c.open[id]:
 			delete(c.open, id)
-			c.results[id] = m.Seq
+			setSeq(&c.results, strings.Clone(id), m.Seq)
 		}
 	default:
 		c.endTurn()
-		c.reply = nil
+		c.replySeq = 0
 	}
 }
 
@@ -83,7 +98,7 @@ func (c *callCheck) add(m Message) {
 // after its turn.
 func (c *callCheck) endTurn() {
 	for id := range c.open {
-		c.closed[id] = true
+		setFlag(&c.closed, id)
 	}
 	clear(c.open)
 }

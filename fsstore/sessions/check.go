@@ -567,7 +567,7 @@ func (r *lineReader) scanTranscript(id string) transcriptScan {
 	}
 	defer unix.Close(fd)
 	var sc transcriptScan
-	calls := newCallCheck()
+	var calls callCheck
 	var want int64 = 1
 	var last []byte
 	hasLast := false
