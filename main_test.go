@@ -14,9 +14,10 @@ import (
 )
 
 // TestMain lets the scripts run the real binary: testscript re-executes
-// this test binary as "hermes".
+// this test binary as "hermes". A run without HERMES_TEST_LONG=1 ends with
+// one line naming the long tests it left out (long_test.go).
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
+	testscript.Main(longNote{m}, map[string]func(){
 		"hermes": func() { os.Exit(cmd.Main()) },
 		// An MCP server over stdio (cmd/mcp/mcptest) for mcp_servers.
 		"mcp-test-server": mcptest.Main,
@@ -42,6 +43,9 @@ func TestScripts(t *testing.T) {
 		Condition: func(cond string) (bool, error) {
 			if cond == "race" {
 				return raceEnabled, nil
+			}
+			if cond == "long" {
+				return longTests, nil
 			}
 			if cond == "mcpnpm" {
 				_, err := os.Stat(filepath.Join(mcpNPMDir(), "node_modules", "@modelcontextprotocol", "server-everything"))
