@@ -37,7 +37,7 @@ type tmux struct {
 func startTmux(t *testing.T, command string) *tmux {
 	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux is not installed: the terminal tests need it (.ci/run installs it)")
+		t.Skip("tmux is not installed: apt-get install tmux (.ci/run installs it)")
 	}
 	tmuxServers++
 	tm := &tmux{t: t, socket: fmt.Sprintf("hermes-test-%d-%d", os.Getpid(), tmuxServers)}
