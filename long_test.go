@@ -27,20 +27,17 @@ func skipUnlessLong(t *testing.T, what string) {
 	}
 }
 
-// longNote runs the tests, then prints longLeftOut when the long tests
-// were left out: on stdout, which go test shows with -v or a failure, and
-// on the terminal when there is one, since go test ./... shows nothing
-// else of a package that passes.
-type longNote struct{ m *testing.M }
-
-func (n longNote) Run() int {
-	code := n.m.Run()
-	if !longTests {
-		fmt.Println(longLeftOut)
-		if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
-			fmt.Fprintln(tty, longLeftOut)
-			tty.Close()
-		}
+// printLongLeftOut prints longLeftOut when the long tests were left out:
+// on stdout, which go test shows with -v or a failure, and on the
+// terminal when there is one, since go test ./... shows nothing else of a
+// package that passes.
+func printLongLeftOut() {
+	if longTests {
+		return
 	}
-	return code
+	fmt.Println(longLeftOut)
+	if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
+		fmt.Fprintln(tty, longLeftOut)
+		tty.Close()
+	}
 }
