@@ -598,17 +598,17 @@ func (r *diskRig) unfill() {
 func mountTmpfs(t *testing.T, size string) string {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to mount a tmpfs")
+		t.Skip("needs root to mount a tmpfs: sudo go test . -run TestFullDisk")
 	}
 	if testing.Short() {
-		t.Skip("mounts a tmpfs")
+		t.Skip("-short: mounts a tmpfs; go test . (without -short) runs it")
 	}
 	mnt := filepath.Join(t.TempDir(), "mnt")
 	if err := os.Mkdir(mnt, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size+",mode=0700", "tmpfs", mnt).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs: %v: %s", err, out)
+		t.Skipf("cannot mount a tmpfs (root without CAP_SYS_ADMIN, as in a container: run it on a host or a privileged container): %v: %s", err, out)
 	}
 	t.Cleanup(func() {
 		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -16,7 +18,7 @@ import (
 // TestMain lets the scripts run the real binary: testscript re-executes
 // this test binary as "hermes".
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
+	testscript.Main(testsRun{m}, map[string]func(){
 		"hermes": func() { os.Exit(cmd.Main()) },
 		// An MCP server over stdio (cmd/mcp/mcptest) for mcp_servers.
 		"mcp-test-server": mcptest.Main,
@@ -25,6 +27,32 @@ func TestMain(m *testing.M) {
 		// An MCP client (cmd/mcp/mcptest) for hermes mcp serve.
 		"mcp-client": mcptest.ClientMain,
 	})
+}
+
+// scriptsParallel is how many scripts run at once unless -parallel says:
+// a script spends most of its time waiting for the processes it starts
+// (a lock, a claim's expiry, a worker), so that two at a time, go test's
+// default on two cores, left the cores idle half the time (the root
+// package: 39 s, 31 s at 6). Under the race detector, where the processes
+// themselves are the cost, go test's default stays.
+const scriptsParallel = "6"
+
+// testsRun runs the tests of this package (and not the commands the test
+// binary also is): the scripts scriptsParallel at a time, and a run
+// without HERMES_TEST_LONG=1 ends with one line naming the long tests it
+// left out (long_test.go).
+type testsRun struct{ m *testing.M }
+
+func (r testsRun) Run() int {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set && !raceEnabled {
+		flag.Set("test.parallel", scriptsParallel)
+	}
+	code := r.m.Run()
+	printLongLeftOut()
+	return code
 }
 
 // TestScripts runs the end-to-end scripts under testdata/*.txtar. Each
@@ -43,6 +71,9 @@ func TestScripts(t *testing.T) {
 			if cond == "race" {
 				return raceEnabled, nil
 			}
+			if cond == "long" {
+				return longTests, nil
+			}
 			if cond == "mcpnpm" {
 				_, err := os.Stat(filepath.Join(mcpNPMDir(), "node_modules", "@modelcontextprotocol", "server-everything"))
 				return err == nil, nil
@@ -54,6 +85,9 @@ func TestScripts(t *testing.T) {
 			e.Setenv("HERMES_HOME", filepath.Join(e.WorkDir, "hermes"))
 			e.Setenv("HERMES_PROFILE", "")
 			e.Setenv("MCP_NPM", filepath.Join(mcpNPMDir(), "node_modules"))
+			// The scripts run thousands of hermes processes: under the
+			// race detector each would sleep a second before exiting.
+			e.Setenv("GORACE", strings.TrimPrefix(quickRaceExit(), "GORACE="))
 			return nil
 		},
 	})

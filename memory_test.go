@@ -103,11 +103,9 @@ esac
 // item 5: a 1 GiB sparse file with 9,000 text bytes before its zeros took
 // hermes to 3.1 GB, a 400 MB single-line file to 1.2 GB).
 func TestReadFileMemory(t *testing.T) {
-	if testing.Short() {
-		t.Skip("writes a 400 MB file")
-	}
+	skipUnlessLong(t, "writes a 400 MB file")
 	if raceEnabled {
-		t.Skip("the race detector's memory is not the program's")
+		t.Skip("the race detector's memory is not the program's: go test . (without -race) runs it")
 	}
 	dir := t.TempDir()
 	home := filepath.Join(dir, "hermes")
@@ -154,7 +152,7 @@ func TestReadFileMemory(t *testing.T) {
 // 1.04 GB).
 func TestLongLineMemory(t *testing.T) {
 	if raceEnabled {
-		t.Skip("the race detector's memory is not the program's")
+		t.Skip("the race detector's memory is not the program's: go test . (without -race) runs it")
 	}
 	home := filepath.Join(t.TempDir(), "hermes")
 	if code, stderr, _ := peakRSS(t, home, nil, nil, "sessions", "new", "--id", "s"); code != 0 {

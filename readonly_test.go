@@ -22,10 +22,10 @@ import (
 // a writer fails saying why, and the copy is unchanged.
 func TestReadOnlyProfile(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to bind-mount the copy read-only")
+		t.Skip("needs root to bind-mount the copy read-only: sudo go test . -run TestReadOnlyProfile")
 	}
 	if testing.Short() {
-		t.Skip("mounts a read-only bind")
+		t.Skip("-short: mounts a read-only bind; go test . (without -short) runs it")
 	}
 	src := filepath.Join(t.TempDir(), "hermes")
 	run := func(home string, args ...string) (int, string, string) {
@@ -73,7 +73,7 @@ func TestReadOnlyProfile(t *testing.T) {
 	}
 	must(src, "tasks", "kill", "--grace", "1s", sleeper)
 	if out, err := exec.Command("mount", "--bind", ro, ro).CombinedOutput(); err != nil {
-		t.Skipf("cannot bind-mount: %v: %s", err, out)
+		t.Skipf("cannot bind-mount (root without CAP_SYS_ADMIN, as in a container: run it on a host or a privileged container): %v: %s", err, out)
 	}
 	t.Cleanup(func() {
 		if out, err := exec.Command("umount", ro).CombinedOutput(); err != nil {
@@ -81,7 +81,7 @@ func TestReadOnlyProfile(t *testing.T) {
 		}
 	})
 	if out, err := exec.Command("mount", "-o", "remount,ro,bind", ro).CombinedOutput(); err != nil {
-		t.Skipf("cannot remount read-only: %v: %s", err, out)
+		t.Skipf("cannot remount read-only (root without CAP_SYS_ADMIN, as in a container: run it on a host or a privileged container): %v: %s", err, out)
 	}
 	before := snapshot(t, ro)
 
@@ -120,10 +120,10 @@ func TestReadOnlyProfile(t *testing.T) {
 // file system".
 func TestReadOnlyWriteNamesPathOnce(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to bind-mount the profile read-only")
+		t.Skip("needs root to bind-mount the profile read-only: sudo go test . -run TestReadOnlyWriteNamesPathOnce")
 	}
 	if testing.Short() {
-		t.Skip("mounts a read-only bind")
+		t.Skip("-short: mounts a read-only bind; go test . (without -short) runs it")
 	}
 	home := filepath.Join(t.TempDir(), "hermes")
 	run := func(args ...string) (int, string) {
@@ -149,7 +149,7 @@ func TestReadOnlyWriteNamesPathOnce(t *testing.T) {
 		t.Fatalf("kanban comment: exit %d: %s", code, out)
 	}
 	if out, err := exec.Command("mount", "--bind", home, home).CombinedOutput(); err != nil {
-		t.Skipf("cannot bind-mount: %v: %s", err, out)
+		t.Skipf("cannot bind-mount (root without CAP_SYS_ADMIN, as in a container: run it on a host or a privileged container): %v: %s", err, out)
 	}
 	t.Cleanup(func() {
 		if out, err := exec.Command("umount", home).CombinedOutput(); err != nil {
@@ -157,7 +157,7 @@ func TestReadOnlyWriteNamesPathOnce(t *testing.T) {
 		}
 	})
 	if out, err := exec.Command("mount", "-o", "remount,ro,bind", home).CombinedOutput(); err != nil {
-		t.Skipf("cannot remount read-only: %v: %s", err, out)
+		t.Skipf("cannot remount read-only (root without CAP_SYS_ADMIN, as in a container: run it on a host or a privileged container): %v: %s", err, out)
 	}
 	for _, args := range [][]string{
 		{"sessions", "append", "s1", "--role", "user", "--content", "more"},

@@ -37,7 +37,7 @@ type tmux struct {
 func startTmux(t *testing.T, command string) *tmux {
 	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux is not installed: the terminal tests need it (.ci/run installs it)")
+		t.Skip("tmux is not installed: apt-get install tmux (.ci/run installs it)")
 	}
 	tmuxServers++
 	tm := &tmux{t: t, socket: fmt.Sprintf("hermes-test-%d-%d", os.Getpid(), tmuxServers)}
@@ -167,7 +167,9 @@ func TestLineEditing(t *testing.T) {
 	tm.keys("Left", "Left")
 	tm.text("X")
 	tm.keys("Enter")
-	tm.waitFor("you said: first lineaXbc")
+	// The paste too waits for the prompt: sent before it, the cooked
+	// terminal echoed it after the reply and passed it on as three lines.
+	tm.waitFor("you said: first lineaXbc\n>")
 
 	// A paste of three lines (tmux sends it bracketed, as the editor asks)
 	// is one message, sent by the Enter after it.

@@ -21,9 +21,7 @@ import (
 // The profile holds 100 other sessions, so that the title check (which
 // reads every document) takes long enough for the two to overlap.
 func TestTitleUniqueAcrossProcesses(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs 160 processes")
-	}
+	skipUnlessLong(t, "runs 160 processes")
 	home := filepath.Join(t.TempDir(), "hermes")
 	hermes := func(args ...string) *exec.Cmd {
 		c := exec.Command("hermes", append([]string{"--home", home}, args...)...)

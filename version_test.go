@@ -17,14 +17,14 @@ import (
 // its date.
 func TestVersionNamesCommit(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds the binary")
+		t.Skip("-short: builds the binary; go test . (without -short) runs it")
 	}
 	head, err := exec.Command("git", "rev-parse", "HEAD").Output()
 	if err != nil {
-		t.Skipf("not a git checkout (%v): nothing to stamp", err)
+		t.Skipf("not a git checkout (%v): nothing to stamp; go test . in a git clone runs it", err)
 	}
 	if fi, err := os.Stat(".git"); err != nil || !fi.IsDir() {
-		t.Skip("a linked work tree (.git is a file): Go stamps no commit there")
+		t.Skip("a linked work tree (.git is a file): Go stamps no commit there; go test . in the main clone runs it")
 	}
 	commit := strings.TrimSpace(string(head))
 	when, err := exec.Command("git", "log", "-1", "--format=%ct").Output()

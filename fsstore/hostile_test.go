@@ -181,8 +181,11 @@ func TestHostileIDsRefused(t *testing.T) {
 	if len(ids) < 30 {
 		t.Fatalf("only %d hostile ids", len(ids))
 	}
+	// Each id gets stores of its own in a directory of its own: they run
+	// in parallel.
 	for _, tc := range ids {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			if err := fsstore.CheckID("session id", tc.id); !errors.Is(err, fsstore.ErrInvalid) {
 				t.Fatalf("CheckID(%q) = %v, want fsstore.ErrInvalid", tc.id, err)
 			}
@@ -232,6 +235,7 @@ func TestHostileIDsRefused(t *testing.T) {
 func TestHostileLookalikeIDsStayInside(t *testing.T) {
 	for _, tc := range lookalikeIDs {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			if err := fsstore.CheckID("session id", tc.id); err != nil {
 				t.Fatalf("CheckID(%q) = %v; look-alikes are plain file-name bytes and are accepted", tc.id, err)
 			}

@@ -247,7 +247,7 @@ func TestLoadWithoutWorkingDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := os.Getwd(); err == nil {
-		t.Skip("os.Getwd works in a removed directory here")
+		t.Skip("os.Getwd works in a removed directory on this system: there is no failure to test (Linux has it)")
 	}
 	if _, err := Load(p); err != nil {
 		t.Fatalf("Load: %v", err)
@@ -263,7 +263,7 @@ func TestLoadWithoutWorkingDirectory(t *testing.T) {
 // is not (as ssh accepts root's). Only root can give a file away.
 func TestLoadRefusesAnotherOwner(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to chown a file to another account")
+		t.Skip("needs root to chown a file to another account: sudo go test ./profiles/ -run TestLoadRefusesAnotherOwner")
 	}
 	const nobody = 65534
 	for _, name := range []string{"config.yaml", "AGENTS.md", ""} {

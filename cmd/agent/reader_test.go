@@ -147,7 +147,7 @@ func TestBlockingRead(t *testing.T) {
 func TestReadProcKmsg(t *testing.T) {
 	f, err := os.Open("/proc/kmsg")
 	if err != nil {
-		t.Skipf("needs root on Linux (/proc/kmsg readable): %v", err)
+		t.Skipf("needs root on Linux (/proc/kmsg readable): sudo go test ./cmd/agent/ -run TestReadProcKmsg: %v", err)
 	}
 	f.Close()
 	readStall = 200 * time.Millisecond

@@ -41,7 +41,7 @@ func TestMain(m *testing.M) {
 func hermesBinary(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
-		t.Skip("builds and runs the binary")
+		t.Skip("-short: builds and runs the binary; go test ./cmd/gateway/ (without -short) runs it")
 	}
 	buildOnce.Do(func() {
 		binDir, buildErr = os.MkdirTemp("", "hermes-gateway-test-")

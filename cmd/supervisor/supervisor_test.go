@@ -67,7 +67,7 @@ func create(t *testing.T, store *tasks.Store, argv ...string) tasks.Task {
 // seconds and microseconds ("1700000000.123456") on macOS and FreeBSD.
 func TestProcStart(t *testing.T) {
 	if runtime.GOOS != "linux" && runtime.GOOS != "darwin" && runtime.GOOS != "freebsd" {
-		t.Skip("start times are read on Linux, macOS and FreeBSD")
+		t.Skip("start times are read on Linux, macOS and FreeBSD only: go test ./cmd/supervisor/ there runs it")
 	}
 	self := os.Getpid()
 	a := ProcStart(self)
@@ -116,7 +116,7 @@ func parseStart(s string) (*big.Int, error) {
 // A process that has exited but is not reaped yet (a zombie) has ended.
 func TestProcStartOfZombie(t *testing.T) {
 	if runtime.GOOS != "linux" {
-		t.Skip("reads /proc")
+		t.Skip("reads /proc: go test ./cmd/supervisor/ on Linux runs it")
 	}
 	cmd := exec.Command("true")
 	if err := cmd.Start(); err != nil {

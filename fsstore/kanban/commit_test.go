@@ -251,7 +251,7 @@ func TestKanbanClaimOnStaleRead(t *testing.T) {
 func TestKanbanUncommittedEventsLocal(t *testing.T) {
 	b, clock, _ := kbBoard(t)
 	if _, shared := fsstore.NetworkFS(b.Dir); shared {
-		t.Skip("the test directory is on a network filesystem")
+		t.Skip("the test directory is on a network filesystem: TMPDIR=/tmp (a local disk) go test ./fsstore/kanban/ runs it")
 	}
 	var slept time.Duration
 	b.Sleep = func(d time.Duration) { slept += d }

@@ -170,7 +170,7 @@ func TestKanbanClaimRaceGoroutines(t *testing.T) {
 // $FSSTORE_TEST_ID and prints won or refused.
 func TestHelperKanbanClaimer(t *testing.T) {
 	if os.Getenv(storetest.HelperRoleEnv) != "kanban-claimer" {
-		t.Skip("helper process of TestKanbanClaimRaceProcesses")
+		t.Skip("helper process of TestKanbanClaimRaceProcesses, which runs it")
 	}
 	b := NewBoard(os.Getenv(storetest.HelperDirEnv), time.Minute, func(msg string) { fmt.Fprintln(os.Stderr, "warning:", msg) })
 	if err := os.WriteFile(os.Getenv(storetest.HelperLockEnv)+".ready-"+os.Getenv(storetest.HelperTagEnv), nil, 0o600); err != nil {
@@ -198,7 +198,7 @@ func TestHelperKanbanClaimer(t *testing.T) {
 // is ready.
 func TestKanbanClaimRaceProcesses(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts processes")
+		t.Skip("-short: starts processes; go test ./fsstore/kanban/ (without -short) runs it")
 	}
 	profileDir := filepath.Join(t.TempDir(), "profiles", "default")
 	b := NewBoard(profileDir, 10*time.Second, func(string) {})

@@ -27,10 +27,14 @@ import (
 // of order, lacking or with stale entries, title index buckets missing,
 // unreadable or stale, and ids that sort otherwise than their names.
 func TestCheckSameAsReference(t *testing.T) {
-	defer func(n int) { checkBatch = n }(checkBatch)
+	batch := checkBatch
+	t.Cleanup(func() { checkBatch = batch })
 	checkBatch = 3
+	// The seeds share nothing but checkBatch, set here for all of them and
+	// restored once they have all run: they run in parallel.
 	for seed := range uint64(30) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			t.Parallel()
 			r := rand.New(rand.NewPCG(seed, 7))
 			base := filepath.Join(t.TempDir(), "base")
 			s, _, _ := newTestStoreIn(t, base)

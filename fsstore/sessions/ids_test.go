@@ -52,12 +52,15 @@ func sameAnswer(s *Store, ref string) error {
 // unique prefixes, ambiguous ones (with more than ten candidates too),
 // exact ids that are prefixes of others, removed sessions.
 func TestPrefixIndexMatchesListing(t *testing.T) {
+	// The answers are the subject, not durability: no syncs. The seeds
+	// share only this, set for all of them and restored once they have all
+	// run: they run in parallel.
+	storetest.SetSeams(t, nil, nil, func(*os.File) error { return nil })
 	for seed := int64(1); seed <= 6; seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			t.Parallel()
 			rng := rand.New(rand.NewSource(seed))
 			s, _, _ := newTestStore(t)
-			// The answers are the subject, not durability: no syncs.
-			storetest.SetSeams(t, nil, nil, func(*os.File) error { return nil })
 			used := map[string]bool{}
 			newID := func() string {
 				const alphabet = "ab1_"

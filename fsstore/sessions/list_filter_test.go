@@ -61,7 +61,10 @@ func checkFilters(t *testing.T, s *Store, step string) {
 // limit, equals the unfiltered list filtered on the documents.
 func TestListFilterProperty(t *testing.T) {
 	for seed := range int64(8) {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) { listFilterProperty(t, seed, false) })
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			t.Parallel()
+			listFilterProperty(t, seed, false)
+		})
 	}
 }
 
@@ -71,7 +74,10 @@ func TestListFilterProperty(t *testing.T) {
 func TestListFilterPropertyThroughValueIndex(t *testing.T) {
 	forceValueIndex(t)
 	for seed := range int64(8) {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) { listFilterProperty(t, seed, true) })
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			t.Parallel()
+			listFilterProperty(t, seed, true)
+		})
 	}
 }
 

@@ -27,7 +27,7 @@ import (
 // "<tag>:<i>".
 func TestHelperAppender(t *testing.T) {
 	if os.Getenv(storetest.HelperRoleEnv) != "appender" {
-		t.Skip("helper process of TestConcurrentProcessAppends")
+		t.Skip("helper process of TestConcurrentProcessAppends, which runs it")
 	}
 	n, err := strconv.Atoi(os.Getenv(storetest.HelperNEnv))
 	if err != nil {
@@ -49,7 +49,7 @@ func TestHelperAppender(t *testing.T) {
 // and holds the lock until its stdin closes or it is killed.
 func TestHelperLocker(t *testing.T) {
 	if os.Getenv(storetest.HelperRoleEnv) != "locker" {
-		t.Skip("helper process of the lock tests")
+		t.Skip("helper process of the lock tests, which run it")
 	}
 	unlock, err := fsstore.Lock(os.Getenv(storetest.HelperLockEnv), time.Minute)
 	if err != nil {
@@ -96,7 +96,7 @@ func startLocker(t *testing.T, path string) (cmd *exec.Cmd, stdin io.WriteCloser
 func TestConcurrentProcessAppends(t *testing.T) {
 	const procs, each = 8, 200
 	if testing.Short() {
-		t.Skip("starts 8 processes that make 1,600 synced appends")
+		t.Skip("-short: starts 8 processes that make 1,600 synced appends; go test ./fsstore/sessions/ (without -short) runs it")
 	}
 	s, _, _ := newTestStore(t)
 	profileDir := strings.TrimSuffix(s.Dir, "/sessions")
