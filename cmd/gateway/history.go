@@ -487,6 +487,12 @@ func (ro *router) routeThread(ctx context.Context, model, slug string, input []s
 		rt, add, err = ro.routeSession(ctx, model, c.SessionID, input)
 	} else {
 		rt, add, err = ro.routeHistory(ctx, model, input, at)
+		if err == nil && rt.successor != "" {
+			// Its history's session was replaced: on in the successor,
+			// as for a thread that names it.
+			known = true
+			rt, add, err = ro.routeSession(ctx, model, rt.successor, input)
+		}
 	}
 	rt.unlocks = append(held.unlocks, rt.unlocks...)
 	if err != nil {

@@ -297,3 +297,32 @@ func TestOpeningRetriedThroughSuccessors(t *testing.T) {
 		t.Fatalf("the second retry went to %s (parent %q), want a successor of %s", third, s.ParentSessionID, second)
 	}
 }
+
+// A client thread seen for the first time (Codex CLI's thread-id) whose
+// history belongs to a session the gateway replaced goes on from the
+// successor, as a request naming no thread does.
+func TestNewThreadFollowsTheSuccessor(t *testing.T) {
+	e := newTestEnv(t, nil)
+	resp, rbody := e.do("POST", "/v1/chat/completions", map[string]any{"messages": []any{userMsg("hello")}}, nil)
+	mustStatus(t, resp, rbody, 200)
+	first := resp.Header.Get(SessionHeader)
+	hi := decode[chatResp](t, rbody).Choices[0].Message.Content
+	if _, err := e.sessions.SetState(first, sessions.StateSuspended, "stuck"); err != nil {
+		t.Fatal(err)
+	}
+	history := []any{userMsg("hello"), asstMsg(hi), userMsg("more")}
+	resp, rbody = e.do("POST", "/v1/chat/completions", map[string]any{"messages": history}, nil)
+	mustStatus(t, resp, rbody, 200)
+	second := resp.Header.Get(SessionHeader)
+	input := []any{
+		map[string]any{"type": "message", "role": "user", "content": "hello"},
+		map[string]any{"type": "message", "role": "assistant", "content": hi},
+		map[string]any{"type": "message", "role": "user", "content": "again"},
+	}
+	resp, rbody = e.do("POST", "/v1/responses", map[string]any{"input": input}, map[string]string{"Thread-Id": "t-new"})
+	mustStatus(t, resp, rbody, 200)
+	got := resp.Header.Get(SessionHeader)
+	if got != second && getSession(t, e.sessions, got).ParentSessionID != second {
+		t.Fatalf("the new thread went to %s, not to the successor %s of %s or a fork of it", got, second, first)
+	}
+}
