@@ -98,16 +98,22 @@ type attempt struct {
 	// retried: a client library's retry, by its own count
 	// (RetryCountHeader above 0).
 	retried bool
-	// request is the digest of the request as decoded (requestDigest):
-	// a retry re-sends the same body, a new conversation with other
-	// tools or parameters differs.
-	request string
+	// r and wire are the request and what was decoded of it, whose
+	// digest (request) a retry shares: it re-sends the same body, while
+	// a new conversation with other tools or parameters differs.
+	r    *http.Request
+	wire any
 }
+
+// request is the digest of the attempt's request (requestDigest). It is
+// taken only for a conversation's opening: a request that continues a
+// history, its whole conversation re-sent, never pays for it.
+func (a attempt) request() string { return requestDigest(a.r, a.wire) }
 
 // attemptOf is the attempt of r, whose request as decoded is wire.
 func attemptOf(r *http.Request, wire any) attempt {
 	n, err := strconv.Atoi(strings.TrimSpace(r.Header.Get(RetryCountHeader)))
-	return attempt{retried: err == nil && n > 0, request: requestDigest(r, wire)}
+	return attempt{retried: err == nil && n > 0, r: r, wire: wire}
 }
 
 // lastAssistant is the index of the last assistant message of msgs, or -1.
@@ -166,7 +172,7 @@ func (ro *router) routeHistory(ctx context.Context, model string, msgs []session
 			rt = route{}
 		}
 		sess, err := ro.newSession(ctx, &rt, "", "", model)
-		rt.a = admission{sess: sess, fresh: true, opening: digest, request: at.request}
+		rt.a = admission{sess: sess, fresh: true, opening: digest, request: at.request()}
 		return rt, msgs, err
 	}
 	prior, input := msgs[:last+1], msgs[last+1:]
@@ -294,7 +300,7 @@ func (ro *router) continueHistory(ctx context.Context, model string, rt *route, 
 //     parameters, storing nothing again.
 //   - With a reply stored and never delivered, the request is its retry
 //     only when it is the same request, body for body, as the one whose
-//     turn stored it (at.request against the entry's Request; a client
+//     turn stored it (at.request() against the entry's Request; a client
 //     library's retry re-sends the same body), and, unless it says it is a
 //     retry, within the window: it gets that reply. Another client that
 //     opens with the same words but its own tools or parameters is not
@@ -316,7 +322,7 @@ func (ro *router) retryOpening(ctx context.Context, model string, rt *route, h g
 	// Notes after the opening (a restart's resume note, stored by an
 	// attempt killed before its model answered) are hermes's, not a reply.
 	if slices.ContainsFunc(stored[k:], func(m sessions.Message) bool { return !agent.IsNote(m) }) {
-		if h.Request == "" || h.Request != at.request {
+		if h.Request == "" || h.Request != at.request() {
 			return false, nil, nil
 		}
 		err := ro.findRepeat(ctx, rt, msgs, 0)
@@ -328,7 +334,7 @@ func (ro *router) retryOpening(ctx context.Context, model string, rt *route, h g
 	if rt.a.fresh {
 		// A successor of a suspended or expired session starts with the
 		// client's messages, as a new session would.
-		rt.a.opening, rt.a.request, rt.stored = conversationDigest(scopeOf(ctx), msgs), at.request, nil
+		rt.a.opening, rt.a.request, rt.stored = conversationDigest(scopeOf(ctx), msgs), at.request(), nil
 		return true, msgs, nil
 	}
 	return true, nil, nil
