@@ -41,10 +41,13 @@ func sessionOf(sid *string) option.RequestOption {
 
 func TestOpenAIGoChat(t *testing.T) {
 	ctx := context.Background()
-	chat := func(e *testEnv, sid *string, msgs ...openai.ChatCompletionMessageParamUnion) *openai.ChatCompletion {
+	// clientFn is the function tool the tool subtests offer: their model
+	// calls it, and refuses a request that does not offer it.
+	clientFn := []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(openai.FunctionDefinitionParam{Name: "client_fn"})}
+	chatWith := func(e *testEnv, sid *string, tools []openai.ChatCompletionToolUnionParam, msgs ...openai.ChatCompletionMessageParamUnion) *openai.ChatCompletion {
 		t.Helper()
 		client := sdkClient(e)
-		c, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "echo", Messages: msgs}, sessionOf(sid))
+		c, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "echo", Messages: msgs, Tools: tools}, sessionOf(sid))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,10 +56,14 @@ func TestOpenAIGoChat(t *testing.T) {
 		}
 		return c
 	}
-	stream := func(e *testEnv, sid *string, msgs ...openai.ChatCompletionMessageParamUnion) openai.ChatCompletion {
+	chat := func(e *testEnv, sid *string, msgs ...openai.ChatCompletionMessageParamUnion) *openai.ChatCompletion {
+		t.Helper()
+		return chatWith(e, sid, nil, msgs...)
+	}
+	stream := func(e *testEnv, sid *string, tools []openai.ChatCompletionToolUnionParam, msgs ...openai.ChatCompletionMessageParamUnion) openai.ChatCompletion {
 		t.Helper()
 		client := sdkClient(e)
-		s := client.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{Model: "echo", Messages: msgs}, sessionOf(sid))
+		s := client.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{Model: "echo", Messages: msgs, Tools: tools}, sessionOf(sid))
 		defer s.Close()
 		var acc openai.ChatCompletionAccumulator
 		for s.Next() {
@@ -87,7 +94,7 @@ func TestOpenAIGoChat(t *testing.T) {
 	t.Run("text streamed", func(t *testing.T) {
 		e := newTestEnv(t, nil)
 		var sid string
-		c := stream(e, &sid, openai.UserMessage("hi"))
+		c := stream(e, &sid, nil, openai.UserMessage("hi"))
 		if got := c.Choices[0].Message.Content; got != echoText(1, "hi") || c.Choices[0].FinishReason != "stop" || c.ID == "" {
 			t.Fatalf("streamed %q, finish %q, id %q", got, c.Choices[0].FinishReason, c.ID)
 		}
@@ -99,7 +106,7 @@ func TestOpenAIGoChat(t *testing.T) {
 		e := newTestEnv(t, func(o *Options) { o.Provider = callsOrAnswers("client_fn") })
 		var sid, next string
 		user := openai.UserMessage("go")
-		c := chat(e, &sid, user)
+		c := chatWith(e, &sid, clientFn, user)
 		calls := c.Choices[0].Message.ToolCalls
 		if c.Choices[0].FinishReason != "tool_calls" || len(calls) != 1 || calls[0].ID != "call_1" ||
 			calls[0].Function.Name != "client_fn" || calls[0].Function.Arguments != "{}" {
@@ -108,7 +115,7 @@ func TestOpenAIGoChat(t *testing.T) {
 		client := sdkClient(e)
 		c, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "echo", Messages: []openai.ChatCompletionMessageParamUnion{
 			user, c.Choices[0].Message.ToParam(), openai.ToolMessage("7", calls[0].ID),
-		}}, option.WithHeader(SessionHeader, sid), sessionOf(&next))
+		}, Tools: clientFn}, option.WithHeader(SessionHeader, sid), sessionOf(&next))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -120,7 +127,7 @@ func TestOpenAIGoChat(t *testing.T) {
 	t.Run("tool call streamed", func(t *testing.T) {
 		e := newTestEnv(t, func(o *Options) { o.Provider = callsOrAnswers("client_fn") })
 		var sid string
-		c := stream(e, &sid, openai.UserMessage("go"))
+		c := stream(e, &sid, clientFn, openai.UserMessage("go"))
 		calls := c.Choices[0].Message.ToolCalls
 		if c.Choices[0].FinishReason != "tool_calls" || len(calls) != 1 || calls[0].ID != "call_1" ||
 			calls[0].Function.Name != "client_fn" || calls[0].Function.Arguments != "{}" {
@@ -148,6 +155,8 @@ func TestOpenAIGoChat(t *testing.T) {
 
 func TestOpenAIGoResponses(t *testing.T) {
 	ctx := context.Background()
+	// fnTool is the function tool the tool subtests offer (see clientFn).
+	fnTool := []responses.ToolUnionParam{responses.ToolParamOfFunction("client_fn", map[string]any{"type": "object", "properties": map[string]any{}}, false)}
 	create := func(e *testEnv, sid *string, params responses.ResponseNewParams, opts ...option.RequestOption) *responses.Response {
 		t.Helper()
 		client := sdkClient(e)
@@ -226,7 +235,7 @@ func TestOpenAIGoResponses(t *testing.T) {
 	t.Run("tool call", func(t *testing.T) {
 		e := newTestEnv(t, func(o *Options) { o.Provider = callsOrAnswers("client_fn") })
 		var sid, next string
-		r := create(e, &sid, responses.ResponseNewParams{Input: text("go")})
+		r := create(e, &sid, responses.ResponseNewParams{Input: text("go"), Tools: fnTool})
 		if len(r.Output) != 1 || r.Output[0].Type != "function_call" {
 			t.Fatalf("response %s", r.RawJSON())
 		}
@@ -235,6 +244,7 @@ func TestOpenAIGoResponses(t *testing.T) {
 			t.Fatalf("function call %s", call.RawJSON())
 		}
 		r = create(e, &next, responses.ResponseNewParams{
+			Tools:              fnTool,
 			PreviousResponseID: openai.String(r.ID),
 			Input: responses.ResponseNewParamsInputUnion{OfInputItemList: responses.ResponseInputParam{
 				{OfFunctionCallOutput: &responses.ResponseInputItemFunctionCallOutputParam{
@@ -251,7 +261,7 @@ func TestOpenAIGoResponses(t *testing.T) {
 	t.Run("tool call streamed", func(t *testing.T) {
 		e := newTestEnv(t, func(o *Options) { o.Provider = callsOrAnswers("client_fn") })
 		var sid string
-		r := stream(e, &sid, responses.ResponseNewParams{Input: text("go")})
+		r := stream(e, &sid, responses.ResponseNewParams{Input: text("go"), Tools: fnTool})
 		if len(r.Output) != 1 || r.Output[0].Type != "function_call" || r.Output[0].AsFunctionCall().Name != "client_fn" {
 			t.Fatalf("response %s", r.RawJSON())
 		}

@@ -25,12 +25,26 @@ func (l *lookupTool) Run(context.Context, *agent.Env, json.RawMessage) (string, 
 }
 
 // callsOrAnswers calls fn while the history does not end with a tool
-// result, and answers with the result's text once it does.
+// result, and answers with the result's text once it does. It never calls
+// a tool it was not offered: such a request is a 400, where a real model
+// could only answer in words.
 func callsOrAnswers(fn string) *funcProvider {
 	return &funcProvider{name: "tools", fn: func(_ context.Context, req provider.Request) (provider.Reply, error) {
 		h := historyOf(req.History)
 		if last := h[len(h)-1]; last.Role == "tool" {
 			return assistant("the answer is " + last.Text()), nil
+		}
+		offered := false
+		for _, raw := range req.Tools {
+			var tool struct {
+				Function struct {
+					Name string `json:"name"`
+				} `json:"function"`
+			}
+			offered = offered || json.Unmarshal(raw, &tool) == nil && tool.Function.Name == fn
+		}
+		if !offered {
+			return provider.Reply{}, &provider.Error{Provider: "tools", StatusCode: 400, Message: "tools: " + fn + " was not offered"}
 		}
 		calls, _ := json.Marshal([]provider.ToolCall{{ID: "call_1", Type: "function", Function: provider.ToolFunction{Name: fn, Arguments: "{}"}}})
 		return provider.Reply{Messages: []sessions.Message{{Role: "assistant", Content: json.RawMessage("null"), ToolCalls: calls}}}, nil
@@ -86,6 +100,7 @@ func TestGatewayReturnsClientCalls(t *testing.T) {
 	e := newTestEnv(t, func(o *Options) { o.Provider = callsOrAnswers("client_fn") })
 	resp, body := e.do("POST", "/v1/chat/completions", map[string]any{
 		"messages": []any{map[string]any{"role": "user", "content": "go"}},
+		"tools":    []any{clientTool("client_fn")},
 	}, nil)
 	mustStatus(t, resp, body, 200)
 	c := decode[chatResp](t, body)
