@@ -44,6 +44,10 @@ const (
 	abandonedResult   = "cancelled: the turn was cancelled while this call ran, and it was still running when hermes stopped waiting for it; whatever it does from now on is not reported; check its effects before repeating it"
 	notRunCancelled   = "not run: the user cancelled the turn"
 	notApprovedResult = "not approved: run with --yes or set tools.approval: auto"
+	// notAnsweredResult answers a call of a client's tool (ClientTools)
+	// that the client's next request went on without answering: hermes
+	// does not run a client's tools, and nothing stopped.
+	notAnsweredResult = "not answered by the client: its next message came without this call's result; hermes does not run the client's tools, so the call was not run here"
 )
 
 // Engine runs turns: the one loop behind `hermes chat`, the gateway and
@@ -320,7 +324,11 @@ func (e *Engine) prelude(sess sessions.Session, input []sessions.Message) ([]ses
 	}
 	out := append([]sessions.Message{}, input[:lead]...)
 	for _, c := range missing {
-		out = append(out, toolResult(c, interruptedResult, true))
+		text := interruptedResult
+		if e.ClientTools && e.tool(c.Function.Name) == nil {
+			text = notAnsweredResult
+		}
+		out = append(out, toolResult(c, text, true))
 	}
 	if sess.State == sessions.StateResumePending || sess.State == sessions.StateSuspended {
 		// A turn that failed after storing the note left it there.

@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 
+	"github.com/hermes/hermes/cmd/agent"
 	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/fsstore/sessions"
 )
@@ -62,7 +64,37 @@ func parseChatMessages(raw []json.RawMessage) ([]sessions.Message, error) {
 		}
 		msgs = append(msgs, m)
 	}
+	if i, ok := orphanResult(msgs); !ok {
+		param := fmt.Sprintf("messages[%d]", i)
+		return nil, badRequest(param, "%s: a message with role \"tool\" must answer a call of the assistant message before it; tool_call_id %q answers no call there", param, msgs[i].ToolCallID)
+	}
 	return msgs, nil
+}
+
+// orphanResult finds the first tool message of a whole conversation that
+// answers no call: a tool message follows an assistant message with
+// tool_calls, or another tool message after one, and names one of its
+// calls not yet answered. The API refuses such a conversation; the
+// gateway refuses it the same way, before anything is stored, rather than
+// store a message that no request upstream could carry.
+func orphanResult(msgs []sessions.Message) (int, bool) {
+	var pending []provider.ToolCall
+	owner := -1 // the message whose calls pending are, decoded at its first result
+	for i, m := range msgs {
+		if m.Role != "tool" {
+			pending, owner = nil, i
+			continue
+		}
+		if owner >= 0 {
+			pending, owner = agent.ToolCalls(msgs[owner]), -1
+		}
+		k := slices.IndexFunc(pending, func(c provider.ToolCall) bool { return c.ID == m.ToolCallID })
+		if k < 0 {
+			return i, false
+		}
+		pending = slices.Delete(pending, k, k+1)
+	}
+	return 0, true
 }
 
 // parseMessage reads a chat completions message; role developer (the

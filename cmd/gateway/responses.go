@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -55,10 +56,6 @@ func (s *Server) decodeResponses(w http.ResponseWriter, r *http.Request) (reques
 	if err != nil {
 		return request{}, err
 	}
-	input, err := parseInput(rr.Input, custom, func(id string) (json.RawMessage, error) { return s.resolveItem(r.Context(), id) })
-	if err != nil {
-		return request{}, err
-	}
 	conv, err := parseConversation(rr.Conversation)
 	if err != nil {
 		return request{}, err
@@ -66,6 +63,10 @@ func (s *Server) decodeResponses(w http.ResponseWriter, r *http.Request) (reques
 	prev := deref(rr.PreviousResponseID)
 	if prev != "" && conv != "" {
 		return request{}, badRequest("previous_response_id", "previous_response_id and conversation cannot be used together")
+	}
+	input, err := parseInput(rr.Input, custom, prev != "" || conv != "", func(id string) (json.RawMessage, error) { return s.resolveItem(r.Context(), id) })
+	if err != nil {
+		return request{}, err
 	}
 	req := request{
 		msgs: input, conv: conv, prev: prev, instructions: deref(rr.Instructions),
@@ -125,8 +126,12 @@ var skippedItems = map[string]bool{"reasoning": true, "web_search_call": true}
 // their text and image parts; function_call, custom_tool_call and
 // local_shell_call items become an assistant message with tool_calls, and
 // function_call_output and custom_tool_call_output items tool messages;
-// skippedItems are left out.
-func parseInput(raw json.RawMessage, custom map[string]bool, resolve func(id string) (json.RawMessage, error)) ([]sessions.Message, error) {
+// skippedItems are left out. An output item answers a call item earlier
+// in the input, not answered yet; with stored (a previous_response_id or
+// a conversation), the input may also begin with outputs, which answer
+// the stored response's calls. Any other output is refused, as the API
+// refuses an output with no call.
+func parseInput(raw json.RawMessage, custom map[string]bool, stored bool, resolve func(id string) (json.RawMessage, error)) ([]sessions.Message, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, badRequest("input", "input is required")
@@ -146,6 +151,7 @@ func parseInput(raw json.RawMessage, custom map[string]bool, resolve func(id str
 		return nil, badRequest("input", "input is an empty list")
 	}
 	var msgs []sessions.Message
+	calls := map[string]bool{} // the input's calls by id: true once answered
 	for i, rawItem := range items {
 		param := fmt.Sprintf("input[%d]", i)
 		var it inputItem
@@ -189,7 +195,13 @@ func parseInput(raw json.RawMessage, custom map[string]bool, resolve func(id str
 				return nil, badRequest(param, "%s: %v", param, err)
 			}
 			msgs = appendCall(msgs, call)
+			calls[call.ID] = false
 		case "function_call_output", "custom_tool_call_output":
+			answered, ok := calls[it.CallID]
+			if answered || !ok && !(stored && allResults(msgs)) {
+				return nil, badRequest(param, "%s: no tool call found for %s with call_id %q: it answers no call of the input, or one answered already", param, it.Type, it.CallID)
+			}
+			calls[it.CallID] = true
 			out := it.Output
 			if len(out) > 0 && out[0] == '[' {
 				var err error
@@ -211,6 +223,12 @@ func parseInput(raw json.RawMessage, custom map[string]bool, resolve func(id str
 		return nil, badRequest("input", "input holds no message or tool call, only items that are not stored (reasoning, web_search_call)")
 	}
 	return msgs, nil
+}
+
+// allResults reports whether msgs are all tool messages (none at all
+// included).
+func allResults(msgs []sessions.Message) bool {
+	return !slices.ContainsFunc(msgs, func(m sessions.Message) bool { return m.Role != "tool" })
 }
 
 // toolCall is the chat tool call of a call item. A custom tool's

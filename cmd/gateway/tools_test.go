@@ -126,3 +126,70 @@ func TestGatewayReturnsClientCalls(t *testing.T) {
 		t.Fatalf("transcript %s", dump(msgs))
 	}
 }
+
+// A tool message that answers no call of the assistant message before it
+// is refused as the API refuses it (a 400 naming the message), and nothing
+// is stored: neither a session nor the message.
+func TestGatewayRefusesAnOrphanToolMessage(t *testing.T) {
+	e := newTestEnv(t, func(o *Options) { o.Provider = callsOrAnswers("client_fn") })
+	call := map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{
+		map[string]any{"id": "call_1", "type": "function", "function": map[string]any{"name": "client_fn", "arguments": "{}"}},
+	}}
+	for name, msgs := range map[string][]any{
+		"first":      {map[string]any{"role": "tool", "tool_call_id": "call_1", "content": "7"}, map[string]any{"role": "user", "content": "go"}},
+		"after user": {map[string]any{"role": "user", "content": "go"}, map[string]any{"role": "tool", "tool_call_id": "call_1", "content": "7"}},
+		"wrong id":   {map[string]any{"role": "user", "content": "go"}, call, map[string]any{"role": "tool", "tool_call_id": "call_9", "content": "7"}},
+		"answered":   {map[string]any{"role": "user", "content": "go"}, call, map[string]any{"role": "tool", "tool_call_id": "call_1", "content": "7"}, map[string]any{"role": "tool", "tool_call_id": "call_1", "content": "8"}},
+	} {
+		resp, body := e.do("POST", "/v1/chat/completions", map[string]any{"messages": msgs, "tools": []any{clientTool("client_fn")}}, nil)
+		mustStatus(t, resp, body, 400)
+		if !strings.Contains(string(body), `"param":"messages[`) || !strings.Contains(string(body), "answers no call") {
+			t.Errorf("%s: %s", name, body)
+		}
+	}
+	resp, body := e.do("POST", "/v1/responses", map[string]any{
+		"input": []any{
+			map[string]any{"role": "user", "content": "go"},
+			map[string]any{"type": "function_call_output", "call_id": "call_1", "output": "7"},
+		},
+		"tools": []any{map[string]any{"type": "function", "name": "client_fn", "parameters": map[string]any{"type": "object"}}},
+	}, nil)
+	mustStatus(t, resp, body, 400)
+	if !strings.Contains(string(body), `"param":"input[1]"`) {
+		t.Errorf("responses: %s", body)
+	}
+	if ids, err := e.sessions.IDs(); err != nil || len(ids) != 0 {
+		t.Fatalf("sessions %v %v after refused requests", ids, err)
+	}
+}
+
+// A client's call that the client never answered (its next request goes
+// on with a new user message) is answered, before the next model call, as
+// not answered by the client: hermes did not stop, and did not run it.
+func TestGatewayClientCallNotAnswered(t *testing.T) {
+	e := newTestEnv(t, func(o *Options) { o.Provider = callsOrAnswers("client_fn") })
+	resp, body := e.do("POST", "/v1/chat/completions", map[string]any{
+		"messages": []any{map[string]any{"role": "user", "content": "go"}},
+		"tools":    []any{clientTool("client_fn")},
+	}, nil)
+	mustStatus(t, resp, body, 200)
+	sid := resp.Header.Get(SessionHeader)
+	resp, body = e.do("POST", "/v1/chat/completions", map[string]any{
+		"messages": []any{
+			map[string]any{"role": "user", "content": "go"},
+			map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{
+				map[string]any{"id": "call_1", "type": "function", "function": map[string]any{"name": "client_fn", "arguments": "{}"}},
+			}},
+			map[string]any{"role": "user", "content": "never mind"},
+		},
+		"tools": []any{clientTool("client_fn")},
+	}, map[string]string{SessionHeader: sid})
+	mustStatus(t, resp, body, 200)
+	msgs := messages(t, e.sessions, sid)
+	if got := roles(msgs); !strings.HasPrefix(got, "user assistant tool user") {
+		t.Fatalf("transcript %s", dump(msgs))
+	}
+	if text := msgs[2].Text(); !strings.Contains(text, "not answered by the client") || strings.Contains(text, "hermes stopped") {
+		t.Fatalf("the unanswered call's result: %q", text)
+	}
+}
