@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/hermes/hermes/fsstore"
@@ -23,6 +24,7 @@ const DefaultMaxBytes = 64 << 10
 const (
 	defaultLimit = 20
 	maxLimit     = 200
+	maxOffset    = 1 << 30 // a listing's: more than any profile holds
 )
 
 // Options are what a server offers.
@@ -49,18 +51,100 @@ func New(o Options) *mcp.Server {
 	}
 	s := &server{o}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "hermes", Version: o.Version}, nil)
-	mcp.AddTool(srv, &mcp.Tool{Name: "session_search", Description: "Search hermes's stored sessions (agent conversations) for messages containing a text, ignoring case. Returns hits one JSON object a line: session_id, title, seq, role, snippet; newest session first."}, s.sessionSearch)
-	mcp.AddTool(srv, &mcp.Tool{Name: "session_list", Description: "List hermes's sessions, most recently active first, one JSON object a line (id, title, state, message_count, updated_at, …)."}, s.sessionList)
-	mcp.AddTool(srv, &mcp.Tool{Name: "session_show", Description: "Show one hermes session: its document and a page of its messages (offset, limit). Returns one JSON object with messages and, when more follow, next_offset."}, s.sessionShow)
-	mcp.AddTool(srv, &mcp.Tool{Name: "kanban_list", Description: "List the tasks of hermes's kanban board, one JSON object a line; archived tasks only when status is archived."}, s.kanbanList)
-	mcp.AddTool(srv, &mcp.Tool{Name: "kanban_show", Description: "Show one kanban task with its runs, comments and events, as one JSON object."}, s.kanbanShow)
-	mcp.AddTool(srv, &mcp.Tool{Name: "kanban_create", Description: "Create a kanban task. Returns the task as a JSON object; its id names it in the other kanban tools."}, s.kanbanCreate)
-	mcp.AddTool(srv, &mcp.Tool{Name: "kanban_comment", Description: "Add a comment to a kanban task. Returns the comment as a JSON object."}, s.kanbanComment)
+	srv.AddReceivingMiddleware(objectArguments)
+	mcp.AddTool(srv, tool[searchArgs]("session_search", "Search sessions", read, "Search hermes's stored sessions (agent conversations) for messages containing a text, ignoring case. Returns hits one JSON object a line: session_id, title, seq, role, snippet; newest session first. A last line in parentheses says when more hits follow and the offset that returns them."), s.sessionSearch)
+	mcp.AddTool(srv, tool[listArgs]("session_list", "List sessions", read, "List hermes's sessions, most recently active first, one JSON object a line (id, title, state, message_count, updated_at, …). A last line in parentheses says when more sessions follow and the offset that returns them."), s.sessionList)
+	mcp.AddTool(srv, tool[showArgs]("session_show", "Show a session", read, "Show one hermes session: its document and a page of its messages (offset, limit). Returns one JSON object with messages and, when more follow, next_offset."), s.sessionShow)
+	mcp.AddTool(srv, tool[kanbanListArgs]("kanban_list", "List kanban tasks", read, "List the tasks of hermes's kanban board, one JSON object a line; archived tasks only when status is archived."), s.kanbanList)
+	mcp.AddTool(srv, tool[taskArgs]("kanban_show", "Show a kanban task", read, "Show one kanban task with its runs, comments and events, as one JSON object."), s.kanbanShow)
+	mcp.AddTool(srv, tool[createArgs]("kanban_create", "Create a kanban task", adds, "Create a kanban task. Returns the task as a JSON object; its id names it in the other kanban tools."), s.kanbanCreate)
+	mcp.AddTool(srv, tool[commentArgs]("kanban_comment", "Comment on a kanban task", adds, "Add a comment to a kanban task. Returns the comment as a JSON object."), s.kanbanComment)
 	if o.Worker != nil {
-		mcp.AddTool(srv, &mcp.Tool{Name: "kanban_complete", Description: fmt.Sprintf("Mark this worker's task (%s) done with a result. The worker should exit after it.", o.Worker.Task)}, s.kanbanComplete)
-		mcp.AddTool(srv, &mcp.Tool{Name: "kanban_block", Description: fmt.Sprintf("Block this worker's task (%s) with the reason it cannot go on (a question for a person). The worker should exit after it.", o.Worker.Task)}, s.kanbanBlock)
+		mcp.AddTool(srv, tool[completeArgs]("kanban_complete", "Complete this worker's task", settles, fmt.Sprintf("Mark this worker's task (%s) done with a result. The worker should exit after it.", o.Worker.Task)), s.kanbanComplete)
+		mcp.AddTool(srv, tool[blockArgs]("kanban_block", "Block this worker's task", settles, fmt.Sprintf("Block this worker's task (%s) with the reason it cannot go on (a question for a person). The worker should exit after it.", o.Worker.Task)), s.kanbanBlock)
 	}
 	return srv
+}
+
+// What a tool does to the profile, as its annotations tell a client
+// deciding whether to ask its user first (Codex, in a run that cannot ask,
+// refuses every tool that says nothing). None destroys anything, and none
+// reaches beyond the profile.
+type effect int
+
+const (
+	read    effect = iota // reads only
+	adds                  // adds a record each call: a repeat adds another
+	settles               // moves the worker's own task to an end: a repeat is refused, changing nothing
+)
+
+// tool is a tool's description, with its annotations and the input schema
+// of its arguments' type A, bounded (bound).
+func tool[A any](name, title string, e effect, description string) *mcp.Tool {
+	closed := false
+	a := &mcp.ToolAnnotations{Title: title, ReadOnlyHint: e == read, OpenWorldHint: &closed}
+	if e != read {
+		a.DestructiveHint = &closed
+		a.IdempotentHint = e == settles
+	}
+	schema, err := jsonschema.For[A](nil)
+	if err != nil {
+		panic(fmt.Sprintf("mcpserve: the arguments of %s: %v", name, err)) // a programming error, seen by every test
+	}
+	bound(name, schema)
+	return &mcp.Tool{Name: name, Title: title, Description: description, Annotations: a, InputSchema: schema}
+}
+
+// bound adds to a schema what its field types cannot say: the range of
+// limit and offset, and the values a state or status filter takes.
+func bound(tool string, s *jsonschema.Schema) {
+	one, zero, most := 1.0, 0.0, float64(maxLimit)
+	for name, p := range s.Properties {
+		switch name {
+		case "limit":
+			p.Minimum, p.Maximum = &one, &most
+		case "offset":
+			p.Minimum = &zero
+		}
+	}
+	if p := s.Properties["state"]; p != nil {
+		p.Enum = []any{sessions.StateActive, sessions.StateEnded, sessions.StateSuspended, sessions.StateResumePending}
+	}
+	if p := s.Properties["status"]; p != nil {
+		p.Enum = []any{kanban.Todo, kanban.Ready, kanban.Running, kanban.Blocked, kanban.Done, kanban.Archived}
+		if tool == "kanban_create" {
+			p.Enum = []any{kanban.Todo, kanban.Ready}
+		}
+	}
+}
+
+// objectArguments refuses a tool call whose arguments are not a JSON
+// object in words a model can act on, before the SDK's decoding would in
+// Go's ("cannot unmarshal … into Go value of type map[string]interface {}").
+func objectArguments(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if call, ok := req.(*mcp.CallToolRequest); ok {
+			raw := bytes.TrimSpace(call.Params.Arguments)
+			if len(raw) > 0 && raw[0] != '{' && string(raw) != "null" {
+				return failure(fsstore.Invalidf("the arguments of %s must be a JSON object of named arguments, not %s", call.Params.Name, kindOf(raw))), nil
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// kindOf names the JSON type of a value by its first byte.
+func kindOf(raw []byte) string {
+	switch raw[0] {
+	case '[':
+		return "a list"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	default:
+		return "a number"
+	}
 }
 
 // none is the output of every tool: results are text content.
@@ -114,6 +198,13 @@ func marshal(v any) ([]byte, error) {
 // that would take it past max bytes, with a last line saying how many
 // were left out.
 func lines[T any](records []T, max int) (*mcp.CallToolResult, none, error) {
+	return page(records, 0, false, max)
+}
+
+// page is lines for records from offset on, of a listing that goes on
+// past them when more: its last line says that more follow, and the offset
+// that returns them.
+func page[T any](records []T, offset int, more bool, max int) (*mcp.CallToolResult, none, error) {
 	var b strings.Builder
 	for i, r := range records {
 		line, err := marshal(r)
@@ -121,13 +212,34 @@ func lines[T any](records []T, max int) (*mcp.CallToolResult, none, error) {
 			return failure(err), nil, nil
 		}
 		if b.Len()+len(line)+1 > max {
-			fmt.Fprintf(&b, "(%d more not shown: over the output limit of %d bytes; narrow the call or lower its limit)\n", len(records)-i, max)
-			break
+			fmt.Fprintf(&b, "(%d more not shown: over the output limit of %d bytes; call again with offset %d, or lower the limit)\n", len(records)-i, max, offset+i)
+			return text(b.String()), nil, nil
 		}
 		b.Write(line)
 		b.WriteByte('\n')
 	}
+	if more {
+		fmt.Fprintf(&b, "(more follow: call again with offset %d)\n", offset+len(records))
+	}
 	return text(b.String()), nil, nil
+}
+
+// window is the page [offset, offset+n) of a listing read by get, which
+// returns at most its argument's number of records from the start, and
+// whether the listing goes on past it.
+func window[T any](offset, n int, get func(limit int) ([]T, error)) ([]T, bool, error) {
+	if offset < 0 || offset > maxOffset {
+		return nil, false, fsstore.Invalidf("offset must be between 0 and %d, not %d", maxOffset, offset)
+	}
+	all, err := get(offset + n + 1)
+	if err != nil || len(all) <= offset {
+		return nil, false, err
+	}
+	all = all[offset:]
+	if len(all) > n {
+		return all[:n], true, nil
+	}
+	return all, false, nil
 }
 
 // limit is a call's limit: its default when 0, refused outside 0..maxLimit.
@@ -142,8 +254,9 @@ func limit(n int) (int, error) {
 }
 
 type searchArgs struct {
-	Query string `json:"query" jsonschema:"the text to find in messages (their text, tool calls' names and argument values, tool results), ignoring case"`
-	Limit int    `json:"limit,omitempty" jsonschema:"the most hits to return (default 20, at most 200)"`
+	Query  string `json:"query" jsonschema:"the text to find in messages (their text, tool calls' names and argument values, tool results), ignoring case"`
+	Limit  int    `json:"limit,omitempty" jsonschema:"the most hits to return (default 20, at most 200)"`
+	Offset int    `json:"offset,omitempty" jsonschema:"how many hits to skip (default 0): a result cut short names the offset of the next page"`
 }
 
 func (s *server) sessionSearch(_ context.Context, _ *mcp.CallToolRequest, a searchArgs) (*mcp.CallToolResult, none, error) {
@@ -151,17 +264,18 @@ func (s *server) sessionSearch(_ context.Context, _ *mcp.CallToolRequest, a sear
 	if err != nil {
 		return failure(err), nil, nil
 	}
-	hits, err := s.Sessions.Search(a.Query, n)
+	hits, more, err := window(a.Offset, n, func(limit int) ([]sessions.Hit, error) { return s.Sessions.Search(a.Query, limit) })
 	if err != nil {
 		return failure(err), nil, nil
 	}
-	return lines(hits, s.MaxBytes)
+	return page(hits, a.Offset, more, s.MaxBytes)
 }
 
 type listArgs struct {
 	State  string `json:"state,omitempty" jsonschema:"only sessions in this state: active, ended, suspended or resume_pending"`
 	Source string `json:"source,omitempty" jsonschema:"only sessions from this source (chat, gateway, kanban, import, …)"`
 	Limit  int    `json:"limit,omitempty" jsonschema:"the most sessions to return (default 20, at most 200)"`
+	Offset int    `json:"offset,omitempty" jsonschema:"how many sessions to skip (default 0): a result cut short names the offset of the next page"`
 }
 
 func (s *server) sessionList(_ context.Context, _ *mcp.CallToolRequest, a listArgs) (*mcp.CallToolResult, none, error) {
@@ -174,11 +288,13 @@ func (s *server) sessionList(_ context.Context, _ *mcp.CallToolRequest, a listAr
 	default:
 		return failure(fsstore.Invalidf("unknown state %q (active, ended, suspended, resume_pending)", a.State)), nil, nil
 	}
-	list, err := s.Sessions.List(sessions.ListOptions{Limit: n, Source: a.Source, State: a.State})
+	list, more, err := window(a.Offset, n, func(limit int) ([]sessions.Session, error) {
+		return s.Sessions.List(sessions.ListOptions{Limit: limit, Source: a.Source, State: a.State})
+	})
 	if err != nil {
 		return failure(err), nil, nil
 	}
-	return lines(list, s.MaxBytes)
+	return page(list, a.Offset, more, s.MaxBytes)
 }
 
 type showArgs struct {
