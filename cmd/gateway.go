@@ -2,10 +2,12 @@ package cmd
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -63,6 +65,20 @@ func (e *env) gatewayStore() *gatewaystate.Store {
 	return gatewaystate.NewStore(e.profile.Dir(), e.lockTimeout, e.warn)
 }
 
+// checkListenAddr refuses an address to listen on that is not host:port
+// with a port from 0 to 65535 (an empty host is every address), naming
+// the flag, before anything else is judged of it.
+func checkListenAddr(flag, addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return usagef("%s %s is not a host:port (for example %s)", flag, addr, gateway.DefaultAddr)
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n > 65535 {
+		return usagef("%s %s: port %s is not a number from 0 to 65535", flag, addr, port)
+	}
+	return nil
+}
+
 func gatewayServe(e *env) error {
 	if e.c.NArg() > 0 {
 		return usagef("serve takes no arguments")
@@ -73,6 +89,9 @@ func gatewayServe(e *env) error {
 	}
 	g := cfg.Gateway
 	addr := firstSet(e.c.String("addr"), g.Addr, gateway.DefaultAddr)
+	if err := checkListenAddr("--addr", addr); err != nil {
+		return err
+	}
 	drain, err := durationFlag(e.c, "drain-timeout", profiles.ParsePeriod)
 	if err != nil {
 		return err

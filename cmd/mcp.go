@@ -364,6 +364,9 @@ func mcpServe(e *env) error {
 // mcpServeHTTP serves o at http://addr/mcp behind the gateway's guard and
 // key until ctx ends, closing sessions idle for idle.
 func mcpServeHTTP(e *env, ctx context.Context, addr string, idle time.Duration, o mcpserve.Options) error {
+	if err := checkListenAddr("--http", addr); err != nil {
+		return err
+	}
 	cfg, err := e.config()
 	if err != nil {
 		return err
@@ -375,7 +378,7 @@ func mcpServeHTTP(e *env, ctx context.Context, addr string, idle time.Duration, 
 	// Its tools write to the profile: another local account is not the
 	// user, so loopback is no reason to go without the key.
 	if key == "" {
-		return usagef("mcp serve --http needs an API key in $%s (the variable gateway.api_key_env names); refusing to start", keyEnv)
+		return usagef("mcp serve --http needs an API key in $%s (the variable gateway.api_key_env names) or gateway.api_key; refusing to start", keyEnv)
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
