@@ -58,7 +58,11 @@ func TestVersionNamesCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "hermes version devel (commit " + commit[:12]; !strings.HasPrefix(string(out), want) || !strings.Contains(string(out), wantDate) {
+	if want := "hermes devel (commit " + commit[:12]; !strings.HasPrefix(string(out), want) || !strings.Contains(string(out), wantDate) {
 		t.Errorf("--version = %q; want it to start %q and name %s", out, want, wantDate)
+	}
+	verb, err := exec.Command(bin, "version").Output()
+	if err != nil || string(verb) != string(out) {
+		t.Errorf("version = %q (%v), --version = %q: one format", verb, err, out)
 	}
 }

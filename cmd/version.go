@@ -113,6 +113,12 @@ func (b BuildInfo) manDate() string {
 	return time.Now().UTC().Format("2006-01-02")
 }
 
+// --version prints the line the version verb prints ("hermes devel (commit
+// …)"), not the library's own "hermes version …": one format to parse.
+func init() {
+	cli.VersionPrinter = func(c *cli.Context) { fmt.Fprintf(c.App.Writer, "hermes %s\n", c.App.Version) }
+}
+
 func versionCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "version",
