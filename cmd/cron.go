@@ -1,7 +1,9 @@
 package cmd
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -267,7 +269,7 @@ func cronAdd(e *env) error {
 		return err
 	}
 	if e.json {
-		return printJSON(e.stdout, j)
+		return printJSON(e.stdout, jobJSON(j))
 	}
 	fmt.Fprintln(e.stdout, j.ID)
 	fmt.Fprintf(e.stderr, "hermes: job %s (%s) next runs at %s\n", j.ID, j.Name, localTime(j.NextDue, j.TZ))
@@ -328,11 +330,29 @@ func cronList(e *env) error {
 	return printJobs(e, jobs)
 }
 
+// jobOut is a job as --json prints it: last_run and run are {} when there
+// is none, never null (the job document on disk keeps null), in their
+// places. Inside a JSON string every quote is escaped, so the two keys
+// followed by null are found only as the fields themselves.
+type jobOut struct{ cron.Job }
+
+func jobJSON(j cron.Job) jobOut { return jobOut{j} }
+
+func (j jobOut) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // as printJSON: a command's < and & as they are
+	err := enc.Encode(j.Job)
+	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	b = bytes.Replace(b, []byte(`"last_run":null`), []byte(`"last_run":{}`), 1)
+	return bytes.Replace(b, []byte(`"run":null`), []byte(`"run":{}`), 1), err
+}
+
 func printJobs(e *env, jobs []cron.Job) error {
 	if e.json {
 		w := bufferedOut(e.stdout)
 		for _, j := range jobs {
-			printJSON(w, j)
+			printJSON(w, jobJSON(j))
 		}
 		return w.Flush()
 	}
@@ -357,7 +377,7 @@ func cronShow(e *env) error {
 		return err
 	}
 	if e.json {
-		return printJSON(e.stdout, j)
+		return printJSON(e.stdout, jobJSON(j))
 	}
 	tb := newTable(e.stdout)
 	tb.row("id:", j.ID)

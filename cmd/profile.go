@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 
 	"github.com/urfave/cli/v2"
@@ -63,9 +64,13 @@ func profileShow(e *env) error {
 		return err
 	}
 	if e.json {
+		if cfg.Kanban.ResumeOnRespawn == nil {
+			yes := true // its default: a respawned worker resumes the prior session
+			cfg.Kanban.ResumeOnRespawn = &yes
+		}
 		return printJSON(e.stdout, map[string]any{
 			"name": e.profile.Name, "from": e.profile.From, "root": e.profile.Root,
-			"dir": e.profile.Dir(), "config": cfg,
+			"dir": e.profile.Dir(), "config": filled(reflect.ValueOf(cfg)).Interface(),
 		})
 	}
 	tb := newTable(e.stdout)
@@ -91,4 +96,36 @@ func profileUse(c *cli.Context) error {
 	}
 	fmt.Fprintf(c.App.ErrWriter, "hermes: active profile is now %s\n", name)
 	return nil
+}
+
+// filled is a copy of v whose nil slices and maps, at any depth, are empty
+// ones, so that --json prints [] and {} for a setting left out, never null.
+func filled(v reflect.Value) reflect.Value {
+	switch v.Kind() {
+	case reflect.Struct:
+		out := reflect.New(v.Type()).Elem()
+		out.Set(v)
+		for i := range v.NumField() {
+			if f := out.Field(i); f.CanSet() {
+				f.Set(filled(v.Field(i)))
+			}
+		}
+		return out
+	case reflect.Slice:
+		if v.IsNil() {
+			return reflect.MakeSlice(v.Type(), 0, 0)
+		}
+		out := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
+		for i := range v.Len() {
+			out.Index(i).Set(filled(v.Index(i)))
+		}
+		return out
+	case reflect.Map:
+		out := reflect.MakeMapWithSize(v.Type(), v.Len())
+		for it := v.MapRange(); it.Next(); {
+			out.SetMapIndex(it.Key(), filled(it.Value()))
+		}
+		return out
+	}
+	return v
 }
