@@ -192,7 +192,7 @@ func walkCommands(cmds []*cli.Command, fn func(*cli.Command)) {
 }
 
 func onUsageError(c *cli.Context, err error, _ bool) error {
-	return usageError{err}
+	return usageMessage(c, err)
 }
 
 // groupAction runs for a noun given without a known verb: help when given
@@ -203,7 +203,14 @@ func groupAction(c *cli.Context) error {
 		if c.Command != nil && c.Command.Name != "" && c.Command.Name != c.App.Name {
 			help = "hermes " + c.Command.FullName() + " --help"
 		}
-		return usagef("unknown command %q (see '%s')", c.Args().First(), help)
+		var verbs []*cli.Command
+		if c.Command != nil && c.Command.Name != "" {
+			verbs = c.Command.Subcommands
+		} else {
+			verbs = c.App.Commands
+		}
+		typed := c.Args().First()
+		return usagef("unknown command %q%s (see '%s')", typed, didYouMean(typed, commandNames(verbs)), help)
 	}
 	return cli.ShowSubcommandHelp(c)
 }
