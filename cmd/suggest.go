@@ -15,7 +15,7 @@ func nearest(typed string, candidates []string) string {
 	best, bestD := "", 3
 	for _, c := range candidates {
 		d := editDistance(typed, c)
-		if d < bestD && d*3 <= max(len(c), len(typed)) {
+		if d > 0 && d < bestD && d*3 <= max(len(c), len(typed)) {
 			best, bestD = c, d
 		}
 	}
@@ -76,15 +76,24 @@ var (
 func usageMessage(c *cli.Context, err error) error {
 	msg := err.Error()
 	if m := undefinedFlag.FindStringSubmatch(msg); m != nil {
-		return usagef("unknown flag --%s%s", m[1], didYouMean("--"+m[1], flagNames(c)))
+		typed := dashed(m[1])
+		return usagef("unknown flag %s%s", typed, didYouMean(typed, flagNames(c)))
 	}
 	if m := missingValue.FindStringSubmatch(msg); m != nil {
-		return usagef("--%s needs a value", m[1])
+		return usagef("%s needs a value", dashed(m[1]))
 	}
 	if m := invalidValue.FindStringSubmatch(msg); m != nil {
-		return usagef("--%s: %q is not %s", m[2], m[1], expected(c, m[2]))
+		return usagef("%s: %q is not %s", dashed(m[2]), m[1], expected(c, m[2]))
 	}
 	return usageError{err}
+}
+
+// dashed is a flag's name as it is typed: -p, --profile.
+func dashed(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
 }
 
 // flagNames are the flags a command takes, its own and the global ones,
@@ -94,7 +103,7 @@ func flagNames(c *cli.Context) []string {
 	add := func(flags []cli.Flag) {
 		for _, f := range flags {
 			for _, n := range f.Names() {
-				names = append(names, "--"+n)
+				names = append(names, dashed(n))
 			}
 		}
 	}
