@@ -314,13 +314,16 @@ func sessionsShow(e *env) error {
 	if err != nil {
 		return err
 	}
-	if e.json {
-		return exportSessions(e, []string{id}, "json")
-	}
 	store := e.sessions()
-	sess, err := store.Get(id)
+	sess, err := store.Inspect(id)
 	if err != nil {
 		return err
+	}
+	if sess.Damaged != "" {
+		e.warn(fmt.Sprintf("session %s: %s", id, sess.Damaged))
+	}
+	if e.json {
+		return exportSessions(e, []string{id}, "json")
 	}
 	t, err := store.OpenTranscript(id)
 	if err != nil {
@@ -342,8 +345,10 @@ func sessionsShow(e *env) error {
 	if sess.ForkSeq > 0 {
 		tb.row("fork point:", fmt.Sprintf("message %d of %s", sess.ForkSeq, sess.ParentSessionID))
 	}
-	if err := showChain(tb, store, id); err != nil {
-		return err
+	if sess.Damaged == "" {
+		if err := showChain(tb, store, id); err != nil {
+			return err
+		}
 	}
 	tb.row("created:", sess.CreatedAt)
 	tb.row("updated:", sess.UpdatedAt)
@@ -362,6 +367,8 @@ func sessionsShow(e *env) error {
 
 func stateWithReason(s sessions.Session) string {
 	switch {
+	case s.Damaged != "":
+		return "damaged"
 	case s.State == sessions.StateEnded && s.EndReason != "":
 		return s.State + " (" + s.EndReason + ")"
 	case s.State == sessions.StateResumePending && s.ResumeReason != "":
@@ -459,7 +466,7 @@ func exportArray(e *env, ids []string) error {
 }
 
 func exportJSON(w *bufio.Writer, store *sessions.Store, id string) error {
-	sess, err := store.Get(id)
+	sess, err := store.Inspect(id)
 	if err != nil {
 		return err
 	}
@@ -547,7 +554,11 @@ func sessionsList(e *env) error {
 	}
 	tb := newTable(e.stdout, "ID", "TITLE", "STATE", "MSGS", "LAST ACTIVITY", "PREVIEW")
 	for _, s := range list {
-		tb.row(s.ID, dash(s.Title), s.State, s.MessageCount, shortTime(s.UpdatedAt), dash(s.Preview))
+		state := s.State
+		if s.Damaged != "" {
+			state = "damaged"
+		}
+		tb.row(s.ID, dash(s.Title), state, s.MessageCount, shortTime(s.UpdatedAt), dash(s.Preview))
 	}
 	return tb.flush()
 }

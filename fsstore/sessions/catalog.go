@@ -495,11 +495,17 @@ func (s *Store) listFrom(f *os.File, size int64, opts ListOptions, budget int) (
 				if !errors.Is(err, fsstore.ErrNotFound) {
 					s.Warn(err.Error())
 				}
-				continue
+				// A document damaged or lost beside its transcript: the
+				// session is listed, marked so (see Inspect).
+				if sess, err = s.damagedEntry(id); err != nil {
+					continue
+				}
+			} else {
+				// A transcript whose last line is damaged leaves the
+				// document's own count: the session is still listed, and
+				// fsck names it.
+				s.current(&sess)
 			}
-			// A transcript whose last line is damaged leaves the document's
-			// own count: the session is still listed, and fsck names it.
-			s.current(&sess)
 			if (opts.Source != "" && sess.Source != opts.Source) || (opts.State != "" && sess.State != opts.State) {
 				continue
 			}
@@ -700,3 +706,13 @@ func (s *Store) compactCatalogLocked() error {
 
 // RebuildCatalog rebuilds the catalog from the documents (fsck --repair).
 func (s *Store) RebuildCatalog() error { return s.rebuildCatalog() }
+
+// damagedEntry is the listing of id whose document could not be read: its
+// damaged view, or ErrNotFound when it has no transcript either (a line
+// of a removed session).
+func (s *Store) damagedEntry(id string) (Session, error) {
+	if sess, ok := s.damaged(id); ok {
+		return sess, nil
+	}
+	return Session{}, fsstore.NotFoundf("session %s", id)
+}

@@ -85,7 +85,8 @@ func TestCorruptDocumentQuarantined(t *testing.T) {
 }
 
 // TestCorruptDocumentSkippedByList: a listing reports an unreadable
-// document and goes on with the others.
+// document, quarantines it, and lists its session marked Damaged (its
+// transcript is there), with the others.
 func TestCorruptDocumentSkippedByList(t *testing.T) {
 	s, clock, w := newTestStore(t)
 	a := mustCreate(t, s, "a")
@@ -96,8 +97,14 @@ func TestCorruptDocumentSkippedByList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(list) != 1 || list[0].ID != a {
-		t.Fatalf("List = %+v, want only %s", list, a)
+	if len(list) != 2 || list[0].ID != b || list[0].Damaged == "" || list[1].ID != a || list[1].Damaged != "" {
+		t.Fatalf("List = %+v, want %s marked damaged, then %s", list, b, a)
+	}
+	if got, err := s.Inspect(b); err != nil || got.Damaged == "" {
+		t.Fatalf("Inspect(%s) = %+v, %v; want it marked damaged", b, got, err)
+	}
+	if _, err := s.Get(b); !errors.Is(err, fsstore.ErrNotFound) || !strings.Contains(err.Error(), "fsck --repair") {
+		t.Fatalf("Get(%s) = %v; want not found, naming the repair", b, err)
 	}
 	if ws := w.List(); len(ws) != 1 || !strings.Contains(ws[0], s.docPath(b)) {
 		t.Fatalf("warnings %q, want one naming %s", ws, s.docPath(b))

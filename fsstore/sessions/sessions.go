@@ -73,6 +73,10 @@ type Session struct {
 	// source wrote it; empty for a session made here.
 	Meta    Meta   `json:"meta"`
 	Preview string `json:"preview"`
+	// Damaged, only on a session Inspect or List made from its transcript
+	// because its document is damaged or missing, says so and what
+	// repairs it; never stored.
+	Damaged string `json:"damaged,omitempty"`
 }
 
 // Meta is a JSON object kept as it was written. Empty, it is written {},
@@ -196,9 +200,18 @@ func (s *Store) readSession(id string, locked bool) (Session, error) {
 
 // readDocument reads the document of id as it is on disk: for Append,
 // which reads the transcript's last line itself.
+//
+// A document that is missing while the transcript is there (quarantined,
+// or lost) is not found, saying so and what repairs it.
 func (s *Store) readDocument(id string, locked bool) (Session, error) {
-	return fsstore.ReadRecord(fsstore.Record{What: "session", ID: id, Path: s.docPath(id), Lock: s.lockPath(id),
+	sess, err := fsstore.ReadRecord(fsstore.Record{What: "session", ID: id, Path: s.docPath(id), Lock: s.lockPath(id),
 		Locked: locked, Timeout: s.LockTimeout, Cancel: s.Cancel, Now: s.Now}, func(v *Session) string { return v.ID })
+	if errors.Is(err, fsstore.ErrNotFound) {
+		if _, lerr := os.Lstat(s.logPath(id)); lerr == nil {
+			return sess, fsstore.NotFoundf("session %s has a transcript but no document (it was damaged and kept aside, or lost): hermes fsck --repair makes it a new document from the transcript", id)
+		}
+	}
+	return sess, err
 }
 
 // current sets the message count and the last activity of sess from the
@@ -417,6 +430,58 @@ func (s *Store) Get(id string) (Session, error) {
 		return Session{}, err
 	}
 	return s.readSession(id, false)
+}
+
+// Inspect is Get for a reader that shows a session: a session whose
+// document is damaged (quarantined as it was read, or earlier) or missing
+// while its transcript is there is returned as its transcript has it,
+// marked Damaged, rather than not found, so that it does not vanish from
+// sight until a repair. Writers keep Get's answer: they refuse such a
+// session (see readDocument).
+func (s *Store) Inspect(id string) (Session, error) {
+	if err := fsstore.CheckID("session id", id); err != nil {
+		return Session{}, err
+	}
+	sess, err := s.readSession(id, false)
+	if err == nil || errors.Is(err, fsstore.ErrInvalid) {
+		return sess, err
+	}
+	if damaged, ok := s.damaged(id); ok {
+		return damaged, nil
+	}
+	return sess, err
+}
+
+// damaged is the session id as its transcript has it, when the transcript
+// exists and the document does not (it was quarantined, or lost): its
+// message count, last activity, and Damaged naming the repair.
+//
+// A session being created has its transcript before its document (the
+// commit point, see CreateWith), under its lock: the lock is tried, and a
+// session whose lock is held is not judged, so that no reader sees a
+// create before its commit point.
+func (s *Store) damaged(id string) (Session, bool) {
+	if _, err := os.Lstat(s.logPath(id)); err != nil {
+		return Session{}, false
+	}
+	unlock, err := fsstore.Lock(s.lockPath(id), 0)
+	if err != nil {
+		return Session{}, false
+	}
+	defer unlock()
+	if _, err := os.Lstat(s.docPath(id)); err == nil {
+		return Session{}, false
+	}
+	sess := Session{ID: id, Profile: s.Profile}
+	if err := s.current(&sess); err != nil {
+		return Session{}, false
+	}
+	aside := "its document is missing"
+	if names, _ := filepath.Glob(filepath.Join(s.Dir, id+".json.corrupt-*")); len(names) > 0 {
+		aside = fmt.Sprintf("its document is damaged (kept aside as %s)", filepath.Base(names[len(names)-1]))
+	}
+	sess.Damaged = aside + " and its transcript intact: hermes fsck --repair makes it a new document from the transcript"
+	return sess, true
 }
 
 // rewriteDoc stores the document of id with the count and last activity of
@@ -1441,6 +1506,11 @@ func (s *Store) Resolve(ref string) (string, error) {
 	}
 	switch len(matches) {
 	case 0:
+		if _, err := os.Lstat(s.logPath(ref)); err == nil {
+			// A session whose document is damaged or missing: its id
+			// still names it (Inspect shows it; writers refuse it).
+			return ref, nil
+		}
 		return "", fsstore.NotFoundf("no session with id, id prefix or title %q", ref)
 	case 1:
 		return matches[0], nil
