@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -95,38 +96,84 @@ func tool[A any](name, title string, e effect, description string) *mcp.Tool {
 	return &mcp.Tool{Name: name, Title: title, Description: description, Annotations: a, InputSchema: schema}
 }
 
-// bound adds to a schema what its field types cannot say: the range of
-// limit and offset, and the values a state or status filter takes.
+// bound adds to a schema what its field types cannot say: the rules of
+// its arguments (rule).
 func bound(tool string, s *jsonschema.Schema) {
-	one, zero, most := 1.0, 0.0, float64(maxLimit)
 	for name, p := range s.Properties {
-		switch name {
-		case "limit":
-			p.Minimum, p.Maximum = &one, &most
-		case "offset":
-			p.Minimum = &zero
-		}
-	}
-	if p := s.Properties["state"]; p != nil {
-		p.Enum = []any{sessions.StateActive, sessions.StateEnded, sessions.StateSuspended, sessions.StateResumePending}
-	}
-	if p := s.Properties["status"]; p != nil {
-		p.Enum = []any{kanban.Todo, kanban.Ready, kanban.Running, kanban.Blocked, kanban.Done, kanban.Archived}
-		if tool == "kanban_create" {
-			p.Enum = []any{kanban.Todo, kanban.Ready}
+		r := rule(tool, name, p.Type == "integer")
+		p.Minimum, p.Maximum = r.min, r.max
+		for _, v := range r.enum {
+			p.Enum = append(p.Enum, v)
 		}
 	}
 }
 
+// argRule is what an argument may be beyond its type: a range, or one of
+// some values.
+type argRule struct {
+	min, max *float64
+	enum     []string
+}
+
+// rule is the rule of a tool's argument, by its name: the schema
+// advertises it (bound), and a call is held to it in hermes's words
+// (checkArguments) before the SDK's validation would in its own.
+func rule(tool, name string, integer bool) argRule {
+	f := func(v float64) *float64 { return &v }
+	switch {
+	case name == "limit" && integer:
+		return argRule{min: f(1), max: f(maxLimit)}
+	case name == "offset" && integer && (tool == "session_list" || tool == "session_search"):
+		return argRule{min: f(0), max: f(maxOffset)}
+	case name == "offset" && integer:
+		return argRule{min: f(0)}
+	case name == "state":
+		return argRule{enum: []string{sessions.StateActive, sessions.StateEnded, sessions.StateSuspended, sessions.StateResumePending}}
+	case name == "status" && tool == "kanban_create":
+		return argRule{enum: []string{string(kanban.Todo), string(kanban.Ready)}}
+	case name == "status":
+		return argRule{enum: []string{string(kanban.Todo), string(kanban.Ready), string(kanban.Running), string(kanban.Blocked), string(kanban.Done), string(kanban.Archived)}}
+	}
+	return argRule{}
+}
+
+// check is why v breaks the rule of argument name, or "".
+func (r argRule) check(name string, v any) string {
+	switch v := v.(type) {
+	case float64:
+		switch {
+		case r.min != nil && r.max != nil && (v < *r.min || v > *r.max):
+			return fmt.Sprintf("%s must be between %g and %g, not %g", name, *r.min, *r.max, v)
+		case r.min != nil && v < *r.min:
+			return fmt.Sprintf("%s must be %g or more, not %g", name, *r.min, v)
+		}
+	case string:
+		if len(r.enum) > 0 && !slices.Contains(r.enum, v) {
+			return fmt.Sprintf("unknown %s %q (%s)", name, v, strings.Join(r.enum, ", "))
+		}
+	}
+	return ""
+}
+
 // objectArguments refuses a tool call whose arguments are not a JSON
 // object in words a model can act on, before the SDK's decoding would in
-// Go's ("cannot unmarshal … into Go value of type map[string]interface {}").
+// Go's ("cannot unmarshal … into Go value of type map[string]interface {}"),
+// and one whose argument breaks its rule, before the SDK's validation
+// would ("maximum: 500/1 is greater than 200.000000").
 func objectArguments(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if call, ok := req.(*mcp.CallToolRequest); ok {
 			raw := bytes.TrimSpace(call.Params.Arguments)
 			if len(raw) > 0 && raw[0] != '{' && string(raw) != "null" {
 				return failure(fsstore.Invalidf("the arguments of %s must be a JSON object of named arguments, not %s", call.Params.Name, kindOf(raw))), nil
+			}
+			var args map[string]any
+			json.Unmarshal(raw, &args) // one that does not decode is the SDK's to refuse
+			for name, v := range args {
+				_, integer := v.(float64)
+				if why := rule(call.Params.Name, name, integer).check(name, v); why != "" {
+					return failure(fsstore.Invalidf("%s", why)), nil
+				}
 			}
 		}
 		return next(ctx, method, req)
