@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"reflect"
 
 	"gopkg.in/yaml.v3"
 
@@ -192,6 +193,13 @@ type MCPToolFilter struct {
 // naming the file (exit 2); the file is never replaced.
 func parseConfig(path string, b []byte) (Config, error) {
 	var c Config
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return c, fsstore.Invalidf("%s: %w", path, err)
+	}
+	if err := checkShape(&doc, reflect.TypeFor[Config](), ""); err != nil {
+		return c, fsstore.Invalidf("%s: %w", path, err)
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	// An empty file decodes as io.EOF: it is an empty config.
