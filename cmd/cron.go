@@ -547,7 +547,7 @@ func cronRuns(e *env) error {
 	}
 	id := ""
 	if e.c.NArg() == 1 {
-		if id, err = cs.Resolve(e.c.Args().First()); err != nil {
+		if id, err = cs.ResolveRuns(e.c.Args().First()); err != nil {
 			return err
 		}
 	}

@@ -23,7 +23,8 @@ func kanbanWatchCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "since", Usage: "first the events later than this time (an event's ts)"},
 			&cli.StringFlag{Name: "after", Usage: "first the events after this cursor (an event's cursor, with --json: resume exactly where a watch stopped)"},
-			&cli.BoolFlag{Name: "once", Usage: "print the events since --since or after --after, then exit"},
+			&cli.BoolFlag{Name: "once", Usage: "print the events since --since or after --after (else the last --last), then exit"},
+			&cli.IntFlag{Name: "last", Value: 20, Usage: "with --once and neither --since nor --after: how many of the board's last events"},
 			&cli.StringFlag{Name: "interval", Value: "200ms", Usage: "how often the events logs are looked at"},
 		},
 		Action: withEnv(kanbanWatch),
@@ -32,7 +33,8 @@ func kanbanWatchCommand() *cli.Command {
 
 // kanbanWatch prints committed events: TS TASK TYPE [run RUN] [DETAIL],
 // or with --json each event with its task_id and cursor. Without --since
-// or --after it starts now.
+// or --after it starts now, but --once prints the board's last --last
+// events.
 func kanbanWatch(e *env) error {
 	if e.c.NArg() > 1 {
 		return usagef("watch takes at most one task ID")
@@ -61,7 +63,19 @@ func kanbanWatch(e *env) error {
 		}
 		after = &c
 	case e.c.Bool("once"):
-		return usagef("--once needs --since or --after")
+		// The board's last events: all read, the last --last printed.
+		since = ""
+	}
+	last := 0
+	if e.c.IsSet("last") {
+		if !e.c.Bool("once") || e.c.IsSet("since") || e.c.IsSet("after") {
+			return usagef("--last goes with --once and neither --since nor --after")
+		}
+	}
+	if e.c.Bool("once") && since == "" {
+		if last = e.c.Int("last"); last < 1 {
+			return usagef("--last must be 1 or more, not %d", last)
+		}
 	}
 	interval, err := durationFlag(e.c, "interval", profiles.ParsePeriod)
 	if err != nil {
@@ -84,6 +98,9 @@ func kanbanWatch(e *env) error {
 	defer stop()
 	for {
 		events, err := w.Poll()
+		if last > 0 && len(events) > last {
+			events = events[len(events)-last:]
+		}
 		for _, ev := range events {
 			printWatched(e, ev)
 		}

@@ -134,7 +134,7 @@ func (s *Store) ClaimNow(id string) (Claim, error) {
 // claim records the claim c of j (with events before it) and writes j.
 func (s *Store) claim(j *Job, c Claim, events []Event, now time.Time) (Claim, bool, error) {
 	j.Run = &Run{Occurrence: c.Occurrence, Manual: c.Manual, Missed: c.Missed, Host: s.Host, PID: s.PID, ClaimedAt: fsstore.TimeOf(now)}
-	events = append(events, Event{Event: Claimed, JobID: j.ID, Occurrence: c.Occurrence, At: fsstore.TimeOf(now),
+	events = append(events, Event{Event: Claimed, JobID: j.ID, Name: j.Name, Occurrence: c.Occurrence, At: fsstore.TimeOf(now),
 		Manual: c.Manual, Missed: c.Missed, Host: s.Host, PID: s.PID})
 	if err := s.commit(j, events, true, now); err != nil {
 		return Claim{}, false, err

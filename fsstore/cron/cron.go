@@ -3,6 +3,7 @@ package cron
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -118,8 +119,11 @@ type LastRun struct {
 // catch-up of none passed over have one skipped line (occurrence the
 // first, until the last, missed how many).
 type Event struct {
-	Event      string       `json:"event"`
-	JobID      string       `json:"job_id"`
+	Event string `json:"event"`
+	JobID string `json:"job_id"`
+	// Name is the job's name when it was claimed (claimed lines only):
+	// the runs of a removed job are found by the name it had.
+	Name       string       `json:"name,omitempty"`
 	Occurrence fsstore.Time `json:"occurrence"`
 	At         fsstore.Time `json:"at"`
 	Manual     bool         `json:"manual,omitempty"`
@@ -366,6 +370,41 @@ func (s *Store) Resolve(ref string) (string, error) {
 		}
 	}
 	return "", fsstore.NotFoundf("job %s not found", ref)
+}
+
+// ResolveRuns is Resolve for a reader of the runs log: a ref that names
+// no job may name a removed one, whose runs stay: by its id, a unique
+// prefix of it, or the name it had when it last ran (the latest job of
+// that name).
+func (s *Store) ResolveRuns(ref string) (string, error) {
+	id, err := s.Resolve(ref)
+	if !errors.Is(err, fsstore.ErrNotFound) {
+		return id, err
+	}
+	byName, prefixed := "", map[string]bool{}
+	err = s.Events(func(ev Event) {
+		if ev.JobID == ref || strings.HasPrefix(ev.JobID, ref) {
+			prefixed[ev.JobID] = true
+		}
+		if ev.Name == ref {
+			byName = ev.JobID
+		}
+	})
+	switch {
+	case err != nil:
+		return "", err
+	case prefixed[ref]:
+		return ref, nil
+	case len(prefixed) == 1:
+		for id := range prefixed {
+			return id, nil
+		}
+	case len(prefixed) > 1:
+		return "", fsstore.Ambiguous(ref, slices.Sorted(maps.Keys(prefixed)))
+	case byName != "":
+		return byName, nil
+	}
+	return "", fsstore.NotFoundf("job %s not found (nor a removed job's runs)", ref)
 }
 
 // Update changes job id under its lock and writes it; a change whose
