@@ -27,6 +27,9 @@ type Listing struct {
 	LastErrorAt *time.Time `json:"last_error_at,omitempty"`
 	// ErrorKey is the Spec.Key the server failed under.
 	ErrorKey string `json:"error_key,omitempty"`
+	// AnsweredAt is when the server last answered a call after its last
+	// error: it is working again, though its tools came from the cache.
+	AnsweredAt *time.Time `json:"answered_at,omitempty"`
 }
 
 // RemoteTool is one tool as the server lists it.
@@ -93,6 +96,28 @@ func (c Cache) Failed(server, key, reason string) error {
 	return c.write(l)
 }
 
+// Answered records that the server answered a call under key, when its
+// last failure is later than anything that said it works: the state is
+// of its last use. Otherwise nothing is written, so a call pays one read.
+func (c Cache) Answered(server, key string) error {
+	l, err := c.Read(server)
+	if err != nil || !l.failedLast() || l.ErrorKey != key {
+		return err
+	}
+	now := time.Now().UTC()
+	l.AnsweredAt = &now
+	return c.write(l)
+}
+
+// failedLast reports whether the listing's last error is later than its
+// listing and than any call answered since.
+func (l Listing) failedLast() bool {
+	if l.LastErrorAt == nil {
+		return false
+	}
+	return (l.ListedAt == nil || l.LastErrorAt.After(*l.ListedAt)) && (l.AnsweredAt == nil || l.LastErrorAt.After(*l.AnsweredAt))
+}
+
 func (c Cache) write(l Listing) error {
 	if err := fsstore.EnsureDir(c.Dir); err != nil {
 		return err
@@ -112,7 +137,8 @@ type Status struct {
 	// State is disabled; not listed (never started); listed (its tools
 	// cached for its present configuration); stale (cached for another
 	// configuration: the next use lists it again); or failed (its last
-	// start or call failed after its last listing).
+	// start or call failed after its last listing and after the last
+	// call it answered). LastError stays told after it recovers.
 	State       string     `json:"state"`
 	Tools       int        `json:"tools"` // offered, its tools filter applied
 	ListedAt    *time.Time `json:"listed_at,omitempty"`
@@ -144,7 +170,7 @@ func (p *Pool) Status(s Spec) (Status, error) {
 	switch {
 	case !s.Enabled:
 		st.State = "disabled"
-	case l.LastErrorAt != nil && (l.ListedAt == nil || l.LastErrorAt.After(*l.ListedAt)):
+	case l.failedLast():
 		st.State = "failed"
 	}
 	return st, nil

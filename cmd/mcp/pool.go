@@ -269,6 +269,7 @@ func (p *Pool) Call(ctx context.Context, s Spec, tool string, args json.RawMessa
 	var rpcErr *jsonrpc.Error
 	switch {
 	case err == nil:
+		p.Cache.Answered(s.Name, s.Key) // the state's cache: a failure to write it changes no result
 		return resultText(res)
 	case ctx.Err() != nil:
 		return "", context.Cause(ctx)

@@ -167,9 +167,17 @@ func TestCrashMidCall(t *testing.T) {
 	if !strings.Contains(string(log), "crashing on purpose") {
 		t.Fatalf("stderr log: %q", log)
 	}
+	if st, err := p.Status(p.Specs[0]); err != nil || st.State != "failed" {
+		t.Fatalf("status after the crash: %+v, %v; want failed", st, err)
+	}
 	out, err := run(t, tool(t, tools, "mcp__test__echo"), `{"text":"again"}`)
 	if err != nil || out != "echo: again" || startCount(t, starts) != 2 {
 		t.Fatalf("after a crash: %q, %v, %d starts", out, err, startCount(t, starts))
+	}
+	// A call answered since: the state is of its last use, listed, and
+	// the failure stays told as the last error.
+	if st, err := p.Status(p.Specs[0]); err != nil || st.State != "listed" || !strings.Contains(st.LastError, "unavailable") {
+		t.Fatalf("status after a call answered: %+v, %v; want listed, with the last error", st, err)
 	}
 }
 
