@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -200,6 +201,9 @@ func chat(e *env) error {
 		}
 		if strings.TrimSpace(s) != "" {
 			if strings.TrimSpace(prompt) == "" {
+				if verb := slashVerb(s); verb != "" {
+					return usagef("%s is a line-mode command, and piped stdin is sent as one message: hermes chat -c -i reads lines from a pipe, slash commands included", verb)
+				}
 				prompt = s
 			} else {
 				prompt += "\n\n" + s
@@ -443,7 +447,7 @@ func (ch *chatter) pickNamed() error {
 			return err
 		}
 		if len(list) == 0 {
-			return fmt.Errorf("%w: no session to continue", fsstore.ErrNotFound)
+			return fsstore.NotFoundf("no session to continue in profile %s: hermes chat -q PROMPT starts one", ch.e.profile.Name)
 		}
 		ch.sessionID = list[0].ID
 	}
@@ -873,4 +877,20 @@ func (ch *chatter) tasks(arg string) error {
 		return fmt.Errorf("/tasks exited with status %d", code)
 	}
 	return nil
+}
+
+// slashVerb is the line-mode command a piped prompt of one line begins
+// with ("/history 5": /history), or "" when it is none.
+func slashVerb(prompt string) string {
+	line := strings.TrimSpace(prompt)
+	if strings.Contains(line, "\n") {
+		return ""
+	}
+	verb, _, _ := strings.Cut(line, " ")
+	for _, c := range slashCommands() {
+		if c.name == verb || slices.Contains(c.aliases, verb) {
+			return verb
+		}
+	}
+	return ""
 }
