@@ -48,6 +48,7 @@ rm -f "$out"/hermes_"$version"_*.tar.gz "$out/SHA256SUMS"
 for p in "${platforms[@]}"; do
   os=${p%/*} arch=${p#*/}
   name=hermes_${version}_${os}_${arch}
+  echo "release.sh: building $os/$arch" >&2
   stage=$src/stage/$name
   mkdir -p "$stage"
   (cd "$src/hermes" && GOOS=$os GOARCH=$arch CGO_ENABLED=0 go build -trimpath -buildvcs=true \
@@ -58,6 +59,7 @@ done
 
 # The man page comes from a binary this machine runs; its date is the
 # commit's, its text the same on every platform.
+echo "release.sh: the man page, then the archives in $out" >&2
 host=$src/host-hermes
 (cd "$src/hermes" && CGO_ENABLED=0 go build -trimpath -buildvcs=true -tags urfave_cli_no_docs \
   -ldflags "-X github.com/hermes/hermes/cmd.Version=$version" -o "$host" .)
