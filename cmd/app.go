@@ -212,7 +212,24 @@ func groupAction(c *cli.Context) error {
 		typed := c.Args().First()
 		return usagef("unknown command %q%s (see '%s')", typed, didYouMean(typed, commandNames(verbs)), help)
 	}
+	if c.Command == nil || c.Command.Name == "" || c.Command.Name == c.App.Name {
+		return cli.ShowAppHelp(c) // plain hermes: the page hermes --help prints
+	}
 	return cli.ShowSubcommandHelp(c)
+}
+
+// A switch is off unless given: its help line does not say "(default:
+// false)", which beside a usage saying what the default is reads as a
+// contradiction.
+func init() {
+	base := cli.FlagStringer
+	cli.FlagStringer = func(f cli.Flag) string {
+		s := base(f)
+		if _, ok := f.(*cli.BoolFlag); ok {
+			s = strings.TrimSuffix(s, " (default: false)")
+		}
+		return s
+	}
 }
 
 // env is what every action needs: the resolved profile, its config, and

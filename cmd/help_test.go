@@ -86,3 +86,31 @@ func TestREADMESessionsVerbs(t *testing.T) {
 		}
 	}
 }
+
+// TestHelpSaysNothingFalse: no help line contradicts itself or says a
+// number for "all": a switch is off unless given, so "(default: false)"
+// is noise beside "(the default)", and -1 is no value a user types.
+func TestHelpSaysNothingFalse(t *testing.T) {
+	app := NewApp(strings.NewReader(""), io.Discard, io.Discard)
+	check := func(where string, flags []cli.Flag) {
+		for _, f := range flags {
+			line := f.String()
+			if strings.Contains(line, "(default: false)") || strings.Contains(line, "(default: -1)") || line != strings.TrimRight(line, " ") {
+				t.Errorf("%s: %q", where, line)
+			}
+		}
+	}
+	check("hermes", app.Flags)
+	walkCommands(app.Commands, func(c *cli.Command) { check(c.Name, c.Flags) })
+}
+
+// TestPlainHermesIsHelp: hermes alone prints the page hermes --help
+// prints.
+func TestPlainHermesIsHelp(t *testing.T) {
+	var plain, help strings.Builder
+	NewApp(strings.NewReader(""), &plain, io.Discard).Run([]string{"hermes"})
+	NewApp(strings.NewReader(""), &help, io.Discard).Run([]string{"hermes", "--help"})
+	if plain.String() != help.String() || !strings.Contains(help.String(), "COMMANDS:") {
+		t.Fatalf("hermes:\n%s\nhermes --help:\n%s", plain.String(), help.String())
+	}
+}

@@ -87,7 +87,7 @@ and hermes exits with the command's exit code (128 + N for signal N): a cron wra
 				ArgsUsage: "ID",
 				Flags: []cli.Flag{
 					&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "stream the output until the task finishes"},
-					&cli.IntFlag{Name: "tail", Value: -1, Usage: "only the last N lines"},
+					&cli.IntFlag{Name: "tail", Value: -1, DefaultText: "all", Usage: "only the last N lines"},
 				},
 				Action: withEnv(tasksLog),
 			},
