@@ -181,6 +181,11 @@ func NewApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		}
 	})
 	app.OnUsageError = onUsageError
+	for _, noun := range app.Commands {
+		if verbs := noun.VisibleCommands(); len(verbs) > 0 {
+			noun.Usage += " (" + strings.Join(commandNames(verbs), ", ") + ")"
+		}
+	}
 	return app
 }
 

@@ -42,7 +42,7 @@ func cronCommand() *cli.Command {
 	}
 	return &cli.Command{
 		Name:  "cron",
-		Usage: "scheduled jobs: each occurrence run once, on any number of hosts, every run kept",
+		Usage: "scheduled jobs, each occurrence run once on any number of hosts",
 		Description: `A job runs a command or an agent turn (a prompt) on a schedule. Each run is a
 background task (hermes tasks show/log). Something must tick: hermes cron tick from
 crontab or a systemd timer, hermes cron daemon, or the gateway with gateway.cron: true.

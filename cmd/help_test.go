@@ -114,3 +114,24 @@ func TestPlainHermesIsHelp(t *testing.T) {
 		t.Fatalf("hermes:\n%s\nhermes --help:\n%s", plain.String(), help.String())
 	}
 }
+
+// TestNounSummaryNamesItsVerbs: hermes --help names every verb of every
+// noun, so a user sees them without a second help.
+func TestNounSummaryNamesItsVerbs(t *testing.T) {
+	var out strings.Builder
+	NewApp(strings.NewReader(""), &out, io.Discard).Run([]string{"hermes", "--help"})
+	app := NewApp(strings.NewReader(""), io.Discard, io.Discard)
+	for _, noun := range app.Commands {
+		line := ""
+		for _, l := range strings.Split(out.String(), "\n") {
+			if f := strings.Fields(l); len(f) > 0 && f[0] == noun.Name {
+				line = l
+			}
+		}
+		for _, verb := range noun.VisibleCommands() {
+			if !regexp.MustCompile(`\b` + verb.Name + `\b`).MatchString(line) {
+				t.Errorf("hermes --help's line of %s does not name %s: %q", noun.Name, verb.Name, line)
+			}
+		}
+	}
+}

@@ -35,7 +35,7 @@ const (
 func kanbanCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "kanban",
-		Usage: "a task board whose workers are agents; a respawned worker resumes its prior session",
+		Usage: "a task board worked by agents, a respawned worker resuming its prior session",
 		Subcommands: []*cli.Command{
 			{
 				Name:      "create",

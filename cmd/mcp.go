@@ -27,7 +27,7 @@ import (
 func mcpCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "mcp",
-		Usage: "the MCP servers whose tools the agent is offered (mcp_servers in config.yaml)",
+		Usage: "MCP servers: those whose tools the agent is offered, and hermes as one",
 		Subcommands: []*cli.Command{
 			{Name: "list", Usage: "each server: transport, state, tool count, last error (starts nothing)", ArgsUsage: " ", Action: withEnv(mcpList)},
 			{Name: "tools", Usage: "the tools offered, by name, with descriptions (--json: with their input schemas)", ArgsUsage: "[NAME]", Action: withEnv(mcpTools)},

@@ -19,7 +19,7 @@ func sessionsCommand() *cli.Command {
 	yes := &cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "do not ask for confirmation"}
 	return &cli.Command{
 		Name:  "sessions",
-		Usage: "agent conversations: create, append, show, export, list, search, prune",
+		Usage: "agent conversations and their transcripts",
 		Subcommands: []*cli.Command{
 			{
 				Name:      "new",

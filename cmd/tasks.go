@@ -28,7 +28,7 @@ func tasksCommand() *cli.Command {
 	yes := &cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "do not ask for confirmation"}
 	return &cli.Command{
 		Name:  "tasks",
-		Usage: "background tasks: commands whose output and exit code outlive restarts",
+		Usage: "background tasks, whose output and exit code outlive restarts",
 		Subcommands: []*cli.Command{
 			{
 				Name:  "run",
