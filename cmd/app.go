@@ -164,6 +164,7 @@ func NewApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			profileCommand(),
 			fsckCommand(),
 			completionCommand(),
+			completeCommand(),
 			manCommand(),
 			versionCommand(),
 		},

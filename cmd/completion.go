@@ -6,23 +6,13 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// The bash and zsh scripts ask the binary itself for completions
-// (--generate-bash-completion), so they stay right as commands change.
-// They follow the scripts shipped in urfave/cli's autocomplete folder.
+// The scripts ask the binary itself for candidates (hermes __complete,
+// complete.go), so they stay right as commands change, and complete
+// records (sessions, tasks, board tasks, jobs, servers, profiles) too.
 const bashCompletion = `# bash completion for hermes: source <(hermes completion bash)
 _hermes_complete() {
-  local cur words
-  COMPREPLY=()
-  cur="${COMP_WORDS[COMP_CWORD]}"
-  words=("${COMP_WORDS[@]:0:$COMP_CWORD}")
-  local request="${words[*]} --generate-bash-completion"
-  if [[ "$cur" == "-"* ]]; then
-    request="${words[*]} ${cur} --generate-bash-completion"
-  fi
-  local opts
-  opts=$(eval "${request}" 2>/dev/null)
-  COMPREPLY=($(compgen -W "${opts}" -- "${cur}"))
-  return 0
+  local cur="${COMP_WORDS[COMP_CWORD]}" IFS=$'\n'
+  COMPREPLY=($("${COMP_WORDS[0]}" __complete -- "${COMP_WORDS[@]:1:COMP_CWORD-1}" "$cur" 2>/dev/null))
 }
 complete -o bashdefault -o default -F _hermes_complete hermes
 `
@@ -30,20 +20,19 @@ complete -o bashdefault -o default -F _hermes_complete hermes
 const zshCompletion = `#compdef hermes
 # zsh completion for hermes: hermes completion zsh > "${fpath[1]}/_hermes"
 _hermes() {
-  local -a opts
-  local cur=${words[-1]}
-  if [[ "$cur" == "-"* ]]; then
-    opts=("${(@f)$(${words[@]:0:#words[@]-1} ${cur} --generate-bash-completion)}")
-  else
-    opts=("${(@f)$(${words[@]:0:#words[@]-1} --generate-bash-completion)}")
-  fi
-  if [[ "${opts[1]}" != "" ]]; then
-    _describe 'values' opts
+  local -a cands
+  cands=("${(@f)$(${words[1]} __complete -- "${(@)words[2,CURRENT-1]}" "${words[CURRENT]}" 2>/dev/null)}")
+  if [[ -n "${cands[1]}" ]]; then
+    compadd -a cands
   else
     _files
   fi
 }
 compdef _hermes hermes
+`
+
+const fishCompletion = `# fish completion for hermes: hermes completion fish > ~/.config/fish/completions/hermes.fish
+complete -c hermes -f -a '(hermes __complete -- (commandline -opc)[2..-1] (commandline -ct))'
 `
 
 func completionCommand() *cli.Command {
@@ -62,10 +51,7 @@ func completionCommand() *cli.Command {
 			case "zsh":
 				_, err = fmt.Fprint(c.App.Writer, zshCompletion)
 			case "fish":
-				var s string
-				if s, err = c.App.ToFishCompletion(); err == nil {
-					_, err = fmt.Fprint(c.App.Writer, s)
-				}
+				_, err = fmt.Fprint(c.App.Writer, fishCompletion)
 			default:
 				return usagef("unknown shell %q (bash, zsh or fish)", shell)
 			}

@@ -302,6 +302,14 @@ func (s *Store) RebuildIDs() error {
 	return s.rebuildIDsLocked()
 }
 
+// IDsWithPrefix returns at most limit sessions whose id starts with
+// prefix, newest first, from the id index alone (shell completion): none
+// when the index is not built, rather than a listing of the directory.
+func (s *Store) IDsWithPrefix(prefix string, limit int) ([]string, error) {
+	ids, _, err := s.prefixIDs(prefix, limit)
+	return ids, err
+}
+
 // prefixIDs returns the sessions whose id starts with prefix, newest
 // first, at most limit of them; ok is false when the index is not built
 // (the caller lists the directory). It reads the log, binary-searches
