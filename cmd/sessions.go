@@ -36,7 +36,7 @@ func sessionsCommand() *cli.Command {
 			{
 				Name:      "append",
 				Usage:     "append messages (JSONL on stdin, or --role and --content) and print the message count",
-				ArgsUsage: "ID",
+				ArgsUsage: "ID|PREFIX|TITLE",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "role", Usage: "role of a single message: user, assistant, system, tool"},
 					&cli.StringFlag{Name: "content", Usage: "text of a single message"},
@@ -46,7 +46,7 @@ func sessionsCommand() *cli.Command {
 			{
 				Name:      "save",
 				Usage:     "write the whole transcript (JSONL on stdin); refused if it would shorten or rewrite history",
-				ArgsUsage: "ID",
+				ArgsUsage: "ID|PREFIX|TITLE",
 				Flags: []cli.Flag{
 					&cli.BoolFlag{Name: "force", Usage: "replace a transcript the write does not extend, keeping the old one beside it"},
 				},
@@ -91,26 +91,26 @@ func sessionsCommand() *cli.Command {
 			{
 				Name:      "rename",
 				Usage:     "set a session's title (unique in the profile)",
-				ArgsUsage: "ID TITLE",
+				ArgsUsage: "ID|PREFIX|TITLE NEW_TITLE",
 				Action:    withEnv(sessionsRename),
 			},
 			{
 				Name:      "end",
 				Usage:     "end a session (the first reason stays)",
-				ArgsUsage: "ID",
+				ArgsUsage: "ID|PREFIX|TITLE",
 				Flags:     []cli.Flag{&cli.StringFlag{Name: "reason", Value: "user", Usage: "why it ended"}},
 				Action:    withEnv(sessionsEnd),
 			},
 			{
 				Name:      "reopen",
 				Usage:     "make an ended session active again",
-				ArgsUsage: "ID",
+				ArgsUsage: "ID|PREFIX|TITLE",
 				Action:    withEnv(sessionsReopen),
 			},
 			{
 				Name:      "delete",
 				Usage:     "delete an ended session and its files",
-				ArgsUsage: "ID",
+				ArgsUsage: "ID|PREFIX|TITLE",
 				Flags:     []cli.Flag{yes, &cli.BoolFlag{Name: "dry-run", Usage: "say what would be removed, remove nothing"}},
 				Action:    withEnv(sessionsDelete),
 			},
