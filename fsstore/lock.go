@@ -3,10 +3,12 @@ package fsstore
 import (
 	"errors"
 	"os"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/gofrs/flock"
+	"golang.org/x/sys/unix"
 
 	"github.com/hermes/hermes/fsstore/internal/seam"
 )
@@ -64,10 +66,6 @@ func lock(path string, timeout time.Duration, done <-chan struct{}, shared bool)
 	if shared {
 		try = fl.TryRLock
 	}
-	// The wait polls: a blocking flock cannot be called off when the time
-	// is up, and a waiter that got the lock after its caller gave up would
-	// hold it for nobody. Short sleeps keep the wake-up close to the
-	// holder's release; done ends a sleep at once.
 	deadline := time.Now().Add(timeout)
 	delay := 250 * time.Microsecond
 	var nap *time.Timer
@@ -92,6 +90,23 @@ func lock(path string, timeout time.Duration, done <-chan struct{}, shared bool)
 		if !time.Now().Before(deadline) {
 			return nil, &LockTimeoutError{Path: path, Timeout: timeout.String()}
 		}
+		// Held: wait for it in the kernel (blockingWait), so that the
+		// wait ends the moment the holder lets go. When too many waits
+		// given up are still blocked, poll instead, with short sleeps
+		// that keep the wake-up close to the release.
+		unlock, err := blockingWait(path, shared, deadline, done)
+		switch {
+		case errors.Is(err, errWaitersFull):
+		case err != nil:
+			if _, timedOut := err.(*LockTimeoutError); timedOut {
+				return nil, &LockTimeoutError{Path: path, Timeout: timeout.String()}
+			}
+			return nil, err
+		case unlock != nil:
+			return unlock, nil
+		default:
+			continue // the file was removed under the wait: lock what the path names
+		}
 		d := min(delay, time.Until(deadline)+time.Millisecond)
 		if nap == nil {
 			nap = time.NewTimer(d)
@@ -106,12 +121,117 @@ func lock(path string, timeout time.Duration, done <-chan struct{}, shared bool)
 		}
 		delay = min(delay*2, maxLockPoll)
 	}
-	// flock creates the sidecar 0600 less the umask, which may narrow it;
-	// the store's files are 0600 whatever the umask.
-	if fi, err := fl.Stat(); err == nil && fi.Mode().Perm() != FileMode {
+	fixMode(path, fl.Stat)
+	return func() { fl.Unlock() }, nil
+}
+
+// fixMode makes a sidecar 0600: flock creates it 0600 less the umask,
+// which may narrow it; the store's files are 0600 whatever the umask.
+func fixMode(path string, stat func() (os.FileInfo, error)) {
+	if fi, err := stat(); err == nil && fi.Mode().Perm() != FileMode {
 		os.Chmod(path, FileMode)
 	}
-	return func() { fl.Unlock() }, nil
+}
+
+// maxBlockedWaits bounds the waits that block in the kernel at once,
+// those given up (timed out, called off) included: a wait given up stays
+// blocked, holding a descriptor, until the holder lets go, and then lets
+// go at once. A long-running process (the gateway) whose callers keep
+// giving up on a lock that is never let go would otherwise gather them
+// without end; past the bound, waits poll.
+const maxBlockedWaits = 256
+
+var (
+	blockedWaits   = make(chan struct{}, maxBlockedWaits)
+	errWaitersFull = errors.New("lock: too many blocked waits")
+)
+
+// blockingWait waits for the lock on path in the kernel (flock without
+// LOCK_NB), on a descriptor of its own, until deadline or done. It
+// returns the unlock of the lock taken; nil and no error when the file
+// was removed under the wait (the caller locks what the path names
+// now); errWaitersFull when maxBlockedWaits are blocked. A blocking
+// flock cannot be called off: a wait given up leaves its goroutine
+// blocked, and when it gets the lock it lets go at once, for nobody.
+func blockingWait(path string, shared bool, deadline time.Time, done <-chan struct{}) (func(), error) {
+	select {
+	case blockedWaits <- struct{}{}:
+	default:
+		return nil, errWaitersFull
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		<-blockedWaits
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil // removed by its holder since the try: try again
+		}
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, Refusedf("lock %s is a symlink; refusing to write through it", path)
+		}
+		return nil, &os.PathError{Op: "lock", Path: path, Err: errors.Unwrap(err)}
+	}
+	how := unix.LOCK_EX
+	if shared {
+		how = unix.LOCK_SH
+	}
+	var (
+		mu        sync.Mutex
+		abandoned bool
+	)
+	got := make(chan error, 1)
+	go func() {
+		defer func() { <-blockedWaits }()
+		var err error
+		for {
+			if err = unix.Flock(int(f.Fd()), how); !errors.Is(err, unix.EINTR) {
+				break
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if abandoned {
+			f.Close() // lets the lock go, if taken
+			return
+		}
+		got <- err
+	}()
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	var why error
+	select {
+	case err := <-got:
+		return tookLock(f, path, err)
+	case <-timer.C:
+		why = &LockTimeoutError{Path: path}
+	case <-done:
+		why = &LockInterruptedError{Path: path}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	select {
+	case err := <-got: // taken as the wait was given up: keep it
+		return tookLock(f, path, err)
+	default:
+		abandoned = true
+		return nil, why
+	}
+}
+
+// tookLock is the end of a blocking wait on f: its unlock, or nil when
+// path no longer names f's file (removed by its holder).
+func tookLock(f *os.File, path string, err error) (func(), error) {
+	if err != nil {
+		f.Close()
+		return nil, &os.PathError{Op: "lock", Path: path, Err: err}
+	}
+	held, serr := f.Stat()
+	named, lerr := os.Lstat(path)
+	if serr == nil && (errors.Is(lerr, os.ErrNotExist) || lerr == nil && !os.SameFile(held, named)) {
+		f.Close()
+		return nil, nil
+	}
+	fixMode(path, f.Stat)
+	return func() { f.Close() }, nil
 }
 
 // namedBy reports whether path still names the file fl has locked; when
