@@ -161,6 +161,7 @@ func NewApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			kanbanCommand(),
 			gatewayCommand(),
 			mcpCommand(),
+			memoryCommand(),
 			profileCommand(),
 			fsckCommand(),
 			completionCommand(),

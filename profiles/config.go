@@ -128,6 +128,14 @@ type Config struct {
 		// call that needs approval (terminal, write_file, process kill).
 		Approval string `yaml:"approval" json:"approval"`
 	} `yaml:"tools" json:"tools"`
+	// Memory is what the agent keeps between sessions (fsstore/memory):
+	// on unless enabled is false; the bounds of MEMORY.md and USER.md in
+	// characters, 0 for the defaults (8,000 and 4,000).
+	Memory struct {
+		Enabled      *bool `yaml:"enabled" json:"enabled"`
+		MaxChars     int   `yaml:"max_chars" json:"max_chars"`
+		UserMaxChars int   `yaml:"user_max_chars" json:"user_max_chars"`
+	} `yaml:"memory" json:"memory"`
 	// MCPServers are the MCP servers whose tools the agent is offered,
 	// by name (cmd/mcp).
 	MCPServers map[string]MCPServer `yaml:"mcp_servers" json:"mcp_servers"`

@@ -116,6 +116,19 @@
 // the first message of a session (a note, so the gateway skips it when it
 // compares a client's history), cut to MaxInstructions.
 //
+// # Memory
+//
+// Engine.Memory, when set, is read at a session's first turn too: its
+// snapshot (MemoryNote: MEMORY.md and USER.md as the log makes them then)
+// is stored after the instructions, as a note, so that a resumed session
+// reads the copy it started with and its history stays byte-stable. An
+// empty memory stores nothing. The memory tool (memory_tool.go) views and
+// changes the memory through Env.Memory (package memory: each change one
+// line of its log, under its lock, bounded); its answer says when a file
+// is nearly full, and MemoryAlert picks that, or a refusal at the bound,
+// out of a result for a front end to show the user. A front end offers it
+// beside the general tools while memory.enabled is not false.
+//
 // # Compression
 //
 // Engine.Compress continues a session in a new one that starts with a
@@ -125,8 +138,8 @@
 // SummaryInstruction as a system message, the messages to summarise as
 // the provider reads any history, and a closing user message asking for
 // the summary. The child holds the summary as a system message, then the
-// kept messages, after the parent's project instructions when it starts
-// with them; the parent ends with reason compression
+// kept messages, after the parent's project instructions and memory
+// snapshot when it starts with them; the parent ends with reason compression
 // (sessions.Store.Compress). A history with nothing before its kept turns
 // is not compressed.
 //

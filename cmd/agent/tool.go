@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/hermes/hermes/fsstore/memory"
 	"github.com/hermes/hermes/fsstore/sessions"
 	"github.com/hermes/hermes/fsstore/tasks"
 )
@@ -53,6 +54,9 @@ type Env struct {
 	StartTask func(ctx context.Context, name string, argv []string, cwd, sessionID string) (tasks.Task, error)
 	// Kanban is the worker's own task, set only inside a kanban worker.
 	Kanban KanbanWorker
+	// Memory is the profile's memory, which the memory tool changes; nil
+	// when memory is off (memory.enabled: false).
+	Memory *memory.Store
 }
 
 // forCall is env for one call run under ctx: its stores are copies whose
@@ -71,6 +75,11 @@ func (env *Env) forCall(ctx context.Context) *Env {
 		st := *env.Tasks
 		st.Cancel = ctx.Done()
 		c.Tasks = &st
+	}
+	if env.Memory != nil {
+		st := *env.Memory
+		st.Cancel = ctx.Done()
+		c.Memory = &st
 	}
 	return &c
 }
