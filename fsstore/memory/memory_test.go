@@ -384,3 +384,86 @@ func TestConcurrentProcessAdds(t *testing.T) {
 		}
 	}
 }
+
+// TestHelperAcker is not a test: it is the helper process of
+// TestKilledAddersLoseNothing. It adds N entries "<tag>:<i>" and prints
+// each one on stdout once its Add has returned (acknowledged).
+func TestHelperAcker(t *testing.T) {
+	if os.Getenv(storetest.HelperRoleEnv) != "memory-acker" {
+		t.Skip("helper process of TestKilledAddersLoseNothing, which runs it")
+	}
+	n, _ := strconv.Atoi(os.Getenv(storetest.HelperNEnv))
+	s := NewStore(os.Getenv(storetest.HelperDirEnv), 5*time.Minute, func(string) {})
+	s.MaxChars = 1 << 20
+	tag := os.Getenv(storetest.HelperTagEnv)
+	for i := range n {
+		text := fmt.Sprintf("%s:%d", tag, i)
+		if _, err := s.Add(Memory, text, Who{By: ByAgent}); err != nil {
+			t.Fatalf("add %d: %v", i, err)
+		}
+		fmt.Println(text)
+	}
+}
+
+// TestKilledAddersLoseNothing kills two adding processes with SIGKILL,
+// again and again, at moments that fall anywhere in a change: every entry
+// a process acknowledged must be there, once; a torn tail a kill left is
+// moved aside by the next change; and fsck --repair makes the store clean.
+func TestKilledAddersLoseNothing(t *testing.T) {
+	const rounds, procs = 12, 2
+	if testing.Short() {
+		t.Skip("-short: kills 24 adding processes; go test ./fsstore/memory/ (without -short) runs it")
+	}
+	s, _ := newStore(t)
+	s.MaxChars = 1 << 20
+	s.Warn = func(string) {}
+	acked := map[string]bool{}
+	for r := range rounds {
+		cmds := make([]*exec.Cmd, procs)
+		outs := make([]*strings.Builder, procs)
+		for p := range cmds {
+			cmds[p] = storetest.HelperCommand(t, "TestHelperAcker", storetest.HelperRoleEnv+"=memory-acker",
+				storetest.HelperDirEnv+"="+filepath.Dir(s.Dir), fmt.Sprintf("%s=r%dp%d", storetest.HelperTagEnv, r, p), storetest.HelperNEnv+"=100000")
+			outs[p] = &strings.Builder{}
+			cmds[p].Stdout = outs[p]
+			if err := cmds[p].Start(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Long enough for the test binary to start and make some changes.
+		time.Sleep(time.Duration(150+r*23%100) * time.Millisecond)
+		for p, cmd := range cmds {
+			cmd.Process.Kill()
+			cmd.Wait()
+			for _, line := range strings.Fields(outs[p].String()) {
+				acked[line] = true
+			}
+		}
+	}
+	st := mustRead(t, s)
+	seen := map[string]int{}
+	for _, e := range st.Memory {
+		seen[e.Text]++
+	}
+	for text := range acked {
+		if seen[text] != 1 {
+			t.Errorf("acknowledged entry %q stored %d times", text, seen[text])
+		}
+	}
+	if len(acked) == 0 {
+		t.Fatal("no add was acknowledged before its process was killed")
+	}
+	if _, err := s.Check(true, t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	findings, err := s.Check(false, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range findings {
+		if f.Problem {
+			t.Errorf("after repair: %+v", f)
+		}
+	}
+	t.Logf("%d acknowledged, %d stored", len(acked), len(st.Memory))
+}
