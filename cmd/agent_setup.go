@@ -103,9 +103,13 @@ func chatTools(e *env, o chatOptions, cfg profiles.Config) ([]agent.Tool, *mcp.P
 		return nil, nil, fsstore.Invalidf("tool %s: memory is off (memory.enabled: false in config.yaml)", agent.MemoryToolName)
 	}
 	tools, pool, err := selectTools(e, cfg, names, inWorker)
-	if err == nil && names == nil && memoryOn {
-		mem, _ := agent.Select([]string{agent.MemoryToolName}, inWorker)
-		tools = append(tools, mem...)
+	if err == nil && names == nil {
+		more := []string{agent.SkillViewToolName, agent.SkillManageToolName}
+		if memoryOn {
+			more = append([]string{agent.MemoryToolName}, more...)
+		}
+		extra, _ := agent.Select(more, inWorker)
+		tools = append(tools, extra...)
 	}
 	return tools, pool, err
 }

@@ -162,6 +162,7 @@ func NewApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			gatewayCommand(),
 			mcpCommand(),
 			memoryCommand(),
+			skillsCommand(),
 			profileCommand(),
 			fsckCommand(),
 			completionCommand(),

@@ -382,6 +382,8 @@ func newChatter(e *env) (*chatter, error) {
 	if memoryOn {
 		ch.engine.Memory, ch.engine.Warn, ch.toolEnv.Memory = mem, e.warn, mem
 	}
+	ch.engine.Skills = skillsFinder(e)
+	ch.toolEnv.Skills = ch.engine.Skills
 	return ch, nil
 }
 

@@ -65,16 +65,21 @@ func memoryTarget(e *env) string {
 	return memory.Memory
 }
 
-// memoryArgs returns the n positional arguments of a memory verb.
-func memoryArgs(e *env, names ...string) ([]string, error) {
+// verbArgs returns the positional arguments of a verb that takes
+// exactly those names.
+func verbArgs(e *env, names ...string) ([]string, error) {
 	if e.c.NArg() != len(names) {
-		return nil, usagef("memory %s takes %s, got %d arguments", e.c.Command.Name, strings.Join(names, " "), e.c.NArg())
+		want := strings.Join(names, " ")
+		if want == "" {
+			want = "no arguments"
+		}
+		return nil, usagef("%s takes %s, got %d arguments", e.c.Command.FullName(), want, e.c.NArg())
 	}
 	return e.c.Args().Slice(), nil
 }
 
 func memoryShow(e *env) error {
-	if _, err := memoryArgs(e); err != nil {
+	if _, err := verbArgs(e); err != nil {
 		return err
 	}
 	s, err := openMemory(e)
@@ -100,7 +105,7 @@ func memoryShow(e *env) error {
 }
 
 func memoryAdd(e *env) error {
-	args, err := memoryArgs(e, "TEXT")
+	args, err := verbArgs(e, "TEXT")
 	if err != nil {
 		return err
 	}
@@ -110,7 +115,7 @@ func memoryAdd(e *env) error {
 }
 
 func memoryEdit(e *env) error {
-	args, err := memoryArgs(e, "OLD", "NEW")
+	args, err := verbArgs(e, "OLD", "NEW")
 	if err != nil {
 		return err
 	}
@@ -120,7 +125,7 @@ func memoryEdit(e *env) error {
 }
 
 func memoryRemove(e *env) error {
-	args, err := memoryArgs(e, "OLD")
+	args, err := verbArgs(e, "OLD")
 	if err != nil {
 		return err
 	}
@@ -130,7 +135,7 @@ func memoryRemove(e *env) error {
 }
 
 func memoryRevert(e *env) error {
-	args, err := memoryArgs(e, "N")
+	args, err := verbArgs(e, "N")
 	if err != nil {
 		return err
 	}
@@ -169,7 +174,7 @@ func memoryChange(e *env, did string, change func(*memory.Store, memory.Who) (me
 }
 
 func memoryLog(e *env) error {
-	if _, err := memoryArgs(e); err != nil {
+	if _, err := verbArgs(e); err != nil {
 		return err
 	}
 	s := memory.NewStore(e.profile.Dir(), e.lockTimeout, e.warn)

@@ -72,6 +72,9 @@ type Engine struct {
 	// Memory, when set, is read at a session's first turn too, and its
 	// snapshot (MemoryNote) stored after the instructions.
 	Memory *memory.Store
+	// Skills, when set, are listed at a session's first turn too, after
+	// the memory (Skills.Note).
+	Skills *Skills
 	// Warn reports what a session's opening left out (a memory that
 	// cannot be read).
 	Warn func(string)
@@ -183,6 +186,11 @@ func (e *Engine) Opening(ctx context.Context, cwd string, msgs []sessions.Messag
 	}
 	if e.Memory != nil {
 		if m, ok := MemoryNote(e.Memory, e.Warn); ok {
+			head = append(head, m)
+		}
+	}
+	if e.Skills != nil {
+		if m, ok := e.Skills.Note(ctx, cwd); ok {
 			head = append(head, m)
 		}
 	}
@@ -521,7 +529,7 @@ func (e *Engine) runCall(ctx context.Context, env *Env, sid string, c provider.T
 	if !json.Valid(args) {
 		return fmt.Sprintf("error: the arguments of %s are not valid JSON: %s", c.Function.Name, c.Function.Arguments), false
 	}
-	if tool.NeedsApproval(args) {
+	if needsApproval(tool, env, args) {
 		ok, err := e.approve(ctx, c)
 		if err != nil {
 			return "error: approval: " + err.Error(), false

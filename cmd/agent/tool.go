@@ -57,6 +57,9 @@ type Env struct {
 	// Memory is the profile's memory, which the memory tool changes; nil
 	// when memory is off (memory.enabled: false).
 	Memory *memory.Store
+	// Skills are the skills the skill tools load and write; nil when
+	// the session has none.
+	Skills *Skills
 }
 
 // forCall is env for one call run under ctx: its stores are copies whose
@@ -80,6 +83,12 @@ func (env *Env) forCall(ctx context.Context) *Env {
 		st := *env.Memory
 		st.Cancel = ctx.Done()
 		c.Memory = &st
+	}
+	if env.Skills != nil && env.Skills.Store != nil {
+		sk, st := *env.Skills, *env.Skills.Store
+		st.Cancel = ctx.Done()
+		sk.Store = &st
+		c.Skills = &sk
 	}
 	return &c
 }
