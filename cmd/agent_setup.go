@@ -104,8 +104,13 @@ func chatTools(e *env, o chatOptions, cfg profiles.Config) ([]agent.Tool, *mcp.P
 	}
 	tools, pool, err := selectTools(e, cfg, names, inWorker)
 	if err == nil && names == nil {
-		more := []string{agent.SkillViewToolName, agent.SkillManageToolName}
-		if memoryOn {
+		// A kanban worker reads the memory (its snapshot) and loads
+		// skills; it changes them only where the profile says so.
+		more := []string{agent.SkillViewToolName}
+		if !inWorker || cfg.Skills.KanbanWrite {
+			more = append(more, agent.SkillManageToolName)
+		}
+		if memoryOn && (!inWorker || cfg.Memory.KanbanWrite) {
 			more = append([]string{agent.MemoryToolName}, more...)
 		}
 		extra, _ := agent.Select(more, inWorker)

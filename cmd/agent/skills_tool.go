@@ -166,7 +166,7 @@ func (sk *Skills) Note(ctx context.Context, cwd string) (sessions.Message, bool)
 		return sessions.Message{}, false
 	}
 	var b strings.Builder
-	b.WriteString(skillsHeader + "). Before a task one of them fits, load it with skill_view (name), and the files it names with skill_view (name, file); skill_manage creates a skill of your own from what worked:\n")
+	b.WriteString(skillsHeader + "). Before a task one of them fits, load it with skill_view (name), and the files it names with skill_view (name, file):\n")
 	for i, r := range refs {
 		line := fmt.Sprintf("- %s: %s\n", r.Name, clipRunes(strings.Join(strings.Fields(r.Description), " "), maxNoteDescription))
 		if b.Len()+len(line) > MaxSkillsNote-100 {

@@ -191,6 +191,15 @@ func (s *Store) Get(name string) (Skill, string, error) {
 	return Skill{Meta: meta, Dir: s.Path(name), Source: SourceProfile, Origin: originOf(s.Path(name), data)}, body, nil
 }
 
+// Text is the SKILL.md of skill name, as it is, once it parses (see Get).
+func (s *Store) Text(name string) (string, error) {
+	if _, _, err := s.Get(name); err != nil {
+		return "", err
+	}
+	b, err := readFile(filepath.Join(s.Path(name), FileName))
+	return string(b), err
+}
+
 // readFile reads a regular file of a skill, at most MaxSkillFile bytes,
 // without following a symbolic link.
 func readFile(path string) ([]byte, error) {
