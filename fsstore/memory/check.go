@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 
@@ -43,6 +44,9 @@ func (s *Store) Check(repair bool, lostFound string) ([]fsstore.Finding, error) 
 	if err != nil {
 		return out, err
 	}
+	if f := s.checkCache(st, repair); f != nil {
+		out = append(out, *f)
+	}
 	for _, target := range []string{Memory, User} {
 		path, text := s.Path(target), Render(st.Entries(target))
 		have, err := os.ReadFile(path)
@@ -63,4 +67,30 @@ func (s *Store) Check(repair bool, lostFound string) ([]fsstore.Finding, error) 
 		out = append(out, f)
 	}
 	return out, nil
+}
+
+// checkCache reports a cache written for the log as it is whose state is
+// not the log's (a reader would believe it); repair writes it again. A
+// cache for another size is only passed over by readers: no finding.
+func (s *Store) checkCache(st State, repair bool) *fsstore.Finding {
+	f, size, err := fsstore.OpenSized(s.LogPath())
+	if err != nil || f == nil {
+		return nil
+	}
+	f.Close()
+	var c cache
+	if fsstore.ReadDoc(s.CachePath(), &c) != nil || c.LogSize != size {
+		return nil
+	}
+	want, _ := json.Marshal(st)
+	have, _ := json.Marshal(c.State)
+	if string(want) == string(have) {
+		return nil
+	}
+	fd := &fsstore.Finding{Path: s.CachePath(), What: "cache disagrees with " + s.LogPath(), Problem: true}
+	if repair {
+		s.writeCache(st, size)
+		fd.Repaired, fd.What = true, fd.What+"; written again from the log"
+	}
+	return fd
 }

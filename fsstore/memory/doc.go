@@ -13,18 +13,29 @@
 //	log.lock    the lock every change holds
 //	MEMORY.md   the memory entries, separated by lines of only "§"
 //	USER.md     the user entries, likewise
+//	state.cache both files' entries as of a log of a given size (a cache)
 //
 // The log is the truth; the two files are views of it. A change takes the
-// lock, reads the whole log (a thousand changes read in well under a
-// millisecond), applies the change to what it makes, checks the bound,
-// appends one line, synced (the commit point), and then writes the
-// target's file again, atomically. Two writers never both read the same
-// log and append after it, so a change is never lost to another; a change
-// that passes the bound is refused before anything is written. A crash
-// after the commit point leaves the file behind the log: the next change
-// and fsck --repair write it again. Readers (a session's snapshot, the
-// memory tool's view, `hermes memory show`) fold the log, never the
+// lock, reads the state the log makes, applies the change, checks the
+// bound, appends one line, synced (the commit point), and then writes the
+// target's file again (synced, then renamed over the old one) and the
+// cache. Two writers never both read the same state and append after it,
+// so a change is never lost to another; a change that passes the bound is
+// refused before anything is written. A crash after the commit point
+// leaves the file behind the log: the next change and fsck --repair write
+// it again. Readers (a session's snapshot, the memory tool's view,
+// `hermes memory show`) read the state from the log, never from the two
 // files, so a stale file misleads nobody but a person reading it.
+//
+// The cache. Folding the log costs with its length (a thousand changes:
+// several milliseconds of JSON decoding), while the state is bounded by
+// the files' bounds. So each change also writes state.cache: the state
+// and the size of the log it was made from, without a sync. A reader (or
+// the next change) uses it only while the log has that size, read fresh
+// (fsstore.FreshSize); a cache that is missing, does not parse (a power
+// cut) or is for another size is passed over and the log folded. fsck
+// reports a cache for the log's size whose state is not the log's, and
+// --repair writes it again. A revert folds the log, which it needs.
 //
 // Nothing a user wrote is lost by a change. A file that does not hold
 // what the log said before a change (a person edited it, or a crash left

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -172,6 +173,9 @@ func NewStore(profileDir string, lockTimeout time.Duration, warn func(string)) *
 // LogPath is the path of the log.
 func (s *Store) LogPath() string { return filepath.Join(s.Dir, "log.jsonl") }
 
+// CachePath is the path of the cache of the state the log makes.
+func (s *Store) CachePath() string { return filepath.Join(s.Dir, "state.cache") }
+
 func (s *Store) lockPath() string { return filepath.Join(s.Dir, "log.lock") }
 
 // Path is the path of target's file.
@@ -202,7 +206,44 @@ func (s *Store) Read() (State, error) {
 		return State{}, err
 	}
 	defer unlock()
+	if st, ok := s.cached(); ok {
+		return st, nil
+	}
 	return s.fold(nil)
+}
+
+// cache is the state the log makes, as of a log of LogSize bytes: written
+// after each change without a sync, and used only while the log has that
+// size, so that a session's start and a change read one small file
+// rather than the whole log. A cache that is missing, does not parse
+// (a power cut), or was written for another size is passed over, and
+// the log folded.
+type cache struct {
+	LogSize int64 `json:"log_size"`
+	State
+}
+
+// cached returns the state from the cache, when it is the log's as it is.
+func (s *Store) cached() (State, bool) {
+	f, size, err := fsstore.OpenSized(s.LogPath())
+	if err != nil || f == nil {
+		return State{}, false
+	}
+	f.Close()
+	var c cache
+	if err := fsstore.ReadDoc(s.CachePath(), &c); err != nil || c.LogSize != size {
+		return State{}, false
+	}
+	return c.State, true
+}
+
+// writeCache writes the cache of st for a log of size bytes. A cache
+// that cannot be written is only slower reads: the error is dropped.
+func (s *Store) writeCache(st State, size int64) {
+	b, err := json.Marshal(cache{LogSize: size, State: st})
+	if err == nil {
+		fsstore.WriteCacheFile(s.CachePath(), b)
+	}
 }
 
 // Log calls fn with each change, oldest first.
@@ -413,7 +454,7 @@ func (s *Store) Revert(seq int64, who Who) (Result, error) {
 		return Result{}, fsstore.Invalidf("change %d: changes are numbered from 1 (hermes memory log)", seq)
 	}
 	var target string
-	return s.changeOf(func(st State, log []Change) (string, Change, error) {
+	return s.changeOf(true, func(st State, log []Change) (string, Change, error) {
 		if seq > int64(len(log)) || log[seq-1].Seq != seq {
 			return "", Change{}, fsstore.NotFoundf("memory change %d not found (hermes memory log lists them)", seq)
 		}
@@ -493,19 +534,20 @@ func checkEntry(text string) (string, error) {
 // change makes the change decide returns on target (none when it returns
 // a Change with no Op).
 func (s *Store) change(target string, decide func(State) (Change, error), who Who) (Result, error) {
-	return s.changeOf(func(st State, _ []Change) (string, Change, error) {
+	return s.changeOf(false, func(st State, _ []Change) (string, Change, error) {
 		c, err := decide(st)
 		return target, c, err
 	}, who)
 }
 
-// changeOf makes a change under the log's lock: it reads the log, asks
+// changeOf makes a change under the log's lock: it reads the state (the
+// cache, or the log folded; the whole log when withLog, for decide), asks
 // decide for the change (and its target), checks the bound, appends the
-// change (synced: the commit point) and writes the target's file again
-// from the state after it. A change that would pass the bound is refused
-// with the sizes; one that shrinks a file already past it (the bound was
-// lowered) is let through.
-func (s *Store) changeOf(decide func(State, []Change) (string, Change, error), who Who) (Result, error) {
+// change (synced: the commit point) and writes the target's file and the
+// cache again from the state after it. A change that would pass the
+// bound is refused with the sizes; one that shrinks a file already past
+// it (the bound was lowered) is let through.
+func (s *Store) changeOf(withLog bool, decide func(State, []Change) (string, Change, error), who Who) (Result, error) {
 	if err := fsstore.EnsureDir(s.Dir); err != nil {
 		return Result{}, err
 	}
@@ -515,9 +557,19 @@ func (s *Store) changeOf(decide func(State, []Change) (string, Change, error), w
 	}
 	defer unlock()
 	var log []Change
-	st, err := s.fold(func(c Change) { log = append(log, c) })
-	if err != nil {
-		return Result{}, err
+	st, ok := State{}, false
+	if !withLog {
+		st, ok = s.cached()
+	}
+	if !ok {
+		var err error
+		if st, err = s.fold(func(c Change) {
+			if withLog {
+				log = append(log, c)
+			}
+		}); err != nil {
+			return Result{}, err
+		}
 	}
 	target, c, err := decide(st, log)
 	if err != nil {
@@ -559,6 +611,10 @@ func (s *Store) changeOf(decide func(State, []Change) (string, Change, error), w
 	if err := fsstore.AppendThen(f, errors.Is(statErr, os.ErrNotExist), [][]byte{append(line, '\n')}, func() error { return nil }); err != nil {
 		return Result{}, err
 	}
+	after.Seq = c.Seq
+	if size, err := fsstore.FreshSize(f); err == nil {
+		s.writeCache(after, size)
+	}
 	// The change is committed; its file is a view of the log, and one
 	// that cannot be written now is written by the next change or fsck.
 	if err := s.writeView(target, before, entries); err != nil {
@@ -570,13 +626,20 @@ func (s *Store) changeOf(decide func(State, []Change) (string, Change, error), w
 // writeView writes target's file for entries. A file that does not say
 // what the log said before this change (edited outside hermes, or left
 // behind by a crash) is first copied aside as <file>.replaced-<unix>, so
-// that nothing a user wrote there is lost.
+// that nothing a user wrote there is lost. The file is a view of the log,
+// which holds the change already: it is synced before its rename, so it
+// is never seen empty, but its directory is not, so a power cut may give
+// back the version before (which the next change copies aside).
 func (s *Store) writeView(target string, before, entries []Entry) error {
 	path := s.Path(target)
 	if err := s.keepEdited(path, Render(before)); err != nil {
 		return err
 	}
-	return fsstore.WriteFileAtomic(path, []byte(Render(entries)))
+	text := Render(entries)
+	return fsstore.ReplaceFile(path, func(w io.Writer) error {
+		_, err := io.WriteString(w, text)
+		return err
+	})
 }
 
 // keepEdited copies the file at path aside when it holds other than want.

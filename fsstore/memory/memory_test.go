@@ -467,3 +467,34 @@ func TestKilledAddersLoseNothing(t *testing.T) {
 	}
 	t.Logf("%d acknowledged, %d stored", len(acked), len(st.Memory))
 }
+
+// TestCache: reads and changes use the cache while it is the log's; one
+// that is garbage or written for another size is passed over; one that
+// lies about the log is found by fsck and written again.
+func TestCache(t *testing.T) {
+	s, _ := newStore(t)
+	s.Add(Memory, "one", agent)
+	s.Add(Memory, "two", agent)
+	if _, ok := s.cached(); !ok {
+		t.Fatal("no cache after a change")
+	}
+	storetest.MustWrite(t, s.CachePath(), []byte("{garbage"))
+	if got := strings.Join(texts(mustRead(t, s).Memory), "|"); got != "one|two" {
+		t.Errorf("with a garbage cache: %s", got)
+	}
+	if r, err := s.Add(Memory, "three", agent); err != nil || r.Change.Seq != 3 {
+		t.Fatalf("add past a garbage cache: %+v %v", r.Change, err)
+	}
+	if got := strings.Join(texts(mustRead(t, s).Memory), "|"); got != "one|two|three" {
+		t.Errorf("after: %s", got)
+	}
+	fi, _ := os.Stat(s.LogPath())
+	storetest.MustWrite(t, s.CachePath(), []byte(fmt.Sprintf(`{"log_size":%d,"memory":[{"text":"a lie"}],"user":null,"seq":3}`, fi.Size())))
+	findings, err := s.Check(true, t.TempDir())
+	if err != nil || len(findings) != 1 || !findings[0].Repaired || findings[0].Path != s.CachePath() {
+		t.Fatalf("check: %+v %v", findings, err)
+	}
+	if got := strings.Join(texts(mustRead(t, s).Memory), "|"); got != "one|two|three" {
+		t.Errorf("after repair: %s", got)
+	}
+}
