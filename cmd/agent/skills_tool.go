@@ -85,34 +85,58 @@ func projectRoot(cwd string) string {
 
 // Catalog returns every skill for cwd, each name once, in Dirs' order
 // and name order within each.
+//
+// The frontmatter of a SKILL.md that has not changed since it was last
+// read comes from the profile's index (skills.Index), so that a session's
+// start with hundreds of skills reads and parses none of them.
 func (sk *Skills) Catalog(ctx context.Context, cwd string) []SkillRef {
 	var out []SkillRef
 	seen := map[string]bool{}
-	for i, dir := range sk.Dirs(cwd) {
+	var idx *skills.Index
+	if sk.Store != nil {
+		idx = skills.LoadIndex(sk.Store.Dir)
+	}
+	read := map[string]bool{}
+	dirs := sk.Dirs(cwd)
+	for i, dir := range dirs {
 		source := skills.SourceProject
 		if i == 0 && sk.Store != nil {
 			source = skills.SourceProfile
 		}
-		names, err := skills.SkillDirs(dir)
+		found, err := skills.Scan(dir)
 		if err != nil {
 			sk.warn(fmt.Sprintf("skills of %s left out: %v", dir, err))
 			continue
 		}
-		for _, name := range names {
-			if seen[name] {
+		for _, f := range found {
+			read[f.Path] = true
+			if seen[f.Name] {
 				continue
 			}
-			meta, err := readSkillHead(ctx, filepath.Join(dir, name, skills.FileName))
-			if err == nil && meta.Name != name {
-				err = fmt.Errorf("its name is %q, not its directory's", meta.Name)
+			meta, ok := skills.Meta{}, false
+			if idx != nil {
+				meta, ok = idx.Lookup(f.Path, f.Info)
 			}
-			if err != nil {
-				sk.warn(fmt.Sprintf("skill %s left out: %v", filepath.Join(dir, name), err))
-				continue
+			if !ok {
+				meta, err = readSkillHead(ctx, f.Path)
+				if err == nil && meta.Name != f.Name {
+					err = fmt.Errorf("its name is %q, not its directory's", meta.Name)
+				}
+				if err != nil {
+					sk.warn(fmt.Sprintf("skill %s left out: %v", filepath.Dir(f.Path), err))
+					continue
+				}
+				if idx != nil {
+					idx.Put(f.Path, f.Info, meta)
+				}
 			}
-			seen[name] = true
-			out = append(out, SkillRef{Meta: meta, Dir: filepath.Join(dir, name), Source: source})
+			seen[f.Name] = true
+			out = append(out, SkillRef{Meta: meta, Dir: filepath.Dir(f.Path), Source: source})
 		}
+	}
+	if idx != nil {
+		idx.Keep(dirs, read)
+		idx.Save()
 	}
 	return out
 }

@@ -106,3 +106,38 @@ func TestSkillManageApproval(t *testing.T) {
 		}
 	}
 }
+
+// TestCatalogIndex: the catalog's index gives a SKILL.md's frontmatter
+// only while the file is as it was read; an edited skill is read again,
+// a removed one leaves the index, and a damaged index is an empty one.
+func TestCatalogIndex(t *testing.T) {
+	st := skills.NewStore(filepath.Join(t.TempDir(), "profile"), 5*time.Second, nil)
+	writeSkill(t, st.Dir, "a", "first words", "x\n")
+	writeSkill(t, st.Dir, "b", "other", "x\n")
+	sk := &Skills{Store: st, Warn: func(s string) { t.Error(s) }}
+	cwd := t.TempDir()
+	desc := func() string {
+		var out []string
+		for _, r := range sk.Catalog(context.Background(), cwd) {
+			out = append(out, r.Name+"="+r.Description)
+		}
+		return strings.Join(out, ",")
+	}
+	if got := desc(); got != "a=first words,b=other" {
+		t.Fatalf("catalog %s", got)
+	}
+	if _, err := os.Stat(filepath.Join(st.Dir, ".index.cache")); err != nil {
+		t.Fatalf("no index: %v", err)
+	}
+	writeSkill(t, st.Dir, "a", "later words", "x\n")
+	later := time.Now().Add(time.Hour)
+	os.Chtimes(filepath.Join(st.Dir, "a", skills.FileName), later, later)
+	os.RemoveAll(filepath.Join(st.Dir, "b"))
+	if got := desc(); got != "a=later words" {
+		t.Errorf("after an edit and a removal: %s", got)
+	}
+	os.WriteFile(filepath.Join(st.Dir, ".index.cache"), []byte("{garbage"), 0o600)
+	if got := desc(); got != "a=later words" {
+		t.Errorf("with a damaged index: %s", got)
+	}
+}

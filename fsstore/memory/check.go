@@ -78,8 +78,8 @@ func (s *Store) checkCache(st State, repair bool) *fsstore.Finding {
 		return nil
 	}
 	f.Close()
-	var c cache
-	if fsstore.ReadDoc(s.CachePath(), &c) != nil || c.LogSize != size {
+	c, ok := s.readCache()
+	if !ok || c.LogSize != size {
 		return nil
 	}
 	want, _ := json.Marshal(st)

@@ -13,7 +13,7 @@
 //	log.lock    the lock every change holds
 //	MEMORY.md   the memory entries, separated by lines of only "§"
 //	USER.md     the user entries, likewise
-//	state.cache both files' entries as of a log of a given size (a cache)
+//	state.cache both files' entries as of a log of a given size (a cache, gob)
 //
 // The log is the truth; the two files are views of it. A change takes the
 // lock, reads the state the log makes, applies the change, checks the

@@ -1,6 +1,8 @@
 package memory
 
 import (
+	"bytes"
+	"encoding/gob"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -230,19 +232,30 @@ func (s *Store) cached() (State, bool) {
 		return State{}, false
 	}
 	f.Close()
-	var c cache
-	if err := fsstore.ReadDoc(s.CachePath(), &c); err != nil || c.LogSize != size {
+	c, ok := s.readCache()
+	if !ok || c.LogSize != size {
 		return State{}, false
 	}
 	return c.State, true
 }
 
+// readCache reads the cache, in gob (its JSON took longer to decode than
+// the rest of a session's start).
+func (s *Store) readCache() (cache, bool) {
+	var c cache
+	b, err := os.ReadFile(s.CachePath())
+	if err != nil || gob.NewDecoder(bytes.NewReader(b)).Decode(&c) != nil {
+		return cache{}, false
+	}
+	return c, true
+}
+
 // writeCache writes the cache of st for a log of size bytes. A cache
 // that cannot be written is only slower reads: the error is dropped.
 func (s *Store) writeCache(st State, size int64) {
-	b, err := json.Marshal(cache{LogSize: size, State: st})
-	if err == nil {
-		fsstore.WriteCacheFile(s.CachePath(), b)
+	var b bytes.Buffer
+	if gob.NewEncoder(&b).Encode(cache{LogSize: size, State: st}) == nil {
+		fsstore.WriteCacheFile(s.CachePath(), b.Bytes())
 	}
 }
 

@@ -489,7 +489,7 @@ func TestCache(t *testing.T) {
 		t.Errorf("after: %s", got)
 	}
 	fi, _ := os.Stat(s.LogPath())
-	storetest.MustWrite(t, s.CachePath(), []byte(fmt.Sprintf(`{"log_size":%d,"memory":[{"text":"a lie"}],"user":null,"seq":3}`, fi.Size())))
+	s.writeCache(State{Memory: []Entry{{Text: "a lie"}}, Seq: 3}, fi.Size())
 	findings, err := s.Check(true, t.TempDir())
 	if err != nil || len(findings) != 1 || !findings[0].Repaired || findings[0].Path != s.CachePath() {
 		t.Fatalf("check: %+v %v", findings, err)

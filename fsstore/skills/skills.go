@@ -128,23 +128,12 @@ func (s *Store) Names() ([]string, error) {
 // SKILL.md (not starting with '.'), in order: the skills of a profile or
 // of a project.
 func SkillDirs(dir string) ([]string, error) {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+	found, err := Scan(dir)
+	names := make([]string, len(found))
+	for i, f := range found {
+		names[i] = f.Name
 	}
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), ".") || !e.IsDir() {
-			continue
-		}
-		if fi, err := os.Lstat(filepath.Join(dir, e.Name(), FileName)); err == nil && fi.Mode().IsRegular() {
-			out = append(out, e.Name())
-		}
-	}
-	return out, nil
+	return names, err
 }
 
 // List returns the profile's skills, in name order. A skill whose
@@ -266,11 +255,12 @@ func (s *Store) Log(fn func(Change)) error {
 	return err
 }
 
-// change runs decide under the store's lock with the log as it is, and
-// appends the change it returns before calling its commit (the rename or
-// write that makes it visible); a failure of either leaves both as they
-// were.
-func (s *Store) change(who Who, decide func(log []Change) (Change, func() error, error)) (Change, error) {
+// change runs decide under the store's lock, and appends the change it
+// returns, numbered after the log's last line (read backwards: a change
+// costs the same at any length of the log), before calling its commit
+// (the rename or write that makes it visible); a failure of either
+// leaves both as they were.
+func (s *Store) change(who Who, decide func() (Change, func() error, error)) (Change, error) {
 	if err := fsstore.EnsureDir(s.Dir); err != nil {
 		return Change{}, err
 	}
@@ -279,18 +269,15 @@ func (s *Store) change(who Who, decide func(log []Change) (Change, func() error,
 		return Change{}, err
 	}
 	defer unlock()
-	var log []Change
-	if err := s.Log(func(c Change) { log = append(log, c) }); err != nil {
-		return Change{}, err
-	}
-	c, commit, err := decide(log)
+	last, err := s.lastSeq()
 	if err != nil {
 		return Change{}, err
 	}
-	c.Seq = 1
-	if len(log) > 0 {
-		c.Seq = log[len(log)-1].Seq + 1
+	c, commit, err := decide()
+	if err != nil {
+		return Change{}, err
 	}
+	c.Seq = last + 1
 	c.TS, c.By, c.SessionID = fsstore.TimeOf(s.Now()), who.By, who.SessionID
 	if c.By == "" {
 		c.By = ByUser
@@ -314,6 +301,26 @@ func (s *Store) change(who Who, decide func(log []Change) (Change, func() error,
 	return c, nil
 }
 
+// lastSeq is the seq of the log's last complete line, 0 for none. A line
+// that does not parse there is an error: numbering after it could repeat
+// a number.
+func (s *Store) lastSeq() (int64, error) {
+	f, size, err := fsstore.OpenSized(s.LogPath())
+	if err != nil || f == nil {
+		return 0, err
+	}
+	defer f.Close()
+	line, off, err := fsstore.LastLine(f, size)
+	if err != nil || line == nil {
+		return 0, err
+	}
+	var c Change
+	if err := json.Unmarshal(line, &c); err != nil {
+		return 0, &fsstore.CorruptError{Path: s.LogPath(), Offset: off, Err: err}
+	}
+	return c.Seq, nil
+}
+
 // Create makes skill name from content, its SKILL.md, as made by who (the
 // agent: its marker records it). A name taken is refused (ErrRefused), a
 // SKILL.md that does not parse or names another skill is ErrInvalid.
@@ -321,7 +328,7 @@ func (s *Store) Create(name, content string, who Who) (Change, error) {
 	if err := checkContent(name, content); err != nil {
 		return Change{}, err
 	}
-	return s.change(who, func([]Change) (Change, func() error, error) {
+	return s.change(who, func() (Change, func() error, error) {
 		if err := s.free(name); err != nil {
 			return Change{}, nil, err
 		}
@@ -410,7 +417,7 @@ func (s *Store) Patch(name, file, old, new string, who Who) (Change, error) {
 	if err := checkFile(file); err != nil {
 		return Change{}, err
 	}
-	return s.change(who, func([]Change) (Change, func() error, error) {
+	return s.change(who, func() (Change, func() error, error) {
 		dir := s.Path(name)
 		if _, err := os.Lstat(filepath.Join(dir, FileName)); err != nil {
 			return Change{}, nil, fsstore.NotFoundf("skill %s not found (hermes skills list)", name)
@@ -510,7 +517,7 @@ func (s *Store) delete(name string, who Who, reverts int64) (Change, error) {
 	if err := CheckName(name); err != nil {
 		return Change{}, err
 	}
-	return s.change(who, func([]Change) (Change, func() error, error) {
+	return s.change(who, func() (Change, func() error, error) {
 		if _, err := os.Lstat(s.Path(name)); err != nil {
 			return Change{}, nil, fsstore.NotFoundf("skill %s not found (hermes skills list)", name)
 		}
@@ -547,7 +554,7 @@ func (s *Store) Add(src string, who Who) (Change, error) {
 	if err != nil {
 		return Change{}, err
 	}
-	return s.change(who, func([]Change) (Change, func() error, error) {
+	return s.change(who, func() (Change, func() error, error) {
 		if err := s.free(name); err != nil {
 			return Change{}, nil, err
 		}
@@ -767,7 +774,7 @@ func (s *Store) Revert(seq int64, who Who) (Change, error) {
 }
 
 func (s *Store) restore(c Change, who Who) (Change, error) {
-	return s.change(who, func([]Change) (Change, func() error, error) {
+	return s.change(who, func() (Change, func() error, error) {
 		if err := s.free(c.Name); err != nil {
 			return Change{}, nil, err
 		}
@@ -784,7 +791,7 @@ func (s *Store) restore(c Change, who Who) (Change, error) {
 }
 
 func (s *Store) unpatch(c Change, who Who) (Change, error) {
-	return s.change(who, func([]Change) (Change, func() error, error) {
+	return s.change(who, func() (Change, func() error, error) {
 		cur, err := readFile(filepath.Join(s.Path(c.Name), c.File))
 		if err != nil || c.After == nil || string(cur) != *c.After {
 			return Change{}, nil, fsstore.Refusedf("%s of skill %s has changed since change %d; revert the later changes first", c.File, c.Name, c.Seq)
