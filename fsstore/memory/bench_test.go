@@ -19,7 +19,9 @@ import (
 func benchStore(b *testing.B) *Store {
 	s := NewStore(filepath.Join(b.TempDir(), "profile"), 10*time.Second, func(string) {})
 	var log strings.Builder
-	text := func(i int) string { return fmt.Sprintf("entry %04d: the build of component %04d needs -tags=c%04d", i, i, i) }
+	text := func(i int) string {
+		return fmt.Sprintf("entry %04d: the build of component %04d needs -tags=c%04d", i, i, i)
+	}
 	seq := 0
 	line := func(op, old, new string) {
 		seq++
