@@ -1,6 +1,6 @@
 // Package skills keeps a profile's skills: directories holding a SKILL.md
 // (YAML frontmatter with name, description and optional allowed-tools,
-// then the instructions; the Agent Skills format that Claude Code and the
+// which is read and shown but restricts nothing, then the instructions; the Agent Skills format that Claude Code and the
 // Python hermes use) and any files beside it, which the agent loads when a
 // task calls for them, and which it may write itself.
 //
