@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -106,7 +107,7 @@ func skillsShow(e *env) error {
 	if err != nil {
 		return err
 	}
-	data, err := os.ReadFile(filepath.Join(ref.Dir, skills.FileName))
+	data, err := st.Text(ref.Name)
 	if err != nil {
 		return err
 	}
@@ -134,7 +135,7 @@ func skillsShow(e *env) error {
 		return printJSON(e.stdout, map[string]any{"name": sk.Name, "description": sk.Description, "allowed_tools": sk.AllowedTools,
 			"dir": ref.Dir, "source": ref.Source, "origin": origin, "files": files, "body": body})
 	}
-	e.stdout.Write(data)
+	io.WriteString(e.stdout, data)
 	who := ref.Source
 	if origin != "" {
 		who += ", made by the " + origin

@@ -190,9 +190,11 @@ func (s *Store) Text(name string) (string, error) {
 }
 
 // readFile reads a regular file of a skill, at most MaxSkillFile bytes,
-// without following a symbolic link.
+// without following a symbolic link; a FIFO put in its place is refused
+// without waiting for a writer (the open does not block, and the opened
+// file is checked).
 func readFile(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}

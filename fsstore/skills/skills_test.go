@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -201,5 +202,27 @@ func TestCheckMalformed(t *testing.T) {
 	}
 	if got := string(storetest.MustRead(t, filepath.Join(s.Path("x"), "data.json"))); got != "not json" {
 		t.Errorf("a skill's file was touched")
+	}
+}
+
+// TestFIFORefused: a SKILL.md that is a FIFO is refused at once, never
+// waited on.
+func TestFIFORefused(t *testing.T) {
+	s := newStore(t)
+	if err := os.MkdirAll(s.Path("x"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(s.Path("x"), FileName), 0o600); err != nil {
+		t.Skip("no FIFO here:", err)
+	}
+	done := make(chan error, 1)
+	go func() { _, _, err := s.Get("x"); done <- err }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, fsstore.ErrInvalid) {
+			t.Errorf("a FIFO: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("reading a FIFO SKILL.md still waits for a writer")
 	}
 }
