@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -94,7 +95,28 @@ func chatTools(e *env, o chatOptions, cfg profiles.Config) ([]agent.Tool, *mcp.P
 			return nil, nil, usagef("--tools needs tool names (or use --no-tools)")
 		}
 	}
-	return selectTools(e, cfg, names, inWorker)
+	_, memoryOn, err := memoryStore(e, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !memoryOn && slices.Contains(names, agent.MemoryToolName) {
+		return nil, nil, fsstore.Invalidf("tool %s: memory is off (memory.enabled: false in config.yaml)", agent.MemoryToolName)
+	}
+	tools, pool, err := selectTools(e, cfg, names, inWorker)
+	if err == nil && names == nil {
+		// A kanban worker reads the memory (its snapshot) and loads
+		// skills; it changes them only where the profile says so.
+		more := []string{agent.SkillViewToolName}
+		if !inWorker || cfg.Skills.KanbanWrite {
+			more = append(more, agent.SkillManageToolName)
+		}
+		if memoryOn && (!inWorker || cfg.Memory.KanbanWrite) {
+			more = append([]string{agent.MemoryToolName}, more...)
+		}
+		extra, _ := agent.Select(more, inWorker)
+		tools = append(tools, extra...)
+	}
+	return tools, pool, err
 }
 
 // selectTools returns the built-in tools names picks (agent.Select) and

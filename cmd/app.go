@@ -161,6 +161,8 @@ func NewApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			kanbanCommand(),
 			gatewayCommand(),
 			mcpCommand(),
+			memoryCommand(),
+			skillsCommand(),
 			profileCommand(),
 			fsckCommand(),
 			completionCommand(),

@@ -379,13 +379,25 @@ func newChatter(e *env) (*chatter, error) {
 	if !opts.NoInstructions {
 		ch.engine.Instructions = &agent.Instructions{ProfileDir: e.profile.Dir(), Warn: e.warn}
 	}
+	mem, memoryOn, err := memoryStore(e, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if memoryOn {
+		ch.engine.Memory, ch.engine.Warn, ch.toolEnv.Memory = mem, e.warn, mem
+	}
+	ch.engine.Skills = skillsFinder(e)
+	ch.toolEnv.Skills = ch.engine.Skills
 	return ch, nil
 }
 
-// progress tells stderr of each tool call as it starts.
+// progress tells stderr of each tool call as it starts, and of a memory
+// nearly full or a change of it refused as the call ends.
 func (ch *chatter) progress(p agent.Progress) {
 	if !p.Done {
 		fmt.Fprintf(ch.e.stderr, "hermes: %s %s\n", p.Call.Function.Name, agent.Summary(p.Call))
+	} else if alert := agent.MemoryAlert(p.Result); p.Call.Function.Name == agent.MemoryToolName && alert != "" {
+		ch.e.warn("memory: " + alert)
 	}
 }
 

@@ -13,6 +13,8 @@ import (
 	"github.com/hermes/hermes/fsstore/cron"
 	"github.com/hermes/hermes/fsstore/gatewaystate"
 	"github.com/hermes/hermes/fsstore/kanban"
+	"github.com/hermes/hermes/fsstore/memory"
+	"github.com/hermes/hermes/fsstore/skills"
 	"github.com/hermes/hermes/fsstore/tasks"
 	"github.com/hermes/hermes/profiles"
 )
@@ -58,6 +60,8 @@ func fsck(e *env) error {
 		kanban.NewBoard(dir, e.lockTimeout, e.warn).Check,
 		gatewaystate.NewStore(dir, e.lockTimeout, e.warn).Check,
 		cron.NewStore(dir, e.lockTimeout, e.warn).Check,
+		memory.NewStore(dir, e.lockTimeout, e.warn).Check,
+		skills.NewStore(dir, e.lockTimeout, e.warn).Check,
 		func(repair bool, _ string) ([]fsstore.Finding, error) { return e.sessions().CheckLocks(repair) },
 	} {
 		more, err := check(repair, lostFound)

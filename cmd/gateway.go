@@ -19,6 +19,7 @@ import (
 	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/fsstore"
 	"github.com/hermes/hermes/fsstore/gatewaystate"
+	"github.com/hermes/hermes/fsstore/memory"
 	"github.com/hermes/hermes/fsstore/sessions"
 	"github.com/hermes/hermes/profiles"
 )
@@ -187,6 +188,10 @@ func gatewayServe(e *env) error {
 	if g.Instructions {
 		instructions = &agent.Instructions{ProfileDir: e.profile.Dir(), Warn: func(msg string) { logf("%s", msg) }}
 	}
+	mem, skillsOf, err := gatewayMemory(e, cfg, toolEnv, logf)
+	if err != nil {
+		return err
+	}
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGTERM, os.Interrupt)
 	defer signal.Stop(sigs)
@@ -227,6 +232,8 @@ func gatewayServe(e *env) error {
 			ToolEnv:            *toolEnv,
 			MaxSteps:           steps,
 			Instructions:       instructions,
+			Memory:             mem,
+			Skills:             skillsOf,
 			Logf:               logf,
 		},
 		Addr:           addr,
@@ -413,4 +420,22 @@ func gatewayAccess(cfg profiles.Config) (hosts, origins []string, key, keyEnv st
 	}
 	keyEnv = firstSet(g.APIKeyEnv, gateway.DefaultAPIKeyEnv)
 	return hosts, origins, firstSet(os.Getenv(keyEnv), g.APIKey), keyEnv, nil
+}
+
+// gatewayMemory is the memory and the skills of the gateway's sessions:
+// none unless memory.gateway and skills.gateway say so, its clients being
+// programs that keep their own state. The memory and skill tools work
+// there only then (gateway.tools still has to name them).
+func gatewayMemory(e *env, cfg profiles.Config, toolEnv *agent.Env, logf func(string, ...any)) (*memory.Store, *agent.Skills, error) {
+	var sk *agent.Skills
+	if cfg.Skills.Gateway {
+		sk = &agent.Skills{Store: e.skills(), Warn: func(msg string) { logf("%s", msg) }}
+		toolEnv.Skills = sk
+	}
+	mem, on, err := memoryStore(e, cfg)
+	if err != nil || !on || !cfg.Memory.Gateway {
+		return nil, sk, err
+	}
+	toolEnv.Memory = mem
+	return mem, sk, nil
 }

@@ -337,6 +337,12 @@ func mcpServe(e *env) error {
 		Profile:  e.profile.Name,
 		Author:   firstSet(os.Getenv("USER"), "user"),
 		Version:  readBuildInfo().Version,
+		Skills:   e.skills(),
+	}
+	if cfg, err := e.config(); err == nil {
+		if mem, on, err := memoryStore(e, cfg); err == nil && on {
+			o.Memory = mem
+		}
 	}
 	if w, ok := workerFromEnv(); ok {
 		if err := fsstore.CheckID("task id", w.Task); err != nil {

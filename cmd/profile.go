@@ -64,9 +64,13 @@ func profileShow(e *env) error {
 		return err
 	}
 	if e.json {
+		// Switches left out print their value in force.
+		yes := true
 		if cfg.Kanban.ResumeOnRespawn == nil {
-			yes := true // its default: a respawned worker resumes the prior session
-			cfg.Kanban.ResumeOnRespawn = &yes
+			cfg.Kanban.ResumeOnRespawn = &yes // a respawned worker resumes the prior session
+		}
+		if cfg.Memory.Enabled == nil {
+			cfg.Memory.Enabled = &yes // the memory is on unless turned off
 		}
 		return printJSON(e.stdout, map[string]any{
 			"name": e.profile.Name, "from": e.profile.From, "root": e.profile.Root,

@@ -129,6 +129,26 @@ type Config struct {
 		// call that needs approval (terminal, write_file, process kill).
 		Approval string `yaml:"approval" json:"approval"`
 	} `yaml:"tools" json:"tools"`
+	// Memory is what the agent keeps between sessions (fsstore/memory):
+	// on unless enabled is false; the bounds of MEMORY.md and USER.md in
+	// characters, 0 for the defaults (8,000 and 4,000). The gateway's
+	// sessions get it only with gateway: true (its clients are
+	// stateless programs), kanban workers read it and change it only
+	// with kanban_write: true.
+	Memory struct {
+		Enabled      *bool `yaml:"enabled" json:"enabled"`
+		MaxChars     int   `yaml:"max_chars" json:"max_chars"`
+		UserMaxChars int   `yaml:"user_max_chars" json:"user_max_chars"`
+		Gateway      bool  `yaml:"gateway" json:"gateway"`
+		KanbanWrite  bool  `yaml:"kanban_write" json:"kanban_write"`
+	} `yaml:"memory" json:"memory"`
+	// Skills (fsstore/skills): the gateway's sessions list them only with
+	// gateway: true; kanban workers load them, and write their own only
+	// with kanban_write: true.
+	Skills struct {
+		Gateway     bool `yaml:"gateway" json:"gateway"`
+		KanbanWrite bool `yaml:"kanban_write" json:"kanban_write"`
+	} `yaml:"skills" json:"skills"`
 	// MCPServers are the MCP servers whose tools the agent is offered,
 	// by name (cmd/mcp).
 	MCPServers map[string]MCPServer `yaml:"mcp_servers" json:"mcp_servers"`

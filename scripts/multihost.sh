@@ -21,6 +21,8 @@
 #            missing, none lost
 #   kill     the appends again while each host SIGKILLs a random hermes of
 #            its own every 20-100 ms; every acknowledged append stored once
+#   memory   8 processes adding 100 memory entries each at once, 6 on one
+#            host and 2 on the other: all 800 there, once each
 #   fsck     hermes fsck from each host: clean
 #
 # It prints a Markdown table, tears the volume and the mounts down, and
@@ -28,7 +30,7 @@
 # machine cannot run it (not root, no /dev/fuse, GlusterFS not installable
 # or not starting), 2 on bad usage. It takes about 75 s on 2 cores.
 #
-# Usage: scripts/multihost.sh [STEP...]     steps: appends docs board cron kill fsck (default all)
+# Usage: scripts/multihost.sh [STEP...]     steps: appends docs board cron kill memory fsck (default all)
 #   MULTIHOST_VOLUME=defaults   leave the volume's options at GlusterFS's defaults
 #   MULTIHOST_OFF="OPT ..."     turn off these volume options instead of the seven
 #   MULTIHOST_MOUNT=OPTS        FUSE mount options (default: none; e.g.
@@ -42,7 +44,7 @@ tmp=$(mktemp -d "${TMPDIR:-/var/tmp}/hermes-multihost.XXXXXX")
 . scripts/benchlib.sh
 
 steps=("$@")
-((${#steps[@]})) || steps=(appends docs board cron kill fsck)
+((${#steps[@]})) || steps=(appends docs board cron kill memory fsck)
 writers=3 appends=200 tasks=60 work=2 kills=15 rounds=100 tick_for=16
 
 # The client-side caches that make one host's writes invisible to the
@@ -309,6 +311,42 @@ step_docs() {
   check "documents: $rounds rounds of rename on one host, append on the other" "$verdict" "$bad rounds lost a change or read an old one"
 }
 
+# Memory entries added from both hosts at once: each change reads the
+# log and appends to it under its lock, so none is lost to another.
+step_memory() {
+  local prof=$tmp/a/home/profiles/default side n w
+  host a 'hermes sessions list >/dev/null'
+  mkdir -p "$prof"
+  printf 'memory:\n  max_chars: 100000\n' >>"$prof/config.yaml"
+  rm -f "$tmp/mack".*
+  for side in a b; do
+    n=6
+    [[ $side == b ]] && n=2
+    host "$side" '
+      for w in $(seq '$n'); do
+        (for i in $(seq 100); do
+           c="$SIDE-$w-$i"
+           if hermes memory add "$c" 2>>"'"$tmp"'/mack.err"; then echo "$c" >>"'"$tmp"'/mack.$SIDE.$w"; fi
+         done) &
+      done
+      wait' &
+  done
+  wait
+  local acked stored missing dup detail
+  host b 'hermes --json memory show' | jq -r '.entries[].text' | sort >"$tmp/mstored"
+  cat "$tmp"/mack.*.[0-9]* | sort >"$tmp/macked"
+  acked=$(wc -l <"$tmp/macked")
+  stored=$(wc -l <"$tmp/mstored")
+  missing=$(comm -23 "$tmp/macked" "$tmp/mstored" | wc -l)
+  dup=$(uniq -d "$tmp/mstored" | wc -l)
+  detail="$acked of 800 acknowledged, $stored stored; $missing acknowledged missing, $dup stored twice"
+  if ((acked == 800 && stored == 800 && missing == 0 && dup == 0)); then
+    check "memory: 6+2 processes × 100 entries" ok "$detail"
+  else
+    check "memory: 6+2 processes × 100 entries" bad "$detail"
+  fi
+}
+
 step_fsck() {
   local side out rc
   for side in a b; do
@@ -320,8 +358,8 @@ step_fsck() {
 
 for s in "${steps[@]}"; do
   case $s in
-  appends | docs | board | cron | kill | fsck) say "$s"; "step_$s" ;;
-  *) say "unknown step $s (appends docs board cron kill fsck)"; exit 2 ;;
+  appends | docs | board | cron | kill | memory | fsck) say "$s"; "step_$s" ;;
+  *) say "unknown step $s (appends docs board cron kill memory fsck)"; exit 2 ;;
   esac
 done
 

@@ -84,9 +84,9 @@ func (e *Engine) Compress(ctx context.Context, id string, keep int) (Compression
 	if summary == "" {
 		return Compression{}, &provider.Error{Provider: e.Provider.Name(), Message: e.Provider.Name() + ": the summary is empty"}
 	}
-	// The project instructions a first turn stored stay the child's first
-	// message, as they are, rather than a part of the summary: no later
-	// turn stores them again.
+	// The project instructions, the memory snapshot and the skills list a
+	// first turn stored stay the child's first messages, as they are,
+	// rather than a part of the summary: no later turn stores them again.
 	var msgs []sessions.Message
 	instructions, err := e.instructionsOf(id)
 	if err != nil {
@@ -105,8 +105,9 @@ func (e *Engine) Compress(ctx context.Context, id string, keep int) (Compression
 	return Compression{Parent: id, Child: child, Summarised: cut, Kept: len(tail)}, nil
 }
 
-// instructionsOf returns the project instructions session id starts with
-// (Instructions.Note), if it does, reading its first message only.
+// instructionsOf returns the project instructions (Instructions.Note),
+// the memory snapshot (MemoryNote) and the skills list (Skills.Note)
+// session id starts with, if it does, reading its first messages only.
 func (e *Engine) instructionsOf(id string) ([]sessions.Message, error) {
 	t, err := e.Sessions.OpenTranscript(id)
 	if err != nil {
@@ -114,10 +115,11 @@ func (e *Engine) instructionsOf(id string) ([]sessions.Message, error) {
 	}
 	defer t.Close()
 	var out []sessions.Message
-	errFirst := errors.New("first message read")
+	errFirst := errors.New("first messages read")
 	err = t.Each(func(m sessions.Message) error {
-		if IsInstructions(m) {
-			out = sessions.CopyMessages([]sessions.Message{m})
+		if len(out) < 3 && (IsInstructions(m) || IsMemory(m) || IsSkills(m)) {
+			out = append(out, sessions.CopyMessages([]sessions.Message{m})...)
+			return nil
 		}
 		return errFirst
 	})

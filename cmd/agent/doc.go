@@ -116,6 +116,38 @@
 // the first message of a session (a note, so the gateway skips it when it
 // compares a client's history), cut to MaxInstructions.
 //
+// # Memory
+//
+// Engine.Memory, when set, is read at a session's first turn too: its
+// snapshot (MemoryNote: MEMORY.md and USER.md as the log makes them then)
+// is stored after the instructions, as a note, so that a resumed session
+// reads the copy it started with and its history stays byte-stable. An
+// empty memory stores nothing. The memory tool (memory_tool.go) views and
+// changes the memory through Env.Memory (package memory: each change one
+// line of its log, under its lock, bounded); its answer says when a file
+// is nearly full, and MemoryAlert picks that, or a refusal at the bound,
+// out of a result for a front end to show the user. A front end offers it
+// beside the general tools while memory.enabled is not false.
+//
+// # Skills
+//
+// Engine.Skills, when set, lists the skills at a session's first turn, as
+// a third note after the memory: each skill's name and description (cut
+// to 300 characters), the whole cut to MaxSkillsNote (8 KiB) with a line
+// saying how many were left out; never a body (progressive disclosure).
+// The skills are the profile's (package skills), then the project's,
+// read-only: .hermes/skills and .claude/skills at the root of the
+// repository holding the working directory; a name found twice is the
+// first one's. skill_view loads a skill's SKILL.md and lists the files
+// beside it, or loads one of them, through the one reader and an os.Root
+// at the skill's directory (a name or a symbolic link out of it is
+// refused); with no name it lists every skill. skill_manage creates,
+// patches, writes a file of, or deletes a profile skill; a change of a
+// skill the user wrote or installed (skills.Store.Origin) needs approval,
+// as the terminal does: the engine asks a tool that implements
+// NeedsApprovalIn with the call's Env, where NeedsApproval sees only the
+// arguments.
+//
 // # Compression
 //
 // Engine.Compress continues a session in a new one that starts with a
@@ -125,8 +157,8 @@
 // SummaryInstruction as a system message, the messages to summarise as
 // the provider reads any history, and a closing user message asking for
 // the summary. The child holds the summary as a system message, then the
-// kept messages, after the parent's project instructions when it starts
-// with them; the parent ends with reason compression
+// kept messages, after the parent's project instructions, memory
+// snapshot and skills list when it starts with them; the parent ends with reason compression
 // (sessions.Store.Compress). A history with nothing before its kept turns
 // is not compressed.
 //

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hermes/hermes/cmd/provider"
+	"github.com/hermes/hermes/fsstore/memory"
 	"github.com/hermes/hermes/fsstore/sessions"
 )
 
@@ -72,6 +73,15 @@ type Engine struct {
 	// Instructions, when set, are read at a session's first turn (one
 	// whose transcript is empty) and stored before its input, as a note.
 	Instructions *Instructions
+	// Memory, when set, is read at a session's first turn too, and its
+	// snapshot (MemoryNote) stored after the instructions.
+	Memory *memory.Store
+	// Skills, when set, are listed at a session's first turn too, after
+	// the memory (Skills.Note).
+	Skills *Skills
+	// Warn reports what a session's opening left out (a memory that
+	// cannot be read).
+	Warn func(string)
 	// ToolTimeout, when above 0, bounds each call of a tool: past it the
 	// call is cancelled and answered as timed out, and the turn goes on.
 	ToolTimeout time.Duration
@@ -166,18 +176,32 @@ func (r Result) Text() string {
 	return ""
 }
 
-// Opening is msgs after the project instructions of cwd (when the engine
-// reads them and there are some): what Run stores at a session's first
-// turn. A front end that creates a session together with its first
-// messages, so that a failed create leaves none (chat), stores these.
+// Opening is msgs after the project instructions of cwd and the memory's
+// snapshot (when the engine reads them and there are some): what Run
+// stores at a session's first turn. A front end that creates a session
+// together with its first messages, so that a failed create leaves none
+// (chat), stores these.
 func (e *Engine) Opening(ctx context.Context, cwd string, msgs []sessions.Message) []sessions.Message {
-	if e.Instructions == nil {
+	var head []sessions.Message
+	if e.Instructions != nil {
+		if m, ok := e.Instructions.Note(ctx, cwd); ok {
+			head = append(head, m)
+		}
+	}
+	if e.Memory != nil {
+		if m, ok := MemoryNote(e.Memory, e.Warn); ok {
+			head = append(head, m)
+		}
+	}
+	if e.Skills != nil {
+		if m, ok := e.Skills.Note(ctx, cwd); ok {
+			head = append(head, m)
+		}
+	}
+	if head == nil {
 		return msgs
 	}
-	if m, ok := e.Instructions.Note(ctx, cwd); ok {
-		return append([]sessions.Message{m}, msgs...)
-	}
-	return msgs
+	return append(head, msgs...)
 }
 
 // Run runs one turn on an existing session; see the package doc for the
@@ -513,7 +537,7 @@ func (e *Engine) runCall(ctx context.Context, env *Env, sid string, c provider.T
 	if !json.Valid(args) {
 		return fmt.Sprintf("error: the arguments of %s are not valid JSON: %s", c.Function.Name, c.Function.Arguments), false
 	}
-	if tool.NeedsApproval(args) {
+	if needsApproval(tool, env, args) {
 		ok, err := e.approve(ctx, c)
 		if err != nil {
 			return "error: approval: " + err.Error(), false

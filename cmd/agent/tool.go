@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/hermes/hermes/fsstore/memory"
 	"github.com/hermes/hermes/fsstore/sessions"
 	"github.com/hermes/hermes/fsstore/tasks"
 )
@@ -53,6 +54,12 @@ type Env struct {
 	StartTask func(ctx context.Context, name string, argv []string, cwd, sessionID string) (tasks.Task, error)
 	// Kanban is the worker's own task, set only inside a kanban worker.
 	Kanban KanbanWorker
+	// Memory is the profile's memory, which the memory tool changes; nil
+	// when memory is off (memory.enabled: false).
+	Memory *memory.Store
+	// Skills are the skills the skill tools load and write; nil when
+	// the session has none.
+	Skills *Skills
 }
 
 // forCall is env for one call run under ctx: its stores are copies whose
@@ -71,6 +78,17 @@ func (env *Env) forCall(ctx context.Context) *Env {
 		st := *env.Tasks
 		st.Cancel = ctx.Done()
 		c.Tasks = &st
+	}
+	if env.Memory != nil {
+		st := *env.Memory
+		st.Cancel = ctx.Done()
+		c.Memory = &st
+	}
+	if env.Skills != nil && env.Skills.Store != nil {
+		sk, st := *env.Skills, *env.Skills.Store
+		st.Cancel = ctx.Done()
+		sk.Store = &st
+		c.Skills = &sk
 	}
 	return &c
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/fsstore"
 	"github.com/hermes/hermes/fsstore/gatewaystate"
+	"github.com/hermes/hermes/fsstore/memory"
 	"github.com/hermes/hermes/fsstore/sessions"
 )
 
@@ -101,6 +102,10 @@ type Options struct {
 	// Instructions, when set, are stored at a conversation's first turn
 	// (gateway.instructions).
 	Instructions *agent.Instructions
+	// Memory and Skills, when set, are stored at a conversation's first
+	// turn too, after the instructions (memory.gateway, skills.gateway).
+	Memory *memory.Store
+	Skills *agent.Skills
 	// Logf reports what a person running the server should see (store
 	// damage, failed turns). Nil: nothing is reported.
 	Logf func(format string, args ...any)
@@ -178,6 +183,9 @@ func New(opts Options) *Server {
 		MaxSteps:     opts.MaxSteps,
 		ClientTools:  true,
 		Instructions: opts.Instructions,
+		Memory:       opts.Memory,
+		Skills:       opts.Skills,
+		Warn:         func(msg string) { opts.Logf("%s", msg) },
 		ToolTimeout:  opts.ToolTimeout,
 		Late: func(sid string, c provider.ToolCall, result string) {
 			opts.Logf("session %s: call %s of %s ended after its turn stopped waiting for it; its result (%d bytes) was dropped, the call keeps the one it was given", sid, c.ID, c.Function.Name, len(result))

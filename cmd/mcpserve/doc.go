@@ -3,7 +3,10 @@
 // session_list, session_show, kanban_list, kanban_show, kanban_create
 // and kanban_comment; inside a kanban worker also kanban_complete and
 // kanban_block, which act on the worker's own task under its run and
-// claim, as hermes kanban complete and block do there.
+// claim, as hermes kanban complete and block do there. The profile's
+// memory and skills are offered to read (memory.go): memory_view (while
+// memory.enabled is not false), skills_list and skill_view; nothing
+// changes them over MCP.
 //
 // Every call goes through the stores, with their rules: the same locks
 // and the same bounded waits (--lock-timeout), the same checks of ids

@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/hermes/hermes/fsstore/kanban"
+	"github.com/hermes/hermes/fsstore/memory"
+	"github.com/hermes/hermes/fsstore/skills"
 )
 
 // Every tool carries annotations a client decides by without asking its
@@ -19,11 +22,18 @@ import (
 func TestToolsAreAnnotated(t *testing.T) {
 	o := testOptions(t)
 	o.Worker = &kanban.Worker{Task: "t1", Run: "r1", Claim: "c1"}
+	dir := t.TempDir()
+	o.Memory = memory.NewStore(dir, time.Second, func(string) {})
+	o.Skills = skills.NewStore(dir, time.Second, func(string) {})
 	res, err := connect(t, o).ListTools(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	readOnly := map[string]bool{"session_search": true, "session_list": true, "session_show": true, "kanban_list": true, "kanban_show": true}
+	if len(res.Tools) != 12 {
+		t.Fatalf("%d tools, want the 12 of a worker's server with memory and skills", len(res.Tools))
+	}
+	readOnly := map[string]bool{"session_search": true, "session_list": true, "session_show": true, "kanban_list": true, "kanban_show": true,
+		"memory_view": true, "skills_list": true, "skill_view": true}
 	for _, tool := range res.Tools {
 		a := tool.Annotations
 		if a == nil || a.Title == "" {

@@ -14,7 +14,9 @@ import (
 
 	"github.com/hermes/hermes/fsstore"
 	"github.com/hermes/hermes/fsstore/kanban"
+	"github.com/hermes/hermes/fsstore/memory"
 	"github.com/hermes/hermes/fsstore/sessions"
+	"github.com/hermes/hermes/fsstore/skills"
 	"github.com/hermes/hermes/profiles"
 )
 
@@ -38,7 +40,11 @@ type Options struct {
 	Author string
 	// Worker, when set, is the kanban worker the server runs inside:
 	// kanban_complete and kanban_block are offered, for its own task.
-	Worker   *kanban.Worker
+	Worker *kanban.Worker
+	// Memory and Skills, when set, are offered to read: memory_view,
+	// skills_list and skill_view.
+	Memory   *memory.Store
+	Skills   *skills.Store
 	MaxBytes int
 	Version  string
 }
@@ -64,6 +70,7 @@ func New(o Options) *mcp.Server {
 		mcp.AddTool(srv, tool[completeArgs]("kanban_complete", "Complete this worker's task", settles, fmt.Sprintf("Mark this worker's task (%s) done with a result. The worker should exit after it.", o.Worker.Task)), s.kanbanComplete)
 		mcp.AddTool(srv, tool[blockArgs]("kanban_block", "Block this worker's task", settles, fmt.Sprintf("Block this worker's task (%s) with the reason it cannot go on (a question for a person). The worker should exit after it.", o.Worker.Task)), s.kanbanBlock)
 	}
+	addMemoryTools(srv, s)
 	return srv
 }
 
