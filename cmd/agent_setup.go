@@ -46,7 +46,11 @@ func newToolEnv(e *env, cfg profiles.Config) (*agent.Env, error) {
 	case cfg.Agent.MaxToolOutput > 0:
 		maxOutput = cfg.Agent.MaxToolOutput
 	}
+	if cfg.Checkpoints.MaxFile < 0 {
+		return nil, fsstore.Invalidf("checkpoints.max_file must be a positive number of bytes")
+	}
 	env := &agent.Env{
+		Checkpoints:     e.checkpoints(cfg),
 		Sessions:        e.sessions(),
 		Tasks:           taskStore,
 		MaxOutput:       maxOutput,

@@ -129,6 +129,7 @@ func sessionsCommand() *cli.Command {
 			sessionsImportCommand(),
 			sessionsBrowseCommand(),
 			sessionsForkCommand(),
+			sessionsRewindCommand(),
 			sessionsCompressCommand(),
 			{
 				Name:  "stats",

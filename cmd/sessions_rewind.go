@@ -13,6 +13,7 @@ import (
 
 	"github.com/hermes/hermes/cmd/agent"
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/checkpoints"
 	"github.com/hermes/hermes/fsstore/sessions"
 	"github.com/hermes/hermes/profiles"
 )
@@ -195,4 +196,86 @@ func showChain(tb *table, store *sessions.Store, id string) error {
 	}
 	tb.row("chain:", strings.Join(chain, " -> "))
 	return nil
+}
+
+func sessionsRewindCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "rewind",
+		Usage: "take a session back to the state just before one of its user messages: its files, its conversation, or both",
+		Description: `--to SEQ is a user message's seq (hermes sessions show ID). --code takes back
+the file changes recorded after it (hermes checkpoints), as checkpoints restore
+does: a file changed since the agent's last change is a conflict, listed on
+stderr and left (exit 4), unless --force; the restore is recorded in a note of
+the session. --conversation forks ID before that message (ID is not touched)
+and prints the new session's id. --both does both, the restore recorded in
+the new session.`,
+		ArgsUsage: "ID|PREFIX|TITLE",
+		Flags: []cli.Flag{
+			&cli.Int64Flag{Name: "to", Usage: "the seq of the user message to go back to, just before it was sent", Required: true},
+			&cli.BoolFlag{Name: "code", Usage: "take back the files"},
+			&cli.BoolFlag{Name: "conversation", Usage: "fork the conversation before the message"},
+			&cli.BoolFlag{Name: "both", Usage: "--code and --conversation"},
+			&cli.BoolFlag{Name: "force", Usage: "restore files changed since the agent's last change too, after storing their present bytes"},
+			&cli.BoolFlag{Name: "dry-run", Usage: "say what would be restored, change nothing"},
+		},
+		Action: withEnv(sessionsRewind),
+	}
+}
+
+func sessionsRewind(e *env) error {
+	ref, err := oneArg(e.c, "session ID")
+	if err != nil {
+		return err
+	}
+	code := e.c.Bool("code") || e.c.Bool("both")
+	conv := e.c.Bool("conversation") || e.c.Bool("both")
+	n := 0
+	for _, f := range []string{"code", "conversation", "both"} {
+		if e.c.Bool(f) {
+			n++
+		}
+	}
+	if n != 1 {
+		return usagef("give one of --code, --conversation and --both")
+	}
+	seq := e.c.Int64("to")
+	id, err := e.resolveSession(ref)
+	if err != nil {
+		return err
+	}
+	st := e.sessions()
+	recs, msgs, err := sessionRecords(st, id)
+	if err != nil {
+		return err
+	}
+	if seq < 1 || seq > int64(len(msgs)) {
+		return fsstore.NotFoundf("session %s has no message %d (it has %d)", id, seq, len(msgs))
+	}
+	if m := msgs[seq-1]; m.Role != "user" {
+		return usagef("message %d of session %s is a message of role %s, not a user message: --to takes a user message's seq (hermes sessions show %s)", seq, id, m.Role, id)
+	}
+	if conv && seq == 1 {
+		return usagef("message 1 is the session's first: a conversation before it is empty (hermes chat starts a new session)")
+	}
+	target := id
+	if conv && !e.c.Bool("dry-run") {
+		child, err := st.Fork(id, seq-1, "")
+		if err != nil {
+			return err
+		}
+		target = child.ID
+		if e.json {
+			if err := printJSON(e.stdout, child); err != nil {
+				return err
+			}
+		} else {
+			fmt.Fprintln(e.stdout, child.ID)
+		}
+		fmt.Fprintf(e.stderr, "hermes: session %s holds the conversation of %s before message %d\n", child.ID, id, seq)
+	}
+	if !code {
+		return nil
+	}
+	text := fmt.Sprintf("The files were restored to their state before message %d of session %s (hermes sessions rewind --code).", seq, id)
+	return restoreFiles(e, target, checkpoints.After(recs, seq), text)
 }

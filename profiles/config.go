@@ -128,6 +128,13 @@ type Config struct {
 		// call that needs approval (terminal, write_file, process kill).
 		Approval string `yaml:"approval" json:"approval"`
 	} `yaml:"tools" json:"tools"`
+	// Checkpoints bounds the store of files' prior bytes that write_file
+	// and edit_file fill before they change a file (fsstore/checkpoints).
+	Checkpoints struct {
+		// MaxFile is the largest file checkpointed, in bytes (default 16
+		// MiB): a larger one is changed and recorded as not checkpointed.
+		MaxFile int64 `yaml:"max_file" json:"max_file"`
+	} `yaml:"checkpoints" json:"checkpoints"`
 	// MCPServers are the MCP servers whose tools the agent is offered,
 	// by name (cmd/mcp).
 	MCPServers map[string]MCPServer `yaml:"mcp_servers" json:"mcp_servers"`

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/hermes/hermes/fsstore/checkpoints"
 	"github.com/hermes/hermes/fsstore/sessions"
 	"github.com/hermes/hermes/fsstore/tasks"
 )
@@ -53,6 +54,12 @@ type Env struct {
 	StartTask func(ctx context.Context, name string, argv []string, cwd, sessionID string) (tasks.Task, error)
 	// Kanban is the worker's own task, set only inside a kanban worker.
 	Kanban KanbanWorker
+	// Checkpoints, when set, is where write_file and edit_file store a
+	// file's prior bytes before they change it (checkpoint.go); each
+	// call's changes are recorded in its tool message.
+	Checkpoints *checkpoints.Store
+	// call gathers the changes of the call being run (withCall).
+	call *callChanges
 }
 
 // forCall is env for one call run under ctx: its stores are copies whose
