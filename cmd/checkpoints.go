@@ -199,22 +199,21 @@ func checkpointsRestore(e *env) error {
 		return err
 	}
 	text := fmt.Sprintf("The files changed by message %d were restored to their state before it (hermes checkpoints restore %s).", r.Seq, r.ID())
-	return restoreFiles(e, r.SessionID, []checkpoints.Record{r}, text)
+	return restoreFiles(e, r.SessionID, []checkpoints.Record{r}, text, e.c.Bool("force"), e.c.Bool("dry-run"))
 }
 
 // restoreFiles takes back the changes of recs for session sid, where the
 // restore is recorded with a note saying text; it prints what it did, the
 // conflicts and the files it could not restore on stderr, and refuses
 // (exit 4) when it left any.
-func restoreFiles(e *env, sid string, recs []checkpoints.Record, text string) error {
+func restoreFiles(e *env, sid string, recs []checkpoints.Record, text string, force, dry bool) error {
 	cfg, err := e.config()
 	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	dry := e.c.Bool("dry-run")
-	res, err := agent.Restore(ctx, e.sessions(), e.checkpoints(cfg), sid, checkpoints.Plan(recs), e.c.Bool("force"), dry, text)
+	res, err := agent.Restore(ctx, e.sessions(), e.checkpoints(cfg), sid, checkpoints.Plan(recs), force, dry, text)
 	if err != nil {
 		return err
 	}

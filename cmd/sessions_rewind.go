@@ -277,5 +277,5 @@ func sessionsRewind(e *env) error {
 		return nil
 	}
 	text := fmt.Sprintf("The files were restored to their state before message %d of session %s (hermes sessions rewind --code).", seq, id)
-	return restoreFiles(e, target, checkpoints.After(recs, seq), text)
+	return restoreFiles(e, target, checkpoints.After(recs, seq), text, e.c.Bool("force"), e.c.Bool("dry-run"))
 }

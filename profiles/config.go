@@ -134,6 +134,10 @@ type Config struct {
 		// MaxFile is the largest file checkpointed, in bytes (default 16
 		// MiB): a larger one is changed and recorded as not checkpointed.
 		MaxFile int64 `yaml:"max_file" json:"max_file"`
+		// Restore is what line mode's /undo and /retry do with the files
+		// the turns they take back changed: ask (the default on a
+		// terminal), always or never (the default without one).
+		Restore string `yaml:"restore" json:"restore"`
 	} `yaml:"checkpoints" json:"checkpoints"`
 	// MCPServers are the MCP servers whose tools the agent is offered,
 	// by name (cmd/mcp).
