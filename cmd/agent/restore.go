@@ -13,9 +13,6 @@ import (
 	"github.com/hermes/hermes/fsstore/sessions"
 )
 
-// restoreCall is the call id of a restore's pending record.
-const restoreCall = "restore"
-
 // Skipped is a file a restore left as it is, and why.
 type Skipped struct {
 	Path   string `json:"path"`
@@ -61,7 +58,7 @@ func Restore(ctx context.Context, st *sessions.Store, store *checkpoints.Store, 
 		change checkpoints.Change
 	}
 	var jobs []job
-	prior, _, err := store.PendingOf(sid, restoreCall)
+	prior, _, err := store.PendingOf(sid, checkpoints.RestoreCall)
 	if err != nil {
 		return res, err
 	}
@@ -132,7 +129,7 @@ func Restore(ctx context.Context, st *sessions.Store, store *checkpoints.Store, 
 		all = append(all, j.change)
 	}
 	if len(jobs) > 0 {
-		if err := store.SetPending(checkpoints.Pending{SessionID: sid, CallID: restoreCall, Changes: all}); err != nil {
+		if err := store.SetPending(checkpoints.Pending{SessionID: sid, CallID: checkpoints.RestoreCall, Changes: all}); err != nil {
 			return res, fmt.Errorf("record the restore: %w; nothing restored", err)
 		}
 	}
@@ -150,7 +147,7 @@ func Restore(ctx context.Context, st *sessions.Store, store *checkpoints.Store, 
 	if _, err := st.Append(sid, []sessions.Message{m}); err != nil {
 		return res, fmt.Errorf("record the restore in session %s: %w (the files are restored; run the same restore again to record it)", sid, err)
 	}
-	return res, store.ClearPending(sid, restoreCall)
+	return res, store.ClearPending(sid, checkpoints.RestoreCall)
 }
 
 // restoreFile puts one file back: t's bytes (data) with its mode,

@@ -61,6 +61,17 @@
 // before-image. A crash between 5 and 6 leaves a Pending record whose
 // call has its result: it is stale, and the next turn removes it.
 //
+// # fsck
+//
+// Check walks every session's records: an object a record names that is
+// missing or does not hash to its name is a problem; --repair moves a
+// corrupt one to lost+found (so that Put, which skips an object that
+// exists, can store the same bytes again) and marks the hash lost in
+// checkpoints/unrestorable.json, never touching the records. A pending
+// record whose call has its result is stale (moved to lost+found by
+// --repair); one whose call has none is left for the session's next turn;
+// a restore's is a restore to run again.
+//
 // # Restore
 //
 // Plan turns the records after a point of a transcript into one Target

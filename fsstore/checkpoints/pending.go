@@ -24,6 +24,9 @@ type Pending struct {
 	Changes []Change `json:"changes"`
 }
 
+// RestoreCall is the CallID of a restore's pending record.
+const RestoreCall = "restore"
+
 // pendingPath is where the pending record of a call of a session lives:
 // pending/<sha256 of session and call id>.json, so that no id a model
 // chose becomes a name.
