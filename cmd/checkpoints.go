@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -51,6 +53,23 @@ can be taken back the same way.`,
 				Usage:     "the files a checkpoint changed",
 				ArgsUsage: "SESSION:SEQ",
 				Action:    withEnv(checkpointsShow),
+			},
+			{
+				Name:  "prune",
+				Usage: "remove the objects no checkpoint refers to, and bound the store by age and size",
+				Description: `Objects no checkpoint refers to (a session deleted or pruned took its
+checkpoints with it) are removed once an hour old. Then objects whose newest
+checkpoint is older than --max-age (checkpoints.max_age, default 30d), then
+the oldest until the store is within --max-bytes (checkpoints.max_bytes,
+default 1 GiB). The checkpoints that referred to a removed object are kept,
+marked unrestorable: a restore names their files and exits 4.`,
+				ArgsUsage: " ",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "max-age", Usage: "e.g. 30d (default checkpoints.max_age, else 30d)"},
+					&cli.Int64Flag{Name: "max-bytes", Usage: "bytes (default checkpoints.max_bytes, else 1 GiB)"},
+					&cli.BoolFlag{Name: "dry-run", Usage: "list what would be removed, remove nothing"},
+				},
+				Action: withEnv(checkpointsPrune),
 			},
 			{
 				Name:      "restore",
@@ -244,4 +263,71 @@ func restoreFiles(e *env, sid string, recs []checkpoints.Record, text string, fo
 		return fsstore.Refusedf("%d files restored, %d left as they are", len(res.Changes), left)
 	}
 	return nil
+}
+
+func checkpointsPrune(e *env) error {
+	if e.c.NArg() > 0 {
+		return usagef("prune takes no arguments")
+	}
+	cfg, err := e.config()
+	if err != nil {
+		return err
+	}
+	age := cfg.Checkpoints.MaxAge
+	if e.c.IsSet("max-age") {
+		age = e.c.String("max-age")
+	}
+	maxAge, err := durationSetting("checkpoints.max_age", age, checkpoints.DefaultMaxAge, profiles.ParsePeriod)
+	if err != nil {
+		return err
+	}
+	maxBytes := cfg.Checkpoints.MaxBytes
+	if e.c.IsSet("max-bytes") {
+		maxBytes = e.c.Int64("max-bytes")
+	}
+	switch {
+	case maxBytes < 0:
+		return fsstore.Invalidf("checkpoints.max_bytes must be a positive number of bytes, not %d", maxBytes)
+	case maxBytes == 0:
+		maxBytes = checkpoints.DefaultMaxBytes
+	}
+	dry := e.c.Bool("dry-run")
+	out, err := e.checkpoints(cfg).Prune(e.sessions(), checkpoints.PruneOptions{MaxAge: maxAge, MaxBytes: maxBytes, Now: time.Now(), DryRun: dry})
+	verb := "removed"
+	if dry {
+		verb = "would remove"
+	}
+	var bytes int64
+	for _, p := range out {
+		bytes += p.Size
+		if e.json {
+			printJSON(e.stdout, p)
+			continue
+		}
+		fmt.Fprintf(e.stdout, "%s %s (%d bytes): %s\n", verb, p.Hash, p.Size, p.Why)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stderr, "hermes: %s %d checkpoint objects, %d bytes\n", verb, len(out), bytes)
+	return nil
+}
+
+// pruneOrphans removes the checkpoint objects no session refers to any
+// more, after a session delete or prune: a session takes its checkpoints
+// with it. A profile without checkpoints costs nothing; a failure is a
+// warning (checkpoints prune, or the next delete, removes them).
+func pruneOrphans(e *env) {
+	store := checkpoints.Open(e.profile.Dir())
+	if _, err := os.Stat(filepath.Join(store.Dir, "objects")); err != nil {
+		return
+	}
+	out, err := store.Prune(e.sessions(), checkpoints.PruneOptions{Now: time.Now()})
+	if err != nil {
+		e.warn(fmt.Sprintf("checkpoint objects of removed sessions are left: %v (hermes checkpoints prune removes them)", err))
+		return
+	}
+	if len(out) > 0 {
+		fmt.Fprintf(e.stderr, "hermes: removed %d checkpoint objects no session refers to any more\n", len(out))
+	}
 }

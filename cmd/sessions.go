@@ -665,6 +665,9 @@ func sessionsDelete(e *env) error {
 	if err != nil {
 		return err
 	}
+	if !dry {
+		pruneOrphans(e)
+	}
 	return printRemovals(e, []sessions.Removal{r}, dry)
 }
 
@@ -725,6 +728,9 @@ func sessionsPrune(e *env) error {
 		}
 	}
 	rs, err := store.Prune(cutoff, e.c.String("source"), dry)
+	if !dry && len(rs) > 0 {
+		pruneOrphans(e)
+	}
 	if perr := printRemovals(e, rs, dry); err == nil {
 		err = perr
 	}

@@ -138,6 +138,11 @@ type Config struct {
 		// the turns they take back changed: ask (the default on a
 		// terminal), always or never (the default without one).
 		Restore string `yaml:"restore" json:"restore"`
+		// MaxAge and MaxBytes bound the store for checkpoints prune
+		// (defaults 30d and 1 GiB): objects whose newest checkpoint is
+		// older go, then the oldest until the store is within MaxBytes.
+		MaxAge   string `yaml:"max_age" json:"max_age"`
+		MaxBytes int64  `yaml:"max_bytes" json:"max_bytes"`
 	} `yaml:"checkpoints" json:"checkpoints"`
 	// MCPServers are the MCP servers whose tools the agent is offered,
 	// by name (cmd/mcp).

@@ -82,12 +82,12 @@ func (s *Store) Check(st *sessions.Store, repair bool, lostFound string) ([]fsst
 			out = append(out, fsstore.Finding{Path: refs[h][0], What: err.Error(), Problem: true})
 			continue
 		}
-		if _, ok := marked[h]; ok {
-			out = append(out, fsstore.Finding{Path: path, What: fmt.Sprintf("object lost, marked unrestorable (%s): checkpoints %v cannot be restored", marked[h], refs[h])})
-			continue
-		}
 		_, err = s.Get(h)
 		if err == nil {
+			continue
+		}
+		if _, ok := marked[h]; ok {
+			out = append(out, fsstore.Finding{Path: path, What: fmt.Sprintf("object lost, marked unrestorable (%s): checkpoints %v cannot be restored", marked[h], refs[h])})
 			continue
 		}
 		f := fsstore.Finding{Path: path, Problem: true, What: fmt.Sprintf("%v: checkpoints %v cannot be restored", err, refs[h])}

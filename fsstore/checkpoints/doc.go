@@ -72,6 +72,15 @@
 // --repair); one whose call has none is left for the session's next turn;
 // a restore's is a restore to run again.
 //
+// # Prune
+//
+// Prune removes the objects no record or pending record refers to, once
+// MinAge (an hour) old, since a call stores its object a moment before its
+// pending record names it; then, with PruneOptions, those whose newest
+// record is older than MaxAge, then the oldest past MaxBytes. An object
+// removed from under a record is marked unrestorable first, as fsck
+// --repair marks a lost one.
+//
 // # Restore
 //
 // Plan turns the records after a point of a transcript into one Target
