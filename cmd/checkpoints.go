@@ -55,6 +55,12 @@ can be taken back the same way.`,
 				Action:    withEnv(checkpointsShow),
 			},
 			{
+				Name:      "diff",
+				Usage:     "the unified diff of each file a checkpoint changed: its bytes before, against the file now",
+				ArgsUsage: "SESSION:SEQ [PATH]",
+				Action:    withEnv(checkpointsDiff),
+			},
+			{
 				Name:  "prune",
 				Usage: "remove the objects no checkpoint refers to, and bound the store by age and size",
 				Description: `Objects no checkpoint refers to (a session deleted or pruned took its
