@@ -63,8 +63,10 @@ func (ch *chatter) ask(question string) (string, error) {
 
 // forkWithFiles is /undo's and /retry's fork: the current session up to
 // message at, going on in the fork, then the file changes recorded from
-// message from on taken back as policy says (checkpoints.restore), the
-// restore recorded in the fork.
+// message from on taken back as policy says (checkpoints.restore). The
+// restore is recorded in the session it left, whose history holds the
+// changes it took back: the fork's history ends before them, and its
+// files are as that history left them.
 func (ch *chatter) forkWithFiles(from, at int64, policy string) error {
 	old := ch.sessionID
 	recs, _, err := sessionRecords(ch.store, old)
@@ -93,8 +95,8 @@ func (ch *chatter) forkWithFiles(from, at int64, policy string) error {
 			return nil
 		}
 	}
-	text := fmt.Sprintf("The files were restored to their state before message %d of session %s.", from, old)
-	return restoreFiles(ch.e, ch.sessionID, recs, text, false, false)
+	text := fmt.Sprintf("The files were restored to their state before message %d; the conversation went on in session %s.", from, ch.sessionID)
+	return restoreFiles(ch.e, old, recs, text, false, false)
 }
 
 // planPaths names the files recs change, comma-separated.
@@ -221,6 +223,9 @@ func (ch *chatter) rewindCmd(arg string) (bool, error) {
 		fmt.Fprintln(ch.e.stderr, "hermes: no file changes recorded since then")
 		return false, nil
 	}
-	text := fmt.Sprintf("The files were restored to their state before message %d of session %s (/rewind).", seq, old)
-	return false, restoreFiles(ch.e, ch.sessionID, after, text, false, false)
+	text := fmt.Sprintf("The files were restored to their state before message %d (/rewind).", seq)
+	if ch.sessionID != old {
+		text = fmt.Sprintf("The files were restored to their state before message %d (/rewind); the conversation went on in session %s.", seq, ch.sessionID)
+	}
+	return false, restoreFiles(ch.e, old, after, text, false, false)
 }

@@ -207,8 +207,8 @@ the file changes recorded after it (hermes checkpoints), as checkpoints restore
 does: a file changed since the agent's last change is a conflict, listed on
 stderr and left (exit 4), unless --force; the restore is recorded in a note of
 the session. --conversation forks ID before that message (ID is not touched)
-and prints the new session's id. --both does both, the restore recorded in
-the new session.`,
+and prints the new session's id. --both does both; the restore is recorded in
+ID, whose history holds the changes it took back.`,
 		ArgsUsage: "ID|PREFIX|TITLE",
 		Flags: []cli.Flag{
 			&cli.Int64Flag{Name: "to", Usage: "the seq of the user message to go back to, just before it was sent", Required: true},
@@ -257,25 +257,30 @@ func sessionsRewind(e *env) error {
 	if conv && seq == 1 {
 		return usagef("message 1 is the session's first: a conversation before it is empty (hermes chat starts a new session)")
 	}
-	target := id
+	// The restore is recorded in id, whose history holds the changes it
+	// takes back: the fork's history ends before them.
+	child := ""
 	if conv && !e.c.Bool("dry-run") {
-		child, err := st.Fork(id, seq-1, "")
+		fork, err := st.Fork(id, seq-1, "")
 		if err != nil {
 			return err
 		}
-		target = child.ID
+		child = fork.ID
 		if e.json {
-			if err := printJSON(e.stdout, child); err != nil {
+			if err := printJSON(e.stdout, fork); err != nil {
 				return err
 			}
 		} else {
-			fmt.Fprintln(e.stdout, child.ID)
+			fmt.Fprintln(e.stdout, fork.ID)
 		}
-		fmt.Fprintf(e.stderr, "hermes: session %s holds the conversation of %s before message %d\n", child.ID, id, seq)
+		fmt.Fprintf(e.stderr, "hermes: session %s holds the conversation of %s before message %d\n", fork.ID, id, seq)
 	}
 	if !code {
 		return nil
 	}
-	text := fmt.Sprintf("The files were restored to their state before message %d of session %s (hermes sessions rewind --code).", seq, id)
-	return restoreFiles(e, target, checkpoints.After(recs, seq), text, e.c.Bool("force"), e.c.Bool("dry-run"))
+	text := fmt.Sprintf("The files were restored to their state before message %d (hermes sessions rewind).", seq)
+	if child != "" {
+		text = fmt.Sprintf("The files were restored to their state before message %d (hermes sessions rewind); the conversation went on in session %s.", seq, child)
+	}
+	return restoreFiles(e, id, checkpoints.After(recs, seq), text, e.c.Bool("force"), e.c.Bool("dry-run"))
 }
