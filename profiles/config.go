@@ -143,6 +143,10 @@ type Config struct {
 		// older go, then the oldest until the store is within MaxBytes.
 		MaxAge   string `yaml:"max_age" json:"max_age"`
 		MaxBytes int64  `yaml:"max_bytes" json:"max_bytes"`
+		// Shell is git to snapshot the git work tree a terminal command
+		// runs in before it runs, so that what it changed can be taken
+		// back too; off (the default) otherwise.
+		Shell string `yaml:"shell" json:"shell"`
 	} `yaml:"checkpoints" json:"checkpoints"`
 	// MCPServers are the MCP servers whose tools the agent is offered,
 	// by name (cmd/mcp).

@@ -133,7 +133,12 @@
 // (checkpoints.Plan), only where each still holds what the last change
 // left, storing their present bytes first and recording itself with a
 // note; a symbolic link or a non-regular file in a file's place is
-// always left. The terminal tool's writes are not seen.
+// always left. The terminal tool's writes are not seen, unless
+// Env.ShellGit (checkpoints.shell: git): then a command run in a git work
+// tree is preceded by a snapshot of the files git tracks or would add
+// (stored, and written as the call's pending record), and followed by a
+// comparison that records each file it changed, created or removed
+// (shell_checkpoint.go); a background command is not covered.
 //
 // # Compression
 //

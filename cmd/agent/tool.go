@@ -58,6 +58,10 @@ type Env struct {
 	// file's prior bytes before they change it (checkpoint.go); each
 	// call's changes are recorded in its tool message.
 	Checkpoints *checkpoints.Store
+	// ShellGit is checkpoints.shell: git: a terminal command run in a git
+	// work tree is preceded by a snapshot of its files, and what it
+	// changed is recorded as write_file's changes are (shell_checkpoint.go).
+	ShellGit bool
 	// call gathers the changes of the call being run (withCall).
 	call *callChanges
 }
