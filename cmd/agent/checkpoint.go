@@ -55,28 +55,64 @@ func (e errTooBig) Error() string {
 	return fmt.Sprintf("larger than checkpoints.max_file (%d bytes; the limit is %d)", e.size, e.limit)
 }
 
-// checkpoint stores the prior bytes of the file at p (named as the model
-// gave it) before a tool replaces them with after: fi is its FileInfo
-// (nil when it does not exist), prior its bytes when the tool has read
-// them (nil to have them read here). The change is gathered for the
-// call's result and written to the call's pending record, both durable,
-// before checkpoint returns; the tool then writes and calls done with the
-// write's error, which takes the change back when the write failed. note
-// is what the result adds when the file could not be checkpointed (too
-// large, unreadable): the change goes on, recorded as not checkpointed,
-// and the model and the user are told. A store that cannot be written
-// refuses the change (err): never a change without its checkpoint.
-func (env *Env) checkpoint(ctx context.Context, p place, name string, fi fs.FileInfo, prior, after []byte) (note string, done func(error), err error) {
+// inflight is a checkpoint being stored while its tool writes the new
+// file beside the old one: ready waits for it (replace calls it before
+// the rename, so the before-image is durable before the file changes),
+// settle takes the change back from the call's record when the write
+// failed.
+type inflight struct {
+	done   chan error
+	wait   func() error
+	cc     *callChanges
+	change checkpoints.Change
+}
+
+// ready waits for the checkpoint; an error refuses the write.
+func (f *inflight) ready() error {
+	if f == nil {
+		return nil
+	}
+	return f.wait()
+}
+
+// settle is called with the write's error, once the write is over: a
+// failed write takes its change back, after the checkpoint has ended.
+func (f *inflight) settle(err error) {
+	if f == nil || err == nil {
+		return
+	}
+	f.wait()
+	f.cc.mu.Lock()
+	defer f.cc.mu.Unlock()
+	if i := slices.Index(f.cc.list, f.change); i >= 0 {
+		f.cc.list = slices.Delete(f.cc.list, i, i+1)
+	}
+}
+
+// checkpoint starts storing the prior bytes of the file at p (named as
+// the model gave it) before a tool replaces them with after: fi is its
+// FileInfo (nil when it does not exist), prior its bytes when the tool
+// has read them (nil to have them read here). The object and the call's
+// pending record, with the change added, are written and synced in the
+// background while the tool writes its temp file; the tool passes the
+// returned inflight's ready to replace, which waits for them before the
+// rename, and calls settle with the write's error. A store that cannot be
+// written refuses the change (ready's error): never a change without its
+// checkpoint. note is what the result adds when the file cannot be
+// checkpointed (too large, unreadable): the change goes on, recorded as
+// not checkpointed, and the model and the user are told.
+func (env *Env) checkpoint(ctx context.Context, p place, name string, fi fs.FileInfo, prior, after []byte) (note string, f *inflight) {
 	cc := env.call
 	if cc == nil {
-		return "", func(error) {}, nil
+		return "", nil
 	}
-	c := checkpoints.Change{Path: p.abs, After: checkpoints.Hash(after)}
+	c := checkpoints.Change{Path: p.abs}
 	if fi == nil {
 		c.Created = true
 	} else {
 		c.Mode = checkpoints.ModeText(fi.Mode())
 		limit := cc.store.Limit()
+		var err error
 		if prior == nil || int64(len(prior)) > limit {
 			prior, _, err = readRegular(ctx, p.fsys, p.name, name, syscall.O_NOFOLLOW, limit, func(size int64) error {
 				return errTooBig{size, limit}
@@ -88,32 +124,37 @@ func (env *Env) checkpoint(ctx context.Context, p place, name string, fi fs.File
 			c.NotCheckpointed = big.Error()
 		case err != nil:
 			c.NotCheckpointed = "unreadable (" + err.Error() + ")"
-		default:
-			if c.Before, err = cc.store.Put(prior); err != nil {
-				return "", nil, fmt.Errorf("%s: its checkpoint could not be stored (%w); nothing written", name, err)
-			}
 		}
 	}
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	list := append(slices.Clone(cc.list), c)
-	if err := cc.store.SetPending(checkpoints.Pending{SessionID: cc.session, CallID: cc.call, Changes: list}); err != nil {
-		return "", nil, fmt.Errorf("%s: its checkpoint could not be recorded (%w); nothing written", name, err)
-	}
-	cc.list = list
 	if c.NotCheckpointed != "" {
 		note = fmt.Sprintf(" (not checkpointed: %s is %s; this change cannot be taken back)", name, c.NotCheckpointed)
 	}
-	return note, func(err error) {
-		if err == nil {
-			return
+	f = &inflight{done: make(chan error, 1), cc: cc}
+	f.wait = sync.OnceValue(func() error { return <-f.done })
+	// The hashes and the compression cost more than the write they
+	// precede (a 1 MB file: two SHA-256 and a gzip): done beside it.
+	go func() {
+		c.After = checkpoints.Hash(after)
+		if fi != nil && c.NotCheckpointed == "" {
+			h, err := cc.store.Put(prior)
+			if err != nil {
+				f.done <- fmt.Errorf("%s: its checkpoint could not be stored (%w); nothing written", name, err)
+				return
+			}
+			c.Before = h
 		}
 		cc.mu.Lock()
 		defer cc.mu.Unlock()
-		if i := slices.Index(cc.list, c); i >= 0 {
-			cc.list = slices.Delete(cc.list, i, i+1)
+		list := append(slices.Clone(cc.list), c)
+		if err := cc.store.SetPending(checkpoints.Pending{SessionID: cc.session, CallID: cc.call, Changes: list}); err != nil {
+			f.done <- fmt.Errorf("%s: its checkpoint could not be recorded (%w); nothing written", name, err)
+			return
 		}
-	}, nil
+		cc.list = list
+		f.change = c
+		f.done <- nil
+	}()
+	return note, f
 }
 
 // present is what the file at path holds now: the hash of its bytes and

@@ -89,12 +89,9 @@ func (editFileTool) Run(ctx context.Context, env *Env, raw json.RawMessage) (str
 		return "", fmt.Errorf("edit_file: old_string occurs %d times in %s, and some of them overlap; nothing written (give more context to make each one distinct)", n, *args.Path)
 	}
 	after := []byte(strings.ReplaceAll(text, old, repl))
-	note, settle, err := env.checkpoint(ctx, p, *args.Path, fi, content, after)
-	if err != nil {
-		return "", fmt.Errorf("edit_file: %w", err)
-	}
-	err = replace(p.fsys, p.name, *args.Path, after, fi)
-	settle(err)
+	note, ck := env.checkpoint(ctx, p, *args.Path, fi, content, after)
+	err = replace(p.fsys, p.name, *args.Path, after, fi, ck.ready)
+	ck.settle(err)
 	if err != nil {
 		return "", fmt.Errorf("edit_file: %w", err)
 	}

@@ -156,12 +156,9 @@ func (writeFileTool) Run(ctx context.Context, env *Env, raw json.RawMessage) (st
 	if err := p.fsys.MkdirAll(filepath.Dir(p.name), 0o777); err != nil {
 		return "", fmt.Errorf("write_file: %w", err)
 	}
-	note, settle, err := env.checkpoint(ctx, p, *args.Path, fi, nil, []byte(*args.Content))
-	if err != nil {
-		return "", fmt.Errorf("write_file: %w", err)
-	}
-	err = replace(p.fsys, p.name, *args.Path, []byte(*args.Content), fi)
-	settle(err)
+	note, ck := env.checkpoint(ctx, p, *args.Path, fi, nil, []byte(*args.Content))
+	err = replace(p.fsys, p.name, *args.Path, []byte(*args.Content), fi, ck.ready)
+	ck.settle(err)
 	if err != nil {
 		return "", fmt.Errorf("write_file: %w", err)
 	}

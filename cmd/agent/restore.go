@@ -164,7 +164,7 @@ func restoreFile(t checkpoints.Target, data []byte) error {
 		return err
 	}
 	c := checkpoints.Change{Mode: t.Mode}
-	return replace(fsys, t.Path, t.Path, data, modeInfo{filepath.Base(t.Path), c.FileMode()})
+	return replace(fsys, t.Path, t.Path, data, modeInfo{filepath.Base(t.Path), c.FileMode()}, nil)
 }
 
 // modeInfo is the FileInfo replace keeps the mode of: a restored file

@@ -40,8 +40,10 @@ var beforeRename = func(string) {}
 // setgid file whose owner or group the new file cannot take) refuses the
 // write: nothing is replaced, rather than a file silently changed. The
 // mode is set on the temp file before the rename, so that the file is
-// never seen with another.
-func replace(fsys fileSys, path, name string, data []byte, old fs.FileInfo) (err error) {
+// never seen with another. ready, when set, is waited for before the
+// rename, and its error refuses the write: the checkpoint of the file's
+// prior bytes, stored while the temp file is written (checkpoint.go).
+func replace(fsys fileSys, path, name string, data []byte, old fs.FileInfo, ready func() error) (err error) {
 	dir := filepath.Dir(path)
 	removeStale(fsys, dir)
 	var tmp *os.File
@@ -75,6 +77,11 @@ func replace(fsys fileSys, path, name string, data []byte, old fs.FileInfo) (err
 	}
 	if err = tmp.Close(); err != nil {
 		return err
+	}
+	if ready != nil {
+		if err = ready(); err != nil {
+			return err
+		}
 	}
 	beforeRename(tmpName)
 	if err = fsys.Rename(tmpName, path); err != nil {

@@ -46,13 +46,14 @@ func (s *Store) SetPending(p Pending) error {
 }
 
 // ClearPending removes the pending record of a call, once its changes are
-// in the transcript. A missing one is no error.
+// in the transcript. A missing one is no error. The removal is not
+// synced: a record a crash brings back is stale, and fsck --repair
+// moves it aside.
 func (s *Store) ClearPending(sessionID, callID string) error {
-	path := s.pendingPath(sessionID, callID)
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := os.Remove(s.pendingPath(sessionID, callID)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	return fsstore.SyncDir(filepath.Dir(path))
+	return nil
 }
 
 // PendingOf returns the pending record of a call, if there is one.
