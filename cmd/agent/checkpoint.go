@@ -48,6 +48,11 @@ func (env *Env) withCall(id string) *Env {
 	return &c
 }
 
+// checkpointStep runs after each durable step of a checkpointed change
+// ("object", "pending", and "result" once the result is stored); a test
+// kills the process there.
+var checkpointStep = func(string) {}
+
 // errTooBig is a before-image over checkpoints.max_file.
 type errTooBig struct{ size, limit int64 }
 
@@ -142,6 +147,7 @@ func (env *Env) checkpoint(ctx context.Context, p place, name string, fi fs.File
 				return
 			}
 			c.Before = h
+			checkpointStep("object")
 		}
 		cc.mu.Lock()
 		defer cc.mu.Unlock()
@@ -152,6 +158,7 @@ func (env *Env) checkpoint(ctx context.Context, p place, name string, fi fs.File
 		}
 		cc.list = list
 		f.change = c
+		checkpointStep("pending")
 		f.done <- nil
 	}()
 	return note, f

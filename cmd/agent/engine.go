@@ -499,8 +499,9 @@ func (e *Engine) storeResult(res *Result, env *Env, c provider.ToolCall, text st
 		return err
 	}
 	if len(changes) > 0 {
+		checkpointStep("result")
 		// Stale once the result is stored: a failure here leaves it for
-		// the next turn's prelude or fsck, and loses nothing.
+		// fsck --repair, and loses nothing.
 		_ = env.Checkpoints.ClearPending(res.SessionID, c.ID)
 	}
 	return nil
