@@ -13,6 +13,10 @@ import (
 	"github.com/hermes/hermes/fsstore/sessions"
 )
 
+// restoreStep runs after each durable step of a restore ("pending",
+// "file N", "note"); a test kills the process there.
+var restoreStep = func(string) {}
+
 // Skipped is a file a restore left as it is, and why.
 type Skipped struct {
 	Path   string `json:"path"`
@@ -133,11 +137,13 @@ func Restore(ctx context.Context, st *sessions.Store, store *checkpoints.Store, 
 			return res, fmt.Errorf("record the restore: %w; nothing restored", err)
 		}
 	}
+	restoreStep("pending")
 	for i, j := range jobs {
 		if err := restoreFile(j.t, j.data); err != nil {
 			return res, fmt.Errorf("restore %s: %w (restored before it: %d of %d files; run the same restore again to finish it)", j.t.Path, err, i, len(jobs))
 		}
 		res.Changes = append(res.Changes, j.change)
+		restoreStep(fmt.Sprint("file ", i+1))
 	}
 	if len(res.Changes) == 0 {
 		return res, nil
@@ -147,6 +153,7 @@ func Restore(ctx context.Context, st *sessions.Store, store *checkpoints.Store, 
 	if _, err := st.Append(sid, []sessions.Message{m}); err != nil {
 		return res, fmt.Errorf("record the restore in session %s: %w (the files are restored; run the same restore again to record it)", sid, err)
 	}
+	restoreStep("note")
 	return res, store.ClearPending(sid, checkpoints.RestoreCall)
 }
 

@@ -1,11 +1,13 @@
 package checkpoints
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/hermes/hermes/fsstore"
@@ -42,6 +44,7 @@ func (s *Store) Check(st *sessions.Store, repair bool, lostFound string) ([]fsst
 	}
 	refs := map[string][]string{} // hash -> the records naming it
 	answered := map[string]map[string]bool{}
+	recorded := map[string]map[string]bool{} // session -> its records' changes (changeKey)
 	for _, sess := range list {
 		msgs, err := st.Messages(sess.ID)
 		if err != nil {
@@ -51,7 +54,9 @@ func (s *Store) Check(st *sessions.Store, repair bool, lostFound string) ([]fsst
 		if err != nil {
 			return []fsstore.Finding{{Path: sess.ID, What: err.Error(), Problem: true}}, nil
 		}
+		recorded[sess.ID] = map[string]bool{}
 		for _, r := range recs {
+			recorded[sess.ID][changeKey(r.Changes)] = true
 			for _, c := range r.Changes {
 				if c.Before != "" {
 					refs[c.Before] = append(refs[c.Before], r.ID())
@@ -126,6 +131,13 @@ func (s *Store) Check(st *sessions.Store, repair bool, lostFound string) ([]fsst
 	for _, path := range paths {
 		p := pending[path]
 		switch {
+		case p.CallID == RestoreCall && recorded[p.SessionID][changeKey(p.Changes)]:
+			f := fsstore.Finding{Path: path, Problem: true,
+				What: fmt.Sprintf("stale pending restore of session %s: its note records it", p.SessionID)}
+			if repair {
+				f.Repaired, f.What = fsstore.MoveToLostFound(path, lostFound, f.What)
+			}
+			out = append(out, f)
 		case p.CallID == RestoreCall:
 			out = append(out, fsstore.Finding{Path: path, Problem: true,
 				What: fmt.Sprintf("a restore in session %s was interrupted (files %v): run the same restore again to finish and record it", p.SessionID, Paths(p.Changes))})
@@ -142,4 +154,16 @@ func (s *Store) Check(st *sessions.Store, repair bool, lostFound string) ([]fsst
 		}
 	}
 	return out, nil
+}
+
+// changeKey is a list of changes in a form equal for equal lists in any
+// order.
+func changeKey(cs []Change) string {
+	keys := make([]string, len(cs))
+	for i, c := range cs {
+		b, _ := json.Marshal(c)
+		keys[i] = string(b)
+	}
+	sort.Strings(keys)
+	return strings.Join(keys, "\n")
 }

@@ -70,7 +70,8 @@
 // checkpoints/unrestorable.json, never touching the records. A pending
 // record whose call has its result is stale (moved to lost+found by
 // --repair); one whose call has none is left for the session's next turn;
-// a restore's is a restore to run again.
+// a restore's is a restore to run again, unless a record of its session
+// holds the same changes (a crash after the note): stale, moved aside.
 //
 // # Prune
 //
