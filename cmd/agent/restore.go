@@ -5,8 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/hermes/hermes/fsstore/checkpoints"
@@ -138,12 +142,43 @@ func Restore(ctx context.Context, st *sessions.Store, store *checkpoints.Store, 
 		}
 	}
 	restoreStep("pending")
+	// The files are written by a few workers at once, whose syncs the
+	// disk can take together, and each directory is synced once at the
+	// end, before the note: a crash before that may show a file old
+	// again, whole, which the same restore run again puts back.
+	errs := make([]error, len(jobs))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range min(restoreWorkers, len(jobs)) {
+		wg.Go(func() {
+			for i := range work {
+				errs[i] = restoreFile(jobs[i].t, jobs[i].data)
+				restoreStep(fmt.Sprint("file ", i+1))
+			}
+		})
+	}
+	for i := range jobs {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	dirs := map[string]bool{}
+	var failed []string
 	for i, j := range jobs {
-		if err := restoreFile(j.t, j.data); err != nil {
-			return res, fmt.Errorf("restore %s: %w (restored before it: %d of %d files; run the same restore again to finish it)", j.t.Path, err, i, len(jobs))
+		if errs[i] != nil {
+			failed = append(failed, fmt.Sprintf("%s: %v", j.t.Path, errs[i]))
+			continue
 		}
 		res.Changes = append(res.Changes, j.change)
-		restoreStep(fmt.Sprint("file ", i+1))
+		dirs[filepath.Dir(j.t.Path)] = true
+	}
+	for _, d := range slices.Sorted(maps.Keys(dirs)) {
+		if err := syncDir(hostFiles{}, d); err != nil {
+			failed = append(failed, err.Error())
+		}
+	}
+	if len(failed) > 0 {
+		return res, fmt.Errorf("restore: %s (%d of %d files restored; run the same restore again to finish it)", strings.Join(failed, "; "), len(res.Changes), len(jobs))
 	}
 	if len(res.Changes) == 0 {
 		return res, nil
@@ -158,21 +193,24 @@ func Restore(ctx context.Context, st *sessions.Store, store *checkpoints.Store, 
 }
 
 // restoreFile puts one file back: t's bytes (data) with its mode,
-// atomically, or removes it.
+// atomically, or removes it; its directory is left to sync.
 func restoreFile(t checkpoints.Target, data []byte) error {
 	fsys := hostFiles{}
 	if t.Absent {
 		if err := fsys.Remove(t.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
-		return syncDir(fsys, filepath.Dir(t.Path))
+		return nil
 	}
 	if err := fsys.MkdirAll(filepath.Dir(t.Path), 0o777); err != nil {
 		return err
 	}
 	c := checkpoints.Change{Mode: t.Mode}
-	return replace(fsys, t.Path, t.Path, data, modeInfo{filepath.Base(t.Path), c.FileMode()}, nil)
+	return replaceUnsynced(fsys, t.Path, t.Path, data, modeInfo{filepath.Base(t.Path), c.FileMode()}, nil)
 }
+
+// restoreWorkers is how many files a restore writes at once.
+const restoreWorkers = 8
 
 // modeInfo is the FileInfo replace keeps the mode of: a restored file
 // gets the mode it was recorded with.

@@ -43,7 +43,18 @@ var beforeRename = func(string) {}
 // never seen with another. ready, when set, is waited for before the
 // rename, and its error refuses the write: the checkpoint of the file's
 // prior bytes, stored while the temp file is written (checkpoint.go).
-func replace(fsys fileSys, path, name string, data []byte, old fs.FileInfo, ready func() error) (err error) {
+func replace(fsys fileSys, path, name string, data []byte, old fs.FileInfo, ready func() error) error {
+	if err := replaceUnsynced(fsys, path, name, data, old, ready); err != nil {
+		return err
+	}
+	return syncDir(fsys, filepath.Dir(path))
+}
+
+// replaceUnsynced is replace without the sync of the directory: the new
+// file is whole on disk, but after a crash the name may still show the
+// old one until the directory is synced, which a writer of many files in
+// one directory (a restore) does once for all of them.
+func replaceUnsynced(fsys fileSys, path, name string, data []byte, old fs.FileInfo, ready func() error) (err error) {
 	dir := filepath.Dir(path)
 	removeStale(fsys, dir)
 	var tmp *os.File
@@ -84,10 +95,7 @@ func replace(fsys fileSys, path, name string, data []byte, old fs.FileInfo, read
 		}
 	}
 	beforeRename(tmpName)
-	if err = fsys.Rename(tmpName, path); err != nil {
-		return err
-	}
-	return syncDir(fsys, dir)
+	return fsys.Rename(tmpName, path)
 }
 
 // keepMode gives tmp old's owner, group and mode, or says why it cannot.
