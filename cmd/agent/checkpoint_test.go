@@ -194,3 +194,37 @@ func TestPendingChangesAreSettledAfterACrash(t *testing.T) {
 		t.Errorf("pending records left: %v", p)
 	}
 }
+
+// A symbolic link swapped in where a restore is to write, or a file that
+// cannot be read, is a conflict, listed and left, even with force: the
+// link's target is never written through.
+func TestRestoreLeavesASwappedSymlink(t *testing.T) {
+	e, env, id := ckEngine(t, calls("write_file", args("path", "f", "content", "agent\n")), text("done"))
+	path := filepath.Join(env.Cwd, "f")
+	os.WriteFile(path, []byte("mine\n"), 0o644)
+	if _, err := e.Run(context.Background(), Turn{SessionID: id, Input: user("go"), Env: env}); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(t.TempDir(), "elsewhere")
+	os.WriteFile(target, []byte("agent\n"), 0o644)
+	os.Remove(path)
+	if err := os.Symlink(target, path); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := checkpoints.Records(id, stored(t, e.Sessions, id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, force := range []bool{false, true} {
+		res, err := Restore(context.Background(), e.Sessions, env.Checkpoints, id, checkpoints.Plan(recs), force, false, "restored")
+		if err != nil || len(res.Conflicts) != 1 || !strings.Contains(res.Conflicts[0].Reason, "symbolic link") || len(res.Changes) != 0 {
+			t.Fatalf("force %v: %+v, %v", force, res, err)
+		}
+	}
+	if b, _ := os.ReadFile(target); string(b) != "agent\n" {
+		t.Fatalf("the link's target became %q", b)
+	}
+	if fi, err := os.Lstat(path); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the link was replaced: %v, %v", fi, err)
+	}
+}
