@@ -38,35 +38,37 @@ func (s *Store) Unrestorable() (map[string]string, error) {
 // unrestorable (the records are never touched), and a stale pending
 // record is moved to lostFound.
 func (s *Store) Check(st *sessions.Store, repair bool, lostFound string) ([]fsstore.Finding, error) {
-	list, err := st.List(sessions.ListOptions{})
+	ids, err := sessionIDs(st)
 	if err != nil {
 		return nil, err
 	}
 	refs := map[string][]string{} // hash -> the records naming it
 	answered := map[string]map[string]bool{}
 	recorded := map[string]map[string]bool{} // session -> its records' changes (changeKey)
-	for _, sess := range list {
-		msgs, err := st.Messages(sess.ID)
+	for _, id := range ids {
+		msgs, err := st.Messages(id)
 		if err != nil {
-			return nil, err
+			// A transcript that cannot be read is the sessions check's to
+			// report; its checkpoints are not checked.
+			continue
 		}
-		recs, err := Records(sess.ID, msgs)
+		recs, err := Records(id, msgs)
 		if err != nil {
-			return []fsstore.Finding{{Path: sess.ID, What: err.Error(), Problem: true}}, nil
+			return []fsstore.Finding{{Path: id, What: err.Error(), Problem: true}}, nil
 		}
-		recorded[sess.ID] = map[string]bool{}
+		recorded[id] = map[string]bool{}
 		for _, r := range recs {
-			recorded[sess.ID][changeKey(r.Changes)] = true
+			recorded[id][changeKey(r.Changes)] = true
 			for _, c := range r.Changes {
 				if c.Before != "" {
 					refs[c.Before] = append(refs[c.Before], r.ID())
 				}
 			}
 		}
-		answered[sess.ID] = map[string]bool{}
+		answered[id] = map[string]bool{}
 		for _, m := range msgs {
 			if m.Role == "tool" {
-				answered[sess.ID][m.ToolCallID] = true
+				answered[id][m.ToolCallID] = true
 			}
 		}
 	}

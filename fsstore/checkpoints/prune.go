@@ -1,9 +1,12 @@
 package checkpoints
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/hermes/hermes/fsstore"
@@ -43,7 +46,7 @@ type Pruned struct {
 // names, the time of the newest record naming it (a pending record's is
 // now).
 func (s *Store) references(st *sessions.Store, now time.Time) (map[string]time.Time, error) {
-	list, err := st.List(sessions.ListOptions{})
+	ids, err := sessionIDs(st)
 	if err != nil {
 		return nil, err
 	}
@@ -53,12 +56,13 @@ func (s *Store) references(st *sessions.Store, now time.Time) (map[string]time.T
 			refs[h] = at
 		}
 	}
-	for _, sess := range list {
-		msgs, err := st.Messages(sess.ID)
+	for _, id := range ids {
+		msgs, err := st.Messages(id)
 		if err != nil {
-			return nil, err
+			// Its checkpoints are unknown: nothing may be pruned.
+			return nil, fmt.Errorf("session %s: %w; nothing pruned (hermes fsck)", id, err)
 		}
-		recs, err := Records(sess.ID, msgs)
+		recs, err := Records(id, msgs)
 		if err != nil {
 			return nil, err
 		}
@@ -158,4 +162,32 @@ func (s *Store) Prune(st *sessions.Store, o PruneOptions) ([]Pruned, error) {
 		}
 	}
 	return out, nil
+}
+
+// sessionIDs are the sessions of st that have a document or a transcript,
+// found by their files' names alone: no document is read, so that a check
+// changes nothing (a corrupt document is the sessions check's to report),
+// and a transcript whose document was quarantined still counts.
+func sessionIDs(st *sessions.Store) ([]string, error) {
+	entries, err := os.ReadDir(st.Dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var ids []string
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".jsonl")
+		if !ok {
+			id, ok = strings.CutSuffix(e.Name(), ".json")
+		}
+		if ok && !seen[id] && fsstore.CheckID("session id", id) == nil {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	return ids, nil
 }
