@@ -25,11 +25,14 @@ func sessionsForkCommand() *cli.Command {
 		Description: `The new session's transcript is a byte-for-byte copy of ID's first SEQ lines
 (all of them by default), each keeping its seq and ts; its document has
 parent_session_id ID and fork_seq SEQ. It prints the new session's id. A chat
-resumes it like any other (hermes chat --resume NEW).`,
+resumes it like any other (hermes chat --resume NEW). --code takes back too the
+file changes recorded after message SEQ, as sessions rewind --code does.`,
 		ArgsUsage: "ID|PREFIX|TITLE",
 		Flags: []cli.Flag{
 			&cli.Int64Flag{Name: "at", Usage: "the fork point: the new session holds messages 1 to SEQ", DefaultText: "all"},
 			&cli.StringFlag{Name: "title", Usage: "a title for the new session, unique in the profile"},
+			&cli.BoolFlag{Name: "code", Usage: "take back too the file changes ID recorded after message SEQ (hermes checkpoints), recorded in ID; exit 4 if a file was left"},
+			&cli.BoolFlag{Name: "force", Usage: "with --code: restore files changed since the agent's last change too, after storing their present bytes"},
 		},
 		Action: withEnv(sessionsFork),
 	}
@@ -47,15 +50,27 @@ func sessionsFork(e *env) error {
 	if err != nil {
 		return err
 	}
+	if e.c.Bool("force") && !e.c.Bool("code") {
+		return usagef("--force goes with --code")
+	}
 	child, err := e.sessions().Fork(id, e.c.Int64("at"), e.c.String("title"))
 	if err != nil {
 		return err
 	}
 	if e.json {
-		return printJSON(e.stdout, child)
+		err = printJSON(e.stdout, child)
+	} else {
+		_, err = fmt.Fprintln(e.stdout, child.ID)
 	}
-	fmt.Fprintln(e.stdout, child.ID)
-	return nil
+	if err != nil || !e.c.Bool("code") {
+		return err
+	}
+	recs, _, err := sessionRecords(e.sessions(), id)
+	if err != nil {
+		return err
+	}
+	text := fmt.Sprintf("The files were restored to their state after message %d (hermes sessions fork --code); the conversation went on in session %s.", child.ForkSeq, child.ID)
+	return restoreFiles(e, id, checkpoints.After(recs, child.ForkSeq+1), text, e.c.Bool("force"), false)
 }
 
 func sessionsCompressCommand() *cli.Command {
