@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hermes/hermes/fsstore/checkpoints"
@@ -121,7 +121,9 @@ func Restore(ctx context.Context, st *sessions.Store, store *checkpoints.Store, 
 		if j.change.Before == "" {
 			continue
 		}
-		b, err := os.ReadFile(j.t.Path)
+		b, _, err := readRegular(ctx, hostFiles{}, j.t.Path, j.t.Path, syscall.O_NOFOLLOW, maxRestoreRead, func(size int64) error {
+			return fmt.Errorf("%s has %d bytes, more than a restore stores", j.t.Path, size)
+		})
 		if err == nil && checkpoints.Hash(b) != j.change.Before {
 			err = fmt.Errorf("%s changed while it was being restored", j.t.Path)
 		}
@@ -208,6 +210,10 @@ func restoreFile(t checkpoints.Target, data []byte) error {
 	c := checkpoints.Change{Mode: t.Mode}
 	return replaceUnsynced(fsys, t.Path, t.Path, data, modeInfo{filepath.Base(t.Path), c.FileMode()}, nil)
 }
+
+// maxRestoreRead bounds the present bytes a restore reads to store them
+// first (a file that large is refused, nothing restored).
+const maxRestoreRead = 1 << 36
 
 // restoreWorkers is how many files a restore writes at once.
 const restoreWorkers = 8
