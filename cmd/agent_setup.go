@@ -47,7 +47,15 @@ func newToolEnv(e *env, cfg profiles.Config) (*agent.Env, error) {
 	case cfg.Agent.MaxToolOutput > 0:
 		maxOutput = cfg.Agent.MaxToolOutput
 	}
+	if cfg.Checkpoints.MaxFile < 0 {
+		return nil, fsstore.Invalidf("checkpoints.max_file must be a positive number of bytes")
+	}
+	if s := cfg.Checkpoints.Shell; s != "" && s != "off" && s != "git" {
+		return nil, fsstore.Invalidf("checkpoints.shell must be git or off, not %q", s)
+	}
 	env := &agent.Env{
+		Checkpoints:     e.checkpoints(cfg),
+		ShellGit:        cfg.Checkpoints.Shell == "git",
 		Sessions:        e.sessions(),
 		Tasks:           taskStore,
 		MaxOutput:       maxOutput,

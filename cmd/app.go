@@ -165,6 +165,7 @@ func NewApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			skillsCommand(),
 			profileCommand(),
 			fsckCommand(),
+			checkpointsCommand(),
 			completionCommand(),
 			completeCommand(),
 			manCommand(),

@@ -168,6 +168,12 @@ type chatter struct {
 	// /resume N picks from.
 	numbered []string
 
+	// restore is checkpoints.restore: whether /undo and /retry take the
+	// files back (ask, always, never); lines is line mode's input, which
+	// its questions read.
+	restore string
+	lines   lineReader
+
 	// mu guards cancelTurn: in line mode, Ctrl-C cancels the turn in
 	// flight through it.
 	mu         sync.Mutex
@@ -351,6 +357,9 @@ func newChatter(e *env) (*chatter, error) {
 		maxLine: maxLine,
 	}
 	ch.compress = compress
+	if ch.restore, err = restoreSetting(e, cfg); err != nil {
+		return nil, err
+	}
 	if opts.Cwd != "" {
 		if ch.cwd, err = absDir(opts.Cwd); err != nil {
 			return nil, err
@@ -693,6 +702,7 @@ func (ch *chatter) lineMode() error {
 		return err
 	}
 	defer in.Close()
+	ch.lines = in
 	for {
 		line, err := in.ReadLine()
 		if err != nil {
@@ -801,7 +811,7 @@ func (ch *chatter) undo(n int) error {
 	case starts[0] == 1:
 		return fmt.Errorf("/undo %d would leave session %s empty (/new starts an empty session)", n, ch.sessionID)
 	}
-	return ch.fork(starts[0]-1, "")
+	return ch.forkWithFiles(starts[0], starts[0]-1, ch.restore)
 }
 
 // retry is /retry: a fork that ends with the last user message, without
@@ -814,7 +824,7 @@ func (ch *chatter) retry() error {
 	if len(starts) == 0 {
 		return fmt.Errorf("session %s has no message to retry", ch.sessionID)
 	}
-	if err := ch.fork(starts[0], ""); err != nil {
+	if err := ch.forkWithFiles(starts[0], starts[0], ch.restore); err != nil {
 		return err
 	}
 	var r turnResult

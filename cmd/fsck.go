@@ -10,6 +10,7 @@ import (
 
 	"github.com/hermes/hermes/cmd/gateway"
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/checkpoints"
 	"github.com/hermes/hermes/fsstore/cron"
 	"github.com/hermes/hermes/fsstore/gatewaystate"
 	"github.com/hermes/hermes/fsstore/kanban"
@@ -63,6 +64,9 @@ func fsck(e *env) error {
 		memory.NewStore(dir, e.lockTimeout, e.warn).Check,
 		skills.NewStore(dir, e.lockTimeout, e.warn).Check,
 		func(repair bool, _ string) ([]fsstore.Finding, error) { return e.sessions().CheckLocks(repair) },
+		func(repair bool, lostFound string) ([]fsstore.Finding, error) {
+			return checkpoints.Open(dir).Check(e.sessions(), repair, lostFound)
+		},
 	} {
 		more, err := check(repair, lostFound)
 		if err != nil {

@@ -81,7 +81,7 @@ func TestCompleter(t *testing.T) {
 		want   []string
 		length int
 	}{
-		{"/re", []string{"sume ", "try "}, 3},
+		{"/re", []string{"sume ", "try ", "wind "}, 3},
 		{"/t", []string{"asks ", "itle ", "ools "}, 2},
 		{"/tasks h", []string{"istory "}, 1},
 		{"/qu", []string{"it "}, 3},

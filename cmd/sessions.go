@@ -129,6 +129,7 @@ func sessionsCommand() *cli.Command {
 			sessionsImportCommand(),
 			sessionsBrowseCommand(),
 			sessionsForkCommand(),
+			sessionsRewindCommand(),
 			sessionsCompressCommand(),
 			{
 				Name:  "stats",
@@ -675,6 +676,9 @@ func sessionsDelete(e *env) error {
 	if err != nil {
 		return err
 	}
+	if !dry {
+		pruneOrphans(e)
+	}
 	return printRemovals(e, []sessions.Removal{r}, dry)
 }
 
@@ -735,6 +739,9 @@ func sessionsPrune(e *env) error {
 		}
 	}
 	rs, err := store.Prune(cutoff, e.c.String("source"), dry)
+	if !dry && len(rs) > 0 {
+		pruneOrphans(e)
+	}
 	if perr := printRemovals(e, rs, dry); err == nil {
 		err = perr
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hermes/hermes/cmd/agent"
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/checkpoints"
 	"github.com/hermes/hermes/fsstore/sessions"
 	"github.com/hermes/hermes/profiles"
 )
@@ -24,11 +25,14 @@ func sessionsForkCommand() *cli.Command {
 		Description: `The new session's transcript is a byte-for-byte copy of ID's first SEQ lines
 (all of them by default), each keeping its seq and ts; its document has
 parent_session_id ID and fork_seq SEQ. It prints the new session's id. A chat
-resumes it like any other (hermes chat --resume NEW).`,
+resumes it like any other (hermes chat --resume NEW). --code takes back too the
+file changes recorded after message SEQ, as sessions rewind --code does.`,
 		ArgsUsage: "ID|PREFIX|TITLE",
 		Flags: []cli.Flag{
 			&cli.Int64Flag{Name: "at", Usage: "the fork point: the new session holds messages 1 to SEQ", DefaultText: "all"},
 			&cli.StringFlag{Name: "title", Usage: "a title for the new session, unique in the profile"},
+			&cli.BoolFlag{Name: "code", Usage: "take back too the file changes ID recorded after message SEQ (hermes checkpoints), recorded in ID; exit 4 if a file was left"},
+			&cli.BoolFlag{Name: "force", Usage: "with --code: restore files changed since the agent's last change too, after storing their present bytes"},
 		},
 		Action: withEnv(sessionsFork),
 	}
@@ -46,15 +50,27 @@ func sessionsFork(e *env) error {
 	if err != nil {
 		return err
 	}
+	if e.c.Bool("force") && !e.c.Bool("code") {
+		return usagef("--force goes with --code")
+	}
 	child, err := e.sessions().Fork(id, e.c.Int64("at"), e.c.String("title"))
 	if err != nil {
 		return err
 	}
 	if e.json {
-		return printJSON(e.stdout, child)
+		err = printJSON(e.stdout, child)
+	} else {
+		_, err = fmt.Fprintln(e.stdout, child.ID)
 	}
-	fmt.Fprintln(e.stdout, child.ID)
-	return nil
+	if err != nil || !e.c.Bool("code") {
+		return err
+	}
+	recs, _, err := sessionRecords(e.sessions(), id)
+	if err != nil {
+		return err
+	}
+	text := fmt.Sprintf("The files were restored to their state after message %d (hermes sessions fork --code); the conversation went on in session %s.", child.ForkSeq, child.ID)
+	return restoreFiles(e, id, checkpoints.After(recs, child.ForkSeq+1), text, e.c.Bool("force"), false)
 }
 
 func sessionsCompressCommand() *cli.Command {
@@ -195,4 +211,91 @@ func showChain(tb *table, store *sessions.Store, id string) error {
 	}
 	tb.row("chain:", strings.Join(chain, " -> "))
 	return nil
+}
+
+func sessionsRewindCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "rewind",
+		Usage: "take a session back to the state just before one of its user messages: its files, its conversation, or both",
+		Description: `--to SEQ is a user message's seq (hermes sessions show ID). --code takes back
+the file changes recorded after it (hermes checkpoints), as checkpoints restore
+does: a file changed since the agent's last change is a conflict, listed on
+stderr and left (exit 4), unless --force; the restore is recorded in a note of
+the session. --conversation forks ID before that message (ID is not touched)
+and prints the new session's id. --both does both; the restore is recorded in
+ID, whose history holds the changes it took back.`,
+		ArgsUsage: "ID|PREFIX|TITLE",
+		Flags: []cli.Flag{
+			&cli.Int64Flag{Name: "to", Usage: "the seq of the user message to go back to, just before it was sent", Required: true},
+			&cli.BoolFlag{Name: "code", Usage: "take back the files"},
+			&cli.BoolFlag{Name: "conversation", Usage: "fork the conversation before the message"},
+			&cli.BoolFlag{Name: "both", Usage: "--code and --conversation"},
+			&cli.BoolFlag{Name: "force", Usage: "restore files changed since the agent's last change too, after storing their present bytes"},
+			&cli.BoolFlag{Name: "dry-run", Usage: "say what would be restored, change nothing"},
+		},
+		Action: withEnv(sessionsRewind),
+	}
+}
+
+func sessionsRewind(e *env) error {
+	ref, err := oneArg(e.c, "session ID")
+	if err != nil {
+		return err
+	}
+	code := e.c.Bool("code") || e.c.Bool("both")
+	conv := e.c.Bool("conversation") || e.c.Bool("both")
+	n := 0
+	for _, f := range []string{"code", "conversation", "both"} {
+		if e.c.Bool(f) {
+			n++
+		}
+	}
+	if n != 1 {
+		return usagef("give one of --code, --conversation and --both")
+	}
+	seq := e.c.Int64("to")
+	id, err := e.resolveSession(ref)
+	if err != nil {
+		return err
+	}
+	st := e.sessions()
+	recs, msgs, err := sessionRecords(st, id)
+	if err != nil {
+		return err
+	}
+	if seq < 1 || seq > int64(len(msgs)) {
+		return fsstore.NotFoundf("session %s has no message %d (it has %d)", id, seq, len(msgs))
+	}
+	if m := msgs[seq-1]; m.Role != "user" {
+		return usagef("message %d of session %s is a message of role %s, not a user message: --to takes a user message's seq (hermes sessions show %s)", seq, id, m.Role, id)
+	}
+	if conv && seq == 1 {
+		return usagef("message 1 is the session's first: a conversation before it is empty (hermes chat starts a new session)")
+	}
+	// The restore is recorded in id, whose history holds the changes it
+	// takes back: the fork's history ends before them.
+	child := ""
+	if conv && !e.c.Bool("dry-run") {
+		fork, err := st.Fork(id, seq-1, "")
+		if err != nil {
+			return err
+		}
+		child = fork.ID
+		if e.json {
+			if err := printJSON(e.stdout, fork); err != nil {
+				return err
+			}
+		} else {
+			fmt.Fprintln(e.stdout, fork.ID)
+		}
+		fmt.Fprintf(e.stderr, "hermes: session %s holds the conversation of %s before message %d\n", fork.ID, id, seq)
+	}
+	if !code {
+		return nil
+	}
+	text := fmt.Sprintf("The files were restored to their state before message %d (hermes sessions rewind).", seq)
+	if child != "" {
+		text = fmt.Sprintf("The files were restored to their state before message %d (hermes sessions rewind); the conversation went on in session %s.", seq, child)
+	}
+	return restoreFiles(e, id, checkpoints.After(recs, seq), text, e.c.Bool("force"), e.c.Bool("dry-run"))
 }

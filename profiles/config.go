@@ -149,6 +149,26 @@ type Config struct {
 		Gateway     bool `yaml:"gateway" json:"gateway"`
 		KanbanWrite bool `yaml:"kanban_write" json:"kanban_write"`
 	} `yaml:"skills" json:"skills"`
+	// Checkpoints bounds the store of files' prior bytes that write_file
+	// and edit_file fill before they change a file (fsstore/checkpoints).
+	Checkpoints struct {
+		// MaxFile is the largest file checkpointed, in bytes (default 16
+		// MiB): a larger one is changed and recorded as not checkpointed.
+		MaxFile int64 `yaml:"max_file" json:"max_file"`
+		// Restore is what line mode's /undo and /retry do with the files
+		// the turns they take back changed: ask (the default on a
+		// terminal), always or never (the default without one).
+		Restore string `yaml:"restore" json:"restore"`
+		// MaxAge and MaxBytes bound the store for checkpoints prune
+		// (defaults 30d and 1 GiB): objects whose newest checkpoint is
+		// older go, then the oldest until the store is within MaxBytes.
+		MaxAge   string `yaml:"max_age" json:"max_age"`
+		MaxBytes int64  `yaml:"max_bytes" json:"max_bytes"`
+		// Shell is git to snapshot the git work tree a terminal command
+		// runs in before it runs, so that what it changed can be taken
+		// back too; off (the default) otherwise.
+		Shell string `yaml:"shell" json:"shell"`
+	} `yaml:"checkpoints" json:"checkpoints"`
 	// MCPServers are the MCP servers whose tools the agent is offered,
 	// by name (cmd/mcp).
 	MCPServers map[string]MCPServer `yaml:"mcp_servers" json:"mcp_servers"`

@@ -147,6 +147,29 @@
 // as the terminal does: the engine asks a tool that implements
 // NeedsApprovalIn with the call's Env, where NeedsApproval sees only the
 // arguments.
+// # Checkpoints
+//
+// With Env.Checkpoints set (every front end sets it), write_file and
+// edit_file store the file's prior bytes in the checkpoint store before
+// they replace it (checkpoint.go): the object, then the call's pending
+// record, both synced, then the write. The engine runs each call with
+// its own gatherer (Env.withCall) and stores the call's changes in its
+// tool message's "checkpoint" field, then removes the pending record. A
+// call that crashed between the two is answered as interrupted at the
+// next turn (step 2), and that answer records the changes the pending
+// record names that the files show happened (settlePending). A file over
+// checkpoints.max_file, or unreadable, is changed without a before-image
+// and the result says so; a store that cannot be written refuses the
+// change. Restore (restore.go) puts files back from a plan
+// (checkpoints.Plan), only where each still holds what the last change
+// left, storing their present bytes first and recording itself with a
+// note; a symbolic link or a non-regular file in a file's place is
+// always left. The terminal tool's writes are not seen, unless
+// Env.ShellGit (checkpoints.shell: git): then a command run in a git work
+// tree is preceded by a snapshot of the files git tracks or would add
+// (stored, and written as the call's pending record), and followed by a
+// comparison that records each file it changed, created or removed
+// (shell_checkpoint.go); a background command is not covered.
 //
 // # Compression
 //

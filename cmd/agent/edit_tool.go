@@ -88,13 +88,17 @@ func (editFileTool) Run(ctx context.Context, env *Env, raw json.RawMessage) (str
 	case n != strings.Count(text, old):
 		return "", fmt.Errorf("edit_file: old_string occurs %d times in %s, and some of them overlap; nothing written (give more context to make each one distinct)", n, *args.Path)
 	}
-	if err := replace(p.fsys, p.name, *args.Path, []byte(strings.ReplaceAll(text, old, repl)), fi); err != nil {
+	after := []byte(strings.ReplaceAll(text, old, repl))
+	note, ck := env.checkpoint(ctx, p, *args.Path, fi, content, after)
+	err = replace(p.fsys, p.name, *args.Path, after, fi, ck.ready)
+	ck.settle(err)
+	if err != nil {
 		return "", fmt.Errorf("edit_file: %w", err)
 	}
 	if n == 1 {
-		return fmt.Sprintf("replaced 1 occurrence in %s", p.abs), nil
+		return fmt.Sprintf("replaced 1 occurrence in %s%s", p.abs, note), nil
 	}
-	return fmt.Sprintf("replaced %d occurrences in %s", n, p.abs), nil
+	return fmt.Sprintf("replaced %d occurrences in %s%s", n, p.abs, note), nil
 }
 
 // readForEdit reads the file at p (named as the model gave it) whole,

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hermes/hermes/cmd/provider"
+	"github.com/hermes/hermes/fsstore/checkpoints"
 	"github.com/hermes/hermes/fsstore/memory"
 	"github.com/hermes/hermes/fsstore/sessions"
 )
@@ -224,7 +225,7 @@ func (e *Engine) Run(ctx context.Context, t Turn) (Result, error) {
 		env = &Env{}
 	}
 	env.SessionID = sess.ID
-	head, err := e.prelude(sess, t.Input)
+	head, settled, err := e.prelude(sess, t.Input, env.Checkpoints)
 	if err != nil {
 		return res, err
 	}
@@ -235,6 +236,10 @@ func (e *Engine) Run(ctx context.Context, t Turn) (Result, error) {
 		if res.Count, err = st.Append(sess.ID, head); err != nil {
 			return res, err
 		}
+	}
+	for _, id := range settled {
+		// Recorded in head: a failure to remove it leaves a stale record.
+		_ = env.Checkpoints.ClearPending(sess.ID, id)
 	}
 	for _, m := range head {
 		if IsNote(m) {
@@ -333,10 +338,10 @@ func (e *Engine) store(res *Result, msgs ...sessions.Message) error {
 // the calls the input itself answers first; then the resume note of a
 // session a restart interrupted, unless one follows its last reply already;
 // then the input. Tool results must follow their call, so they go first.
-func (e *Engine) prelude(sess sessions.Session, input []sessions.Message) ([]sessions.Message, error) {
+func (e *Engine) prelude(sess sessions.Session, input []sessions.Message, ck *checkpoints.Store) (_ []sessions.Message, settled []string, _ error) {
 	tail, err := e.Sessions.Tail(sess.ID, func(m sessions.Message) bool { return m.Role == "assistant" && !IsNote(m) })
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	lead := 0
 	for lead < len(input) && input[lead].Role == "tool" {
@@ -352,7 +357,19 @@ func (e *Engine) prelude(sess sessions.Session, input []sessions.Message) ([]ses
 		if e.ClientTools && e.tool(c.Function.Name) == nil {
 			text = notAnsweredResult
 		}
-		out = append(out, toolResult(c, text, true))
+		m := toolResult(c, text, true)
+		if ck != nil {
+			// The changes the call made before the crash (checkpoint.go).
+			changes, found, err := settlePending(ck, sess.ID, c.ID)
+			if err != nil {
+				return nil, nil, err
+			}
+			if found {
+				checkpoints.Attach(&m, changes)
+				settled = append(settled, c.ID)
+			}
+		}
+		out = append(out, m)
 	}
 	if sess.State == sessions.StateResumePending || sess.State == sessions.StateSuspended {
 		// A turn that failed after storing the note left it there.
@@ -366,7 +383,7 @@ func (e *Engine) prelude(sess sessions.Session, input []sessions.Message) ([]ses
 			out = append(out, note(sessions.Message{Role: "system", Content: sessions.TextContent(resumeNote(sess.ResumeReason, missing))}))
 		}
 	}
-	return append(out, input[lead:]...), nil
+	return append(out, input[lead:]...), settled, nil
 }
 
 // resumeNote is ResumeNote, naming the calls the interruption left
@@ -478,12 +495,13 @@ func (e *Engine) runCalls(ctx context.Context, env *Env, res *Result, calls []pr
 		if ctx.Err() != nil {
 			return e.cancelRest(ctx, res, calls[i:], notRunCancelled)
 		}
-		text, abandoned := e.runCall(ctx, env, res.SessionID, c)
+		cenv := env.withCall(c.ID)
+		text, abandoned := e.runCall(ctx, cenv, res.SessionID, c)
 		if ctx.Err() != nil {
 			if !abandoned {
 				text = cancelledResult
 			}
-			if err := e.store(res, toolResult(c, text, false)); err != nil {
+			if err := e.storeResult(res, cenv, c, text, abandoned); err != nil {
 				return err
 			}
 			return e.cancelRest(ctx, res, calls[i+1:], notRunCancelled)
@@ -491,9 +509,32 @@ func (e *Engine) runCalls(ctx context.Context, env *Env, res *Result, calls []pr
 		if e.Progress != nil {
 			e.Progress(Progress{Call: c, Done: true, Result: text})
 		}
-		if err := e.store(res, toolResult(c, text, false)); err != nil {
+		if err := e.storeResult(res, cenv, c, text, abandoned); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// storeResult stores the result of call c, run with env, and the file
+// changes it made (checkpoint.go), then removes the call's pending
+// record. An abandoned call may change files still: its pending record
+// stays, for fsck to report.
+func (e *Engine) storeResult(res *Result, env *Env, c provider.ToolCall, text string, abandoned bool) error {
+	m := toolResult(c, text, false)
+	var changes []checkpoints.Change
+	if !abandoned {
+		changes = env.call.changes()
+	}
+	checkpoints.Attach(&m, changes)
+	if err := e.store(res, m); err != nil {
+		return err
+	}
+	if len(changes) > 0 {
+		checkpointStep("result")
+		// Stale once the result is stored: a failure here leaves it for
+		// fsck --repair, and loses nothing.
+		_ = env.Checkpoints.ClearPending(res.SessionID, c.ID)
 	}
 	return nil
 }

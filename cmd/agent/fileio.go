@@ -119,7 +119,7 @@ func (writeFileTool) NeedsApproval(json.RawMessage) bool { return true }
 // the umask, as an editor would make it. A symlink at the path is refused
 // rather than replaced by a file or written through, and so is a file
 // without its owner's write bit.
-func (writeFileTool) Run(_ context.Context, env *Env, raw json.RawMessage) (string, error) {
+func (writeFileTool) Run(ctx context.Context, env *Env, raw json.RawMessage) (string, error) {
 	var args struct {
 		Path    *string `json:"path"`
 		Content *string `json:"content"`
@@ -156,8 +156,11 @@ func (writeFileTool) Run(_ context.Context, env *Env, raw json.RawMessage) (stri
 	if err := p.fsys.MkdirAll(filepath.Dir(p.name), 0o777); err != nil {
 		return "", fmt.Errorf("write_file: %w", err)
 	}
-	if err := replace(p.fsys, p.name, *args.Path, []byte(*args.Content), fi); err != nil {
+	note, ck := env.checkpoint(ctx, p, *args.Path, fi, nil, []byte(*args.Content))
+	err = replace(p.fsys, p.name, *args.Path, []byte(*args.Content), fi, ck.ready)
+	ck.settle(err)
+	if err != nil {
 		return "", fmt.Errorf("write_file: %w", err)
 	}
-	return fmt.Sprintf("wrote %d bytes to %s", len(*args.Content), p.abs), nil
+	return fmt.Sprintf("wrote %d bytes to %s%s", len(*args.Content), p.abs, note), nil
 }

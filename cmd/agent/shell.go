@@ -69,9 +69,29 @@ func (terminalTool) Run(ctx context.Context, env *Env, raw json.RawMessage) (str
 	if timeout <= 0 {
 		timeout = DefaultTerminalTimeout
 	}
+	snap, note, err := env.snapshotShell(ctx)
+	if err != nil {
+		return "", fmt.Errorf("terminal: %w", err)
+	}
+	out, err := runCommand(ctx, env, args.Command, timeout)
+	if snap != nil {
+		// What the command changed is recorded even when it failed or was
+		// cancelled: it may have changed files first.
+		note = env.settleShell(context.WithoutCancel(ctx), snap)
+	}
+	if err != nil {
+		return "", err
+	}
+	return out + note, nil
+}
+
+// runCommand runs command with sh -c in env.Cwd, in a process group of
+// its own that is killed after timeout or when ctx ends, and returns its
+// status and output.
+func runCommand(ctx context.Context, env *Env, command string, timeout time.Duration) (string, error) {
 	limit := max(env.MaxOutput, 256)
 	stdout, stderr := &headTail{limit: limit}, &headTail{limit: limit}
-	cmd := exec.Command("sh", "-c", args.Command)
+	cmd := exec.Command("sh", "-c", command)
 	cmd.Dir = env.Cwd
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	// Its own process group, so that a timeout or a cancel kills what the

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/hermes/hermes/fsstore/checkpoints"
 	"github.com/hermes/hermes/fsstore/memory"
 	"github.com/hermes/hermes/fsstore/sessions"
 	"github.com/hermes/hermes/fsstore/tasks"
@@ -60,6 +61,16 @@ type Env struct {
 	// Skills are the skills the skill tools load and write; nil when
 	// the session has none.
 	Skills *Skills
+	// Checkpoints, when set, is where write_file and edit_file store a
+	// file's prior bytes before they change it (checkpoint.go); each
+	// call's changes are recorded in its tool message.
+	Checkpoints *checkpoints.Store
+	// ShellGit is checkpoints.shell: git: a terminal command run in a git
+	// work tree is preceded by a snapshot of its files, and what it
+	// changed is recorded as write_file's changes are (shell_checkpoint.go).
+	ShellGit bool
+	// call gathers the changes of the call being run (withCall).
+	call *callChanges
 }
 
 // forCall is env for one call run under ctx: its stores are copies whose

@@ -40,8 +40,21 @@ var beforeRename = func(string) {}
 // setgid file whose owner or group the new file cannot take) refuses the
 // write: nothing is replaced, rather than a file silently changed. The
 // mode is set on the temp file before the rename, so that the file is
-// never seen with another.
-func replace(fsys fileSys, path, name string, data []byte, old fs.FileInfo) (err error) {
+// never seen with another. ready, when set, is waited for before the
+// rename, and its error refuses the write: the checkpoint of the file's
+// prior bytes, stored while the temp file is written (checkpoint.go).
+func replace(fsys fileSys, path, name string, data []byte, old fs.FileInfo, ready func() error) error {
+	if err := replaceUnsynced(fsys, path, name, data, old, ready); err != nil {
+		return err
+	}
+	return syncDir(fsys, filepath.Dir(path))
+}
+
+// replaceUnsynced is replace without the sync of the directory: the new
+// file is whole on disk, but after a crash the name may still show the
+// old one until the directory is synced, which a writer of many files in
+// one directory (a restore) does once for all of them.
+func replaceUnsynced(fsys fileSys, path, name string, data []byte, old fs.FileInfo, ready func() error) (err error) {
 	dir := filepath.Dir(path)
 	removeStale(fsys, dir)
 	var tmp *os.File
@@ -76,11 +89,13 @@ func replace(fsys fileSys, path, name string, data []byte, old fs.FileInfo) (err
 	if err = tmp.Close(); err != nil {
 		return err
 	}
-	beforeRename(tmpName)
-	if err = fsys.Rename(tmpName, path); err != nil {
-		return err
+	if ready != nil {
+		if err = ready(); err != nil {
+			return err
+		}
 	}
-	return syncDir(fsys, dir)
+	beforeRename(tmpName)
+	return fsys.Rename(tmpName, path)
 }
 
 // keepMode gives tmp old's owner, group and mode, or says why it cannot.

@@ -1,0 +1,214 @@
+package agent
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"slices"
+	"sync"
+	"syscall"
+
+	"github.com/hermes/hermes/fsstore/checkpoints"
+)
+
+// callChanges gathers the changes one call makes, for its tool message
+// (fsstore/checkpoints: Field). A call abandoned by the engine may still
+// add to it, hence the mutex.
+type callChanges struct {
+	mu      sync.Mutex
+	store   *checkpoints.Store
+	session string
+	call    string
+	list    []checkpoints.Change
+}
+
+// changes returns what the call changed so far.
+func (cc *callChanges) changes() []checkpoints.Change {
+	if cc == nil {
+		return nil
+	}
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	return slices.Clone(cc.list)
+}
+
+// withCall is env for the call id of its session: its file changes are
+// checkpointed into env.Checkpoints and gathered for the call's result.
+// Without a store it is env.
+func (env *Env) withCall(id string) *Env {
+	if env.Checkpoints == nil {
+		return env
+	}
+	c := *env
+	c.call = &callChanges{store: env.Checkpoints, session: env.SessionID, call: id}
+	return &c
+}
+
+// checkpointStep runs after each durable step of a checkpointed change
+// ("object", "pending", and "result" once the result is stored); a test
+// kills the process there.
+var checkpointStep = func(string) {}
+
+// errTooBig is a before-image over checkpoints.max_file.
+type errTooBig struct{ size, limit int64 }
+
+func (e errTooBig) Error() string {
+	return fmt.Sprintf("larger than checkpoints.max_file (%d bytes; the limit is %d)", e.size, e.limit)
+}
+
+// inflight is a checkpoint being stored while its tool writes the new
+// file beside the old one: ready waits for it (replace calls it before
+// the rename, so the before-image is durable before the file changes),
+// settle takes the change back from the call's record when the write
+// failed.
+type inflight struct {
+	done   chan error
+	wait   func() error
+	cc     *callChanges
+	change checkpoints.Change
+}
+
+// ready waits for the checkpoint; an error refuses the write.
+func (f *inflight) ready() error {
+	if f == nil {
+		return nil
+	}
+	return f.wait()
+}
+
+// settle is called with the write's error, once the write is over: a
+// failed write takes its change back, after the checkpoint has ended.
+func (f *inflight) settle(err error) {
+	if f == nil || err == nil {
+		return
+	}
+	f.wait()
+	f.cc.mu.Lock()
+	defer f.cc.mu.Unlock()
+	if i := slices.Index(f.cc.list, f.change); i >= 0 {
+		f.cc.list = slices.Delete(f.cc.list, i, i+1)
+	}
+}
+
+// checkpoint starts storing the prior bytes of the file at p (named as
+// the model gave it) before a tool replaces them with after: fi is its
+// FileInfo (nil when it does not exist), prior its bytes when the tool
+// has read them (nil to have them read here). The object and the call's
+// pending record, with the change added, are written and synced in the
+// background while the tool writes its temp file; the tool passes the
+// returned inflight's ready to replace, which waits for them before the
+// rename, and calls settle with the write's error. A store that cannot be
+// written refuses the change (ready's error): never a change without its
+// checkpoint. note is what the result adds when the file cannot be
+// checkpointed (too large, unreadable): the change goes on, recorded as
+// not checkpointed, and the model and the user are told.
+func (env *Env) checkpoint(ctx context.Context, p place, name string, fi fs.FileInfo, prior, after []byte) (note string, f *inflight) {
+	cc := env.call
+	if cc == nil {
+		return "", nil
+	}
+	c := checkpoints.Change{Path: p.abs}
+	if fi == nil {
+		c.Created = true
+	} else {
+		c.Mode = checkpoints.ModeText(fi.Mode())
+		limit := cc.store.Limit()
+		var err error
+		if prior == nil || int64(len(prior)) > limit {
+			prior, _, err = readRegular(ctx, p.fsys, p.name, name, syscall.O_NOFOLLOW, limit, func(size int64) error {
+				return errTooBig{size, limit}
+			})
+		}
+		var big errTooBig
+		switch {
+		case errors.As(err, &big):
+			c.NotCheckpointed = big.Error()
+		case err != nil:
+			c.NotCheckpointed = "unreadable (" + err.Error() + ")"
+		}
+	}
+	if c.NotCheckpointed != "" {
+		note = fmt.Sprintf(" (not checkpointed: %s is %s; this change cannot be taken back)", name, c.NotCheckpointed)
+	}
+	f = &inflight{done: make(chan error, 1), cc: cc}
+	f.wait = sync.OnceValue(func() error { return <-f.done })
+	// The hashes and the compression cost more than the write they
+	// precede (a 1 MB file: two SHA-256 and a gzip): done beside it.
+	go func() {
+		c.After = checkpoints.Hash(after)
+		if fi != nil && c.NotCheckpointed == "" {
+			h, err := cc.store.Put(prior)
+			if err != nil {
+				f.done <- fmt.Errorf("%s: its checkpoint could not be stored (%w); nothing written", name, err)
+				return
+			}
+			c.Before = h
+			checkpointStep("object")
+		}
+		cc.mu.Lock()
+		defer cc.mu.Unlock()
+		list := append(slices.Clone(cc.list), c)
+		if err := cc.store.SetPending(checkpoints.Pending{SessionID: cc.session, CallID: cc.call, Changes: list}); err != nil {
+			f.done <- fmt.Errorf("%s: its checkpoint could not be recorded (%w); nothing written", name, err)
+			return
+		}
+		cc.list = list
+		f.change = c
+		checkpointStep("pending")
+		f.done <- nil
+	}()
+	return note, f
+}
+
+// present is what the file at path holds now: the hash of its bytes and
+// its FileInfo, or a nil FileInfo when there is none. A symbolic link or
+// anything but a regular file is an error: neither is what a tool wrote.
+func present(ctx context.Context, fsys fileSys, path string) (string, fs.FileInfo, error) {
+	f, err := openRegular(ctx, fsys, path, path, syscall.O_NOFOLLOW)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil, nil
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", nil, err
+	}
+	return hex.EncodeToString(h.Sum(nil)), f.info, nil
+}
+
+// settlePending returns the changes of the pending record of call callID
+// of session sid (found false when it has none), each resolved against
+// its file (fsstore/checkpoints doc, "A change and a crash"): a file that
+// holds what the call was to write was changed; one that holds its prior
+// bytes, or is absent where the call was to create it, was not, and its
+// change is left out; one that holds neither was changed since, and is
+// kept, so that a restore reports it as a conflict. A change that was not
+// checkpointed is kept only where the file holds what the call wrote.
+func settlePending(store *checkpoints.Store, sid, callID string) (_ []checkpoints.Change, found bool, _ error) {
+	p, found, err := store.PendingOf(sid, callID)
+	if err != nil || !found {
+		return nil, false, err
+	}
+	var out []checkpoints.Change
+	for _, c := range p.Changes {
+		h, fi, err := present(context.Background(), hostFiles{}, c.Path)
+		if err != nil {
+			// Neither what was there nor what the call wrote.
+			out = append(out, c)
+			continue
+		}
+		made := (fi == nil && c.Removed) || (fi != nil && h == c.After)
+		unmade := (fi == nil && c.Created) || (fi != nil && c.Before != "" && h == c.Before)
+		if made || (!unmade && c.NotCheckpointed == "") {
+			out = append(out, c)
+		}
+	}
+	return out, true, nil
+}

@@ -1,0 +1,233 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hermes/hermes/fsstore/checkpoints"
+	"github.com/hermes/hermes/fsstore/sessions"
+)
+
+// restoreStep runs after each durable step of a restore ("pending",
+// "file N", "note"); a test kills the process there.
+var restoreStep = func(string) {}
+
+// Skipped is a file a restore left as it is, and why.
+type Skipped struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
+
+// Restored is what a restore did: the changes it made (its record, which
+// can itself be taken back), the files that were already as wanted, the
+// conflicts it left (files changed since the agent's last write there),
+// and the files it could not restore (never checkpointed, or an object
+// lost).
+type Restored struct {
+	Changes   []checkpoints.Change `json:"changes"`
+	Already   []string             `json:"already"`
+	Conflicts []Skipped            `json:"conflicts"`
+	Lost      []Skipped            `json:"lost"`
+}
+
+// Restore puts the files of targets back (checkpoints.Plan) for session
+// sid and records it there with a note (RestoreNote), unless dryRun. A
+// file is written only where it holds what the agent last wrote there
+// (Target.Expect); any other is a conflict, left as it is, unless force.
+// A symbolic link or anything but a regular file where a file is to be
+// restored is always left. In order:
+//
+//  1. Each file to write has its present bytes stored (so the restore
+//     can be taken back), and the restore's changes are written as the
+//     session's pending restore record, synced.
+//  2. Each file is written atomically with its recorded mode, or
+//     removed (one the agent created), its directory synced.
+//  3. The note recording the changes is appended to the session, synced,
+//     and the pending record removed.
+//
+// A crash in 2 leaves each file whole, either as it was or restored; the
+// same restore run again finds the restored ones already as wanted
+// (Already) and the others to do, and its record holds the changes of
+// both runs (the pending record's). An error names the files done.
+func Restore(ctx context.Context, st *sessions.Store, store *checkpoints.Store, sid string, targets []checkpoints.Target, force, dryRun bool, text string) (Restored, error) {
+	var res Restored
+	type job struct {
+		t      checkpoints.Target
+		data   []byte
+		change checkpoints.Change
+	}
+	var jobs []job
+	prior, _, err := store.PendingOf(sid, checkpoints.RestoreCall)
+	if err != nil {
+		return res, err
+	}
+	for _, t := range targets {
+		if t.Lost != "" {
+			res.Lost = append(res.Lost, Skipped{t.Path, "not checkpointed: " + t.Lost})
+			continue
+		}
+		var data []byte
+		if !t.Absent {
+			if data, err = store.Get(t.Want); err != nil {
+				res.Lost = append(res.Lost, Skipped{t.Path, err.Error()})
+				continue
+			}
+		}
+		h, fi, err := present(ctx, hostFiles{}, t.Path)
+		if err != nil {
+			res.Conflicts = append(res.Conflicts, Skipped{t.Path, err.Error()})
+			continue
+		}
+		switch {
+		case t.Absent && fi == nil, !t.Absent && fi != nil && h == t.Want:
+			res.Already = append(res.Already, t.Path)
+			for _, c := range prior.Changes {
+				if c.Path == t.Path {
+					res.Changes = append(res.Changes, c)
+				}
+			}
+			continue
+		case t.ExpectAbsent && fi == nil, !t.ExpectAbsent && fi != nil && h == t.Expect:
+		case !force && fi == nil:
+			res.Conflicts = append(res.Conflicts, Skipped{t.Path, "removed since the agent's last change"})
+			continue
+		case !force:
+			res.Conflicts = append(res.Conflicts, Skipped{t.Path, "changed since the agent's last change (--force takes it back, after storing its present bytes)"})
+			continue
+		}
+		c := checkpoints.Change{Path: t.Path, After: t.Want, Removed: t.Absent, Created: fi == nil}
+		if fi != nil {
+			c.Mode = checkpoints.ModeText(fi.Mode())
+			c.Before = h
+		}
+		jobs = append(jobs, job{t, data, c})
+	}
+	if dryRun {
+		for _, j := range jobs {
+			res.Changes = append(res.Changes, j.change)
+		}
+		return res, nil
+	}
+	for _, j := range jobs {
+		if j.change.Before == "" {
+			continue
+		}
+		b, _, err := readRegular(ctx, hostFiles{}, j.t.Path, j.t.Path, syscall.O_NOFOLLOW, maxRestoreRead, func(size int64) error {
+			return fmt.Errorf("%s has %d bytes, more than a restore stores", j.t.Path, size)
+		})
+		if err == nil && checkpoints.Hash(b) != j.change.Before {
+			err = fmt.Errorf("%s changed while it was being restored", j.t.Path)
+		}
+		if err == nil {
+			_, err = store.Put(b)
+		}
+		if err != nil {
+			return res, fmt.Errorf("store the present bytes of %s: %w; nothing restored", j.t.Path, err)
+		}
+	}
+	all := append([]checkpoints.Change{}, res.Changes...)
+	for _, j := range jobs {
+		all = append(all, j.change)
+	}
+	if len(jobs) > 0 {
+		if err := store.SetPending(checkpoints.Pending{SessionID: sid, CallID: checkpoints.RestoreCall, Changes: all}); err != nil {
+			return res, fmt.Errorf("record the restore: %w; nothing restored", err)
+		}
+	}
+	restoreStep("pending")
+	// The files are written by a few workers at once, whose syncs the
+	// disk can take together, and each directory is synced once at the
+	// end, before the note: a crash before that may show a file old
+	// again, whole, which the same restore run again puts back.
+	errs := make([]error, len(jobs))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range min(restoreWorkers, len(jobs)) {
+		wg.Go(func() {
+			for i := range work {
+				errs[i] = restoreFile(jobs[i].t, jobs[i].data)
+				restoreStep(fmt.Sprint("file ", i+1))
+			}
+		})
+	}
+	for i := range jobs {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	dirs := map[string]bool{}
+	var failed []string
+	for i, j := range jobs {
+		if errs[i] != nil {
+			failed = append(failed, fmt.Sprintf("%s: %v", j.t.Path, errs[i]))
+			continue
+		}
+		res.Changes = append(res.Changes, j.change)
+		dirs[filepath.Dir(j.t.Path)] = true
+	}
+	for _, d := range slices.Sorted(maps.Keys(dirs)) {
+		if err := syncDir(hostFiles{}, d); err != nil {
+			failed = append(failed, err.Error())
+		}
+	}
+	if len(failed) > 0 {
+		return res, fmt.Errorf("restore: %s (%d of %d files restored; run the same restore again to finish it)", strings.Join(failed, "; "), len(res.Changes), len(jobs))
+	}
+	if len(res.Changes) == 0 {
+		return res, nil
+	}
+	m := note(sessions.Message{Role: "system", Content: sessions.TextContent(text)})
+	checkpoints.Attach(&m, res.Changes)
+	if _, err := st.Append(sid, []sessions.Message{m}); err != nil {
+		return res, fmt.Errorf("record the restore in session %s: %w (the files are restored; run the same restore again to record it)", sid, err)
+	}
+	restoreStep("note")
+	return res, store.ClearPending(sid, checkpoints.RestoreCall)
+}
+
+// restoreFile puts one file back: t's bytes (data) with its mode,
+// atomically, or removes it; its directory is left to sync.
+func restoreFile(t checkpoints.Target, data []byte) error {
+	fsys := hostFiles{}
+	if t.Absent {
+		if err := fsys.Remove(t.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	if err := fsys.MkdirAll(filepath.Dir(t.Path), 0o777); err != nil {
+		return err
+	}
+	c := checkpoints.Change{Mode: t.Mode}
+	return replaceUnsynced(fsys, t.Path, t.Path, data, modeInfo{filepath.Base(t.Path), c.FileMode()}, nil)
+}
+
+// maxRestoreRead bounds the present bytes a restore reads to store them
+// first (a file that large is refused, nothing restored).
+const maxRestoreRead = 1 << 36
+
+// restoreWorkers is how many files a restore writes at once.
+const restoreWorkers = 8
+
+// modeInfo is the FileInfo replace keeps the mode of: a restored file
+// gets the mode it was recorded with.
+type modeInfo struct {
+	name string
+	mode fs.FileMode
+}
+
+func (m modeInfo) Name() string       { return m.name }
+func (m modeInfo) Size() int64        { return 0 }
+func (m modeInfo) Mode() fs.FileMode  { return m.mode }
+func (m modeInfo) ModTime() time.Time { return time.Time{} }
+func (m modeInfo) IsDir() bool        { return false }
+func (m modeInfo) Sys() any           { return nil }

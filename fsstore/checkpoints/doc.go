@@ -1,0 +1,93 @@
+// Package checkpoints keeps the bytes of files before the agent changed
+// them, so that a turn can be taken back with its file changes (DESIGN.md
+// invariant 18).
+//
+// # Layout
+//
+//	checkpoints/objects/<2 hex>/<62 hex>   a file's bytes, gzip-compressed, named by
+//	                                       the SHA-256 of the bytes (not of the gzip)
+//	checkpoints/pending/<hash>.json        a change in flight (Pending)
+//
+// An object is written once (Put returns at once when it exists), through
+// a temp file that is synced, renamed and whose directory is synced, so
+// that an object that exists is whole; Get checks the bytes against the
+// name. Binary files are bytes like any other.
+//
+// # Records
+//
+// The transcript is the truth: the changes a tool call made are a list of
+// Change in the "checkpoint" field of its tool message's line (Field), in
+// the same append as the result the model reads. A Change names the
+// file's absolute path, the hash of its prior bytes (before, an object),
+// the hash of the bytes the call wrote (after, which is not stored: the
+// file holds them until someone changes it), the prior mode, and whether
+// the call created or removed it. A file larger than checkpoints.max_file
+// (DefaultMaxFile, 16 MiB), or one hermes could not read, is changed
+// without a checkpoint: its Change says why in not_checkpointed, and the
+// tool's result says so to the model and the user. A record is named
+// <session>:<seq>, the line that holds it; a fork copies the lines, so a
+// forked session holds its parent's records up to the fork.
+//
+// A restore is recorded the same way: the present bytes of each file it
+// replaces are stored first, and its line (a note appended to the session
+// it restored) holds a Change for each file, so a restore can itself be
+// taken back.
+//
+// # A change and a crash
+//
+// A tool call that changes a file does, in order:
+//
+//  1. The assistant message holding the call is synced (the engine does
+//     this before any call runs).
+//  2. The file's prior bytes are stored (Put, synced).
+//  3. A Pending record naming the session, the call and its changes so
+//     far, with the hash the file is about to get, is written and synced.
+//  4. The file is replaced atomically (temp file, sync, rename, directory
+//     sync).
+//  5. The tool message with the changes is appended and synced.
+//  6. The Pending record is removed.
+//
+// A crash before 3 leaves at most an object nothing refers to (prune
+// removes it) and an unchanged file. A crash between 3 and 5 leaves a
+// call without a result and its Pending record: the engine answers the
+// call as interrupted at the session's next turn, and that answer records
+// the changes the Pending record names, each resolved by comparing the
+// file: a file that holds the after bytes was changed (recorded), one
+// that holds its before bytes (or is absent, for a file the call would
+// have created) was not (left out), and one that holds neither was
+// changed by someone else since (recorded, so that a restore reports it
+// as a conflict rather than overwrite it). So there is never a record
+// of a change that did not happen, and never a change without its
+// before-image. A crash between 5 and 6 leaves a Pending record whose
+// call has its result: it is stale, and the next turn removes it.
+//
+// # fsck
+//
+// Check walks every session's records: an object a record names that is
+// missing or does not hash to its name is a problem; --repair moves a
+// corrupt one to lost+found (so that Put, which skips an object that
+// exists, can store the same bytes again) and marks the hash lost in
+// checkpoints/unrestorable.json, never touching the records. A pending
+// record whose call has its result is stale (moved to lost+found by
+// --repair); one whose call has none is left for the session's next turn;
+// a restore's is a restore to run again, unless a record of its session
+// holds the same changes (a crash after the note): stale, moved aside.
+//
+// # Prune
+//
+// Prune removes the objects no record or pending record refers to, once
+// MinAge (an hour) old, since a call stores its object a moment before its
+// pending record names it; then, with PruneOptions, those whose newest
+// record is older than MaxAge, then the oldest past MaxBytes. An object
+// removed from under a record is marked unrestorable first, as fsck
+// --repair marks a lost one.
+//
+// # Restore
+//
+// Plan turns the records after a point of a transcript into one Target
+// a file: its state before the first of those changes (an object, or
+// absent for a file they created), to be written only where the file is
+// still what the last of them left. A file that is not is a conflict,
+// left as it is, unless forced. A file whose first change was not
+// checkpointed cannot be restored, and is reported so.
+package checkpoints
