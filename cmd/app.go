@@ -163,6 +163,7 @@ func NewApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			mcpCommand(),
 			profileCommand(),
 			fsckCommand(),
+			usageCommand(),
 			completionCommand(),
 			manCommand(),
 			versionCommand(),

@@ -348,6 +348,9 @@ func sessionsShow(e *env) error {
 	tb.row("created:", sess.CreatedAt)
 	tb.row("updated:", sess.UpdatedAt)
 	tb.row("messages:", sess.MessageCount)
+	if err := showUsage(e, tb, store, id); err != nil {
+		return err
+	}
 	tb.flush()
 	err = t.Each(func(m sessions.Message) error {
 		fmt.Fprintf(w, "\n[%d] %s  %s\n", m.Seq, m.Role, m.TS)

@@ -32,4 +32,29 @@
 //     summary, stored on the summary message that starts the new session.
 //
 // Zero counts and empty strings are left out but for input and output.
+//
+// # Reports
+//
+// Walk reads every session's transcript, in the order of the session ids
+// (a fork's and a compression's come after their parent's), and yields
+// each call once: a call whose id a line read before held is a copy, and
+// is skipped, so that forks, compressions and a file imported twice under
+// two ids never count a call twice. Report sums the calls a Filter picks by
+// day or month (local time), session, model or source. A row's input is
+// the fresh input (Call.Fresh), its cache create the cache writes, its
+// total the four kinds each counted once: ccusage's columns.
+// SessionRow sums one session's own calls: those its transcript holds
+// less those its ancestors' (parent_session_id) hold.
+//
+// # Prices
+//
+// Cost is computed when a report is made, from the tokens and the Table
+// in force: config.yaml's pricing (Pricing: US dollars per million tokens
+// of input, output, cache_read, cache_write_5m and cache_write_1h, by
+// model name or path.Match pattern), then the shipped table of
+// ShippedDate. A model's price is its exact name, else the longest pattern
+// that matches it, in the config, then in the shipped table. A call has a
+// price only when every kind of token it used has one; a report counts
+// the others apart, never at 0. A malformed pricing entry is an
+// fsstore.ErrInvalid error naming its key (pricing.gpt-4o.input).
 package usage
