@@ -6,6 +6,7 @@ import (
 
 	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/fsstore/sessions"
+	"github.com/hermes/hermes/fsstore/usage"
 )
 
 // claudeEntry is one line of a Claude Code transcript. Only the fields the
@@ -27,6 +28,7 @@ type claudeEntry struct {
 	Version           string          `json:"version"`
 	UserType          string          `json:"userType"`
 	Entrypoint        string          `json:"entrypoint"`
+	RequestID         string          `json:"requestId"`
 
 	line int
 }
@@ -41,6 +43,42 @@ type claudeMessage struct {
 	Role    string          `json:"role"`
 	Model   string          `json:"model"`
 	Content json.RawMessage `json:"content"`
+	Usage   *claudeUsage    `json:"usage"`
+}
+
+// claudeUsage is the Messages API's usage, as Claude Code writes it on
+// each line of a response.
+type claudeUsage struct {
+	InputTokens              int64 `json:"input_tokens"`
+	OutputTokens             int64 `json:"output_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+	CacheCreation            *struct {
+		Ephemeral5m int64 `json:"ephemeral_5m_input_tokens"`
+		Ephemeral1h int64 `json:"ephemeral_1h_input_tokens"`
+	} `json:"cache_creation"`
+}
+
+// claudeCall is the call a response's line records: its id is the
+// response's message.id (the line's uuid when it has none), so that the
+// lines of one response, and a file imported twice, count it once. The
+// cache writes are cache_creation's 5m and 1h when it gives them, the
+// rest of cache_creation_input_tokens as 5m.
+func claudeCall(e *claudeEntry, m *claudeMessage) usage.Call {
+	u := m.Usage
+	id := m.ID
+	if id == "" {
+		id = e.UUID
+	}
+	c := usage.Call{ID: "claude-code:" + id, Input: u.InputTokens, Output: u.OutputTokens, CacheRead: u.CacheReadInputTokens,
+		Model: m.Model, Provider: "anthropic", RequestID: e.RequestID}
+	if cc := u.CacheCreation; cc != nil {
+		c.CacheWrite5m, c.CacheWrite1h = cc.Ephemeral5m, cc.Ephemeral1h
+	}
+	if rest := u.CacheCreationInputTokens - c.CacheWrite5m - c.CacheWrite1h; rest > 0 {
+		c.CacheWrite5m += rest
+	}
+	return c
 }
 
 type claudeBlock struct {
@@ -183,10 +221,12 @@ type claudeBuilder struct {
 	format string
 	msgs   []sessions.Message
 
-	pendingID string // message.id of the assistant message being built
-	pending   *sessions.Message
-	parts     []json.RawMessage
-	calls     []provider.ToolCall
+	pendingID   string // message.id of the assistant message being built
+	pending     *sessions.Message
+	pendingCall *usage.Call     // its call, if its lines said their usage
+	counted     map[string]bool // the ids of the calls the messages hold
+	parts       []json.RawMessage
+	calls       []provider.ToolCall
 }
 
 func (b *claudeBuilder) add(e *claudeEntry, s *Session) error {
@@ -210,6 +250,15 @@ func (b *claudeBuilder) add(e *claudeEntry, s *Session) error {
 			b.flush()
 			b.pending = &sessions.Message{Role: "assistant", TS: stamp}
 			b.pendingID = m.ID
+		}
+		// The first line of a response that says its usage gives the
+		// call (as ccusage counts it), to the message it starts; a
+		// response id seen before (its lines parted by others) is that
+		// call again. Claude Code's own "<synthetic>" notices call no model.
+		if m.Usage != nil && m.Model != "<synthetic>" && b.pendingCall == nil {
+			if c := claudeCall(e, &m); !b.counted[c.ID] {
+				b.pendingCall = &c
+			}
 		}
 		for _, bl := range blocks {
 			switch bl.Type {
@@ -260,9 +309,16 @@ func (b *claudeBuilder) flush() {
 	if len(b.parts) > 0 || len(b.calls) > 0 {
 		b.pending.Content = partsContent(b.parts)
 		b.pending.ToolCalls = toolCallsJSON(b.calls)
+		if c := b.pendingCall; c != nil {
+			usage.Put(b.pending, *c)
+			if b.counted == nil {
+				b.counted = map[string]bool{}
+			}
+			b.counted[c.ID] = true
+		}
 		b.msgs = append(b.msgs, *b.pending)
 	}
-	b.pending, b.pendingID, b.parts, b.calls = nil, "", nil, nil
+	b.pending, b.pendingID, b.pendingCall, b.parts, b.calls = nil, "", nil, nil, nil
 }
 
 // claudeBlocks reads a content value: a string is one text block.
