@@ -59,6 +59,7 @@ func fsck(e *env) error {
 		gatewaystate.NewStore(dir, e.lockTimeout, e.warn).Check,
 		cron.NewStore(dir, e.lockTimeout, e.warn).Check,
 		func(repair bool, _ string) ([]fsstore.Finding, error) { return e.sessions().CheckLocks(repair) },
+		e.rollup().Check,
 	} {
 		more, err := check(repair, lostFound)
 		if err != nil {

@@ -69,7 +69,7 @@ func usageReport(e *env, by, field, heading string) error {
 	if err != nil {
 		return err
 	}
-	rows, total, err := usage.Report(e.sessions(), by, f, usage.Table{Config: cfg.Pricing})
+	rows, total, err := usage.Report(e.rollup(), by, f, usage.Table{Config: cfg.Pricing})
 	if err != nil {
 		return err
 	}
@@ -116,6 +116,11 @@ func usageReport(e *env, by, field, heading string) error {
 		return err
 	}
 	return out.Flush()
+}
+
+// rollup opens the profile's usage roll-up.
+func (e *env) rollup() *usage.Rollup {
+	return usage.NewRollup(e.profile.Dir(), e.sessions(), e.lockTimeout, e.warn)
 }
 
 // usageFilter reads the flags that pick calls, now being the time
@@ -193,11 +198,20 @@ func costText(r usage.Row) string {
 		return "no price"
 	case r.Unpriced > 0:
 		if r.Unpriced == 1 {
-			return fmt.Sprintf("%.2f + no price (1 call)", r.Cost)
+			return money(r.Cost) + " + no price (1 call)"
 		}
-		return fmt.Sprintf("%.2f + no price (%d calls)", r.Cost, r.Unpriced)
+		return fmt.Sprintf("%s + no price (%d calls)", money(r.Cost), r.Unpriced)
 	}
-	return fmt.Sprintf("%.2f", r.Cost)
+	return money(r.Cost)
+}
+
+// money is a cost in dollars and cents; a cost above 0 that rounds to
+// 0.00 is "<0.01", never a cost of 0.
+func money(c float64) string {
+	if c > 0 && c < 0.005 {
+		return "<0.01"
+	}
+	return fmt.Sprintf("%.2f", c)
 }
 
 // thousands writes n with commas between groups of three digits.

@@ -46,6 +46,37 @@
 // SessionRow sums one session's own calls: those its transcript holds
 // less those its ancestors' (parent_session_id) hold.
 //
+// # The roll-up
+//
+// Reports read a Rollup, <profile>/usage, not the transcripts: days/<day>.jsonl
+// holds a line per call and per session that holds it ({session_id,
+// source, ts, usage}), filed by the UTC day of the call's time; a copy of
+// a call keeps its time, so every holder of a call is in one file, and a
+// report reads only the files of the days it covers (and the day on each
+// side, for local days). The steps of a Sync, under usage/.lock:
+//
+//  1. Read state.json ({version, synced}). Missing, unreadable or of
+//     another version: rebuild (step 5).
+//  2. Ask the activity catalog for the sessions written since synced
+//     less syncMargin (Store.WrittenSince: its cost follows the writes,
+//     not the sessions).
+//  3. Read each one's transcript; append, synced, the lines of its calls
+//     that its days' files lack (a torn last line is moved aside first).
+//  4. Write state.json with the time step 2 began, atomically. A crash
+//     before it makes the next Sync do steps 2 and 3 again, which adds
+//     nothing twice.
+//  5. A rebuild removes state.json, then the day files, files every
+//     session's calls, and writes state.json last.
+//
+// Each reads a day's lines, drops those of sessions removed since
+// (Store.Exists), and yields each call once, for the least session id
+// among those that still hold it: what Walk yields from the transcripts,
+// which the property test checks after random turns, forks,
+// compressions, double imports, deletes and prunes. Check compares the
+// roll-up with the transcripts (a call a transcript holds and the
+// roll-up lacks, or one filed for a live session that does not hold it);
+// a rebuild repairs either.
+//
 // # Prices
 //
 // Cost is computed when a report is made, from the tokens and the Table

@@ -3,6 +3,7 @@ package usage
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"path"
 	"slices"
 	"sort"
@@ -191,20 +192,42 @@ var Keys = map[string]func(Entry) string{
 	"source":  func(e Entry) string { return e.Source },
 }
 
-// Report sums the calls f picks from st by key (one of Keys), priced by
-// t: rows in key order (sessions in order of their last call), and their
-// total.
-func Report(st *sessions.Store, by string, f Filter, t Table) (rows []Row, total Row, err error) {
+// Report sums the calls f picks by key (one of Keys), priced by t, from
+// the roll-up rl, synced first: rows in key order (sessions in order of
+// their last call), and their total. A day file that does not parse is
+// rebuilt from the transcripts, and read again.
+func Report(rl *Rollup, by string, f Filter, t Table) (rows []Row, total Row, err error) {
+	if err := rl.Sync(); err != nil {
+		return nil, Row{}, err
+	}
+	rows, total, err = report(rl, by, f, t)
+	var corrupt *fsstore.CorruptError
+	if errors.As(err, &corrupt) {
+		rl.Warn(fmt.Sprintf("usage roll-up: %v; rebuilding it from the transcripts", err))
+		if err := rl.Rebuild(); err != nil {
+			return nil, Row{}, err
+		}
+		rows, total, err = report(rl, by, f, t)
+	}
+	return rows, total, err
+}
+
+func report(rl *Rollup, by string, f Filter, t Table) (rows []Row, total Row, err error) {
 	key := Keys[by]
 	byKey := map[string]*Row{}
-	err = Walk(st, func(e Entry) error {
+	err = rl.Each(f.Since, f.Until, func(e Entry) error {
 		if !f.Keep(e) {
 			return nil
 		}
 		k := key(e)
 		r := byKey[k]
 		if r == nil {
-			r = &Row{Key: k, Title: e.Title, Source: e.Source}
+			r = &Row{Key: k, Source: e.Source}
+			if by == "session" {
+				if sess, err := rl.Sessions.Get(e.Session); err == nil {
+					r.Title = sess.Title
+				}
+			}
 			byKey[k] = r
 		}
 		r.add(e, t)

@@ -3,6 +3,7 @@ package usage
 import (
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -191,7 +192,7 @@ func compare(t *testing.T, st *sessions.Store, live model) {
 			r.add(e, Table{})
 			want[k] = r
 		}
-		rows, _, err := Report(st, by, Filter{}, Table{})
+		rows, _, err := Report(NewRollup(filepath.Dir(st.Dir), st, time.Second, func(string) {}), by, Filter{}, Table{})
 		if err != nil {
 			t.Fatal(err)
 		}
