@@ -59,18 +59,57 @@ type claudeUsage struct {
 	} `json:"cache_creation"`
 }
 
-// claudeCall is the call a response's line records: its id is the
+// claudeCallID is the id of the call a response's line records: the
 // response's message.id (the line's uuid when it has none), so that the
-// lines of one response, and a file imported twice, count it once. The
-// cache writes are cache_creation's 5m and 1h when it gives them, the
-// rest of cache_creation_input_tokens as 5m.
+// lines of one response, and a file imported twice, count it once.
+func claudeCallID(e *claudeEntry, m *claudeMessage) string {
+	if m.ID == "" {
+		return "claude-code:" + e.UUID
+	}
+	return "claude-code:" + m.ID
+}
+
+// claudeCalls returns the call of each response of entries by its id,
+// with the usage of its last line (the lines of a streamed response carry
+// the counts so far: the last has them all, which is what ccusage counts)
+// and the time of its first, and the ids in the order they first appear.
+// Claude Code's own "<synthetic>" notices called no model.
+func claudeCalls(format string, entries []*claudeEntry) (map[string]usage.Call, []string, error) {
+	calls := map[string]usage.Call{}
+	var order []string
+	for _, e := range entries {
+		if e.Type != "assistant" || !e.hasMessage() {
+			continue
+		}
+		var m claudeMessage
+		if err := json.Unmarshal(e.Message, &m); err != nil {
+			return nil, nil, invalidf(format, e.line, "message: %v", err)
+		}
+		if m.Usage == nil || m.Model == "<synthetic>" {
+			continue
+		}
+		stamp, err := ts(e.Timestamp)
+		if err != nil {
+			return nil, nil, invalidf(format, e.line, "timestamp: %v", err)
+		}
+		c := claudeCall(e, &m)
+		if first, ok := calls[c.ID]; ok {
+			c.TS = first.TS
+		} else {
+			c.TS = stamp
+			order = append(order, c.ID)
+		}
+		calls[c.ID] = c
+	}
+	return calls, order, nil
+}
+
+// claudeCall is the call a response's line records. The cache writes are
+// cache_creation's 5m and 1h when it gives them, the rest of
+// cache_creation_input_tokens as 5m.
 func claudeCall(e *claudeEntry, m *claudeMessage) usage.Call {
 	u := m.Usage
-	id := m.ID
-	if id == "" {
-		id = e.UUID
-	}
-	c := usage.Call{ID: "claude-code:" + id, Input: u.InputTokens, Output: u.OutputTokens, CacheRead: u.CacheReadInputTokens,
+	c := usage.Call{ID: claudeCallID(e, m), Input: u.InputTokens, Output: u.OutputTokens, CacheRead: u.CacheReadInputTokens,
 		Model: m.Model, Provider: "anthropic", RequestID: e.RequestID}
 	if cc := u.CacheCreation; cc != nil {
 		c.CacheWrite5m, c.CacheWrite1h = cc.Ephemeral5m, cc.Ephemeral1h
@@ -183,7 +222,11 @@ func parseClaudeCode(data []byte) (Session, error) {
 		s.Title = firstSummary
 	}
 
-	b := claudeBuilder{format: format}
+	final, order, err := claudeCalls(format, entries)
+	if err != nil {
+		return Session{}, err
+	}
+	b := claudeBuilder{format: format, final: final}
 	var context claudeContext
 	for _, e := range chain {
 		if s.ID == "" {
@@ -209,6 +252,7 @@ func parseClaudeCode(data []byte) (Session, error) {
 	}
 	b.flush()
 	s.Messages = b.msgs
+	claudeOthers(s.Messages, final, order, b.counted)
 	s.Cwd = context.Cwd
 	s.Meta = context.metaJSON()
 	return s, nil
@@ -223,8 +267,9 @@ type claudeBuilder struct {
 
 	pendingID   string // message.id of the assistant message being built
 	pending     *sessions.Message
-	pendingCall *usage.Call     // its call, if its lines said their usage
-	counted     map[string]bool // the ids of the calls the messages hold
+	pendingCall *usage.Call           // its call, if its lines said their usage
+	counted     map[string]bool       // the ids of the calls the messages hold
+	final       map[string]usage.Call // claudeCalls: each response's call
 	parts       []json.RawMessage
 	calls       []provider.ToolCall
 }
@@ -251,14 +296,10 @@ func (b *claudeBuilder) add(e *claudeEntry, s *Session) error {
 			b.pending = &sessions.Message{Role: "assistant", TS: stamp}
 			b.pendingID = m.ID
 		}
-		// The first line of a response that says its usage gives the
-		// call (as ccusage counts it), to the message it starts; a
-		// response id seen before (its lines parted by others) is that
-		// call again. Claude Code's own "<synthetic>" notices call no model.
-		if m.Usage != nil && m.Model != "<synthetic>" && b.pendingCall == nil {
-			if c := claudeCall(e, &m); !b.counted[c.ID] {
-				b.pendingCall = &c
-			}
+		// A response's call goes to the message it starts; a response id
+		// seen before (its lines parted by others) is that call again.
+		if c, ok := b.final[claudeCallID(e, &m)]; ok && b.pendingCall == nil && !b.counted[c.ID] {
+			b.pendingCall = &c
 		}
 		for _, bl := range blocks {
 			switch bl.Type {
@@ -310,6 +351,7 @@ func (b *claudeBuilder) flush() {
 		b.pending.Content = partsContent(b.parts)
 		b.pending.ToolCalls = toolCallsJSON(b.calls)
 		if c := b.pendingCall; c != nil {
+			c.TS = "" // the message's own
 			usage.Put(b.pending, *c)
 			if b.counted == nil {
 				b.counted = map[string]bool{}
@@ -396,4 +438,32 @@ func (c *claudeContext) metaJSON() json.RawMessage {
 		return nil
 	}
 	return mustMarshal(c.meta)
+}
+
+// claudeOthers stores the calls of the file that made no message of msgs
+// (abandoned branches, a main file's sidechain entries, a response that
+// was only thinking) in OtherField, each on the last message of its time
+// or before (the first message for a call before all), so that a file
+// that grew puts them where they were.
+func claudeOthers(msgs []sessions.Message, calls map[string]usage.Call, order []string, counted map[string]bool) {
+	if len(msgs) == 0 {
+		return
+	}
+	byMsg := map[int][]usage.Call{}
+	for _, id := range order {
+		if counted[id] {
+			continue
+		}
+		c := calls[id]
+		at := 0
+		for i := range msgs {
+			if !c.TS.Before(msgs[i].TS) {
+				at = i
+			}
+		}
+		byMsg[at] = append(byMsg[at], c)
+	}
+	for i, cs := range byMsg {
+		usage.PutOthers(&msgs[i], cs)
+	}
 }

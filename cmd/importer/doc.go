@@ -120,17 +120,19 @@
 //     entries, and per-message metadata (toolUseResult).
 //   - Usage: a response's call (usage.Call) is stored on the assistant
 //     message it makes, once per message.id (the lines of one response
-//     each carry it; a response id met again later is the same call): the
-//     first line's message.usage, as ccusage counts it, input_tokens as
-//     input, cache_read_input_tokens as cache_read, cache_creation's
-//     ephemeral_5m and ephemeral_1h as the cache writes (the rest of
-//     cache_creation_input_tokens as 5m), output_tokens, the model,
-//     provider "anthropic", requestId. Its id is "claude-code:" and the
-//     message.id, so that a file imported twice counts it once. Not
-//     counted: "<synthetic>" notices (no model was called), and the calls
-//     of entries the chain leaves out (abandoned branches, sidechain
-//     entries of a main file) or that made no message (a response that
-//     was only thinking).
+//     each carry its counts so far; a response id met again later is the
+//     same call): the last line's message.usage, as ccusage counts it,
+//     input_tokens as input, cache_read_input_tokens as cache_read,
+//     cache_creation's ephemeral_5m and ephemeral_1h as the cache writes
+//     (the rest of cache_creation_input_tokens as 5m), output_tokens, the
+//     model, provider "anthropic", requestId. Its id is "claude-code:" and
+//     the message.id, so that a file imported twice counts it once. The
+//     calls of the file's responses that make no message of the chain (an
+//     abandoned branch, a main file's sidechain entries, a response that
+//     was only thinking) are paid for too: they go to usage_other, a list,
+//     each with its own ts, on the last message of its time or before (the
+//     first message for one before all), where a grown file puts them
+//     again. "<synthetic>" notices call no model and count nothing.
 //
 // # codex
 //

@@ -25,9 +25,10 @@ func callsOf(t *testing.T, s Session) []usage.Call {
 }
 
 // TestClaudeUsageOncePerResponse: one response spans several lines, each
-// with its usage; it is one call, with the first line's usage (as ccusage
-// counts it), on the message the lines make. A response id met again
-// after other lines is that call again; a synthetic notice is no call.
+// with its usage so far; it is one call, with the last line's usage (as
+// ccusage counts it), on the message the lines make. A response id met
+// again after other lines is that call again; a synthetic notice is no
+// call; an abandoned branch's call is kept with the message before it.
 func TestClaudeUsageOncePerResponse(t *testing.T) {
 	line := func(uuid, parent, typ, msg string) string {
 		p := `null`
@@ -46,6 +47,7 @@ func TestClaudeUsageOncePerResponse(t *testing.T) {
 		line("3", "2", "assistant", `{"id":"msg_A","role":"assistant","model":"claude-sonnet-4-5-20250929","content":[{"type":"text","text":"ls"}],`+u(3, 8)+`}`),
 		line("4", "3", "assistant", `{"id":"msg_A","role":"assistant","model":"claude-sonnet-4-5-20250929","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{}}],`+u(3, 40)+`}`),
 		line("5", "4", "user", `{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"a"}]}`),
+		line("9", "5", "assistant", `{"id":"msg_X","role":"assistant","model":"claude-sonnet-4-5-20250929","content":[{"type":"text","text":"abandoned"}],`+u(5, 1)+`}`),
 		line("6", "5", "assistant", `{"id":"msg_A","role":"assistant","model":"claude-sonnet-4-5-20250929","content":[{"type":"text","text":"late block"}],`+u(3, 40)+`}`),
 		line("7", "6", "assistant", `{"id":"msg_B","role":"assistant","model":"claude-sonnet-4-5-20250929","content":[{"type":"text","text":"done"}],`+u(7, 2)+`}`),
 		line("8", "7", "assistant", `{"id":"msg_C","role":"assistant","model":"<synthetic>","content":[{"type":"text","text":"No response requested."}],"usage":{"input_tokens":0,"output_tokens":0}}`),
@@ -56,7 +58,7 @@ func TestClaudeUsageOncePerResponse(t *testing.T) {
 	}
 	got := callsOf(t, ss[0])
 	want := []usage.Call{
-		{ID: "claude-code:msg_A", Input: 3, Output: 8, CacheRead: 9000, CacheWrite5m: 400, CacheWrite1h: 100, Model: "claude-sonnet-4-5-20250929", Provider: "anthropic", RequestID: "req_2"},
+		{ID: "claude-code:msg_A", Input: 3, Output: 40, CacheRead: 9000, CacheWrite5m: 400, CacheWrite1h: 100, Model: "claude-sonnet-4-5-20250929", Provider: "anthropic", RequestID: "req_6"},
 		{ID: "claude-code:msg_B", Input: 7, Output: 2, CacheRead: 9000, CacheWrite5m: 400, CacheWrite1h: 100, Model: "claude-sonnet-4-5-20250929", Provider: "anthropic", RequestID: "req_7"},
 	}
 	if len(got) != len(want) {
@@ -69,6 +71,11 @@ func TestClaudeUsageOncePerResponse(t *testing.T) {
 	}
 	if c, _, _ := usage.Of(ss[0].Messages[1]); c.ID != "claude-code:msg_A" || ss[0].Messages[1].TS != "2025-04-01T08:00:02.000000Z" {
 		t.Errorf("message 2 (%s) holds %+v", ss[0].Messages[1].TS, c)
+	}
+	msgs := ss[0].Messages
+	others, err := usage.Others(msgs[len(msgs)-1])
+	if err != nil || len(others) != 1 || others[0].ID != "claude-code:msg_X" || others[0].Output != 1 || others[0].TS != "2025-04-01T08:00:09.000000Z" {
+		t.Errorf("the last message holds the other calls %+v (%v)", others, err)
 	}
 }
 

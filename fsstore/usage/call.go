@@ -12,8 +12,13 @@ import (
 )
 
 // Field is the key of a transcript line's Extra that holds the Call the
-// line's message came from.
-const Field = "usage"
+// line's message came from; OtherField holds, as a list, calls an import
+// found that made no message of the transcript (an abandoned branch's, a
+// response that was only thinking), each with its own TS.
+const (
+	Field      = "usage"
+	OtherField = "usage_other"
+)
 
 // Purposes of a call besides a turn's (the empty Purpose).
 const (
@@ -40,6 +45,9 @@ type Call struct {
 	RequestID     string `json:"request_id,omitempty"`
 	LatencyMS     int64  `json:"latency_ms,omitempty"`
 	Purpose       string `json:"purpose,omitempty"`
+	// TS is the call's time, for a call of OtherField: its message's
+	// otherwise.
+	TS fsstore.Time `json:"ts,omitempty"`
 }
 
 // Fresh is the input tokens read afresh, at the input price: Input less
@@ -90,16 +98,34 @@ func Of(m sessions.Message) (Call, bool, error) {
 	return c, true, nil
 }
 
+// Others returns the calls m holds in OtherField.
+func Others(m sessions.Message) ([]Call, error) {
+	raw, ok := m.Extra[OtherField]
+	if !ok {
+		return nil, nil
+	}
+	var cs []Call
+	if err := json.Unmarshal(raw, &cs); err != nil {
+		return nil, fsstore.Invalidf("%s is not a list of usage records: %v", OtherField, err)
+	}
+	return cs, nil
+}
+
 // Put stores c on m, replacing any call m held.
-func Put(m *sessions.Message, c Call) {
+func Put(m *sessions.Message, c Call) { put(m, Field, c) }
+
+// PutOthers stores cs on m as its OtherField, replacing any it held.
+func PutOthers(m *sessions.Message, cs []Call) { put(m, OtherField, cs) }
+
+func put(m *sessions.Message, field string, v any) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	enc.Encode(c) // a Call always encodes
+	enc.Encode(v) // calls always encode
 	if m.Extra == nil {
 		m.Extra = map[string]json.RawMessage{}
 	}
-	m.Extra[Field] = bytes.TrimRight(b.Bytes(), "\n")
+	m.Extra[field] = bytes.TrimRight(b.Bytes(), "\n")
 }
 
 // NewID returns a new call id, time-ordered like the store's other ids

@@ -31,6 +31,11 @@
 //   - purpose: empty for a turn's call; "compress" for a compression's
 //     summary, stored on the summary message that starts the new session.
 //
+// An import may find calls that made no message of the transcript it
+// builds (a Claude Code response on an abandoned branch): they are kept
+// in the Extra "usage_other" of a message (OtherField), a list of calls
+// each with its own "ts", and counted like the others.
+//
 // Zero counts and empty strings are left out but for input and output.
 //
 // # Reports

@@ -35,9 +35,9 @@ func SourceOf(sess sessions.Session) string {
 	return sess.Source
 }
 
-// usageKey is how a stored line holding a call begins its usage field;
-// a line without it holds none and is not parsed.
-var usageKey = []byte(`"` + Field + `":{`)
+// usageKey is how a stored line holding a call begins its usage field
+// (Field or OtherField); a line without it holds none and is not parsed.
+var usageKey = []byte(`"` + Field)
 
 // Walk calls fn with each call the transcripts of st hold, once: the
 // sessions are read in the order of their ids (a fork's and a
@@ -89,15 +89,31 @@ func walkSession(st *sessions.Store, sess sessions.Session, seen map[string]bool
 		if err != nil {
 			return fsstore.Invalidf("session %s message %d: %v", sess.ID, m.Seq, err)
 		}
-		if !ok || seen[c.ID] {
-			return nil
-		}
-		seen[c.ID] = true
-		at, err := time.Parse(time.RFC3339Nano, string(m.TS))
+		others, err := Others(m)
 		if err != nil {
-			return fsstore.Invalidf("session %s message %d: ts %q is not a time", sess.ID, m.Seq, m.TS)
+			return fsstore.Invalidf("session %s message %d: %v", sess.ID, m.Seq, err)
 		}
-		return fn(Entry{Call: c, Time: at, Session: sess.ID, Title: sess.Title, Source: source})
+		if ok {
+			others = append([]Call{c}, others...)
+		}
+		for _, c := range others {
+			if seen[c.ID] {
+				continue
+			}
+			seen[c.ID] = true
+			ts := m.TS
+			if c.TS != "" {
+				ts = c.TS
+			}
+			at, err := ts.Instant()
+			if err != nil {
+				return fsstore.Invalidf("session %s message %d: ts %q is not a time", sess.ID, m.Seq, ts)
+			}
+			if err := fn(Entry{Call: c, Time: at, Session: sess.ID, Title: sess.Title, Source: source}); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 
