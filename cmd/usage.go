@@ -1,7 +1,9 @@
 package cmd
 
 import (
+	"encoding/json"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -241,4 +243,85 @@ func showUsage(e *env, tb *table, st *sessions.Store, id string) error {
 		tb.row("cost:", costText(r))
 	}
 	return nil
+}
+
+// sessionsListUsage is sessions list with each session's tokens and cost
+// (--usage), in order of activity or, with --sort cost, the costliest
+// first (a session with no price last, then by tokens). Both come from
+// the session report: a call copied by a fork or a compression is its
+// oldest holder's. --json adds "usage", the report's row (null for a
+// session with no call), to each session.
+func sessionsListUsage(e *env) error {
+	by := e.c.String("sort")
+	if by != "activity" && by != "cost" {
+		return usagef("unknown --sort %q (activity, cost)", by)
+	}
+	cfg, err := e.config()
+	if err != nil {
+		return err
+	}
+	st := e.sessions()
+	rows, _, err := usage.Report(e.rollup(), "session", usage.Filter{}, usage.Table{Config: cfg.Pricing})
+	if err != nil {
+		return err
+	}
+	byID := map[string]usage.Row{}
+	for _, r := range rows {
+		byID[r.Key] = r
+	}
+	limit := e.c.Int("limit")
+	opts := sessions.ListOptions{Limit: limit, Source: e.c.String("source"), State: e.c.String("state")}
+	if by == "cost" {
+		opts.Limit = 0
+	}
+	list, err := st.List(opts)
+	if err != nil {
+		return err
+	}
+	if by == "cost" {
+		sort.SliceStable(list, func(i, j int) bool {
+			a, b := byID[list[i].ID], byID[list[j].ID]
+			if a.Priced() != b.Priced() {
+				return a.Priced()
+			}
+			if a.Cost != b.Cost {
+				return a.Cost > b.Cost
+			}
+			return a.Total > b.Total
+		})
+		if limit > 0 && len(list) > limit {
+			list = list[:limit]
+		}
+	}
+	out := bufferedOut(e.stdout)
+	if e.json {
+		for _, s := range list {
+			var u any
+			if r, ok := byID[s.ID]; ok {
+				u = usageJSON(r, "session", "session_id")
+			}
+			head, err := jsonObjectOpen(s)
+			if err != nil {
+				return err
+			}
+			tail, err := json.Marshal(u)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "%s,\"usage\":%s}\n", head, tail)
+		}
+		return out.Flush()
+	}
+	tb := newTable(out, "ID", "TITLE", "STATE", "MSGS", "LAST ACTIVITY", "TOKENS", "COST", "PREVIEW")
+	for _, s := range list {
+		tokens, cost := "-", "-"
+		if r, ok := byID[s.ID]; ok {
+			tokens, cost = thousands(r.Total), costText(r)
+		}
+		tb.row(s.ID, dash(s.Title), s.State, s.MessageCount, shortTime(s.UpdatedAt), tokens, cost, dash(s.Preview))
+	}
+	if err := tb.flush(); err != nil {
+		return err
+	}
+	return out.Flush()
 }

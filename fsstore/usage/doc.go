@@ -67,9 +67,10 @@
 //     not the sessions).
 //  3. Read each one's transcript; append, synced, the lines of its calls
 //     that its days' files lack (a torn last line is moved aside first).
-//  4. Write state.json with the time step 2 began, atomically. A crash
-//     before it makes the next Sync do steps 2 and 3 again, which adds
-//     nothing twice.
+//  4. Write state.json with the time step 2 began, atomically but
+//     without a sync (a cache), unless step 2 found nothing. A crash or
+//     a power cut before it makes the next Sync do steps 2 and 3 again,
+//     which adds nothing twice.
 //  5. A rebuild removes state.json, then the day files, files every
 //     session's calls, and writes state.json last.
 //

@@ -112,10 +112,23 @@ func (r *Rollup) Sync() error {
 		r.Warn(fmt.Sprintf("usage roll-up: %v; rebuilding it from the transcripts", err))
 		return r.rebuildLocked()
 	}
+	if err != nil || len(ids) == 0 {
+		return err
+	}
+	return r.writeState(start)
+}
+
+// writeState records that every session written before synced is filed.
+// The state is a cache's (WriteCacheFile, no sync): a power cut that
+// loses it makes the next Sync go over the same sessions again, or
+// rebuild, which adds nothing twice. A Sync that found nothing written
+// leaves it: the catalog has no line past it.
+func (r *Rollup) writeState(synced time.Time) error {
+	b, err := fsstore.EncodeDoc(r.statePath(), rollupState{Version: rollupVersion, Synced: fsstore.TimeOf(synced)})
 	if err != nil {
 		return err
 	}
-	return fsstore.WriteDoc(r.statePath(), rollupState{Version: rollupVersion, Synced: fsstore.TimeOf(start)})
+	return fsstore.WriteCacheFile(r.statePath(), b)
 }
 
 // Rebuild files every call of every transcript again, from scratch, under
@@ -162,7 +175,7 @@ func (r *Rollup) rebuildLocked() error {
 	if err := f.flush(); err != nil {
 		return err
 	}
-	return fsstore.WriteDoc(r.statePath(), rollupState{Version: rollupVersion, Synced: fsstore.TimeOf(start)})
+	return r.writeState(start)
 }
 
 // flushAt is how many bytes of lines a rebuild holds before it appends
