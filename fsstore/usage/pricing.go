@@ -127,6 +127,24 @@ func (t Table) Of(model string) (Price, bool) {
 	return shipped.find(model)
 }
 
+// memo is Of, remembering each model's answer: a report prices every
+// call, and a lookup tries every pattern.
+func (t Table) memo() func(model string) (Price, bool) {
+	type answer struct {
+		p  Price
+		ok bool
+	}
+	seen := map[string]answer{}
+	return func(model string) (Price, bool) {
+		a, ok := seen[model]
+		if !ok {
+			a.p, a.ok = t.Of(model)
+			seen[model] = a
+		}
+		return a.p, a.ok
+	}
+}
+
 // ShippedDate is the day the shipped prices were taken from the
 // providers' price pages.
 const ShippedDate = "2025-11-25"

@@ -169,7 +169,7 @@ type Row struct {
 // Priced reports whether any of r's calls has a price.
 func (r Row) Priced() bool { return r.Unpriced < r.Calls }
 
-func (r *Row) add(e Entry, t Table) {
+func (r *Row) add(e Entry, price func(model string) (Price, bool)) {
 	if r.Calls == 0 || e.Time.Before(r.First) {
 		r.First = e.Time
 	}
@@ -189,7 +189,7 @@ func (r *Row) add(e Entry, t Table) {
 		}
 	}
 	cost, ok := 0.0, false
-	if pr, found := t.Of(e.Model); found {
+	if pr, found := price(e.Model); found {
 		cost, ok = pr.Cost(e.Call)
 	}
 	if ok {
@@ -230,6 +230,7 @@ func Report(rl *Rollup, by string, f Filter, t Table) (rows []Row, total Row, er
 
 func report(rl *Rollup, by string, f Filter, t Table) (rows []Row, total Row, err error) {
 	key := Keys[by]
+	price := t.memo()
 	byKey := map[string]*Row{}
 	err = rl.Each(f.Since, f.Until, func(e Entry) error {
 		if !f.Keep(e) {
@@ -246,8 +247,8 @@ func report(rl *Rollup, by string, f Filter, t Table) (rows []Row, total Row, er
 			}
 			byKey[k] = r
 		}
-		r.add(e, t)
-		total.add(e, t)
+		r.add(e, price)
+		total.add(e, price)
 		return nil
 	})
 	if err != nil {
@@ -293,8 +294,9 @@ func SessionRow(st *sessions.Store, id string, t Table) (Row, error) {
 		parent = p.ParentSessionID
 	}
 	r := Row{Key: id, Title: sess.Title, Source: SourceOf(sess)}
+	price := t.memo()
 	err = walkSession(st, sess, inherited, func(e Entry) error {
-		r.add(e, t)
+		r.add(e, price)
 		return nil
 	})
 	return r, err

@@ -189,7 +189,7 @@ func compare(t *testing.T, st *sessions.Store, live model) {
 			k := Keys[by](e)
 			r := want[k]
 			r.Key = k
-			r.add(e, Table{})
+			r.add(e, Table{}.Of)
 			want[k] = r
 		}
 		rows, _, err := Report(NewRollup(filepath.Dir(st.Dir), st, time.Second, func(string) {}), by, Filter{}, Table{})
