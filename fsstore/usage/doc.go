@@ -60,17 +60,19 @@
 // report reads only the files of the days it covers (and the day on each
 // side, for local days). The steps of a Sync, under usage/.lock:
 //
-//  1. Read state.json ({version, synced}). Missing, unreadable or of
-//     another version: rebuild (step 5).
-//  2. Ask the activity catalog for the sessions written since synced
-//     less syncMargin (Store.WrittenSince: its cost follows the writes,
-//     not the sessions).
+//  1. Read state.json ({version, synced, catalog}). Missing, unreadable
+//     or of another version: rebuild (step 5).
+//  2. Ask the activity catalog for the sessions written since: from the
+//     mark where the last Sync stopped reading it (Store.WrittenAfter),
+//     or, when the catalog was compacted or rebuilt since, by time, from
+//     synced less syncMargin (the hosts on a profile write with their own
+//     clocks). Either costs what was written since, not the sessions.
 //  3. Read each one's transcript; append, synced, the lines of its calls
 //     that its days' files lack (a torn last line is moved aside first).
-//  4. Write state.json with the time step 2 began, atomically but
-//     without a sync (a cache), unless step 2 found nothing. A crash or
-//     a power cut before it makes the next Sync do steps 2 and 3 again,
-//     which adds nothing twice.
+//  4. Write state.json with the time step 2 began and the catalog's end,
+//     atomically but without a sync (a cache), unless step 2 found
+//     nothing. A crash or a power cut before it makes the next Sync do
+//     steps 2 and 3 again, which adds nothing twice.
 //  5. A rebuild removes state.json, then the day files, files every
 //     session's calls, and writes state.json last.
 //

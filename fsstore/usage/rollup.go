@@ -47,6 +47,8 @@ const (
 type rollupState struct {
 	Version int          `json:"version"`
 	Synced  fsstore.Time `json:"synced"`
+	// Catalog is where in the activity catalog the last sync read to.
+	Catalog sessions.CatalogMark `json:"catalog"`
 }
 
 // dayLine is a day file's line: one call held by one session (a call
@@ -95,7 +97,7 @@ func (r *Rollup) Sync() error {
 		return r.rebuildLocked()
 	}
 	start := r.now()
-	ids, err := r.Sessions.WrittenSince(synced.Add(-syncMargin))
+	ids, mark, err := r.Sessions.WrittenAfter(st.Catalog, synced.Add(-syncMargin))
 	if err != nil {
 		return err
 	}
@@ -112,10 +114,10 @@ func (r *Rollup) Sync() error {
 		r.Warn(fmt.Sprintf("usage roll-up: %v; rebuilding it from the transcripts", err))
 		return r.rebuildLocked()
 	}
-	if err != nil || len(ids) == 0 {
+	if err != nil || (len(ids) == 0 && mark == st.Catalog) {
 		return err
 	}
-	return r.writeState(start)
+	return r.writeState(start, mark)
 }
 
 // writeState records that every session written before synced is filed.
@@ -123,8 +125,8 @@ func (r *Rollup) Sync() error {
 // loses it makes the next Sync go over the same sessions again, or
 // rebuild, which adds nothing twice. A Sync that found nothing written
 // leaves it: the catalog has no line past it.
-func (r *Rollup) writeState(synced time.Time) error {
-	b, err := fsstore.EncodeDoc(r.statePath(), rollupState{Version: rollupVersion, Synced: fsstore.TimeOf(synced)})
+func (r *Rollup) writeState(synced time.Time, mark sessions.CatalogMark) error {
+	b, err := fsstore.EncodeDoc(r.statePath(), rollupState{Version: rollupVersion, Synced: fsstore.TimeOf(synced), Catalog: mark})
 	if err != nil {
 		return err
 	}
@@ -150,6 +152,12 @@ func (r *Rollup) Rebuild() error {
 // state, and the next Sync rebuilds.
 func (r *Rollup) rebuildLocked() error {
 	start := r.now()
+	// The catalog's end before the sessions are read: what is written
+	// while they are is read again by the next Sync.
+	_, mark, err := r.Sessions.WrittenAfter(sessions.CatalogMark{}, start)
+	if err != nil {
+		return err
+	}
 	if err := os.Remove(r.statePath()); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
@@ -175,7 +183,7 @@ func (r *Rollup) rebuildLocked() error {
 	if err := f.flush(); err != nil {
 		return err
 	}
-	return r.writeState(start)
+	return r.writeState(start, mark)
 }
 
 // flushAt is how many bytes of lines a rebuild holds before it appends
