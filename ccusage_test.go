@@ -209,7 +209,12 @@ func (w *ccWriter) response(parent string, withTool bool) string {
 	in, cw, cr := int64(1+w.rng.IntN(50)), int64(w.rng.IntN(3000)), int64(w.rng.IntN(40000))
 	out := int64(0)
 	block := func(parent string, content any) string {
+		// The counts so far; some lines say another input, as Claude
+		// Code's do now and then: the line with the most tokens counts.
 		out += int64(1 + w.rng.IntN(200))
+		if w.rng.IntN(3) == 0 {
+			in = max(1, in+int64(w.rng.IntN(5))-2)
+		}
 		u := map[string]any{"input_tokens": in, "cache_creation_input_tokens": cw, "cache_read_input_tokens": cr, "output_tokens": out,
 			"cache_creation": map[string]any{"ephemeral_5m_input_tokens": cw, "ephemeral_1h_input_tokens": 0}, "service_tier": "standard"}
 		msg := map[string]any{"id": id, "type": "message", "role": "assistant", "model": w.model, "content": []any{content}, "usage": u}

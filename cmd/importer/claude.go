@@ -70,9 +70,10 @@ func claudeCallID(e *claudeEntry, m *claudeMessage) string {
 }
 
 // claudeCalls returns the call of each response of entries by its id,
-// with the usage of its last line (the lines of a streamed response carry
-// the counts so far: the last has them all, which is what ccusage counts)
-// and the time of its first, and the ids in the order they first appear.
+// with the usage of its line of the most tokens (the lines of a streamed
+// response carry the counts so far: the last has them all; ccusage keeps
+// the largest too, the later of equals) and the time of its first, and
+// the ids in the order they first appear.
 // Claude Code's own "<synthetic>" notices called no model.
 func claudeCalls(format string, entries []*claudeEntry) (map[string]usage.Call, []string, error) {
 	calls := map[string]usage.Call{}
@@ -93,8 +94,11 @@ func claudeCalls(format string, entries []*claudeEntry) (map[string]usage.Call, 
 			return nil, nil, invalidf(format, e.line, "timestamp: %v", err)
 		}
 		c := claudeCall(e, &m)
-		if first, ok := calls[c.ID]; ok {
-			c.TS = first.TS
+		if kept, ok := calls[c.ID]; ok {
+			if c.Total() < kept.Total() {
+				continue
+			}
+			c.TS = kept.TS
 		} else {
 			c.TS = stamp
 			order = append(order, c.ID)

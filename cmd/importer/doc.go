@@ -121,7 +121,9 @@
 //   - Usage: a response's call (usage.Call) is stored on the assistant
 //     message it makes, once per message.id (the lines of one response
 //     each carry its counts so far; a response id met again later is the
-//     same call): the last line's message.usage, as ccusage counts it,
+//     same call): the message.usage of the line with the most tokens (the
+//     last, in a streamed response; the later of equals), as ccusage
+//     counts it,
 //     input_tokens as input, cache_read_input_tokens as cache_read,
 //     cache_creation's ephemeral_5m and ephemeral_1h as the cache writes
 //     (the rest of cache_creation_input_tokens as 5m), output_tokens, the
