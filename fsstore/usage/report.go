@@ -212,27 +212,36 @@ var Keys = map[string]func(Entry) string{
 // the roll-up rl, synced first: rows in key order (sessions in order of
 // their last call), and their total. A day file that does not parse is
 // rebuilt from the transcripts, and read again.
+//
+// A profile that cannot be written (a read-only mount), whose roll-up
+// cannot be brought up to date, is reported from its transcripts (Walk):
+// slower, never wrong.
 func Report(rl *Rollup, by string, f Filter, t Table) (rows []Row, total Row, err error) {
-	if err := rl.Sync(); err != nil {
+	fromRollup := func(fn func(Entry) error) error { return rl.Each(f.Since, f.Until, fn) }
+	if err := rl.Sync(); fsstore.IsReadOnly(err) {
+		rl.Warn(fmt.Sprintf("usage roll-up %s cannot be written (%v): reading every transcript", rl.Dir, err))
+		return report(rl, func(fn func(Entry) error) error { return Walk(rl.Sessions, fn) }, by, f, t)
+	} else if err != nil {
 		return nil, Row{}, err
 	}
-	rows, total, err = report(rl, by, f, t)
+	rows, total, err = report(rl, fromRollup, by, f, t)
 	var corrupt *fsstore.CorruptError
 	if errors.As(err, &corrupt) {
 		rl.Warn(fmt.Sprintf("usage roll-up: %v; rebuilding it from the transcripts", err))
 		if err := rl.Rebuild(); err != nil {
 			return nil, Row{}, err
 		}
-		rows, total, err = report(rl, by, f, t)
+		rows, total, err = report(rl, fromRollup, by, f, t)
 	}
 	return rows, total, err
 }
 
-func report(rl *Rollup, by string, f Filter, t Table) (rows []Row, total Row, err error) {
+// report sums the calls each yields.
+func report(rl *Rollup, each func(func(Entry) error) error, by string, f Filter, t Table) (rows []Row, total Row, err error) {
 	key := Keys[by]
 	price := t.memo()
 	byKey := map[string]*Row{}
-	err = rl.Each(f.Since, f.Until, func(e Entry) error {
+	err = each(func(e Entry) error {
 		if !f.Keep(e) {
 			return nil
 		}

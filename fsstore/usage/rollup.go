@@ -72,12 +72,16 @@ func (r *Rollup) lock() (func(), error) {
 	return fsstore.LockUntil(filepath.Join(r.Dir, lockName), r.LockTimeout, nil)
 }
 
-// Sync brings the roll-up up to date, under its lock: the sessions the
+// Sync brings the roll-up up to date, under its lock (a profile without
+// sessions has none, and gets none): the sessions the
 // catalog says were written since the last sync are read again and their
 // calls not yet filed are appended to their days. A state that is missing,
 // does not parse or is of another version is rebuilt from every
 // transcript (Rebuild).
 func (r *Rollup) Sync() error {
+	if _, err := os.Stat(r.Sessions.Dir); errors.Is(err, os.ErrNotExist) {
+		return nil // no session yet: nothing to file, and nothing is made
+	}
 	if err := fsstore.EnsureDir(r.Dir); err != nil {
 		return err
 	}
