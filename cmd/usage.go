@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/kanban"
 	"github.com/hermes/hermes/fsstore/sessions"
 	"github.com/hermes/hermes/fsstore/usage"
 	"github.com/hermes/hermes/profiles"
@@ -324,4 +327,49 @@ func sessionsListUsage(e *env) error {
 		return err
 	}
 	return out.Flush()
+}
+
+// runsUsage sums what the sessions a kanban task's runs ran in spent,
+// each session once (a resumed worker's runs share one): each one's own
+// calls (usage.SessionRow), in the profile that ran it, priced by this
+// profile's table. A session removed since counts nothing.
+func runsUsage(e *env, runs []kanban.Run, t usage.Table) (usage.Row, error) {
+	var sum usage.Row
+	seen := map[string]bool{}
+	for _, run := range runs {
+		key := run.Profile + "/" + run.SessionID
+		if run.SessionID == "" || seen[key] || profiles.CheckName(run.Profile) != nil {
+			continue
+		}
+		seen[key] = true
+		p := profiles.Profile{Root: e.profile.Root, Name: run.Profile}
+		st := sessions.NewStore(p.Dir(), p.Name, e.lockTimeout, e.warn)
+		r, err := usage.SessionRow(st, run.SessionID, t)
+		if errors.Is(err, fsstore.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return sum, err
+		}
+		sum.Add(r)
+	}
+	return sum, nil
+}
+
+// showRunsUsage adds a kanban task's tokens and cost over its runs to
+// kanban show, when they made any call.
+func showRunsUsage(e *env, tb *table, runs []kanban.Run) error {
+	cfg, cerr := e.config()
+	r, err := runsUsage(e, runs, usage.Table{Config: cfg.Pricing})
+	if err != nil || r.Calls == 0 {
+		return err
+	}
+	tb.row("tokens:", fmt.Sprintf("%s input, %s output, %s cache create, %s cache read, %s total (%d calls)",
+		thousands(r.Input), thousands(r.Output), thousands(r.CacheCreate), thousands(r.CacheRead), thousands(r.Total), r.Calls))
+	if cerr != nil {
+		tb.row("cost:", "unknown: "+cerr.Error())
+	} else {
+		tb.row("cost:", costText(r))
+	}
+	return nil
 }

@@ -166,6 +166,24 @@ type Row struct {
 	First, Last time.Time
 }
 
+// Add adds o's counts and cost to r (keys, titles and times aside).
+func (r *Row) Add(o Row) {
+	r.Calls += o.Calls
+	r.Input += o.Input
+	r.Output += o.Output
+	r.CacheCreate += o.CacheCreate
+	r.CacheRead += o.CacheRead
+	r.Total += o.Total
+	r.Reasoning += o.Reasoning
+	r.Cost += o.Cost
+	r.Unpriced += o.Unpriced
+	for _, m := range o.Models {
+		if i, found := slices.BinarySearch(r.Models, m); !found {
+			r.Models = slices.Insert(r.Models, i, m)
+		}
+	}
+}
+
 // Priced reports whether any of r's calls has a price.
 func (r Row) Priced() bool { return r.Unpriced < r.Calls }
 
