@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/cron"
 	"github.com/hermes/hermes/fsstore/kanban"
 	"github.com/hermes/hermes/fsstore/sessions"
 	"github.com/hermes/hermes/fsstore/usage"
@@ -299,19 +301,9 @@ func sessionsListUsage(e *env) error {
 	out := bufferedOut(e.stdout)
 	if e.json {
 		for _, s := range list {
-			var u any
-			if r, ok := byID[s.ID]; ok {
-				u = usageJSON(r, "session", "session_id")
-			}
-			head, err := jsonObjectOpen(s)
-			if err != nil {
+			if err := withUsage(out, s, byID[s.ID], "session", "session_id"); err != nil {
 				return err
 			}
-			tail, err := json.Marshal(u)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(out, "%s,\"usage\":%s}\n", head, tail)
 		}
 		return out.Flush()
 	}
@@ -372,4 +364,58 @@ func showRunsUsage(e *env, tb *table, runs []kanban.Run) error {
 		tb.row("cost:", costText(r))
 	}
 	return nil
+}
+
+// cronRunsUsage returns what each of runs spent: the calls of its session
+// made between its start and its end (now, for a run still going), so that
+// the runs of a job whose runs share one session (--session continue) each
+// count their own; an entry of a run with no session or no call is a Row
+// of no call. A listing works without the configuration: when it cannot
+// be read, no call has a price.
+func cronRunsUsage(e *env, runs []cron.RunRecord) ([]usage.Row, error) {
+	cfg, cerr := e.config()
+	t := usage.Table{Config: cfg.Pricing}
+	st := e.sessions()
+	out := make([]usage.Row, len(runs))
+	for i, r := range runs {
+		from, err := r.StartedAt.Instant()
+		if r.SessionID == "" || err != nil {
+			continue
+		}
+		f := usage.Filter{Since: from}
+		if to, err := r.FinishedAt.Instant(); err == nil {
+			f.Until = to.Add(time.Millisecond)
+		}
+		row, err := usage.SessionRowIn(st, r.SessionID, f, t)
+		if errors.Is(err, fsstore.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if cerr != nil {
+			row.Cost, row.Unpriced = 0, row.Calls
+		}
+		out[i] = row
+	}
+	return out, nil
+}
+
+// withUsage writes v, a JSON object, with "usage" added: r as a report
+// row, or null for no call.
+func withUsage(w io.Writer, v any, r usage.Row, by, field string) error {
+	head, err := jsonObjectOpen(v)
+	if err != nil {
+		return err
+	}
+	var u any
+	if r.Calls > 0 {
+		u = usageJSON(r, by, field)
+	}
+	tail, err := json.Marshal(u)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s,\"usage\":%s}\n", head, tail)
+	return err
 }

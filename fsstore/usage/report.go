@@ -302,6 +302,12 @@ const maxAncestors = 64
 // (parent_session_id, up to maxAncestors: the lines a fork or a
 // compression copied), as a session report counts them.
 func SessionRow(st *sessions.Store, id string, t Table) (Row, error) {
+	return SessionRowIn(st, id, Filter{}, t)
+}
+
+// SessionRowIn is SessionRow for the calls f keeps (a cron run's: those
+// between its start and its end, in a session the job's runs share).
+func SessionRowIn(st *sessions.Store, id string, f Filter, t Table) (Row, error) {
 	sess, err := st.Get(id)
 	if err != nil {
 		return Row{}, err
@@ -323,6 +329,9 @@ func SessionRow(st *sessions.Store, id string, t Table) (Row, error) {
 	r := Row{Key: id, Title: sess.Title, Source: SourceOf(sess)}
 	price := t.memo()
 	err = walkSession(st, sess, inherited, func(e Entry) error {
+		if !f.Keep(e) {
+			return nil
+		}
 		r.add(e, price)
 		return nil
 	})
