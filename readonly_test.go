@@ -101,6 +101,7 @@ func TestReadOnlyProfile(t *testing.T) {
 		{[]string{"tasks", "show", sleeper}, "running"},
 		{[]string{"kanban", "list"}, "a card"},
 		{[]string{"kanban", "show", card}, "a comment"},
+		{[]string{"usage", "daily"}, "Date"},
 	} {
 		code, out, errs := run(ro, r.args...)
 		if code != 0 || !strings.Contains(out, r.want) {

@@ -166,6 +166,7 @@ func NewApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			profileCommand(),
 			fsckCommand(),
 			checkpointsCommand(),
+			usageCommand(),
 			completionCommand(),
 			completeCommand(),
 			manCommand(),

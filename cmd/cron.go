@@ -555,15 +555,21 @@ func cronRuns(e *env) error {
 	if err != nil {
 		return err
 	}
+	used, err := cronRunsUsage(e, runs)
+	if err != nil {
+		return err
+	}
 	if e.json {
 		w := bufferedOut(e.stdout)
-		for _, r := range runs {
-			printJSON(w, r)
+		for i, r := range runs {
+			if err := withUsage(w, r, used[i], "session", "session_id"); err != nil {
+				return err
+			}
 		}
 		return w.Flush()
 	}
-	tb := newTable(e.stdout, "JOB", "OCCURRENCE", "STATUS", "EXIT", "TASK", "MISSED", "DURATION")
-	for _, r := range runs {
+	tb := newTable(e.stdout, "JOB", "OCCURRENCE", "STATUS", "EXIT", "TASK", "MISSED", "DURATION", "TOKENS", "COST")
+	for i, r := range runs {
 		exit := "-"
 		if r.ExitCode != nil {
 			exit = fmt.Sprint(*r.ExitCode)
@@ -576,7 +582,11 @@ func cronRuns(e *env) error {
 		if r.FinishedAt != "" && r.TaskID != "" {
 			dur = (time.Duration(r.DurationMS) * time.Millisecond).String()
 		}
-		tb.row(r.JobID, occ, r.Status, exit, dash(r.TaskID), r.Missed, dur)
+		tokens, cost := "-", "-"
+		if u := used[i]; u.Calls > 0 {
+			tokens, cost = thousands(u.Total), costText(u)
+		}
+		tb.row(r.JobID, occ, r.Status, exit, dash(r.TaskID), r.Missed, dur, tokens, cost)
 	}
 	return tb.flush()
 }

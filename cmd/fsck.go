@@ -67,6 +67,7 @@ func fsck(e *env) error {
 		func(repair bool, lostFound string) ([]fsstore.Finding, error) {
 			return checkpoints.Open(dir).Check(e.sessions(), repair, lostFound)
 		},
+		e.rollup().Check,
 	} {
 		more, err := check(repair, lostFound)
 		if err != nil {

@@ -348,6 +348,9 @@ func kanbanShow(e *env) error {
 	if t.Result != "" {
 		tb.row("result:", t.Result)
 	}
+	if err := showRunsUsage(e, tb, t.Runs); err != nil {
+		return err
+	}
 	tb.flush()
 	if t.Body != "" {
 		fmt.Fprintf(e.stdout, "\n%s\n", strings.TrimRight(t.Body, "\n"))

@@ -76,6 +76,8 @@ func sessionsCommand() *cli.Command {
 					&cli.IntFlag{Name: "limit", Value: 20, Usage: "at most this many (0: all)"},
 					&cli.StringFlag{Name: "source", Usage: "only this source"},
 					&cli.StringFlag{Name: "state", Usage: "only this state: active, ended, suspended, resume_pending"},
+					&cli.BoolFlag{Name: "usage", Usage: "add each session's tokens and cost (hermes usage session)"},
+					&cli.StringFlag{Name: "sort", Value: "activity", Usage: "activity, or cost: the costliest first (implies --usage)"},
 				},
 				Action: withEnv(sessionsList),
 			},
@@ -354,6 +356,11 @@ func sessionsShow(e *env) error {
 	tb.row("created:", sess.CreatedAt)
 	tb.row("updated:", sess.UpdatedAt)
 	tb.row("messages:", sess.MessageCount)
+	if sess.Damaged == "" { // its usage is its document's session's: repaired first
+		if err := showUsage(e, tb, store, id); err != nil {
+			return err
+		}
+	}
 	tb.flush()
 	err = t.Each(func(m sessions.Message) error {
 		fmt.Fprintf(w, "\n[%d] %s  %s\n", m.Seq, m.Role, m.TS)
@@ -537,6 +544,9 @@ func sessionsList(e *env) error {
 	}
 	if e.c.Int("limit") < 0 {
 		return usagef("--limit must be 0 or more")
+	}
+	if e.c.Bool("usage") || e.c.String("sort") != "activity" {
+		return sessionsListUsage(e)
 	}
 	list, err := e.sessions().List(sessions.ListOptions{
 		Limit:  e.c.Int("limit"),

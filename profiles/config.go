@@ -9,6 +9,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/usage"
 )
 
 // Config is a profile's config.yaml. Every key is optional; a missing file
@@ -172,6 +173,10 @@ type Config struct {
 	// MCPServers are the MCP servers whose tools the agent is offered,
 	// by name (cmd/mcp).
 	MCPServers map[string]MCPServer `yaml:"mcp_servers" json:"mcp_servers"`
+	// Pricing is what each model's tokens cost, by model name or
+	// pattern, in US dollars per million tokens (fsstore/usage): `hermes
+	// usage` prices calls with it, then with its shipped table.
+	Pricing usage.Pricing `yaml:"pricing" json:"pricing"`
 }
 
 // GatewayKey is one entry of gateway.api_keys: a name (the scope of its

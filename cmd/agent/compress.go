@@ -8,6 +8,7 @@ import (
 	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/fsstore"
 	"github.com/hermes/hermes/fsstore/sessions"
+	"github.com/hermes/hermes/fsstore/usage"
 )
 
 // DefaultKeep is how many of its last messages a compression keeps as
@@ -75,10 +76,10 @@ func (e *Engine) Compress(ctx context.Context, id string, keep int) (Compression
 	if err != nil {
 		return Compression{}, err
 	}
-	summary := ""
+	summary, from := "", sessions.Message{}
 	for _, m := range reply.Messages {
 		if m.Role == "assistant" && m.Text() != "" {
-			summary = m.Text()
+			summary, from = m.Text(), m
 		}
 	}
 	if summary == "" {
@@ -93,10 +94,17 @@ func (e *Engine) Compress(ctx context.Context, id string, keep int) (Compression
 		return Compression{}, err
 	}
 	msgs = append(msgs, instructions...)
-	msgs = append(msgs, sessions.Message{
+	summaryMsg := sessions.Message{
 		Role:    "system",
 		Content: sessions.TextContent(fmt.Sprintf("Summary of the conversation so far (session %s, messages 1 to %d), which this session continues:\n\n%s", id, cut, summary)),
-	})
+	}
+	// The summary's call is stored with the summary, marked as a
+	// compression's, so that it is counted and never taken for a turn.
+	if c, ok, _ := usage.Of(from); ok {
+		c.Purpose = usage.PurposeCompress
+		usage.Put(&summaryMsg, c)
+	}
+	msgs = append(msgs, summaryMsg)
 	msgs = append(msgs, sessions.CopyMessages(tail)...)
 	child, err := st.Compress(id, count, msgs)
 	if err != nil {

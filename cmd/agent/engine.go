@@ -280,7 +280,7 @@ func (e *Engine) Run(ctx context.Context, t Turn) (Result, error) {
 		if len(reply.Messages) == 0 {
 			return res, &provider.Error{Provider: prov.Name(), Message: prov.Name() + ": empty reply"}
 		}
-		res.Usage = addUsage(res.Usage, reply.Usage)
+		res.Usage = res.Usage.Add(reply.Usage)
 		if reply.Model != "" {
 			res.Model = reply.Model
 		}
@@ -752,19 +752,6 @@ func (s *separated) Write(p []byte) (int, error) {
 	}
 	s.wrote = true
 	return s.w.Write(p)
-}
-
-func addUsage(sum, u *provider.Usage) *provider.Usage {
-	if u == nil {
-		return sum
-	}
-	if sum == nil {
-		sum = &provider.Usage{}
-	}
-	sum.PromptTokens += u.PromptTokens
-	sum.CompletionTokens += u.CompletionTokens
-	sum.TotalTokens += u.TotalTokens
-	return sum
 }
 
 // ResumeNote is the system message that tells a model why a session it

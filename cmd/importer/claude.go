@@ -6,6 +6,7 @@ import (
 
 	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/fsstore/sessions"
+	"github.com/hermes/hermes/fsstore/usage"
 )
 
 // claudeEntry is one line of a Claude Code transcript. Only the fields the
@@ -27,6 +28,7 @@ type claudeEntry struct {
 	Version           string          `json:"version"`
 	UserType          string          `json:"userType"`
 	Entrypoint        string          `json:"entrypoint"`
+	RequestID         string          `json:"requestId"`
 
 	line int
 }
@@ -41,6 +43,85 @@ type claudeMessage struct {
 	Role    string          `json:"role"`
 	Model   string          `json:"model"`
 	Content json.RawMessage `json:"content"`
+	Usage   *claudeUsage    `json:"usage"`
+}
+
+// claudeUsage is the Messages API's usage, as Claude Code writes it on
+// each line of a response.
+type claudeUsage struct {
+	InputTokens              int64 `json:"input_tokens"`
+	OutputTokens             int64 `json:"output_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+	CacheCreation            *struct {
+		Ephemeral5m int64 `json:"ephemeral_5m_input_tokens"`
+		Ephemeral1h int64 `json:"ephemeral_1h_input_tokens"`
+	} `json:"cache_creation"`
+}
+
+// claudeCallID is the id of the call a response's line records: the
+// response's message.id (the line's uuid when it has none), so that the
+// lines of one response, and a file imported twice, count it once.
+func claudeCallID(e *claudeEntry, m *claudeMessage) string {
+	if m.ID == "" {
+		return "claude-code:" + e.UUID
+	}
+	return "claude-code:" + m.ID
+}
+
+// claudeCalls returns the call of each response of entries by its id,
+// with the usage of its line of the most tokens (the lines of a streamed
+// response carry the counts so far: the last has them all; ccusage keeps
+// the largest too, the later of equals) and the time of its first, and
+// the ids in the order they first appear.
+// Claude Code's own "<synthetic>" notices called no model.
+func claudeCalls(format string, entries []*claudeEntry) (map[string]usage.Call, []string, error) {
+	calls := map[string]usage.Call{}
+	var order []string
+	for _, e := range entries {
+		if e.Type != "assistant" || !e.hasMessage() {
+			continue
+		}
+		var m claudeMessage
+		if err := json.Unmarshal(e.Message, &m); err != nil {
+			return nil, nil, invalidf(format, e.line, "message: %v", err)
+		}
+		if m.Usage == nil || m.Model == "<synthetic>" {
+			continue
+		}
+		stamp, err := ts(e.Timestamp)
+		if err != nil {
+			return nil, nil, invalidf(format, e.line, "timestamp: %v", err)
+		}
+		c := claudeCall(e, &m)
+		if kept, ok := calls[c.ID]; ok {
+			if c.Total() < kept.Total() {
+				continue
+			}
+			c.TS = kept.TS
+		} else {
+			c.TS = stamp
+			order = append(order, c.ID)
+		}
+		calls[c.ID] = c
+	}
+	return calls, order, nil
+}
+
+// claudeCall is the call a response's line records. The cache writes are
+// cache_creation's 5m and 1h when it gives them, the rest of
+// cache_creation_input_tokens as 5m.
+func claudeCall(e *claudeEntry, m *claudeMessage) usage.Call {
+	u := m.Usage
+	c := usage.Call{ID: claudeCallID(e, m), Input: u.InputTokens, Output: u.OutputTokens, CacheRead: u.CacheReadInputTokens,
+		Model: m.Model, Provider: "anthropic", RequestID: e.RequestID}
+	if cc := u.CacheCreation; cc != nil {
+		c.CacheWrite5m, c.CacheWrite1h = cc.Ephemeral5m, cc.Ephemeral1h
+	}
+	if rest := u.CacheCreationInputTokens - c.CacheWrite5m - c.CacheWrite1h; rest > 0 {
+		c.CacheWrite5m += rest
+	}
+	return c
 }
 
 type claudeBlock struct {
@@ -145,7 +226,11 @@ func parseClaudeCode(data []byte) (Session, error) {
 		s.Title = firstSummary
 	}
 
-	b := claudeBuilder{format: format}
+	final, order, err := claudeCalls(format, entries)
+	if err != nil {
+		return Session{}, err
+	}
+	b := claudeBuilder{format: format, final: final}
 	var context claudeContext
 	for _, e := range chain {
 		if s.ID == "" {
@@ -171,6 +256,7 @@ func parseClaudeCode(data []byte) (Session, error) {
 	}
 	b.flush()
 	s.Messages = b.msgs
+	claudeOthers(s.Messages, final, order, b.counted)
 	s.Cwd = context.Cwd
 	s.Meta = context.metaJSON()
 	return s, nil
@@ -183,10 +269,13 @@ type claudeBuilder struct {
 	format string
 	msgs   []sessions.Message
 
-	pendingID string // message.id of the assistant message being built
-	pending   *sessions.Message
-	parts     []json.RawMessage
-	calls     []provider.ToolCall
+	pendingID   string // message.id of the assistant message being built
+	pending     *sessions.Message
+	pendingCall *usage.Call           // its call, if its lines said their usage
+	counted     map[string]bool       // the ids of the calls the messages hold
+	final       map[string]usage.Call // claudeCalls: each response's call
+	parts       []json.RawMessage
+	calls       []provider.ToolCall
 }
 
 func (b *claudeBuilder) add(e *claudeEntry, s *Session) error {
@@ -210,6 +299,11 @@ func (b *claudeBuilder) add(e *claudeEntry, s *Session) error {
 			b.flush()
 			b.pending = &sessions.Message{Role: "assistant", TS: stamp}
 			b.pendingID = m.ID
+		}
+		// A response's call goes to the message it starts; a response id
+		// seen before (its lines parted by others) is that call again.
+		if c, ok := b.final[claudeCallID(e, &m)]; ok && b.pendingCall == nil && !b.counted[c.ID] {
+			b.pendingCall = &c
 		}
 		for _, bl := range blocks {
 			switch bl.Type {
@@ -260,9 +354,17 @@ func (b *claudeBuilder) flush() {
 	if len(b.parts) > 0 || len(b.calls) > 0 {
 		b.pending.Content = partsContent(b.parts)
 		b.pending.ToolCalls = toolCallsJSON(b.calls)
+		if c := b.pendingCall; c != nil {
+			c.TS = "" // the message's own
+			usage.Put(b.pending, *c)
+			if b.counted == nil {
+				b.counted = map[string]bool{}
+			}
+			b.counted[c.ID] = true
+		}
 		b.msgs = append(b.msgs, *b.pending)
 	}
-	b.pending, b.pendingID, b.parts, b.calls = nil, "", nil, nil
+	b.pending, b.pendingID, b.pendingCall, b.parts, b.calls = nil, "", nil, nil, nil
 }
 
 // claudeBlocks reads a content value: a string is one text block.
@@ -340,4 +442,32 @@ func (c *claudeContext) metaJSON() json.RawMessage {
 		return nil
 	}
 	return mustMarshal(c.meta)
+}
+
+// claudeOthers stores the calls of the file that made no message of msgs
+// (abandoned branches, a main file's sidechain entries, a response that
+// was only thinking) in OtherField, each on the last message of its time
+// or before (the first message for a call before all), so that a file
+// that grew puts them where they were.
+func claudeOthers(msgs []sessions.Message, calls map[string]usage.Call, order []string, counted map[string]bool) {
+	if len(msgs) == 0 {
+		return
+	}
+	byMsg := map[int][]usage.Call{}
+	for _, id := range order {
+		if counted[id] {
+			continue
+		}
+		c := calls[id]
+		at := 0
+		for i := range msgs {
+			if !c.TS.Before(msgs[i].TS) {
+				at = i
+			}
+		}
+		byMsg[at] = append(byMsg[at], c)
+	}
+	for i, cs := range byMsg {
+		usage.PutOthers(&msgs[i], cs)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/fsstore"
 	"github.com/hermes/hermes/fsstore/sessions"
+	"github.com/hermes/hermes/fsstore/usage"
 )
 
 // codexLine is one line of a Codex rollout. Current rollouts wrap every
@@ -62,6 +63,7 @@ func parseCodex(data []byte) (Session, error) {
 	var sawMeta bool
 	first := true
 	var msgs []sessions.Message
+	var tokens codexTokens
 	for n, raw := range lines(data) {
 		var l codexLine
 		if err := decodeLine(format, n, raw, &l); err != nil {
@@ -133,6 +135,16 @@ func parseCodex(data []byte) (Session, error) {
 			if s.Model == "" {
 				s.Model = c.Model
 			}
+			if c.Model != "" {
+				tokens.model = c.Model
+			}
+		case "event_msg":
+			// Repeats or summaries of the response items, but for the
+			// token counts, which are the calls.
+			s.Skipped[kind]++
+			if err := tokens.event(payload, s.ID, msgs); err != nil {
+				return Session{}, invalidf(format, n, "token_count: %v", err)
+			}
 		case "response_item":
 			var it codexItem
 			if err := json.Unmarshal(payload, &it); err != nil {
@@ -150,10 +162,13 @@ func parseCodex(data []byte) (Session, error) {
 				return Session{}, invalidf(format, n, "%s: %v", it.Type, err)
 			}
 		default:
-			// event_msg, compacted and unknown line types repeat or
-			// summarize what the response items hold.
+			// compacted and unknown line types repeat or summarize what
+			// the response items hold.
 			s.Skipped[kind]++
 		}
+	}
+	if tokens.place(msgs); len(tokens.pending) > 0 {
+		s.Skipped["token_count without a reply"] += len(tokens.pending)
 	}
 	if !sawMeta && len(msgs) == 0 {
 		return Session{}, invalidf(format, 0, "no session_meta line and no messages")
@@ -301,4 +316,81 @@ func anyContains(msgs []sessions.Message, text string) bool {
 		}
 	}
 	return false
+}
+
+// codexTokens turns a rollout's token_count events into the calls they
+// count. Codex writes one after each response, with the response's
+// tokens (last_token_usage) and the session's running total
+// (total_token_usage); an event whose total has not moved (Codex repeats
+// them) or that has no info counts nothing. A call is stored on the last
+// assistant message that holds none, else, when the response made none
+// (only reasoning), on the next one; one left with no message after it is
+// reported as skipped. Its id is the session's and the call's rank among
+// the session's counted events, the same at every import of a file that
+// grew.
+type codexTokens struct {
+	model   string // the model the last turn_context named
+	total   *codexTokenUsage
+	n       int          // the events counted
+	pending []usage.Call // calls waiting for an assistant message
+}
+
+type codexTokenUsage struct {
+	InputTokens           int64 `json:"input_tokens"`
+	CachedInputTokens     int64 `json:"cached_input_tokens"`
+	OutputTokens          int64 `json:"output_tokens"`
+	ReasoningOutputTokens int64 `json:"reasoning_output_tokens"`
+	TotalTokens           int64 `json:"total_tokens"`
+}
+
+func (c *codexTokens) event(payload json.RawMessage, sessionID string, msgs []sessions.Message) error {
+	var ev struct {
+		Type string `json:"type"`
+		Info *struct {
+			Total *codexTokenUsage `json:"total_token_usage"`
+			Last  *codexTokenUsage `json:"last_token_usage"`
+		} `json:"info"`
+	}
+	if err := json.Unmarshal(payload, &ev); err != nil || ev.Type != "token_count" {
+		return nil // other events are not read
+	}
+	if ev.Info == nil || ev.Info.Total == nil || (c.total != nil && *ev.Info.Total == *c.total) {
+		return nil
+	}
+	last := ev.Info.Last
+	if last == nil {
+		// No last_token_usage: the difference of the totals.
+		prev := codexTokenUsage{}
+		if c.total != nil {
+			prev = *c.total
+		}
+		t := *ev.Info.Total
+		last = &codexTokenUsage{t.InputTokens - prev.InputTokens, t.CachedInputTokens - prev.CachedInputTokens,
+			t.OutputTokens - prev.OutputTokens, t.ReasoningOutputTokens - prev.ReasoningOutputTokens, t.TotalTokens - prev.TotalTokens}
+	}
+	c.total = ev.Info.Total
+	c.n++
+	call := usage.Call{ID: fmt.Sprintf("codex:%s:%d", sessionID, c.n), Input: last.InputTokens, Output: last.OutputTokens,
+		CacheRead: last.CachedInputTokens, Reasoning: last.ReasoningOutputTokens, InputHasCache: true, Model: c.model, Provider: "openai"}
+	if err := call.Check(); err != nil {
+		return err
+	}
+	c.pending = append(c.pending, call)
+	c.place(msgs)
+	return nil
+}
+
+// place stores the pending calls on the assistant messages at the end of
+// msgs that hold none, oldest first.
+func (c *codexTokens) place(msgs []sessions.Message) {
+	free := len(msgs)
+	for free > 0 && (msgs[free-1].Role != "assistant" || msgs[free-1].Extra[usage.Field] == nil) {
+		free--
+	}
+	for i := free; i < len(msgs) && len(c.pending) > 0; i++ {
+		if msgs[i].Role == "assistant" {
+			usage.Put(&msgs[i], c.pending[0])
+			c.pending = c.pending[1:]
+		}
+	}
 }

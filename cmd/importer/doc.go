@@ -117,7 +117,24 @@
 //     images inside tool results, is_error (the result text is kept),
 //     a response that was only thinking, "system" entries (hook and
 //     compaction notices), file-history-snapshot and other bookkeeping
-//     entries, and per-message metadata (usage, requestId, toolUseResult).
+//     entries, and per-message metadata (toolUseResult).
+//   - Usage: a response's call (usage.Call) is stored on the assistant
+//     message it makes, once per message.id (the lines of one response
+//     each carry its counts so far; a response id met again later is the
+//     same call): the message.usage of the line with the most tokens (the
+//     last, in a streamed response; the later of equals), as ccusage
+//     counts it,
+//     input_tokens as input, cache_read_input_tokens as cache_read,
+//     cache_creation's ephemeral_5m and ephemeral_1h as the cache writes
+//     (the rest of cache_creation_input_tokens as 5m), output_tokens, the
+//     model, provider "anthropic", requestId. Its id is "claude-code:" and
+//     the message.id, so that a file imported twice counts it once. The
+//     calls of the file's responses that make no message of the chain (an
+//     abandoned branch, a main file's sidechain entries, a response that
+//     was only thinking) are paid for too: they go to usage_other, a list,
+//     each with its own ts, on the last message of its time or before (the
+//     first message for one before all), where a grown file puts them
+//     again. "<synthetic>" notices call no model and count nothing.
 //
 // # codex
 //
@@ -150,8 +167,20 @@
 //     only when no message already carries them (Codex usually records
 //     them as a user message too). Source = "import:codex"; no Title.
 //   - Dropped: reasoning (summaries and encrypted content), ghost_snapshot,
-//     web_search_call and other items, event_msg lines (they repeat the
-//     response items for the UI), turn_context apart from the model, and
-//     compacted lines (the items before a compaction stay in the file and
-//     are imported).
+//     web_search_call and other items, event_msg lines but token_count
+//     (they repeat the response items for the UI), turn_context apart from
+//     the model, and compacted lines (the items before a compaction stay
+//     in the file and are imported).
+//   - Usage: a token_count event whose total_token_usage moved is a call:
+//     last_token_usage's input_tokens (which count the cached ones,
+//     input_includes_cache), cached_input_tokens as cache_read,
+//     output_tokens, reasoning_output_tokens, the last turn_context's
+//     model, provider "openai" (without last_token_usage, the difference
+//     of the totals). It is stored on the last assistant message that
+//     holds no call, or the next one; its id is "codex:<session id>:<n>",
+//     n its rank among the session's calls, the same at each import of a
+//     file that grew. A file imported while its last response had no
+//     token_count yet holds that message without its call, and the next
+//     import of the grown file is refused (exit 4) as one that changes a
+//     stored message.
 package importer

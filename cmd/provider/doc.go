@@ -27,8 +27,9 @@
 //
 // where N is the number of messages in the history and text is the text of
 // the last user message (empty when there is none). The text is also
-// written to Request.Stream. It reports no usage, and ignores the
-// request's model and parameters.
+// written to Request.Stream. It calls no model, so it reports no usage and
+// its messages hold no call; it ignores the request's model and
+// parameters.
 //
 // # openai
 //
@@ -85,6 +86,16 @@
 // deltas: content and reasoning_content concatenated; tool calls by index,
 // id and type taken whole, function name and arguments concatenated.
 //
+// Usage: the response's usage (in a stream, the last event's, which
+// stream_options.include_usage asks for) is Reply.Usage, passed on as the
+// server gave it, and the reply's message holds it as a usage.Call:
+// prompt_tokens as input (input_includes_cache, as the API counts),
+// completion_tokens as output, prompt_tokens_details.cached_tokens as
+// cache_read, completion_tokens_details.reasoning_tokens as reasoning, the
+// model the response names, the X-Request-Id header as request_id, and
+// the latency of the attempt that answered. A server that reports no
+// usage leaves the message without a call.
+//
 // Retries: a 429, a 5xx, or a connection error (refused, reset, a stream
 // that broke off) is retried up to Config.MaxRetries times (default 3,
 // negative for none), waiting 500ms, 1s, 2s, … or, when the response carries
@@ -120,6 +131,15 @@
 //     tool messages; one that wants hermes's built-in tools replies with an
 //     assistant message whose tool_calls name them, and is run again with
 //     the results appended.
+//   - usage: an assistant message may hold "usage", the tokens of the
+//     model call that produced it, as an object of usage.Call's fields
+//     input, output, cache_read, cache_write_5m, cache_write_1h,
+//     reasoning (integers, 0 when left out), input_includes_cache (true
+//     when input counts the cache reads too), model and request_id
+//     (strings); hermes adds the call's id, provider "exec" and the
+//     latency until its line arrived. Any other field, a negative count,
+//     or a usage on a tool message fails the call. A message without one
+//     is not counted.
 //   - stderr: passed through to hermes's stderr, for the program's logs.
 //   - exit status: 0 for a reply; anything else fails the call with
 //     "exec provider: command exited with status N" (or "killed by signal

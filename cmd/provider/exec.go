@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hermes/hermes/fsstore/sessions"
+	"github.com/hermes/hermes/fsstore/usage"
 )
 
 // defaultStderr is where an exec command's stderr goes: the caller's own,
@@ -62,7 +63,7 @@ func (p *execProvider) Complete(ctx context.Context, req Request) (Reply, error)
 		fed <- err
 	}()
 
-	out := &execOutput{stream: &streamWriter{w: req.Stream}}
+	out := &execOutput{stream: &streamWriter{w: req.Stream}, start: time.Now()}
 	cmd := exec.CommandContext(ctx, "sh", "-c", p.command)
 	cmd.Env = append(os.Environ(), "HERMES_SESSION_ID="+req.SessionID)
 	if len(req.Tools) > 0 {
@@ -177,6 +178,38 @@ type execOutput struct {
 	msgs   []sessions.Message
 	err    string // the first bad line; later lines are ignored
 	texts  int    // assistant texts written to stream
+	start  time.Time
+}
+
+// execUsage reads the usage a command's message holds (see the package
+// doc): a usage.Call's token counts, model and request id, on an
+// assistant message.
+func execUsage(role string, raw json.RawMessage) (usage.Call, error) {
+	if role != "assistant" {
+		return usage.Call{}, fmt.Errorf("usage on a %s message (only an assistant message holds one)", role)
+	}
+	var in struct {
+		Input         int64  `json:"input"`
+		Output        int64  `json:"output"`
+		CacheRead     int64  `json:"cache_read"`
+		CacheWrite5m  int64  `json:"cache_write_5m"`
+		CacheWrite1h  int64  `json:"cache_write_1h"`
+		Reasoning     int64  `json:"reasoning"`
+		InputHasCache bool   `json:"input_includes_cache"`
+		Model         string `json:"model"`
+		RequestID     string `json:"request_id"`
+	}
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&in); err != nil {
+		return usage.Call{}, fmt.Errorf("usage: %v", err)
+	}
+	c := usage.Call{ID: "-", Input: in.Input, Output: in.Output, CacheRead: in.CacheRead, CacheWrite5m: in.CacheWrite5m,
+		CacheWrite1h: in.CacheWrite1h, Reasoning: in.Reasoning, InputHasCache: in.InputHasCache, Model: in.Model, RequestID: in.RequestID}
+	if err := c.Check(); err != nil {
+		return usage.Call{}, err
+	}
+	return c, nil
 }
 
 func (o *execOutput) Write(p []byte) (int, error) {
@@ -221,6 +254,15 @@ func (o *execOutput) parse(line []byte) {
 	if m.Role != "assistant" && m.Role != "tool" {
 		o.err = fmt.Sprintf("output line %d: role %q is not allowed (want assistant or tool)", o.line, m.Role)
 		return
+	}
+	if raw, ok := m.Extra[usage.Field]; ok {
+		c, err := execUsage(m.Role, raw)
+		if err != nil {
+			o.err = fmt.Sprintf("output line %d: %v", o.line, err)
+			return
+		}
+		stamp(&c, "exec", o.start)
+		usage.Put(&m, c)
 	}
 	m.Seq, m.TS = 0, ""
 	o.msgs = append(o.msgs, m)

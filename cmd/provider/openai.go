@@ -196,6 +196,7 @@ func requestBody(model string, req Request, replayReasoning bool) ([]byte, error
 
 // attempt sends one request. Its error says whether a retry may help.
 func (p *openAI) attempt(ctx context.Context, body []byte, stream *streamWriter) (Reply, *Error) {
+	start := time.Now()
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url, bytes.NewReader(body))
 	if err != nil {
 		return Reply{}, &Error{Provider: "openai", Message: "openai: " + err.Error(), Err: err}
@@ -229,13 +230,21 @@ func (p *openAI) attempt(ctx context.Context, body []byte, stream *streamWriter)
 		}
 	}
 	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	var reply Reply
+	var perr *Error
 	if stream.w != nil && mediaType != "application/json" {
-		return readStream(resp.Body, stream)
+		reply, perr = readStream(resp.Body, stream)
+	} else {
+		// Not streaming, or a server that ignored "stream": one JSON document.
+		reply, perr = readResponse(resp.Body)
+		if perr == nil && stream.w != nil {
+			stream.WriteString(reply.Messages[0].Text())
+		}
 	}
-	// Not streaming, or a server that ignored "stream": one JSON document.
-	reply, perr := readResponse(resp.Body)
-	if perr == nil && stream.w != nil {
-		stream.WriteString(reply.Messages[0].Text())
+	if perr == nil && reply.Usage != nil {
+		c := reply.Usage.call()
+		c.Model, c.RequestID = reply.Model, resp.Header.Get("X-Request-Id")
+		record(reply.Messages, c, "openai", start)
 	}
 	return reply, perr
 }

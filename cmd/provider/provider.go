@@ -12,6 +12,7 @@ import (
 
 	"github.com/hermes/hermes/fsstore"
 	"github.com/hermes/hermes/fsstore/sessions"
+	"github.com/hermes/hermes/fsstore/usage"
 )
 
 // Config chooses a provider and sets it up.
@@ -102,18 +103,95 @@ func (ms Messages) Each(fn func(sessions.Message) error) error {
 	return nil
 }
 
-// Usage is the token count a provider reports for one call.
+// Usage is the token count a provider reports for one call, in the chat
+// completions API's shape (the gateway passes it on as it came).
 type Usage struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
 	TotalTokens      int `json:"total_tokens"`
+	// The parts of the prompt read from the cache, and of the completion
+	// spent reasoning, when the server says.
+	PromptTokensDetails     *PromptTokensDetails     `json:"prompt_tokens_details,omitempty"`
+	CompletionTokensDetails *CompletionTokensDetails `json:"completion_tokens_details,omitempty"`
+}
+
+// PromptTokensDetails is a Usage's prompt_tokens_details.
+type PromptTokensDetails struct {
+	CachedTokens int `json:"cached_tokens"`
+}
+
+// CompletionTokensDetails is a Usage's completion_tokens_details.
+type CompletionTokensDetails struct {
+	ReasoningTokens int `json:"reasoning_tokens"`
+}
+
+// Add adds u's counts to sum, which may be nil, and returns the sum; a
+// nil u adds nothing.
+func (sum *Usage) Add(u *Usage) *Usage {
+	if u == nil {
+		return sum
+	}
+	if sum == nil {
+		sum = &Usage{}
+	}
+	sum.PromptTokens += u.PromptTokens
+	sum.CompletionTokens += u.CompletionTokens
+	sum.TotalTokens += u.TotalTokens
+	if d := u.PromptTokensDetails; d != nil {
+		if sum.PromptTokensDetails == nil {
+			sum.PromptTokensDetails = &PromptTokensDetails{}
+		}
+		sum.PromptTokensDetails.CachedTokens += d.CachedTokens
+	}
+	if d := u.CompletionTokensDetails; d != nil {
+		if sum.CompletionTokensDetails == nil {
+			sum.CompletionTokensDetails = &CompletionTokensDetails{}
+		}
+		sum.CompletionTokensDetails.ReasoningTokens += d.ReasoningTokens
+	}
+	return sum
+}
+
+// call is the stored record of u (usage.Call), its prompt counting the
+// cache reads, as the chat completions API counts them.
+func (u *Usage) call() usage.Call {
+	c := usage.Call{Input: int64(u.PromptTokens), Output: int64(u.CompletionTokens), InputHasCache: true}
+	if d := u.PromptTokensDetails; d != nil {
+		c.CacheRead = int64(d.CachedTokens)
+	}
+	if d := u.CompletionTokensDetails; d != nil {
+		c.Reasoning = int64(d.ReasoningTokens)
+	}
+	return c
+}
+
+// record stores c on the last assistant message of msgs, with a new id,
+// the provider and the call's latency: the message the call produced.
+func record(msgs []sessions.Message, c usage.Call, provider string, start time.Time) {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == "assistant" {
+			stamp(&c, provider, start)
+			usage.Put(&msgs[i], c)
+			return
+		}
+	}
+}
+
+// stamp gives c a new id, the provider and the latency of a call that
+// began at start.
+func stamp(c *usage.Call, provider string, start time.Time) {
+	now := time.Now()
+	c.ID, c.Provider, c.LatencyMS = usage.NewID(now), provider, now.Sub(start).Milliseconds()
 }
 
 // Reply is what a call adds to the transcript.
 type Reply struct {
-	Messages []sessions.Message // assistant and tool messages to append, in order; Seq/TS left zero
-	Usage    *Usage             // nil when the provider gives none
-	Model    string             // the model that answered, when the provider says; else empty
+	// Messages are the assistant and tool messages to append, in order,
+	// Seq/TS left zero; the assistant message a model call produced holds
+	// its usage.Call (see the package doc).
+	Messages []sessions.Message
+	Usage    *Usage // nil when the provider gives none
+	Model    string // the model that answered, when the provider says; else empty
 }
 
 // Provider turns a transcript into a reply.

@@ -13,7 +13,8 @@
 // when no one holds it. Names starting with '.' are the store's own: the
 // activity catalog (.catalog.jsonl, catalog.go), whose lines say which
 // session was written when, so that List reads only the most recent
-// sessions, and what Stats counts, its lock, the title index (.titles/,
+// sessions, WrittenSince those written since a time (the usage roll-up
+// catches up by it), and what Stats counts, its lock, the title index (.titles/,
 // titles.go), the titles lock (.titles.lock) and the id index (.ids,
 // .ids-recent and .ids.lock, ids.go), by which an id prefix is resolved
 // without listing the directory. Copies kept aside by recovery are
