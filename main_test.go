@@ -64,8 +64,9 @@ func TestScripts(t *testing.T) {
 		Dir:                 "testdata",
 		RequireExplicitExec: true,
 		Cmds: map[string]func(*testscript.TestScript, bool, []string){
-			"openai-server": openAIServerCmd(&servers),
-			"unix-socket":   unixSocketCmd,
+			"openai-server":    openAIServerCmd(&servers),
+			"anthropic-server": anthropicServerCmd(new(sync.Map)),
+			"unix-socket":      unixSocketCmd,
 		},
 		Condition: func(cond string) (bool, error) {
 			if cond == "race" {
