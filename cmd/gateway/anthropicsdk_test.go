@@ -1,0 +1,242 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/option"
+
+	"github.com/hermes/hermes/cmd/provider"
+	"github.com/hermes/hermes/cmd/provider/anthropictest"
+)
+
+// The tests in this file drive the gateway's Messages API route with
+// anthropic-sdk-go, Anthropic's official Go client, so that what is sent
+// is what a real client sends and the answers must parse as it parses
+// them.
+
+// anthropicClient is an anthropic-sdk-go client of e's gateway that never
+// retries.
+func anthropicClient(e *testEnv, opts ...option.RequestOption) anthropic.Client {
+	return anthropic.NewClient(append([]option.RequestOption{
+		option.WithBaseURL(e.ts.URL),
+		option.WithAPIKey("unused"),
+		option.WithHTTPClient(e.ts.Client()),
+		option.WithMaxRetries(0),
+	}, opts...)...)
+}
+
+// anthropicSessionOf is a request option that keeps the session the
+// gateway names in its answer.
+func anthropicSessionOf(sid *string) option.RequestOption {
+	return option.WithMiddleware(func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		resp, err := next(req)
+		if err == nil {
+			*sid = resp.Header.Get(SessionHeader)
+		}
+		return resp, err
+	})
+}
+
+var messagesClientTool = []anthropic.ToolUnionParam{{OfTool: &anthropic.ToolParam{Name: "client_fn", InputSchema: anthropic.ToolInputSchemaParam{Properties: map[string]any{}}}}}
+
+func TestAnthropicSDK(t *testing.T) {
+	ctx := context.Background()
+	send := func(e *testEnv, stream bool, sid *string, tools []anthropic.ToolUnionParam, msgs ...anthropic.MessageParam) *anthropic.Message {
+		t.Helper()
+		client := anthropicClient(e)
+		params := anthropic.MessageNewParams{Model: "echo", MaxTokens: 1024, Messages: msgs, Tools: tools,
+			System: []anthropic.TextBlockParam{{Text: "Be brief.", CacheControl: anthropic.NewCacheControlEphemeralParam()}}}
+		if !stream {
+			m, err := client.Messages.New(ctx, params, anthropicSessionOf(sid))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}
+		s := client.Messages.NewStreaming(ctx, params, anthropicSessionOf(sid))
+		defer s.Close()
+		m := &anthropic.Message{}
+		for s.Next() {
+			if err := m.Accumulate(s.Current()); err != nil {
+				t.Fatalf("event %s: %v", s.Current().RawJSON(), err)
+			}
+		}
+		if err := s.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	for _, stream := range []bool{false, true} {
+		name := map[bool]string{false: "", true: " streamed"}[stream]
+
+		t.Run("text"+name, func(t *testing.T) {
+			e := newTestEnv(t, nil)
+			var sid string
+			m := send(e, stream, &sid, nil, anthropic.NewUserMessage(anthropic.NewTextBlock("hi")))
+			if len(m.Content) != 1 || m.Content[0].Type != "text" || m.Content[0].Text != echoText(2, "hi") ||
+				m.StopReason != anthropic.StopReasonEndTurn || !strings.HasPrefix(m.ID, "msg_") || m.Role != "assistant" || sid == "" {
+				t.Fatalf("message %s, session %q", m.RawJSON(), sid)
+			}
+			// The system prompt is stored as the session's first message,
+			// without its cache_control.
+			msgs := messages(t, e.sessions, sid)
+			if got := dump(msgs); !strings.Contains(got, `"role":"system","content":[{"type":"text","text":"Be brief."}]}`) {
+				t.Errorf("transcript %s", got)
+			}
+		})
+
+		// The model calls the client's tool; the client runs it and sends
+		// the result with its whole conversation, which continues the
+		// same session, found by its history.
+		t.Run("tool round trip"+name, func(t *testing.T) {
+			e := newTestEnv(t, func(o *Options) { o.Provider = callsOrAnswers("client_fn") })
+			var sid, next string
+			user := anthropic.NewUserMessage(anthropic.NewTextBlock("go"))
+			m := send(e, stream, &sid, messagesClientTool, user)
+			if len(m.Content) != 1 || m.Content[0].Type != "tool_use" || m.Content[0].ID != "call_1" || m.Content[0].Name != "client_fn" ||
+				string(m.Content[0].Input) != "{}" || m.StopReason != anthropic.StopReasonToolUse {
+				t.Fatalf("message %s", m.RawJSON())
+			}
+			m2 := send(e, stream, &next, messagesClientTool, user, m.ToParam(), anthropic.NewUserMessage(anthropic.NewToolResultBlock("call_1", "7", false)))
+			if len(m2.Content) != 1 || m2.Content[0].Text != "the answer is 7" || m2.StopReason != anthropic.StopReasonEndTurn {
+				t.Fatalf("message %s", m2.RawJSON())
+			}
+			if next != sid {
+				t.Errorf("the result went to session %s, the call was in %s", next, sid)
+			}
+			if got := roles(messages(t, e.sessions, sid)); got != "system user assistant tool assistant" {
+				t.Errorf("roles %s", got)
+			}
+		})
+	}
+
+	t.Run("error", func(t *testing.T) {
+		e := newTestEnv(t, func(o *Options) { o.Provider = callsOrAnswers("client_fn") })
+		client := anthropicClient(e)
+		_, err := client.Messages.New(ctx, anthropic.MessageNewParams{Model: "echo", MaxTokens: 10, Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("go"))}})
+		var apiErr *anthropic.Error
+		if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || !strings.Contains(apiErr.RawJSON(), `"type":"invalid_request_error"`) ||
+			!strings.Contains(apiErr.RawJSON(), "client_fn was not offered") {
+			t.Fatalf("%v", err)
+		}
+	})
+
+	t.Run("count tokens", func(t *testing.T) {
+		e := newTestEnv(t, nil)
+		client := anthropicClient(e)
+		n, err := client.Messages.CountTokens(ctx, anthropic.MessageCountTokensParams{Model: "echo", Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(strings.Repeat("word ", 300)))}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 300 words are at least 300 tokens: the estimate errs high.
+		if n.InputTokens < 300 {
+			t.Errorf("%d tokens", n.InputTokens)
+		}
+		if got := len(sessionsByKey(t, e.sessions, "")); got != 0 {
+			t.Errorf("count_tokens made %d sessions", got)
+		}
+	})
+}
+
+// Errors on the Messages API's routes have its shape, also those the
+// router and the key check answer.
+func TestMessagesErrorShape(t *testing.T) {
+	e := newTestEnv(t, func(o *Options) { o.APIKey = "sekret" })
+	for _, c := range []struct {
+		path, typ string
+		header    map[string]string
+		status    int
+	}{
+		{"/v1/messages", "authentication_error", map[string]string{"X-Api-Key": "wrong"}, 401},
+		{"/v1/messages/nope", "not_found_error", map[string]string{"X-Api-Key": "sekret"}, 404},
+		{"/v1/messages", "invalid_request_error", map[string]string{"Authorization": "Bearer sekret"}, 400},
+	} {
+		resp, body := e.do("POST", c.path, `{"model":"echo","max_tokens":5,"messages":[]}`, c.header)
+		if resp.StatusCode != c.status || !strings.HasPrefix(string(body), `{"type":"error","error":{"type":"`+c.typ+`","message":`) {
+			t.Errorf("%s %v: %d %s", c.path, c.header, resp.StatusCode, body)
+		}
+	}
+	resp, body := e.do("POST", "/v1/messages", `{"model":"echo","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`, map[string]string{"X-Api-Key": "sekret"})
+	mustStatus(t, resp, body, 200)
+	resp, body = e.do("GET", "/v1/models", nil, map[string]string{"X-Api-Key": "sekret", "Anthropic-Version": "2023-06-01"})
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"type":"model"`) || !strings.Contains(string(body), `"has_more":false`) {
+		t.Errorf("models: %d %s", resp.StatusCode, body)
+	}
+}
+
+// Through the gateway to an anthropic upstream with thinking on (the
+// strict fake): a client's tool round trip, streamed, then a second
+// turn; the upstream accepts every history (each thinking block sent back
+// as it came), and the conversation is one session.
+func TestMessagesOnAnthropicUpstream(t *testing.T) {
+	fake := &anthropictest.Server{SplitJSON: 1, Reply: func(r *anthropictest.Request) []anthropictest.Block {
+		last := r.Messages[len(r.Messages)-1].Content
+		if last[0].Type == "tool_result" {
+			return []anthropictest.Block{{Type: "text", Text: "done: " + r.LastText()}}
+		}
+		return []anthropictest.Block{{Type: "text", Text: "calling"}, {Type: "tool_use", ID: fmt.Sprintf("toolu_%d", len(r.Messages)), Name: "client_fn", Input: json.RawMessage(`{"q":"x"}`)}}
+	}}
+	up := httptest.NewServer(fake)
+	defer up.Close()
+	prov, err := provider.New(provider.Config{Name: "anthropic", BaseURL: up.URL, Model: "claude-test", Anthropic: provider.Anthropic{Thinking: "2048"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newTestEnv(t, func(o *Options) { o.Provider = prov })
+	client := anthropicClient(e)
+	ctx := context.Background()
+	var history []anthropic.MessageParam
+	var sids []string
+	turn := func(msg anthropic.MessageParam) *anthropic.Message {
+		t.Helper()
+		history = append(history, msg)
+		var sid string
+		s := client.Messages.NewStreaming(ctx, anthropic.MessageNewParams{Model: "claude-test", MaxTokens: 4096, Messages: history, Tools: messagesClientTool}, anthropicSessionOf(&sid))
+		defer s.Close()
+		m := &anthropic.Message{}
+		for s.Next() {
+			if err := m.Accumulate(s.Current()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Err(); err != nil {
+			t.Fatal(err)
+		}
+		history = append(history, m.ToParam())
+		sids = append(sids, sid)
+		return m
+	}
+	for i := range 2 {
+		m := turn(anthropic.NewUserMessage(anthropic.NewTextBlock(fmt.Sprintf("turn %d", i))))
+		// Streamed, the text comes first, as it arrived, then the
+		// thinking, then the call.
+		if len(m.Content) != 3 || m.Content[0].Text != "calling" || m.Content[1].Type != "thinking" || m.Content[1].Signature == "" || m.Content[2].Type != "tool_use" || string(m.Content[2].Input) != `{"q":"x"}` {
+			t.Fatalf("message %s", m.RawJSON())
+		}
+		m = turn(anthropic.NewUserMessage(anthropic.NewToolResultBlock(m.Content[2].ID, "result", false)))
+		if m.Content[0].Text != "done: result" {
+			t.Fatalf("message %s", m.RawJSON())
+		}
+	}
+	for _, r := range fake.Requests() {
+		if r.Status != 200 {
+			t.Errorf("the upstream refused a request: %s", r.Error)
+		}
+	}
+	for _, sid := range sids {
+		if sid != sids[0] {
+			t.Errorf("sessions %v: the conversation was split", sids)
+		}
+	}
+	if got := roles(messages(t, e.sessions, sids[0])); got != "user assistant tool assistant user assistant tool assistant" {
+		t.Errorf("roles %s", got)
+	}
+}
