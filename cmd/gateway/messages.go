@@ -344,14 +344,15 @@ func messagesTools(raw []json.RawMessage) ([]json.RawMessage, error) {
 		if t.Name == "" {
 			return nil, badRequest(fmt.Sprintf("tools.%d.name", i), "tools.%d.name: Field required", i)
 		}
-		fn := map[string]any{"name": t.Name}
-		if t.Description != "" {
-			fn["description"] = t.Description
+		type function struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description,omitempty"`
+			Parameters  json.RawMessage `json:"parameters,omitempty"`
 		}
-		if schema := set(t.InputSchema); schema != nil {
-			fn["parameters"] = compactJSON(schema)
-		}
-		b, _ := marshal(map[string]any{"type": "function", "function": fn})
+		b, _ := marshal(struct {
+			Type     string   `json:"type"`
+			Function function `json:"function"`
+		}{"function", function{t.Name, t.Description, compactJSON(set(t.InputSchema))}})
 		out = append(out, b)
 	}
 	return out, nil
