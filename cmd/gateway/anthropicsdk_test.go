@@ -240,3 +240,31 @@ func TestMessagesOnAnthropicUpstream(t *testing.T) {
 		t.Errorf("roles %s", got)
 	}
 }
+
+// Claude Code names its session in X-Claude-Code-Session-Id: the requests
+// that carry one go on in its session whatever became of the history the
+// client re-sends (its compaction replaces it with a summary), as a
+// client's thread does on the Responses API.
+func TestMessagesClaudeCodeSession(t *testing.T) {
+	e := newTestEnv(t, nil)
+	send := func(thread, text string) string {
+		t.Helper()
+		h := map[string]string{}
+		if thread != "" {
+			h["X-Claude-Code-Session-Id"] = thread
+		}
+		resp, body := e.do("POST", "/v1/messages?beta=true", `{"model":"echo","max_tokens":5,"messages":[{"role":"user","content":"`+text+`"}]}`, h)
+		mustStatus(t, resp, body, 200)
+		return resp.Header.Get(SessionHeader)
+	}
+	first := send("6f1c2a9e-0b7d-4c55-9a3e-2d8f1b7c4e10", "one")
+	if got := send("6f1c2a9e-0b7d-4c55-9a3e-2d8f1b7c4e10", "a summary of the conversation so far"); got != first {
+		t.Errorf("the thread's compacted history went to session %s, its session is %s", got, first)
+	}
+	if got := roles(messages(t, e.sessions, first)); got != "user assistant user assistant" {
+		t.Errorf("roles %s", got)
+	}
+	if got := send("", "a summary of the conversation so far"); got == first {
+		t.Errorf("a request naming no thread went to the thread's session")
+	}
+}

@@ -76,7 +76,10 @@ func (s *Server) decodeMessages(w http.ResponseWriter, r *http.Request) (request
 	if err != nil {
 		return request{}, nil, err
 	}
-	req := request{chat: true, msgs: msgs, stream: mr.Stream, wire: mr, model: mr.Model, tools: tools, params: messagesParams(mr)}
+	// A request that names its client's thread (Claude Code's session) is
+	// routed as a Responses request naming one is: the thread's session,
+	// whatever the client made of its history (a compacted one).
+	req := request{chat: threadOf(r) == "", msgs: msgs, stream: mr.Stream, wire: mr, model: mr.Model, tools: tools, params: messagesParams(mr)}
 	if err := s.pickModel(&req); err != nil {
 		return req, nil, err
 	}
