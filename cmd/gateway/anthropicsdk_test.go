@@ -253,7 +253,7 @@ func TestMessagesClaudeCodeSession(t *testing.T) {
 		if thread != "" {
 			h["X-Claude-Code-Session-Id"] = thread
 		}
-		resp, body := e.do("POST", "/v1/messages?beta=true", `{"model":"echo","max_tokens":5,"messages":[{"role":"user","content":"`+text+`"}]}`, h)
+		resp, body := e.do("POST", "/v1/messages?beta=true", `{"model":"echo","max_tokens":5,"tools":[{"name":"Bash","input_schema":{"type":"object"}}],"messages":[{"role":"user","content":"`+text+`"}]}`, h)
 		mustStatus(t, resp, body, 200)
 		return resp.Header.Get(SessionHeader)
 	}
@@ -266,5 +266,28 @@ func TestMessagesClaudeCodeSession(t *testing.T) {
 	}
 	if got := send("", "a summary of the conversation so far"); got == first {
 		t.Errorf("a request naming no thread went to the thread's session")
+	}
+}
+
+// Claude Code's side requests (a title, a quota check: no tools offered,
+// its session named) are answered and stored nowhere: the conversation's
+// session holds its turns only.
+func TestMessagesSideRequests(t *testing.T) {
+	e := newTestEnv(t, nil)
+	h := map[string]string{"X-Claude-Code-Session-Id": "0b7d6f1c-2a9e-4c55-9a3e-2d8f1b7c4e10"}
+	for _, stream := range []string{"false", "true"} {
+		resp, body := e.do("POST", "/v1/messages?beta=true", `{"model":"echo","max_tokens":1,"stream":`+stream+`,"messages":[{"role":"user","content":"quota"}]}`, h)
+		mustStatus(t, resp, body, 200)
+		if !strings.Contains(string(body), echoText(1, "quota")) || resp.Header.Get(SessionHeader) != "" {
+			t.Errorf("side request answered %s, session %q", body, resp.Header.Get(SessionHeader))
+		}
+	}
+	if got := len(sessionsByKey(t, e.sessions, "")); got != 0 {
+		t.Fatalf("side requests made %d sessions", got)
+	}
+	resp, body := e.do("POST", "/v1/messages?beta=true", `{"model":"echo","max_tokens":9,"tools":[{"name":"Bash","input_schema":{"type":"object"}}],"messages":[{"role":"user","content":"hi"}]}`, h)
+	mustStatus(t, resp, body, 200)
+	if got := roles(messages(t, e.sessions, resp.Header.Get(SessionHeader))); got != "user assistant" {
+		t.Errorf("the conversation's session holds %s", got)
 	}
 }

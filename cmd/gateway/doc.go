@@ -31,7 +31,11 @@
 // request, and is routed as one: by its history (or the session header, an
 // idempotency key); one that carries X-Claude-Code-Session-Id, Claude
 // Code's session, is routed as a Responses request naming its thread is
-// (routeThread), so that a compacted history goes on in its session. The request's system (a string, or text blocks as text
+// (routeThread), so that a compacted history goes on in its session. One
+// that carries it and offers no tools is a side request of Claude Code's
+// (a title, a quota check; the conversation's turns all offer its tools):
+// it is answered by one call of the provider (runSide), routed nowhere,
+// stored nowhere, and carries no X-Hermes-Session-Id. The request's system (a string, or text blocks as text
 // parts) is a system message first; a user message's tool_result blocks
 // are tool messages (content as a string or parts; is_error kept in the
 // message's is_error), its other blocks one user message after them; an

@@ -2,8 +2,10 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 
@@ -383,26 +385,34 @@ func messagesParams(mr *messagesRequest) provider.Params {
 // createMessage serves POST /v1/messages: the client sends its whole
 // conversation, routed as a chat completion's is.
 func (s *Server) createMessage(w http.ResponseWriter, r *http.Request) error {
-	req, _, err := s.decodeMessages(w, r)
+	req, mr, err := s.decodeMessages(w, r)
 	if err != nil {
 		return err
 	}
 	ctx := r.Context()
-	rt, err := s.router.routeRequest(ctx, r, req)
-	defer rt.release()
-	if err != nil {
-		return err
+	run := s.runSide
+	delivered := func(int64) {}
+	if !isSideRequest(r, mr) {
+		rt, err := s.router.routeRequest(ctx, r, req)
+		defer rt.release()
+		if err != nil {
+			return err
+		}
+		sid := rt.a.sess.ID
+		w.Header().Set(SessionHeader, sid)
+		run = func(ctx context.Context, req request, stream io.Writer, started func()) (turnOutcome, error) {
+			return s.run(ctx, &rt, req, stream, started)
+		}
+		delivered = func(count int64) { s.whenDelivered(w, sid, count) }
 	}
-	a := rt.a
-	w.Header().Set(SessionHeader, a.sess.ID)
 	id := "msg_" + randomID()
 	if !req.stream {
-		out, err := s.run(ctx, &rt, req, nil, nil)
+		out, err := run(ctx, req, nil, nil)
 		if err != nil {
 			return err
 		}
 		writeJSON(w, http.StatusOK, messageObject(id, orDefault(out.model, req.reported), out))
-		s.whenDelivered(w, a.sess.ID, out.count)
+		delivered(out.count)
 		return nil
 	}
 	var sse *sseWriter
@@ -415,7 +425,7 @@ func (s *Server) createMessage(w http.ResponseWriter, r *http.Request) error {
 		sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": index, "delta": map[string]any{"type": "text_delta", "text": string(p)}})
 		return len(p), nil
 	})
-	out, err := s.run(ctx, &rt, req, stream, func() {
+	out, err := run(ctx, req, stream, func() {
 		sse = startSSE(w)
 		sse.event("message_start", map[string]any{"type": "message_start", "message": map[string]any{
 			"id": id, "type": "message", "role": "assistant", "model": req.reported, "content": []any{},
@@ -459,8 +469,42 @@ func (s *Server) createMessage(w http.ResponseWriter, r *http.Request) error {
 	}
 	sse.event("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": msg.StopReason, "stop_sequence": nil}, "usage": msg.Usage})
 	sse.event("message_stop", map[string]any{"type": "message_stop"})
-	s.whenDelivered(w, a.sess.ID, out.count)
+	delivered(out.count)
 	return nil
+}
+
+// isSideRequest reports whether a request is one of Claude Code's side
+// requests: one that names a Claude Code session but offers no tools (a
+// title for the conversation, a check of the key's quota, a command's
+// classification), which every turn of the conversation itself offers.
+// It is no turn of the conversation, and makes no session of its own.
+func isSideRequest(r *http.Request, mr *messagesRequest) bool {
+	return r.Header.Get("X-Claude-Code-Session-Id") != "" && len(mr.Tools) == 0
+}
+
+// runSide answers a side request with one call of the provider, storing
+// nothing. A drain waits for it as for a turn.
+func (s *Server) runSide(ctx context.Context, req request, stream io.Writer, started func()) (turnOutcome, error) {
+	s.mu.Lock()
+	if s.abandoned {
+		s.mu.Unlock()
+		return turnOutcome{}, &apiError{status: 503, typ: "server_error", code: "shutting_down", msg: errStopping.Error()}
+	}
+	s.turns.Add(1)
+	s.mu.Unlock()
+	defer s.turns.Done()
+	prov := req.provider
+	if prov == nil {
+		prov = s.opts.Provider
+	}
+	if started != nil {
+		started()
+	}
+	reply, err := prov.Complete(ctx, provider.Request{History: provider.Messages(req.msgs), Model: req.upstream, Params: req.params, Stream: stream})
+	if err != nil {
+		return turnOutcome{}, err
+	}
+	return turnOutcome{reply: reply, model: reply.Model}, nil
 }
 
 // apiMessage is a Messages API message object.
