@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go"
@@ -289,5 +291,65 @@ func TestMessagesSideRequests(t *testing.T) {
 	mustStatus(t, resp, body, 200)
 	if got := roles(messages(t, e.sessions, resp.Header.Get(SessionHeader))); got != "user assistant" {
 		t.Errorf("the conversation's session holds %s", got)
+	}
+}
+
+// An anthropic upstream's stream that breaks off mid-block, or ends with
+// no stop reason: the client's stream ends with an error event, and the
+// transcript holds the user's message and nothing half-made.
+func TestMessagesUpstreamStreamBroken(t *testing.T) {
+	head := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"m\",\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}}\n\n" +
+		"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n" +
+		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"hel\"}}\n\n"
+	stop := "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+	for name, body := range map[string]string{"cut mid-block": head, "no message_delta": head + stop} {
+		t.Run(name, func(t *testing.T) {
+			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				io.WriteString(w, body)
+			}))
+			defer up.Close()
+			prov, err := provider.New(provider.Config{Name: "anthropic", BaseURL: up.URL, Model: "claude-test", MaxRetries: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := newTestEnv(t, func(o *Options) { o.Provider = prov })
+			var sid string
+			client := anthropicClient(e)
+			s := client.Messages.NewStreaming(context.Background(), anthropic.MessageNewParams{Model: "claude-test", MaxTokens: 10,
+				Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))}}, anthropicSessionOf(&sid))
+			defer s.Close()
+			for s.Next() {
+			}
+			// The error event, after the 200 that began the stream.
+			if err := s.Err(); err == nil || !strings.Contains(err.Error(), `{"type":"error","error":{"type":"api_error","message":"anthropic: stream`) {
+				t.Fatalf("stream error %v", err)
+			}
+			if got := roles(messages(t, e.sessions, sid)); got != "user" {
+				t.Errorf("transcript %s", got)
+			}
+		})
+	}
+}
+
+// A retry with the same Idempotency-Key gets the stored reply and runs
+// nothing; the key with another request is refused, in the API's shape.
+func TestMessagesIdempotencyKey(t *testing.T) {
+	var calls atomic.Int64
+	e := newTestEnv(t, countingEcho(&calls))
+	key := map[string]string{IdempotencyHeader: "k-1"}
+	body := `{"model":"echo","max_tokens":5,"messages":[{"role":"user","content":"hello"}]}`
+	resp, first := e.do("POST", "/v1/messages", body, key)
+	mustStatus(t, resp, first, 200)
+	sid := resp.Header.Get(SessionHeader)
+	resp, again := e.do("POST", "/v1/messages", body, key)
+	mustStatus(t, resp, again, 200)
+	text := func(b []byte) string { return decode[apiMessage](t, b).Content[0]["text"].(string) }
+	if calls.Load() != 1 || resp.Header.Get(SessionHeader) != sid || text(again) != text(first) {
+		t.Fatalf("%d calls; the retry got session %s, %s", calls.Load(), resp.Header.Get(SessionHeader), again)
+	}
+	resp, other := e.do("POST", "/v1/messages", `{"model":"echo","max_tokens":5,"messages":[{"role":"user","content":"hello there"}]}`, key)
+	if resp.StatusCode != 400 || !strings.HasPrefix(string(other), `{"type":"error","error":{"type":"invalid_request_error"`) {
+		t.Fatalf("the key with another request: %d %s", resp.StatusCode, other)
 	}
 }
