@@ -691,6 +691,10 @@ func addUsage(sum, u *provider.Usage) *provider.Usage {
 	sum.PromptTokens += u.PromptTokens
 	sum.CompletionTokens += u.CompletionTokens
 	sum.TotalTokens += u.TotalTokens
+	sum.CacheCreationInputTokens += u.CacheCreationInputTokens
+	sum.CacheReadInputTokens += u.CacheReadInputTokens
+	sum.CacheCreation5mInputTokens += u.CacheCreation5mInputTokens
+	sum.CacheCreation1hInputTokens += u.CacheCreation1hInputTokens
 	return sum
 }
 

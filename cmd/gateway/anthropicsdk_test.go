@@ -227,6 +227,11 @@ func TestMessagesOnAnthropicUpstream(t *testing.T) {
 		if m.Content[0].Text != "done: result" {
 			t.Fatalf("message %s", m.RawJSON())
 		}
+		// The provider's cache counts reach the client: this request read
+		// what the one before wrote.
+		if m.Usage.CacheReadInputTokens == 0 {
+			t.Errorf("usage %s", m.Usage.RawJSON())
+		}
 	}
 	for _, r := range fake.Requests() {
 		if r.Status != 200 {
