@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
+	"sync"
 
 	"github.com/hermes/hermes/fsstore/sessions"
 )
@@ -33,6 +34,8 @@ type conversion struct {
 	// leading is true until the first message that is not a system one:
 	// the system messages before it are the request's system prompt.
 	leading bool
+	// scratch holds the blocks of the message being converted.
+	scratch []span
 }
 
 func (c *conversion) block(write func(b *bytes.Buffer)) span {
@@ -58,17 +61,30 @@ func (c *conversion) textBlock(text string) (span, bool) {
 // to returns the message that blocks of role go to: the last one when it
 // has that role, else a new one.
 func (c *conversion) to(role string) *apiMessage {
-	if n := len(c.messages); n > 0 && c.messages[n-1].role == role {
+	n := len(c.messages)
+	if n > 0 && c.messages[n-1].role == role {
 		return &c.messages[n-1]
 	}
+	if n < cap(c.messages) {
+		// A pooled conversion's message: its lists' room is reused.
+		c.messages = c.messages[:n+1]
+		m := &c.messages[n]
+		*m = apiMessage{role: role, blocks: m.blocks[:0], calls: m.calls[:0]}
+		return m
+	}
 	c.messages = append(c.messages, apiMessage{role: role})
-	return &c.messages[len(c.messages)-1]
+	return &c.messages[n]
 }
+
+// conversions keeps conversions for reuse: a turn's request is as long as
+// the last one and more, and growing the buffers again each turn would cost
+// more than the conversion itself.
+var conversions = sync.Pool{New: func() any { return &conversion{} }}
 
 // add converts one transcript message.
 func (c *conversion) add(m sessions.Message) {
 	if m.Role == "system" && c.leading {
-		c.system = append(c.system, c.parts(m.Content)...)
+		c.system = c.parts(c.system, m.Content)
 		return
 	}
 	c.leading = false
@@ -78,32 +94,41 @@ func (c *conversion) add(m sessions.Message) {
 	case "tool":
 		c.addResult(m)
 	default: // user, and system notes amid the conversation, which the API has no place for
-		blocks := c.parts(m.Content)
-		if len(blocks) > 0 {
+		if c.scratch = c.parts(c.scratch[:0], m.Content); len(c.scratch) > 0 {
 			to := c.to("user")
-			to.blocks = append(to.blocks, blocks...)
+			to.blocks = append(to.blocks, c.scratch...)
 		}
 	}
 }
 
-// parts converts a content value to blocks: a string is one text block;
+// parts appends to dst the blocks of a content value: a string is one
+// text block;
 // in a list, a text part is a text block, an image_url part an image
 // block, and a part of any other type (one in the Messages API's own
 // shape, as a client of the gateway's Anthropic route sent it) goes as it
 // is.
-func (c *conversion) parts(content json.RawMessage) []span {
+func (c *conversion) parts(dst []span, content json.RawMessage) []span {
 	if isNull(content) {
-		return nil
+		return dst
+	}
+	if content[0] == '"' {
+		// A string content is a JSON string already: its bytes are the
+		// block's text as they are.
+		if string(content) == `""` {
+			return dst
+		}
+		return append(dst, c.block(func(b *bytes.Buffer) {
+			b.WriteString(`{"type":"text","text":`)
+			b.Write(content)
+			b.WriteByte('}')
+		}))
 	}
 	if content[0] != '[' {
-		if s, ok := c.textBlock(sessions.ContentText(content)); ok {
-			return []span{s}
-		}
-		return nil
+		return dst
 	}
 	var parts []json.RawMessage
 	json.Unmarshal(content, &parts) // the store checked it is a list
-	var out []span
+	out := dst
 	for _, raw := range parts {
 		var p struct {
 			Type     string `json:"type"`
@@ -150,16 +175,17 @@ func writeImage(b *bytes.Buffer, u string) {
 // addAssistant converts an assistant message: its thinking blocks as they
 // were stored, then its text, then a tool_use block for each call.
 func (c *conversion) addAssistant(m sessions.Message) {
-	var blocks []span
+	blocks := c.scratch[:0]
 	var thinking []json.RawMessage
-	json.Unmarshal(m.Extra[ThinkingBlocks], &thinking) // anything but a list counts as none
+	if raw, ok := m.Extra[ThinkingBlocks]; ok {
+		json.Unmarshal(raw, &thinking) // anything but a list counts as none
+	}
 	for _, t := range thinking {
 		blocks = append(blocks, c.block(func(b *bytes.Buffer) { b.Write(t) }))
 	}
-	blocks = append(blocks, c.parts(m.Content)...)
-	var ids []string
-	for _, call := range requestToolCalls(m) {
-		ids = append(ids, call.ID)
+	blocks = c.parts(blocks, m.Content)
+	calls := requestToolCalls(m)
+	for _, call := range calls {
 		blocks = append(blocks, c.block(func(b *bytes.Buffer) {
 			b.WriteString(`{"type":"tool_use","id":`)
 			writeJSON(b, call.ID)
@@ -170,12 +196,15 @@ func (c *conversion) addAssistant(m sessions.Message) {
 			b.WriteByte('}')
 		}))
 	}
+	c.scratch = blocks
 	if len(blocks) == 0 {
 		return // the API refuses an empty message; the one around it merge
 	}
 	to := c.to("assistant")
 	to.blocks = append(to.blocks, blocks...)
-	to.calls = append(to.calls, ids...)
+	for _, call := range calls {
+		to.calls = append(to.calls, call.ID)
+	}
 }
 
 // writeInput writes a call's arguments as a tool_use input: the JSON
@@ -208,11 +237,16 @@ func (c *conversion) addResult(m sessions.Message) {
 		}
 		return
 	}
-	content := c.parts(m.Content)
+	content := c.scratch[:0]
+	if len(m.Content) > 0 && m.Content[0] == '[' {
+		content = c.parts(content, m.Content)
+	}
+	c.scratch = content
 	s := c.block(func(b *bytes.Buffer) {
 		b.WriteString(`{"type":"tool_result","tool_use_id":`)
 		writeJSON(b, m.ToolCallID)
-		if len(content) > 0 {
+		switch {
+		case len(content) > 0:
 			b.WriteString(`,"content":[`)
 			for i, p := range content {
 				if i > 0 {
@@ -221,6 +255,9 @@ func (c *conversion) addResult(m sessions.Message) {
 				b.Write(c.buf.Bytes()[p.start:p.end])
 			}
 			b.WriteByte(']')
+		case len(m.Content) > 0 && m.Content[0] == '"' && string(m.Content) != `""`:
+			b.WriteString(`,"content":`)
+			b.Write(m.Content)
 		}
 		if string(m.Extra["is_error"]) == "true" {
 			b.WriteString(`,"is_error":true`)
@@ -250,7 +287,10 @@ func contains(list []string, s string) bool {
 // after the system prompt, on the last block of the message the previous
 // request ended with and on the last block of this one.
 func (p *anthropic) requestBody(model string, req Request) ([]byte, error) {
-	c := &conversion{leading: true}
+	c := conversions.Get().(*conversion)
+	c.buf.Reset()
+	c.system, c.messages, c.leading = c.system[:0], c.messages[:0], true
+	defer conversions.Put(c)
 	if err := req.History.Each(func(m sessions.Message) error { c.add(m); return nil }); err != nil {
 		return nil, err
 	}

@@ -83,7 +83,7 @@ func TestAnthropicRequestShape(t *testing.T) {
 		`"messages":[` +
 		`{"role":"user","content":[{"type":"text","text":"weather in Paris?"},{"type":"text","text":"and Rome"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AAAA"}` + cc + `}]},` +
 		`{"role":"assistant","content":[{"type":"text","text":"looking"},{"type":"tool_use","id":"call_1","name":"get_weather","input":{"city":"Paris"}}]},` +
-		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"call_1","content":[{"type":"text","text":"18C"}],"is_error":true},{"type":"text","text":"a note"},{"type":"text","text":"result of tool call call_9: late"},{"type":"text","text":"and tomorrow?"` + cc + `}]}],` +
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"call_1","content":"18C","is_error":true},{"type":"text","text":"a note"},{"type":"text","text":"result of tool call call_9: late"},{"type":"text","text":"and tomorrow?"` + cc + `}]}],` +
 		`"tools":[{"name":"get_weather","description":"The weather","input_schema":{"type":"object","properties":{"city":{"type":"string"}}}` + cc + `}],` +
 		`"tool_choice":{"type":"any"},"temperature":0.5,"stop_sequences":["END"]}`
 	if string(body) != want {
