@@ -121,9 +121,9 @@
 //     block for each call, whose input is the arguments' JSON object ({}
 //     for arguments that are not one); a message left with no block is
 //     left out;
-//   - a tool message is a tool_result block (is_error when its Extra
-//     "is_error" is true) when the assistant message just before called
-//     it, else a user text block "result of tool call ID: …", since the
+//   - a tool message is a tool_result block (its content a string as the
+//     string it is, a list as blocks; is_error when its Extra "is_error"
+//     is true) when the assistant message just before called it, else a user text block "result of tool call ID: …", since the
 //     API refuses a result that answers no call of the message before;
 //   - consecutive messages of one role are merged into one, the
 //     tool_result blocks of a user message first.
