@@ -20,11 +20,13 @@ import (
 
 // anthropicRule is a line of an anthropic-server script: the blocks
 // (text, tool_use) that answer the first request whose last message's
-// text holds match, times times (default 1, -1 for no limit).
+// text holds match, times times (default 1, -1 for no limit), with
+// stop_reason when set.
 type anthropicRule struct {
-	Match  string                `json:"match"`
-	Times  int                   `json:"times"`
-	Blocks []anthropictest.Block `json:"blocks"`
+	Match      string                `json:"match"`
+	Times      int                   `json:"times"`
+	Blocks     []anthropictest.Block `json:"blocks"`
+	StopReason string                `json:"stop_reason"`
 }
 
 // anthropicServerCmd is `anthropic-server start FILE`: the strict fake
@@ -60,6 +62,7 @@ func anthropicServerCmd(servers *sync.Map) func(ts *testscript.TestScript, neg b
 				rules = append(rules, r)
 			}
 			var mu sync.Mutex
+			stops := map[*anthropictest.Request]string{}
 			fake := &anthropictest.Server{Reply: func(req *anthropictest.Request) []anthropictest.Block {
 				mu.Lock()
 				defer mu.Unlock()
@@ -67,10 +70,15 @@ func anthropicServerCmd(servers *sync.Map) func(ts *testscript.TestScript, neg b
 				for _, r := range rules {
 					if r.Times != 0 && strings.Contains(last, r.Match) {
 						r.Times--
+						stops[req] = r.StopReason
 						return r.Blocks
 					}
 				}
 				return []anthropictest.Block{{Type: "text", Text: "no rule for: " + last}}
+			}, Stop: func(req *anthropictest.Request) string {
+				mu.Lock()
+				defer mu.Unlock()
+				return stops[req]
 			}}
 			log := filepath.Join(ts.Getenv("WORK"), "anthropic-requests.jsonl")
 			handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -3,6 +3,7 @@ package cmd
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -590,7 +591,34 @@ func (ch *chatter) run(ctx context.Context, input []sessions.Message) (turnResul
 	if res.StepLimit {
 		ch.e.warn(fmt.Sprintf("the turn stopped after %d steps (agent.max_steps); session %s is consistent and can go on", res.Steps, sess.ID))
 	}
+	if notice := stopNotice(res.Added); notice != "" {
+		ch.e.warn(notice)
+	}
 	return turnResult{SessionID: sess.ID, Reply: res.Text(), MessageCount: res.Count, Usage: res.Usage, Steps: res.Steps, StepLimit: res.StepLimit}, nil
+}
+
+// stopNotice says why a reply ended, when its last assistant message
+// stored a stop reason the user should know of (the anthropic
+// provider's): cut at max_tokens, refused, out of context; else "".
+func stopNotice(added []sessions.Message) string {
+	var reason string
+	for _, m := range added {
+		if m.Role == "assistant" {
+			reason = ""
+			json.Unmarshal(m.Extra[provider.StopReason], &reason)
+		}
+	}
+	switch reason {
+	case "max_tokens":
+		return "the reply stopped at its token limit (max_tokens); ask the model to go on to get the rest"
+	case "refusal":
+		return "the model declined to answer (stop reason refusal)"
+	case "model_context_window_exceeded":
+		return "the reply stopped at the end of the model's context window; compress the session (/compress) to go on"
+	case "pause_turn":
+		return "the model paused its turn (pause_turn); send a message to let it go on"
+	}
+	return ""
 }
 
 // compressIfDue compresses sess before a turn when its history has

@@ -106,6 +106,10 @@ func (r *Request) LastText() string {
 // nil, the answer is the text "ok".
 type Server struct {
 	Reply func(r *Request) []Block
+	// Stop, when set and not empty for a request, is its answer's stop
+	// reason (max_tokens, refusal, …); else tool_use when the answer calls
+	// a tool, end_turn when not.
+	Stop func(r *Request) string
 	// SplitJSON is the size, in characters, of a streamed tool input's
 	// input_json_delta pieces; 0 sends each whole.
 	SplitJSON int
@@ -168,6 +172,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if b.Type == "tool_use" {
 			stop = "tool_use"
 		}
+	}
+	if s.Stop != nil && s.Stop(req) != "" {
+		stop = s.Stop(req)
 	}
 	s.mu.Lock()
 	s.n++
