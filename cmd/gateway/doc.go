@@ -68,7 +68,9 @@
 // Every error on /v1/messages and below is in the Messages API's shape,
 // its type from the status (messagesErrorType); fail, the one place
 // errors are written, chooses the shape by path. count_tokens decodes the
-// request as a message's, stores nothing, and answers (len(system) +
+// request as a message's, stores nothing, and answers the provider's own
+// count when it has one (provider.TokenCounter: anthropic), else
+// (len(system) +
 // each message's content and role + 8 + each tool) / 3 tokens: JSON bytes
 // over 3, above the 4 or so bytes a token English text runs at, so that a
 // client that compacts at a token budget does it early rather than late.

@@ -561,13 +561,26 @@ func messageObject(id, model string, out turnOutcome) apiMessage {
 	return msg
 }
 
-// countTokens serves POST /v1/messages/count_tokens: an estimate that
+// countTokens serves POST /v1/messages/count_tokens: the provider's own
+// count when it has one (anthropic's count_tokens), else an estimate that
 // errs high, one token for every 3 bytes of the request's system prompt,
-// messages and tools as JSON.
+// messages and tools as JSON. It stores nothing.
 func (s *Server) countTokens(w http.ResponseWriter, r *http.Request) error {
-	_, mr, err := s.decodeMessages(w, r)
+	req, mr, err := s.decodeMessages(w, r)
 	if err != nil {
 		return err
+	}
+	prov := req.provider
+	if prov == nil {
+		prov = s.opts.Provider
+	}
+	if tc, ok := prov.(provider.TokenCounter); ok {
+		n, err := tc.CountTokens(r.Context(), provider.Request{History: provider.Messages(req.msgs), Tools: req.tools, Model: req.upstream})
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, map[string]int{"input_tokens": n})
+		return nil
 	}
 	n := len(mr.System)
 	for _, m := range mr.Messages {

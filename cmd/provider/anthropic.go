@@ -148,7 +148,7 @@ func (p *anthropic) Name() string { return "anthropic" }
 func (p *anthropic) Complete(ctx context.Context, req Request) (Reply, error) {
 	ctx, cancel := withTimeout(ctx, p.timeout)
 	defer cancel()
-	body, err := p.requestBody(firstNonEmpty(req.Model, p.model), req)
+	body, err := p.requestBody(firstNonEmpty(req.Model, p.model), req, false)
 	if err != nil {
 		return Reply{}, &Error{Provider: "anthropic", Message: "anthropic: reading the transcript: " + oneLine(err.Error()), Err: err}
 	}
@@ -158,48 +158,47 @@ func (p *anthropic) Complete(ctx context.Context, req Request) (Reply, error) {
 	})
 }
 
+// TokenCounter is a provider that can say how many input tokens a
+// request would take: anthropic, by the API's count_tokens endpoint.
+type TokenCounter interface {
+	CountTokens(ctx context.Context, req Request) (int, error)
+}
+
+// CountTokens asks the API's count_tokens endpoint how many input tokens
+// req would take, with the provider's retries and timeout.
+func (p *anthropic) CountTokens(ctx context.Context, req Request) (int, error) {
+	ctx, cancel := withTimeout(ctx, p.timeout)
+	defer cancel()
+	body, err := p.requestBody(firstNonEmpty(req.Model, p.model), req, true)
+	if err != nil {
+		return 0, &Error{Provider: "anthropic", Message: "anthropic: reading the transcript: " + oneLine(err.Error()), Err: err}
+	}
+	var n int
+	_, err = withRetries(ctx, "anthropic", p.timeout, p.maxRetries, &streamWriter{}, func() (Reply, *Error) {
+		resp, perr := p.post(ctx, p.url+"/count_tokens", body, false)
+		if perr != nil {
+			return Reply{}, perr
+		}
+		defer resp.Body.Close()
+		var count struct {
+			InputTokens *int `json:"input_tokens"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&count); err != nil || count.InputTokens == nil {
+			return Reply{}, anthropicBad("malformed count_tokens response")
+		}
+		n = *count.InputTokens
+		return Reply{}, nil
+	})
+	return n, err
+}
+
 // attempt sends one request. Its error says whether a retry may help.
 func (p *anthropic) attempt(ctx context.Context, body []byte, stream *streamWriter) (Reply, *Error) {
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url, bytes.NewReader(body))
-	if err != nil {
-		return Reply{}, &Error{Provider: "anthropic", Message: "anthropic: " + err.Error(), Err: err}
-	}
-	hreq.Header.Set("Content-Type", "application/json")
-	hreq.Header.Set("Anthropic-Version", p.version)
-	if p.beta != "" {
-		hreq.Header.Set("Anthropic-Beta", p.beta)
-	}
-	if stream.w != nil {
-		hreq.Header.Set("Accept", "text/event-stream")
-	} else {
-		hreq.Header.Set("Accept", "application/json")
-	}
-	if p.apiKey != "" {
-		if p.bearer {
-			hreq.Header.Set("Authorization", "Bearer "+p.apiKey)
-		} else {
-			hreq.Header.Set("X-Api-Key", p.apiKey)
-		}
-	}
-	resp, err := p.client.Do(hreq)
-	if err != nil {
-		return Reply{}, &Error{Provider: "anthropic", Message: "anthropic: " + oneLine(err.Error()), Err: err, retryable: true, retryAfter: -1}
+	resp, perr := p.post(ctx, p.url, body, stream.w != nil)
+	if perr != nil {
+		return Reply{}, perr
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-		text := errorText(data)
-		return Reply{}, &Error{
-			Provider:   "anthropic",
-			StatusCode: resp.StatusCode,
-			Said:       text,
-			Code:       anthropicErrorType(data),
-			Message:    fmt.Sprintf("anthropic: HTTP %d: %s", resp.StatusCode, text),
-			// 529 is the API's "overloaded".
-			retryable:  resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500,
-			retryAfter: parseRetryAfter(resp.Header.Get("Retry-After")),
-		}
-	}
 	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if stream.w != nil && mediaType != "application/json" {
 		return readAnthropicStream(resp.Body, stream)
@@ -220,6 +219,52 @@ func (p *anthropic) attempt(ctx context.Context, body []byte, stream *streamWrit
 		stream.WriteString(reply.Messages[0].Text())
 	}
 	return reply, perr
+}
+
+// post sends body to url with the API's headers; a response with an
+// error status is its *Error, its body read and closed.
+func (p *anthropic) post(ctx context.Context, url string, body []byte, stream bool) (*http.Response, *Error) {
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, &Error{Provider: "anthropic", Message: "anthropic: " + err.Error(), Err: err}
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Anthropic-Version", p.version)
+	if p.beta != "" {
+		hreq.Header.Set("Anthropic-Beta", p.beta)
+	}
+	if stream {
+		hreq.Header.Set("Accept", "text/event-stream")
+	} else {
+		hreq.Header.Set("Accept", "application/json")
+	}
+	if p.apiKey != "" {
+		if p.bearer {
+			hreq.Header.Set("Authorization", "Bearer "+p.apiKey)
+		} else {
+			hreq.Header.Set("X-Api-Key", p.apiKey)
+		}
+	}
+	resp, err := p.client.Do(hreq)
+	if err != nil {
+		return nil, &Error{Provider: "anthropic", Message: "anthropic: " + oneLine(err.Error()), Err: err, retryable: true, retryAfter: -1}
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	text := errorText(data)
+	return nil, &Error{
+		Provider:   "anthropic",
+		StatusCode: resp.StatusCode,
+		Said:       text,
+		Code:       anthropicErrorType(data),
+		Message:    fmt.Sprintf("anthropic: HTTP %d: %s", resp.StatusCode, text),
+		// 529 is the API's "overloaded".
+		retryable:  resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500,
+		retryAfter: parseRetryAfter(resp.Header.Get("Retry-After")),
+	}
 }
 
 // anthropicErrorType is the error.type of an error body

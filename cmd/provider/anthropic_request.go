@@ -285,8 +285,14 @@ func contains(list []string, s string) bool {
 // same from one request to the next, so that the cache breakpoints find
 // what the previous request wrote: the breakpoints go after the tools,
 // after the system prompt, on the last block of the message the previous
-// request ended with and on the last block of this one.
-func (p *anthropic) requestBody(model string, req Request) ([]byte, error) {
+// request ended with and on the last block of this one. For count_tokens
+// (count), it holds what that endpoint takes: model, system, messages,
+// tools and thinking, without breakpoints.
+func (p *anthropic) requestBody(model string, req Request, count bool) ([]byte, error) {
+	cache := p.cache
+	if count {
+		cache = ""
+	}
 	c := conversions.Get().(*conversion)
 	c.buf.Reset()
 	c.system, c.messages, c.leading = c.system[:0], c.messages[:0], true
@@ -298,18 +304,20 @@ func (p *anthropic) requestBody(model string, req Request) ([]byte, error) {
 	b.Grow(c.buf.Len() + 1024)
 	b.WriteString(`{"model":`)
 	writeJSON(&b, model)
-	b.WriteString(`,"max_tokens":`)
-	if max := firstRaw(req.Params.MaxTokens, req.Params.MaxCompletionTokens); max != nil {
-		b.Write(max)
-	} else {
-		b.WriteString(itoa(p.maxTokens))
+	if !count {
+		b.WriteString(`,"max_tokens":`)
+		if max := firstRaw(req.Params.MaxTokens, req.Params.MaxCompletionTokens); max != nil {
+			b.Write(max)
+		} else {
+			b.WriteString(itoa(p.maxTokens))
+		}
 	}
 	blocks := c.buf.Bytes()
 	writeBlock := func(s span, breakpoint bool) {
-		if breakpoint && p.cache != "" && s.end > s.start {
+		if breakpoint && cache != "" && s.end > s.start {
 			b.Write(blocks[s.start : s.end-1])
 			b.WriteString(`,"cache_control":`)
-			b.WriteString(p.cache)
+			b.WriteString(cache)
 			b.WriteByte('}')
 			return
 		}
@@ -360,20 +368,24 @@ func (p *anthropic) requestBody(model string, req Request) ([]byte, error) {
 				b.WriteByte(',')
 			}
 			writeTool(&b, t)
-			if i == len(req.Tools)-1 && p.cache != "" {
+			if i == len(req.Tools)-1 && cache != "" {
 				b.Truncate(b.Len() - 1)
 				b.WriteString(`,"cache_control":`)
-				b.WriteString(p.cache)
+				b.WriteString(cache)
 				b.WriteByte('}')
 			}
 		}
 		b.WriteByte(']')
 	}
-	writeAnthropicParams(&b, req.Params, len(req.Tools) > 0)
 	if p.thinking != "" {
 		b.WriteString(`,"thinking":`)
 		b.WriteString(p.thinking)
 	}
+	if count {
+		b.WriteByte('}')
+		return b.Bytes(), nil
+	}
+	writeAnthropicParams(&b, req.Params, len(req.Tools) > 0)
 	if p.output != "" {
 		b.WriteString(`,"output_config":`)
 		b.WriteString(p.output)

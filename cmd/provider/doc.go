@@ -167,6 +167,11 @@
 // error event fails the call with the API's message; a stream that ends
 // before message_stop, with a block open, without a stop reason, or with a
 // delta for a block not open, fails it too: nothing half-made is returned.
+// CountTokens (TokenCounter) asks {BaseURL}/v1/messages/count_tokens for a
+// request's input tokens: the same conversion, without max_tokens, the
+// parameters, stream or cache breakpoints, which that endpoint does not
+// take.
+//
 // Retries and error statuses are as openai's (429 and 5xx, 529
 // "overloaded" included; an overloaded or api error event before any text
 // too); an error status's Code is the body's error.type.

@@ -18,8 +18,10 @@
 // prefix (tools, system, messages, each block less its cache_control) up
 // to a breakpoint are written; a later request whose prefix up to one of
 // its breakpoints, or up to one of the 20 blocks before it, is byte for
-// byte one written reads it. Tokens are counted as a block's bytes / 4.
-// Every request is recorded, with the usage the fake answered.
+// byte one written reads it. Tokens are counted as a block's bytes / 4;
+// POST /v1/messages/count_tokens answers the count of a request (and
+// refuses max_tokens and stream, which it does not take). Every request is
+// recorded, with the usage the fake answered.
 package anthropictest
 
 import (
@@ -32,6 +34,7 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 )
 
@@ -72,9 +75,12 @@ type Request struct {
 	Messages []Message
 	Thinking bool // thinking was enabled or adaptive
 	Stream   bool
-	Status   int    // the status it was answered with
-	Error    string // the message of a refusal
-	Usage    Usage
+	// Count: a request of POST /v1/messages/count_tokens, answered its
+	// Usage.InputTokens.
+	Count  bool
+	Status int    // the status it was answered with
+	Error  string // the message of a refusal
+	Usage  Usage
 }
 
 // LastText is the text of the request's last message's text blocks and
@@ -150,7 +156,7 @@ type refusal string
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
-	req := &Request{Header: r.Header.Clone(), Body: body}
+	req := &Request{Header: r.Header.Clone(), Body: body, Count: strings.HasSuffix(r.URL.Path, "/count_tokens")}
 	s.mu.Lock()
 	s.requests = append(s.requests, req)
 	err := s.check(req)
@@ -163,6 +169,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.Status = http.StatusOK
+	if req.Count {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"input_tokens":%d}`, req.Usage.InputTokens)
+		return
+	}
 	blocks := []Block{{Type: "text", Text: "ok"}}
 	if s.Reply != nil {
 		blocks = s.Reply(req)
@@ -256,7 +267,12 @@ func (s *Server) check(req *Request) refusal {
 		return "model: Field required"
 	}
 	req.Model, req.Stream = *w.Model, w.Stream
-	if w.MaxTokens == nil || *w.MaxTokens < 1 {
+	switch {
+	case req.Count && w.MaxTokens != nil:
+		return "max_tokens: Extra inputs are not permitted"
+	case req.Count && w.Stream:
+		return "stream: Extra inputs are not permitted"
+	case !req.Count && (w.MaxTokens == nil || *w.MaxTokens < 1):
 		return "max_tokens: Field required"
 	}
 	req.Thinking = w.Thinking != nil && (w.Thinking.Type == "enabled" || w.Thinking.Type == "adaptive")
@@ -376,6 +392,12 @@ func (s *Server) check(req *Request) refusal {
 	}
 	if len(calls) > 0 {
 		return refusal(fmt.Sprintf("messages.%d: `tool_use` ids were found without `tool_result` blocks immediately after", len(w.Messages)-1))
+	}
+	if req.Count {
+		for _, seg := range segs {
+			req.Usage.InputTokens += tokens(seg)
+		}
+		return ""
 	}
 	return s.account(req, segs, ttls)
 }
