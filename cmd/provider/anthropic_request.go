@@ -3,6 +3,7 @@ package provider
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"sync"
 
@@ -226,9 +227,9 @@ func (c *conversion) addResult(m sessions.Message) {
 	n := len(c.messages)
 	called := false
 	if n > 0 && c.messages[n-1].role == "assistant" {
-		called = contains(c.messages[n-1].calls, m.ToolCallID)
+		called = slices.Contains(c.messages[n-1].calls, m.ToolCallID)
 	} else if n > 1 && c.messages[n-1].role == "user" && c.messages[n-2].role == "assistant" {
-		called = contains(c.messages[n-2].calls, m.ToolCallID)
+		called = slices.Contains(c.messages[n-2].calls, m.ToolCallID)
 	}
 	if !called {
 		if s, ok := c.textBlock("result of tool call " + m.ToolCallID + ": " + sessions.ContentText(m.Content)); ok {
@@ -269,15 +270,6 @@ func (c *conversion) addResult(m sessions.Message) {
 	copy(to.blocks[to.results+1:], to.blocks[to.results:])
 	to.blocks[to.results] = s
 	to.results++
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // requestBody is the Messages API request. The bytes of everything a

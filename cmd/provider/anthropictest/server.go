@@ -33,6 +33,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -347,7 +348,7 @@ func (s *Server) check(req *Request) refusal {
 			}
 			switch b.Type {
 			case "tool_result":
-				if m.Role != "user" || !contains(calls, b.ToolUseID) || results[b.ToolUseID] {
+				if m.Role != "user" || !slices.Contains(calls, b.ToolUseID) || results[b.ToolUseID] {
 					return refusal(fmt.Sprintf("%s.content.%d: unexpected `tool_use_id` found in `tool_result` blocks: %s. Each `tool_result` block must have a corresponding `tool_use` block in the previous message.", where, j, b.ToolUseID))
 				}
 				if others {
@@ -476,15 +477,6 @@ func (s *Server) Redact(data string) {
 		s.redacted, s.cache = map[string]bool{}, map[string]bool{}
 	}
 	s.redacted[data] = true
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func firstNonEmpty(values ...string) string {
