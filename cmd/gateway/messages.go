@@ -280,50 +280,22 @@ func compactJSON(raw json.RawMessage) json.RawMessage {
 	return b.Bytes()
 }
 
-// assistantMessage converts an assistant message: its text blocks'
+// assistantMessage converts an assistant message as the anthropic
+// provider stores a reply (provider.AssistantMessage): its text blocks'
 // text as content, its tool_use blocks as tool calls, its thinking and
-// redacted_thinking blocks kept as they came (provider.ThinkingBlocks).
+// redacted_thinking blocks kept as they came, less their cache_control.
 // Other blocks (server tools') are left out.
 func assistantMessage(param string, content json.RawMessage, blocks []json.RawMessage) (sessions.Message, error) {
-	m := sessions.Message{Role: "assistant"}
 	if blocks == nil {
-		m.Content = content
-		return m, nil
+		return sessions.Message{Role: "assistant", Content: content}, nil
 	}
-	var text strings.Builder
-	var calls []provider.ToolCall
-	var thinking []json.RawMessage
+	kept := make([]json.RawMessage, len(blocks))
 	for j, raw := range blocks {
-		var b messagesBlock
-		if err := json.Unmarshal(raw, &b); err != nil {
-			return m, badRequest(fmt.Sprintf("%s.content.%d", param, j), "%s.content.%d: %v", param, j, err)
-		}
-		switch b.Type {
-		case "text":
-			text.WriteString(b.Text)
-		case "thinking", "redacted_thinking":
-			thinking = append(thinking, withoutCacheControl(raw))
-		case "tool_use":
-			args := "{}"
-			if in := set(b.Input); in != nil {
-				args = string(compactJSON(in))
-			}
-			calls = append(calls, provider.ToolCall{ID: b.ID, Type: "function", Function: provider.ToolFunction{Name: b.Name, Arguments: args}})
-		}
+		kept[j] = withoutCacheControl(raw)
 	}
-	switch {
-	case text.Len() > 0:
-		m.Content = sessions.TextContent(text.String())
-	case calls != nil:
-		m.Content = json.RawMessage("null")
-	default:
-		m.Content = sessions.TextContent("")
-	}
-	if calls != nil {
-		m.ToolCalls, _ = marshal(calls)
-	}
-	if thinking != nil {
-		m.Extra = map[string]json.RawMessage{provider.ThinkingBlocks: joinParts(thinking)}
+	m, err := provider.AssistantMessage(kept)
+	if err != nil {
+		return m, badRequest(param+".content", "%s.%v", param, err)
 	}
 	return m, nil
 }

@@ -374,12 +374,45 @@ func (msg anthropicMessage) reply() (Reply, *Error) {
 }
 
 // assistantReply builds the reply message from its content blocks (raw[i]
-// is blocks[i] as the API sent it): the text blocks' text as content (null
-// when there is none and the message calls tools), each tool_use as a
-// tool call, the thinking and redacted_thinking blocks kept as they came
-// in Extra, the stop reason in Extra when it is worth telling. Blocks of
-// other types (server tools') are left out.
+// is blocks[i] as the API sent it), as fromBlocks does, with the stop
+// reason in Extra when it is worth telling.
 func assistantReply(blocks []anthropicBlock, raw []json.RawMessage, stopReason, model string, u anthropicUsage) (Reply, *Error) {
+	if stopReason == "" {
+		return Reply{}, anthropicBad("response has no stop_reason")
+	}
+	m := fromBlocks(blocks, raw)
+	if stopReason != "end_turn" && stopReason != "tool_use" {
+		if m.Extra == nil {
+			m.Extra = map[string]json.RawMessage{}
+		}
+		m.Extra[StopReason] = sessions.TextContent(stopReason)
+	}
+	if field, esc := m.LoneSurrogate(); field != "" {
+		return Reply{}, anthropicBad("malformed response: %s holds %s, a lone surrogate escape (half of a UTF-16 pair), which is not Unicode", field, esc)
+	}
+	return Reply{Messages: []sessions.Message{m}, Usage: u.usage(), Model: model}, nil
+}
+
+// AssistantMessage is an assistant message of the Messages API, given as
+// its content blocks, as hermes stores it (see fromBlocks); an error
+// names the index of a block that does not decode.
+func AssistantMessage(raw []json.RawMessage) (sessions.Message, error) {
+	blocks := make([]anthropicBlock, len(raw))
+	for i, r := range raw {
+		if err := json.Unmarshal(r, &blocks[i]); err != nil {
+			return sessions.Message{}, fmt.Errorf("content.%d: %w", i, err)
+		}
+	}
+	return fromBlocks(blocks, raw), nil
+}
+
+// fromBlocks is the assistant message of content blocks (raw[i] is
+// blocks[i] as it came): the text blocks' text as content (null when
+// there is none and the message calls tools), each tool_use as a tool call
+// (its input as the arguments), the thinking and redacted_thinking blocks
+// kept as they came in Extra (ThinkingBlocks). Blocks of other types
+// (server tools') are left out.
+func fromBlocks(blocks []anthropicBlock, raw []json.RawMessage) sessions.Message {
 	m := sessions.Message{Role: "assistant"}
 	var text strings.Builder
 	var calls []ToolCall
@@ -398,9 +431,6 @@ func assistantReply(blocks []anthropicBlock, raw []json.RawMessage, stopReason, 
 			calls = append(calls, ToolCall{ID: bl.ID, Type: "function", Function: ToolFunction{Name: bl.Name, Arguments: string(args)}})
 		}
 	}
-	if stopReason == "" {
-		return Reply{}, anthropicBad("response has no stop_reason")
-	}
 	if len(calls) > 0 {
 		var b bytes.Buffer
 		writeJSON(&b, calls)
@@ -414,19 +444,10 @@ func assistantReply(blocks []anthropicBlock, raw []json.RawMessage, stopReason, 
 	default:
 		m.Content = sessions.TextContent("")
 	}
-	if len(thinking) > 0 || (stopReason != "end_turn" && stopReason != "tool_use") {
-		m.Extra = map[string]json.RawMessage{}
-	}
 	if len(thinking) > 0 {
-		m.Extra[ThinkingBlocks] = append(append([]byte{'['}, bytes.Join(thinking, []byte{','})...), ']')
+		m.Extra = map[string]json.RawMessage{ThinkingBlocks: append(append([]byte{'['}, bytes.Join(thinking, []byte{','})...), ']')}
 	}
-	if stopReason != "end_turn" && stopReason != "tool_use" {
-		m.Extra[StopReason] = sessions.TextContent(stopReason)
-	}
-	if field, esc := m.LoneSurrogate(); field != "" {
-		return Reply{}, anthropicBad("malformed response: %s holds %s, a lone surrogate escape (half of a UTF-16 pair), which is not Unicode", field, esc)
-	}
-	return Reply{Messages: []sessions.Message{m}, Usage: u.usage(), Model: model}, nil
+	return m
 }
 
 // anthropicEvent is one server-sent event of a stream; its type is in
