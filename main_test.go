@@ -64,8 +64,9 @@ func TestScripts(t *testing.T) {
 		Dir:                 "testdata",
 		RequireExplicitExec: true,
 		Cmds: map[string]func(*testscript.TestScript, bool, []string){
-			"openai-server": openAIServerCmd(&servers),
-			"unix-socket":   unixSocketCmd,
+			"openai-server":    openAIServerCmd(&servers),
+			"anthropic-server": anthropicServerCmd(new(sync.Map)),
+			"unix-socket":      unixSocketCmd,
 		},
 		Condition: func(cond string) (bool, error) {
 			if cond == "race" {
@@ -73,6 +74,10 @@ func TestScripts(t *testing.T) {
 			}
 			if cond == "long" {
 				return longTests, nil
+			}
+			if cond == "claudecode" {
+				_, err := os.Stat(filepath.Join(claudeNPMDir(), "node_modules", ".bin", "claude"))
+				return err == nil, nil
 			}
 			if cond == "mcpnpm" {
 				_, err := os.Stat(filepath.Join(mcpNPMDir(), "node_modules", "@modelcontextprotocol", "server-everything"))
@@ -85,12 +90,22 @@ func TestScripts(t *testing.T) {
 			e.Setenv("HERMES_HOME", filepath.Join(e.WorkDir, "hermes"))
 			e.Setenv("HERMES_PROFILE", "")
 			e.Setenv("MCP_NPM", filepath.Join(mcpNPMDir(), "node_modules"))
+			e.Setenv("CLAUDE", filepath.Join(claudeNPMDir(), "node_modules", ".bin", "claude"))
 			// The scripts run thousands of hermes processes: under the
 			// race detector each would sleep a second before exiting.
 			e.Setenv("GORACE", strings.TrimPrefix(quickRaceExit(), "GORACE="))
 			return nil
 		},
 	})
+}
+
+// claudeNPMDir is where scripts/claude-npm.sh installs Claude Code.
+func claudeNPMDir() string {
+	if dir := os.Getenv("HERMES_CLAUDE_NPM_DIR"); dir != "" {
+		return dir
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".cache", "hermes-claude-npm")
 }
 
 // mcpNPMDir is where scripts/mcp-npm.sh installs the npm reference MCP

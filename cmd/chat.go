@@ -3,6 +3,7 @@ package cmd
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -31,9 +32,9 @@ import (
 // share them.
 func providerFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "provider", Usage: "echo, openai or exec (default $HERMES_PROVIDER, else provider: in config.yaml, else echo)"},
+		&cli.StringFlag{Name: "provider", Usage: "echo, openai, anthropic or exec (default $HERMES_PROVIDER, else provider: in config.yaml, else echo)"},
 		&cli.StringFlag{Name: "model", Usage: "model name (default $HERMES_MODEL, else model: in config.yaml)"},
-		&cli.StringFlag{Name: "base-url", Usage: "OpenAI-compatible base URL, e.g. http://127.0.0.1:8080/v1 (default $HERMES_BASE_URL)"},
+		&cli.StringFlag{Name: "base-url", Usage: "the provider's base URL, e.g. http://127.0.0.1:8080/v1 for an OpenAI-compatible server (default $HERMES_BASE_URL)"},
 		&cli.StringFlag{Name: "exec-command", Usage: "exec provider: the agent command, run with sh -c (default $HERMES_EXEC_COMMAND)"},
 		&cli.StringFlag{Name: "timeout", Value: providerTimeout, Usage: "how long one model call may take"},
 	}
@@ -74,16 +75,33 @@ func providerConfig(given map[string]string, cfg profiles.Config) (provider.Conf
 	if err != nil {
 		return provider.Config{}, fmt.Errorf("--timeout: %w", err)
 	}
+	name := firstSet(given["provider"], os.Getenv("HERMES_PROVIDER"), cfg.Provider, "echo")
+	key := firstSet(os.Getenv("HERMES_API_KEY"), os.Getenv("OPENAI_API_KEY"))
+	if name == "anthropic" {
+		key = anthropicKey(cfg)
+	}
+	a := cfg.Anthropic
 	return provider.Config{
-		Name:        firstSet(given["provider"], os.Getenv("HERMES_PROVIDER"), cfg.Provider, "echo"),
+		Name:        name,
 		Model:       firstSet(given["model"], os.Getenv("HERMES_MODEL"), cfg.Model),
 		BaseURL:     firstSet(given["base-url"], os.Getenv("HERMES_BASE_URL"), cfg.BaseURL),
-		APIKey:      firstSet(os.Getenv("HERMES_API_KEY"), os.Getenv("OPENAI_API_KEY")),
+		APIKey:      key,
 		ExecCommand: firstSet(given["exec-command"], os.Getenv("HERMES_EXEC_COMMAND"), cfg.ExecCommand),
 		Timeout:     timeout,
 		// Only config.yaml sets it: it describes the server a profile talks to.
 		ReasoningContent: cfg.ReasoningContent,
+		Anthropic:        provider.Anthropic{Version: a.Version, Beta: a.Beta, Bearer: a.Bearer, MaxTokens: a.MaxTokens, Thinking: a.Thinking, Cache: a.Cache},
 	}, nil
+}
+
+// anthropicKey is the anthropic provider's key: $HERMES_API_KEY, else the
+// variable anthropic.api_key_env names, else $ANTHROPIC_API_KEY.
+func anthropicKey(cfg profiles.Config) string {
+	named := ""
+	if cfg.Anthropic.APIKeyEnv != "" {
+		named = os.Getenv(cfg.Anthropic.APIKeyEnv)
+	}
+	return firstSet(os.Getenv("HERMES_API_KEY"), named, os.Getenv("ANTHROPIC_API_KEY"))
 }
 
 // newProvider makes the provider providerConfig resolves from the
@@ -598,7 +616,34 @@ func (ch *chatter) run(ctx context.Context, input []sessions.Message) (turnResul
 	if res.StepLimit {
 		ch.e.warn(fmt.Sprintf("the turn stopped after %d steps (agent.max_steps); session %s is consistent and can go on", res.Steps, sess.ID))
 	}
+	if notice := stopNotice(res.Added); notice != "" {
+		ch.e.warn(notice)
+	}
 	return turnResult{SessionID: sess.ID, Reply: res.Text(), MessageCount: res.Count, Usage: res.Usage, Steps: res.Steps, StepLimit: res.StepLimit}, nil
+}
+
+// stopNotice says why a reply ended, when its last assistant message
+// stored a stop reason the user should know of (the anthropic
+// provider's): cut at max_tokens, refused, out of context; else "".
+func stopNotice(added []sessions.Message) string {
+	var reason string
+	for _, m := range added {
+		if m.Role == "assistant" {
+			reason = ""
+			json.Unmarshal(m.Extra[provider.StopReason], &reason)
+		}
+	}
+	switch reason {
+	case "max_tokens":
+		return "the reply stopped at its token limit (max_tokens); ask the model to go on to get the rest"
+	case "refusal":
+		return "the model declined to answer (stop reason refusal)"
+	case "model_context_window_exceeded":
+		return "the reply stopped at the end of the model's context window; compress the session (/compress) to go on"
+	case "pause_turn":
+		return "the model paused its turn (pause_turn); send a message to let it go on"
+	}
+	return ""
 }
 
 // compressIfDue compresses sess before a turn when its history has

@@ -25,7 +25,17 @@ type Config struct {
 	// openai provider sends assistant messages' reasoning_content back
 	// (cmd/provider).
 	ReasoningContent string `yaml:"reasoning_content" json:"reasoning_content"`
-	Retention        struct {
+	// Anthropic are the anthropic provider's settings (cmd/provider).
+	Anthropic struct {
+		Version   string   `yaml:"version" json:"version"`
+		Beta      []string `yaml:"beta" json:"beta"`
+		Bearer    bool     `yaml:"bearer" json:"bearer"`
+		MaxTokens int      `yaml:"max_tokens" json:"max_tokens"`
+		Thinking  string   `yaml:"thinking" json:"thinking"`
+		Cache     string   `yaml:"cache" json:"cache"`
+		APIKeyEnv string   `yaml:"api_key_env" json:"api_key_env"`
+	} `yaml:"anthropic" json:"anthropic"`
+	Retention struct {
 		// Sessions is how long ended sessions are kept by a prune that
 		// names no --older-than (a duration such as 90d).
 		Sessions string `yaml:"sessions" json:"sessions"`

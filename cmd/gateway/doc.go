@@ -25,6 +25,56 @@
 // (run) answers from a stored reply or runs the engine's turn. Encode
 // writes the reply in the endpoint's shape, whole or streamed.
 //
+// # Anthropic's Messages API
+//
+// POST /v1/messages decodes (decodeMessages) into a chat completion's
+// request, and is routed as one: by its history (or the session header, an
+// idempotency key); one that carries X-Claude-Code-Session-Id, Claude
+// Code's session, is routed as a Responses request naming its thread is
+// (routeThread), so that a compacted history goes on in its session. One
+// that carries it and offers no tools is a side request of Claude Code's
+// (a title, a quota check; the conversation's turns all offer its tools):
+// it is answered by one call of the provider (runSide), routed nowhere,
+// stored nowhere, and carries no X-Hermes-Session-Id. The request's system (a string, or text blocks as text
+// parts) is a system message first; a user message's tool_result blocks
+// are tool messages (content as a string or parts; is_error kept in the
+// message's is_error), its other blocks one user message after them; an
+// assistant message's text blocks are its content, its tool_use blocks
+// its tool calls (the input as arguments), its thinking and
+// redacted_thinking blocks kept in provider.ThinkingBlocks, other blocks
+// (server tools') left out. Blocks pass as content parts: text as text
+// parts, a base64 image as an image_url part with a data: URL, a url image
+// as an image_url part, any other block as it came; every one without its
+// cache_control, which a client moves from request to request and which
+// would otherwise make each turn's history differ from the stored one.
+// The history comparison ignores thinking blocks as it ignores every
+// field besides role, content, name and tool calls: the stored copy (the
+// provider's, as the API gave it) is what a provider is sent. Tools of a
+// type other than custom (the API's server tools) have no function form
+// and are left out. tool_choice maps to chat completions' (any is
+// required, tool a named function, disable_parallel_tool_use
+// parallel_tool_calls false), stop_sequences to stop.
+//
+// The reply is a message object (messageObject): the thinking blocks of
+// the reply's last assistant message, its text, a tool_use block for each
+// call it ends with; stop_reason tool_use with calls, else the stop reason
+// the provider stored (provider.StopReason), else end_turn; usage from the
+// provider's, input_tokens being the uncached part. Streamed, the text goes
+// as one text block as it arrives, then the thinking, tool_use and other
+// blocks whole after the turn, each a content_block_start, its deltas and
+// a content_block_stop; then message_delta and message_stop. A failure
+// after the stream began is an error event.
+//
+// Every error on /v1/messages and below is in the Messages API's shape,
+// its type from the status (messagesErrorType); fail, the one place
+// errors are written, chooses the shape by path. count_tokens decodes the
+// request as a message's, stores nothing, and answers the provider's own
+// count when it has one (provider.TokenCounter: anthropic), else
+// (len(system) +
+// each message's content and role + 8 + each tool) / 3 tokens: JSON bytes
+// over 3, above the 4 or so bytes a token English text runs at, so that a
+// client that compacts at a token budget does it early rather than late.
+//
 // # A turn
 //
 // A turn is the chat command's, run by the same engine (cmd/agent): the

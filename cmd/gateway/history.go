@@ -434,11 +434,12 @@ func (ro *router) indexHistory(scope string, sent []sessions.Message, prior hash
 
 // threadHeaders are the headers in which a client names its own thread:
 // Codex CLI sends its thread's id in thread-id and session-id (and
-// session_id in versions before). A thread is a conversation whose client
+// session_id in versions before); Claude Code sends its session's in
+// X-Claude-Code-Session-Id. A thread is a conversation whose client
 // re-sends its whole input: its slug is "thread-" and the id. A request's
 // prompt_cache_key is not one: clients share one key across conversations
 // to share a cache.
-var threadHeaders = []string{"Thread-Id", "Session-Id", "Session_id"}
+var threadHeaders = []string{"Thread-Id", "Session-Id", "Session_id", "X-Claude-Code-Session-Id"}
 
 // threadOf is the slug of the thread r names, or "".
 func threadOf(r *http.Request) string {

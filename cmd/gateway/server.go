@@ -207,7 +207,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/chat/completions", s.handle(s.chatCompletions))
 	mux.HandleFunc("POST /v1/responses", s.handle(s.createResponse))
 	mux.HandleFunc("GET /v1/responses/{id}", s.handle(s.getResponse))
-	for _, p := range []string{"/health", "/v1/models", "/v1/chat/completions", "/v1/responses", "/v1/responses/{id}"} {
+	mux.HandleFunc("POST /v1/messages", s.handle(s.createMessage))
+	mux.HandleFunc("POST /v1/messages/count_tokens", s.handle(s.countTokens))
+	for _, p := range []string{"/health", "/v1/models", "/v1/chat/completions", "/v1/responses", "/v1/responses/{id}", "/v1/messages", "/v1/messages/count_tokens"} {
 		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
 			s.fail(w, r, &apiError{status: http.StatusMethodNotAllowed, typ: "invalid_request_error", code: "method_not_allowed",
 				msg: fmt.Sprintf("method %s is not allowed on %s", r.Method, r.URL.Path)})
@@ -235,6 +237,11 @@ func (s *Server) auth(next http.Handler) http.Handler {
 			return
 		}
 		got, ok := bearerToken(r.Header.Get("Authorization"))
+		if !ok {
+			// Anthropic's clients send their key as x-api-key.
+			got = r.Header.Get("X-Api-Key")
+			ok = got != ""
+		}
 		sent := []byte(strings.TrimSpace(got))
 		// Every key is compared, in constant time: which one matched
 		// takes no longer to find than none.
@@ -263,6 +270,10 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 
 // models lists the configured model, then those of gateway.models.
 func (s *Server) models(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Anthropic-Version") != "" {
+		s.anthropicModels(w)
+		return
+	}
 	data := []map[string]any{{"id": s.opts.Model, "object": "model", "created": 0, "owned_by": "hermes"}}
 	for _, m := range s.opts.Models {
 		if m.Name != s.opts.Model {
@@ -382,6 +393,10 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, ae *apiError) {
 	if r.ContentLength != 0 {
 		w.Header().Set("Connection", "close")
 		http.NewResponseController(w).SetReadDeadline(time.Now())
+	}
+	if isMessagesRoute(r) {
+		writeJSON(w, ae.status, messagesErrorBody(ae))
+		return
 	}
 	writeError(w, ae.status, ae.typ, ae.param, ae.code, ae.msg)
 }

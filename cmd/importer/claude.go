@@ -138,6 +138,8 @@ type claudeBlock struct {
 		Data      string `json:"data"`
 		URL       string `json:"url"`
 	} `json:"source"`
+	// raw is the block as it came.
+	raw json.RawMessage
 }
 
 func parseClaudeCode(data []byte) (Session, error) {
@@ -276,6 +278,7 @@ type claudeBuilder struct {
 	final       map[string]usage.Call // claudeCalls: each response's call
 	parts       []json.RawMessage
 	calls       []provider.ToolCall
+	thinking    []json.RawMessage
 }
 
 func (b *claudeBuilder) add(e *claudeEntry, s *Session) error {
@@ -315,8 +318,12 @@ func (b *claudeBuilder) add(e *claudeEntry, s *Session) error {
 					args = compactJSON(bl.Input)
 				}
 				b.calls = append(b.calls, newToolCall(bl.ID, bl.Name, args))
+			case "thinking", "redacted_thinking":
+				// Kept as they came: the API takes a tool turn back only
+				// with them unchanged.
+				b.thinking = append(b.thinking, json.RawMessage(compactJSON(bl.raw)))
 			}
-			// thinking, redacted_thinking and server-side tool blocks are dropped.
+			// Server-side tool blocks are dropped.
 		}
 		return nil
 	}
@@ -362,9 +369,15 @@ func (b *claudeBuilder) flush() {
 			}
 			b.counted[c.ID] = true
 		}
+		if len(b.thinking) > 0 {
+			if b.pending.Extra == nil {
+				b.pending.Extra = map[string]json.RawMessage{}
+			}
+			b.pending.Extra[provider.ThinkingBlocks] = mustMarshal(b.thinking)
+		}
 		b.msgs = append(b.msgs, *b.pending)
 	}
-	b.pending, b.pendingID, b.pendingCall, b.parts, b.calls = nil, "", nil, nil, nil
+	b.pending, b.pendingID, b.pendingCall, b.parts, b.calls, b.thinking = nil, "", nil, nil, nil, nil
 }
 
 // claudeBlocks reads a content value: a string is one text block.
@@ -379,9 +392,16 @@ func claudeBlocks(content json.RawMessage) ([]claudeBlock, error) {
 		}
 		return []claudeBlock{{Type: "text", Text: s}}, nil
 	}
-	var blocks []claudeBlock
-	if err := json.Unmarshal(content, &blocks); err != nil {
+	var raws []json.RawMessage
+	if err := json.Unmarshal(content, &raws); err != nil {
 		return nil, err
+	}
+	blocks := make([]claudeBlock, len(raws))
+	for i, raw := range raws {
+		if err := json.Unmarshal(raw, &blocks[i]); err != nil {
+			return nil, err
+		}
+		blocks[i].raw = raw
 	}
 	return blocks, nil
 }

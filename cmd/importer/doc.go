@@ -113,7 +113,11 @@
 //     first summary. Source = "import:claude-code". Cwd = the last cwd
 //     the chain's entries give; Meta = the last gitBranch, version,
 //     userType and entrypoint they give, under those names.
-//   - Dropped: thinking and redacted_thinking blocks, server tool blocks,
+//   - Thinking and redacted_thinking blocks are kept as they came,
+//     signatures included, in the assistant message's thinking_blocks
+//     (provider.ThinkingBlocks), so that a session resumed on the
+//     anthropic provider sends them back unchanged.
+//   - Dropped: server tool blocks,
 //     images inside tool results, is_error (the result text is kept),
 //     a response that was only thinking, "system" entries (hook and
 //     compaction notices), file-history-snapshot and other bookkeeping

@@ -277,6 +277,11 @@ func TestParseClaudeCode(t *testing.T) {
 	// The thinking, text and tool_use entries of msg_01A are one message.
 	wantContent(t, s.Messages[1], `"I'll list it."`)
 	wantCalls(t, s.Messages[1], newToolCall("toolu_01", "Bash", `{"command":"ls /tmp","description":"List /tmp"}`))
+	// Its thinking is kept as it came, signature included, for the
+	// anthropic provider to send back.
+	if got := string(s.Messages[1].Extra[provider.ThinkingBlocks]); got != `[{"type":"thinking","thinking":"The user wants a listing; run ls.","signature":"EqQBCkYIBxgCKkB"}]` {
+		t.Errorf("thinking blocks %s", got)
+	}
 	if s.Messages[1].TS != "2025-04-01T08:00:02.100000Z" {
 		t.Errorf("merged assistant ts = %q, want its first entry's", s.Messages[1].TS)
 	}

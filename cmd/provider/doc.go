@@ -4,7 +4,7 @@
 // tool: the turn engine (cmd/agent) appends the reply to the transcript,
 // runs the tool calls it holds and calls the provider again.
 //
-// New(Config) returns one of three providers. A Config it cannot use (an
+// New(Config) returns one of four providers. A Config it cannot use (an
 // unknown name, openai without a model, exec without a command) is an error
 // matching fsstore.ErrInvalid, and ErrUnknownProvider for an unknown name.
 // A failing call returns an *Error whose one-line message starts with the
@@ -107,6 +107,85 @@
 // *Error also holds that message alone (Said) and the body's error.code
 // (Code), so that a caller can pass a refusal of the request on as the
 // server made it.
+//
+// # anthropic
+//
+// anthropic POSTs {BaseURL}/v1/messages (BaseURL defaults to
+// https://api.anthropic.com; one that ends in /v1 is not given a second)
+// with the key, when set, as x-api-key, or as a bearer token with
+// Anthropic.Bearer, and the anthropic-version (Anthropic.Version, default
+// 2023-06-01) and anthropic-beta (Anthropic.Beta, comma-separated)
+// headers. A model is required.
+//
+// The transcript is converted on each request, never stored converted:
+//
+//   - the system messages before the first other one are the system
+//     prompt, one text block each; a system message amid the conversation
+//     (a hermes note) is a user text block, the API having no place for it;
+//   - content: a string is a text block; in a list, a text part is a text
+//     block, an image_url part an image block (base64 for a data: URL,
+//     else url), a part of another type goes as it is (one a client of the
+//     gateway sent in the Messages API's own shape); empty text gives no
+//     block, since the API refuses one;
+//   - an assistant message is its thinking blocks (Extra
+//     "thinking_blocks", as the API gave them), its text, then a tool_use
+//     block for each call, whose input is the arguments' JSON object ({}
+//     for arguments that are not one); a message left with no block is
+//     left out;
+//   - a tool message is a tool_result block (its content a string as the
+//     string it is, a list as blocks; is_error when its Extra "is_error"
+//     is true) when the assistant message just before called it, else a user text block "result of tool call ID: …", since the
+//     API refuses a result that answers no call of the message before;
+//   - consecutive messages of one role are merged into one, the
+//     tool_result blocks of a user message first.
+//
+// Tools become {name, description, input_schema}. Of the parameters,
+// tool_choice (auto, required as any, none, a named function as tool;
+// parallel_tool_calls false as disable_parallel_tool_use), temperature,
+// top_p and stop (as stop_sequences) are sent; max_tokens or
+// max_completion_tokens is max_tokens, which is always sent:
+// Anthropic.MaxTokens when the request sets none, else 4096 for a claude-3
+// model, 8192 for claude-3-5 and claude-3-7, 32000 for the others. The
+// others have no counterpart and are not sent. Anthropic.Thinking is off
+// (or empty), a budget ({"type":"enabled","budget_tokens":N}, N at least
+// 1024), adaptive ({"type":"adaptive"}) or adaptive:<effort>, which adds
+// output_config.effort.
+//
+// Prompt caching: unless Anthropic.Cache is off, the request has up to
+// four cache_control breakpoints (ttl 1h when Cache is 1h, else the
+// default 5m): on the last tool, on the last system block, on the last
+// block of the message the previous request ended with (the last user
+// message before the last assistant one) and on the last block of the
+// last message. Every block is written from the stored message the same
+// way each time, tools in the order given, so the bytes of the prefix a
+// request shares with the previous one are the same and the previous
+// request's write is read.
+//
+// The reply is one assistant message: the text blocks' text as content
+// (null when it only calls tools), each tool_use as a tool call (its input
+// as the arguments), the thinking and redacted_thinking blocks in Extra
+// "thinking_blocks" as they came (a streamed one rebuilt from its deltas,
+// the signature included), and, when the stop reason is neither end_turn
+// nor tool_use, Extra "stop_reason". Blocks of other types (server tools')
+// are left out. Usage: prompt tokens are input, cache write and cache
+// read tokens together, as chat completions counts them, and the cache
+// counts are given apart (with the 5m and 1h split when the API gives it).
+//
+// A stream is read event by event: message_start, content_block_start,
+// its deltas (text_delta written to Request.Stream as it comes,
+// thinking_delta, signature_delta, input_json_delta), content_block_stop,
+// message_delta (stop reason, usage), message_stop; ping is ignored. An
+// error event fails the call with the API's message; a stream that ends
+// before message_stop, with a block open, without a stop reason, or with a
+// delta for a block not open, fails it too: nothing half-made is returned.
+// CountTokens (TokenCounter) asks {BaseURL}/v1/messages/count_tokens for a
+// request's input tokens: the same conversion, without max_tokens, the
+// parameters, stream or cache breakpoints, which that endpoint does not
+// take.
+//
+// Retries and error statuses are as openai's (429 and 5xx, 529
+// "overloaded" included; an overloaded or api error event before any text
+// too); an error status's Code is the body's error.type.
 //
 // # exec
 //

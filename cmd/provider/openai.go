@@ -61,19 +61,12 @@ func newOpenAI(cfg Config, timeout time.Duration) (Provider, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, configErrorf("openai provider: base URL %q is not an http or https URL", cfg.BaseURL)
 	}
-	retries := cfg.MaxRetries
-	switch {
-	case retries == 0:
-		retries = defaultMaxRetries
-	case retries < 0:
-		retries = 0
-	}
 	return &openAI{
 		url:             base + "/chat/completions",
 		model:           cfg.Model,
 		apiKey:          cfg.APIKey,
 		timeout:         timeout,
-		maxRetries:      retries,
+		maxRetries:      retries(cfg.MaxRetries),
 		client:          &http.Client{}, // no client timeout: the context bounds the whole call, body included
 		replayReasoning: replaysReasoning(cfg.ReasoningContent, base),
 	}, nil
@@ -93,28 +86,48 @@ func (p *openAI) Complete(ctx context.Context, req Request) (Reply, error) {
 		return Reply{}, &Error{Provider: "openai", Message: "openai: reading the transcript: " + oneLine(err.Error()), Err: err}
 	}
 	stream := &streamWriter{w: req.Stream}
-	for attempt := 1; ; attempt++ {
-		reply, err := p.attempt(ctx, body, stream)
+	return withRetries(ctx, "openai", p.timeout, p.maxRetries, stream, func() (Reply, *Error) {
+		return p.attempt(ctx, body, stream)
+	})
+}
+
+// withRetries makes attempts until one succeeds, or fails in a way no
+// retry helps, or the retries are spent, or text reached the stream,
+// waiting retryDelay between them; ctx bounds the whole.
+func withRetries(ctx context.Context, name string, timeout time.Duration, maxRetries int, stream *streamWriter, attempt func() (Reply, *Error)) (Reply, error) {
+	for n := 1; ; n++ {
+		reply, err := attempt()
 		if err == nil {
 			return reply, nil
 		}
 		if ctx.Err() != nil {
-			err = contextError(ctx, "openai", "openai", p.timeout)
+			err = contextError(ctx, name, name, timeout)
 		}
-		err.Attempts = attempt
-		if ctx.Err() != nil || !err.retryable || attempt > p.maxRetries || stream.wrote {
+		err.Attempts = n
+		if ctx.Err() != nil || !err.retryable || n > maxRetries || stream.wrote {
 			return Reply{}, err
 		}
-		t := time.NewTimer(retryDelay(attempt, err.retryAfter))
+		t := time.NewTimer(retryDelay(n, err.retryAfter))
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			err := contextError(ctx, "openai", "openai", p.timeout)
-			err.Attempts = attempt
+			err := contextError(ctx, name, name, timeout)
+			err.Attempts = n
 			return Reply{}, err
 		case <-t.C:
 		}
 	}
+}
+
+// retries resolves Config.MaxRetries: 0 is the default, negative none.
+func retries(n int) int {
+	switch {
+	case n == 0:
+		return defaultMaxRetries
+	case n < 0:
+		return 0
+	}
+	return n
 }
 
 // retryDelay is the wait before retry n (1, 2, …): Retry-After when the

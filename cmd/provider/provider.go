@@ -17,7 +17,7 @@ import (
 
 // Config chooses a provider and sets it up.
 type Config struct {
-	Name        string        // "echo" (default when empty), "openai", "exec"
+	Name        string        // "echo" (default when empty), "openai", "anthropic", "exec"
 	BaseURL     string        // openai: e.g. http://127.0.0.1:8080/v1 ; default https://api.openai.com/v1
 	Model       string        // openai: model name (required for openai; error if empty)
 	APIKey      string        // openai: bearer token, may be empty for local servers
@@ -28,6 +28,23 @@ type Config struct {
 	// stored assistant messages: ReasoningAuto (default when empty),
 	// ReasoningReplay or ReasoningDrop.
 	ReasoningContent string
+	// Anthropic are the anthropic provider's settings.
+	Anthropic Anthropic
+}
+
+// Anthropic are the anthropic provider's settings (config.yaml's
+// anthropic section); each left empty has its default.
+type Anthropic struct {
+	Version   string   // the anthropic-version header; default 2023-06-01
+	Beta      []string // the anthropic-beta header's values
+	Bearer    bool     // send the key as Authorization: Bearer rather than x-api-key
+	MaxTokens int      // max_tokens when the request sets none; default by model
+	// Thinking is off (or empty), a budget in tokens, adaptive or
+	// adaptive:<effort>.
+	Thinking string
+	// Cache is the cache breakpoints' TTL, 5m (or empty) or 1h, or off
+	// for none.
+	Cache string
 }
 
 // The values of Config.ReasoningContent.
@@ -113,6 +130,12 @@ type Usage struct {
 	// spent reasoning, when the server says.
 	PromptTokensDetails     *PromptTokensDetails     `json:"prompt_tokens_details,omitempty"`
 	CompletionTokensDetails *CompletionTokensDetails `json:"completion_tokens_details,omitempty"`
+	// The prompt tokens written to and read from the provider's prompt
+	// cache (anthropic), the written ones split by TTL when it says.
+	CacheCreationInputTokens   int `json:"cache_creation_input_tokens,omitempty"`
+	CacheReadInputTokens       int `json:"cache_read_input_tokens,omitempty"`
+	CacheCreation5mInputTokens int `json:"cache_creation_5m_input_tokens,omitempty"`
+	CacheCreation1hInputTokens int `json:"cache_creation_1h_input_tokens,omitempty"`
 }
 
 // PromptTokensDetails is a Usage's prompt_tokens_details.
@@ -137,6 +160,10 @@ func (sum *Usage) Add(u *Usage) *Usage {
 	sum.PromptTokens += u.PromptTokens
 	sum.CompletionTokens += u.CompletionTokens
 	sum.TotalTokens += u.TotalTokens
+	sum.CacheCreationInputTokens += u.CacheCreationInputTokens
+	sum.CacheReadInputTokens += u.CacheReadInputTokens
+	sum.CacheCreation5mInputTokens += u.CacheCreation5mInputTokens
+	sum.CacheCreation1hInputTokens += u.CacheCreation1hInputTokens
 	if d := u.PromptTokensDetails; d != nil {
 		if sum.PromptTokensDetails == nil {
 			sum.PromptTokensDetails = &PromptTokensDetails{}
@@ -228,6 +255,8 @@ func New(cfg Config) (Provider, error) {
 		return echoProvider{}, nil
 	case "openai":
 		return newOpenAI(cfg, timeout)
+	case "anthropic":
+		return newAnthropic(cfg, timeout)
 	case "exec":
 		if strings.TrimSpace(cfg.ExecCommand) == "" {
 			return nil, configErrorf("exec provider: no command configured")
@@ -235,7 +264,7 @@ func New(cfg Config) (Provider, error) {
 		return &execProvider{command: cfg.ExecCommand, timeout: timeout, stderr: defaultStderr}, nil
 	}
 	return nil, &configError{
-		msg:     fmt.Sprintf("unknown provider %q (want echo, openai or exec)", cfg.Name),
+		msg:     fmt.Sprintf("unknown provider %q (want echo, openai, anthropic or exec)", cfg.Name),
 		wrapped: []error{ErrUnknownProvider, fsstore.ErrInvalid},
 	}
 }

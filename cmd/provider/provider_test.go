@@ -45,8 +45,9 @@ func TestNew(t *testing.T) {
 		{cfg: Config{}, name: "echo"},
 		{cfg: Config{Name: "echo"}, name: "echo"},
 		{cfg: Config{Name: "openai", Model: "m"}, name: "openai"},
+		{cfg: Config{Name: "anthropic", Model: "m"}, name: "anthropic"},
 		{cfg: Config{Name: "exec", ExecCommand: "true"}, name: "exec"},
-		{cfg: Config{Name: "anthropic"}, unknown: true},
+		{cfg: Config{Name: "gemini"}, unknown: true},
 		{cfg: Config{Name: "Echo"}, unknown: true},
 		{cfg: Config{Name: "openai"}},                                        // no model
 		{cfg: Config{Name: "openai", Model: "m", BaseURL: "localhost:8080"}}, // no scheme

@@ -109,10 +109,28 @@ func requestToolCalls(m sessions.Message) []ToolCall {
 }
 
 // writeJSON writes v as JSON without escaping <, > and &, which the API
-// reads either way; v is always encodable.
+// reads either way; v is always encodable. A string that needs no escape
+// is written at once.
 func writeJSON(b *bytes.Buffer, v any) {
+	if s, ok := v.(string); ok && plain(s) {
+		b.WriteByte('"')
+		b.WriteString(s)
+		b.WriteByte('"')
+		return
+	}
 	enc := json.NewEncoder(b)
 	enc.SetEscapeHTML(false)
 	enc.Encode(v)
 	b.Truncate(b.Len() - 1) // Encode's newline
+}
+
+// plain reports whether s is written in JSON as it is: printable ASCII
+// without a quote or a backslash.
+func plain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
