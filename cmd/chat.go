@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
+	"net/url"
 	"os"
 	"os/signal"
 	"slices"
@@ -76,9 +78,9 @@ func providerConfig(given map[string]string, cfg profiles.Config) (provider.Conf
 		return provider.Config{}, fmt.Errorf("--timeout: %w", err)
 	}
 	name := firstSet(given["provider"], os.Getenv("HERMES_PROVIDER"), cfg.Provider, "echo")
-	key := firstSet(os.Getenv("HERMES_API_KEY"), os.Getenv("OPENAI_API_KEY"))
+	key, keyFrom := firstEnv("HERMES_API_KEY", "OPENAI_API_KEY")
 	if name == "anthropic" {
-		key = anthropicKey(cfg)
+		key, keyFrom = anthropicKey(cfg)
 	}
 	a := cfg.Anthropic
 	return provider.Config{
@@ -86,6 +88,7 @@ func providerConfig(given map[string]string, cfg profiles.Config) (provider.Conf
 		Model:       firstSet(given["model"], os.Getenv("HERMES_MODEL"), cfg.Model),
 		BaseURL:     firstSet(given["base-url"], os.Getenv("HERMES_BASE_URL"), cfg.BaseURL),
 		APIKey:      key,
+		KeyFrom:     keyFrom,
 		ExecCommand: firstSet(given["exec-command"], os.Getenv("HERMES_EXEC_COMMAND"), cfg.ExecCommand),
 		Timeout:     timeout,
 		// Only config.yaml sets it: it describes the server a profile talks to.
@@ -94,20 +97,74 @@ func providerConfig(given map[string]string, cfg profiles.Config) (provider.Conf
 	}, nil
 }
 
-// anthropicKey is the anthropic provider's key: $HERMES_API_KEY, else the
-// variable anthropic.api_key_env names, else $ANTHROPIC_API_KEY.
-func anthropicKey(cfg profiles.Config) string {
-	named := ""
+// anthropicKey is the anthropic provider's key and the variable it came
+// from: $HERMES_API_KEY, else the variable anthropic.api_key_env names,
+// else $ANTHROPIC_API_KEY.
+func anthropicKey(cfg profiles.Config) (string, string) {
+	names := []string{"HERMES_API_KEY"}
 	if cfg.Anthropic.APIKeyEnv != "" {
-		named = os.Getenv(cfg.Anthropic.APIKeyEnv)
+		names = append(names, cfg.Anthropic.APIKeyEnv)
 	}
-	return firstSet(os.Getenv("HERMES_API_KEY"), named, os.Getenv("ANTHROPIC_API_KEY"))
+	return firstEnv(append(names, "ANTHROPIC_API_KEY")...)
+}
+
+// firstEnv is the first of the variables names that is set and not
+// empty, and its name; "" and "" when none is.
+func firstEnv(names ...string) (value, name string) {
+	for _, n := range names {
+		if v := os.Getenv(n); v != "" {
+			return v, n
+		}
+	}
+	return "", ""
+}
+
+// warnNoKey says, before anything is sent, that a provider that speaks to
+// a server off this machine has no key, and which variables give one.
+func warnNoKey(e *env, pc provider.Config) {
+	var vars string
+	switch pc.Name {
+	case "openai":
+		vars = "HERMES_API_KEY or OPENAI_API_KEY"
+	case "anthropic":
+		vars = "HERMES_API_KEY, the variable anthropic.api_key_env names, or ANTHROPIC_API_KEY"
+	default:
+		return
+	}
+	if pc.APIKey != "" || localURL(pc.BaseURL) {
+		return
+	}
+	at := pc.BaseURL
+	if at == "" {
+		at = "its default server"
+	}
+	e.warn(fmt.Sprintf("no API key for the %s provider at %s: set %s", pc.Name, at, vars))
+}
+
+// localURL reports whether a base URL names this machine or a private
+// network (a local model server, which needs no key); an empty one is
+// the provider's public default.
+func localURL(raw string) bool {
+	u, err := url.Parse(raw)
+	if raw == "" || err != nil {
+		return false
+	}
+	host := u.Hostname()
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && (ip.IsLoopback() || ip.IsPrivate())
 }
 
 // newProvider makes the provider providerConfig resolves from the
 // command's flags, and returns its settings too.
 func newProvider(e *env, cfg profiles.Config) (provider.Provider, provider.Config, error) {
-	return providerFrom(givenProviderFlags(e.c), cfg)
+	prov, pc, err := providerFrom(givenProviderFlags(e.c), cfg)
+	if err == nil {
+		warnNoKey(e, pc)
+	}
+	return prov, pc, err
 }
 
 // providerFrom makes the provider providerConfig resolves from the given
@@ -347,6 +404,7 @@ func newChatter(e *env) (*chatter, error) {
 	if err != nil {
 		return nil, err
 	}
+	warnNoKey(e, pc)
 	tools, pool, err := chatTools(e, opts, cfg)
 	if err != nil {
 		return nil, err

@@ -42,6 +42,7 @@ type anthropic struct {
 	url        string
 	model      string
 	apiKey     string
+	keyFrom    string // the variable apiKey came from (Config.KeyFrom)
 	bearer     bool
 	version    string
 	beta       string
@@ -56,7 +57,7 @@ type anthropic struct {
 
 func newAnthropic(cfg Config, timeout time.Duration) (Provider, error) {
 	if cfg.Model == "" {
-		return nil, configErrorf("anthropic provider: a model is required")
+		return nil, modelRequired("anthropic")
 	}
 	base := strings.TrimRight(firstNonEmpty(cfg.BaseURL, defaultAnthropicURL), "/")
 	u, err := url.Parse(base)
@@ -70,6 +71,7 @@ func newAnthropic(cfg Config, timeout time.Duration) (Provider, error) {
 		url:        base + "/messages",
 		model:      cfg.Model,
 		apiKey:     cfg.APIKey,
+		keyFrom:    cfg.KeyFrom,
 		bearer:     cfg.Anthropic.Bearer,
 		version:    firstNonEmpty(cfg.Anthropic.Version, defaultAnthropicVersion),
 		beta:       strings.Join(cfg.Anthropic.Beta, ","),
@@ -292,7 +294,7 @@ func (p *anthropic) post(ctx context.Context, url string, body []byte, stream bo
 		StatusCode: resp.StatusCode,
 		Said:       text,
 		Code:       anthropicErrorType(data),
-		Message:    fmt.Sprintf("anthropic: HTTP %d: %s", resp.StatusCode, text),
+		Message:    fmt.Sprintf("anthropic: HTTP %d: %s%s", resp.StatusCode, text, keyHint(resp.StatusCode, p.keyFrom, "ANTHROPIC_API_KEY")),
 		// 529 is the API's "overloaded".
 		retryable:  resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500,
 		retryAfter: parseRetryAfter(resp.Header.Get("Retry-After")),

@@ -40,6 +40,7 @@ type openAI struct {
 	url        string
 	model      string
 	apiKey     string
+	keyFrom    string // the variable apiKey came from (Config.KeyFrom)
 	timeout    time.Duration
 	maxRetries int
 	client     *http.Client
@@ -50,7 +51,7 @@ type openAI struct {
 
 func newOpenAI(cfg Config, timeout time.Duration) (Provider, error) {
 	if cfg.Model == "" {
-		return nil, configErrorf("openai provider: a model is required")
+		return nil, modelRequired("openai")
 	}
 	base := cfg.BaseURL
 	if base == "" {
@@ -65,6 +66,7 @@ func newOpenAI(cfg Config, timeout time.Duration) (Provider, error) {
 		url:             base + "/chat/completions",
 		model:           cfg.Model,
 		apiKey:          cfg.APIKey,
+		keyFrom:         cfg.KeyFrom,
 		timeout:         timeout,
 		maxRetries:      retries(cfg.MaxRetries),
 		client:          &http.Client{}, // no client timeout: the context bounds the whole call, body included
@@ -237,7 +239,7 @@ func (p *openAI) attempt(ctx context.Context, body []byte, stream *streamWriter)
 			StatusCode: resp.StatusCode,
 			Said:       text,
 			Code:       errorCode(data),
-			Message:    fmt.Sprintf("openai: HTTP %d: %s", resp.StatusCode, text),
+			Message:    fmt.Sprintf("openai: HTTP %d: %s%s", resp.StatusCode, text, keyHint(resp.StatusCode, p.keyFrom, "OPENAI_API_KEY")),
 			retryable:  resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500,
 			retryAfter: parseRetryAfter(resp.Header.Get("Retry-After")),
 		}

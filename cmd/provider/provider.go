@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"time"
 
@@ -17,10 +18,13 @@ import (
 
 // Config chooses a provider and sets it up.
 type Config struct {
-	Name        string        // "echo" (default when empty), "openai", "anthropic", "exec"
-	BaseURL     string        // openai: e.g. http://127.0.0.1:8080/v1 ; default https://api.openai.com/v1
-	Model       string        // openai: model name (required for openai; error if empty)
-	APIKey      string        // openai: bearer token, may be empty for local servers
+	Name    string // "echo" (default when empty), "openai", "anthropic", "exec"
+	BaseURL string // openai: e.g. http://127.0.0.1:8080/v1 ; default https://api.openai.com/v1
+	Model   string // openai: model name (required for openai; error if empty)
+	APIKey  string // openai: bearer token, may be empty for local servers
+	// KeyFrom is the variable APIKey came from, for a refusal (HTTP 401)
+	// to name; empty when there is no key.
+	KeyFrom     string
 	ExecCommand string        // exec: run through `sh -c`
 	Timeout     time.Duration // whole-call timeout; 0 means 10 minutes; negative means none
 	MaxRetries  int           // openai: retries on 429/5xx/connection errors; 0 means default 3; negative means none
@@ -366,4 +370,24 @@ type ToolCall struct {
 type ToolFunction struct {
 	Name      string `json:"name"`
 	Arguments string `json:"arguments"`
+}
+
+// modelRequired is the error of a provider given no model, naming where
+// one is given.
+func modelRequired(name string) error {
+	return configErrorf("%s provider: a model is required: give --model, $HERMES_MODEL or model: in config.yaml", name)
+}
+
+// keyHint is what a refusal of the key (HTTP 401) adds: where the key
+// sent came from, or that none was, and the variables to set. other is
+// the provider's own variable beside HERMES_API_KEY.
+func keyHint(status int, keyFrom, other string) string {
+	if status != http.StatusUnauthorized {
+		return ""
+	}
+	set := fmt.Sprintf("set HERMES_API_KEY (or %s) to the server's key", other)
+	if keyFrom == "" {
+		return "; no key was sent: " + set
+	}
+	return fmt.Sprintf("; the key sent came from $%s: %s", keyFrom, set)
 }
