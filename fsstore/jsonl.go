@@ -3,6 +3,7 @@ package fsstore
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -350,6 +351,31 @@ func CutBack(f *os.File, size int64, err error) error {
 // append acknowledged before, from any host. A file that does not exist is (nil, 0, nil).
 func OpenSized(path string) (*os.File, int64, error) {
 	return OpenSizedFlag(path, os.O_RDONLY)
+}
+
+// ScanRecords calls fn with each complete line of the log at path decoded
+// as a T, oldest first. A torn tail, and a line that does not decode (fsck
+// reports it), are told to warn and skipped. It returns the size of the
+// log as read; a missing log is an empty one.
+func ScanRecords[T any](path string, warn func(string), fn func(T)) (int64, error) {
+	f, size, err := OpenSized(path)
+	if err != nil || f == nil {
+		return 0, err
+	}
+	defer f.Close()
+	torn, err := ScanLines(f, size, func(line []byte, off int64) error {
+		var rec T
+		if err := json.Unmarshal(line, &rec); err != nil {
+			warn(fmt.Sprintf("%s: line at offset %d does not parse; skipped", path, off))
+			return nil
+		}
+		fn(rec)
+		return nil
+	})
+	if torn != nil {
+		warn(torn.String())
+	}
+	return size, err
 }
 
 // OpenSizedFlag is OpenSized with the open flags given (O_NOFOLLOW).

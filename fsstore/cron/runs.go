@@ -1,9 +1,6 @@
 package cron
 
 import (
-	"encoding/json"
-	"fmt"
-
 	"github.com/hermes/hermes/fsstore"
 )
 
@@ -36,23 +33,7 @@ type RunRecord struct {
 // torn tail is skipped and said through Warn; a line that does not parse
 // is said and skipped.
 func (s *Store) Events(fn func(Event)) error {
-	f, size, err := fsstore.OpenSized(s.runsPath())
-	if err != nil || f == nil {
-		return err
-	}
-	defer f.Close()
-	torn, err := fsstore.ScanLines(f, size, func(line []byte, off int64) error {
-		var ev Event
-		if err := json.Unmarshal(line, &ev); err != nil {
-			s.Warn(fmt.Sprintf("%s: line at offset %d does not parse; skipped", s.runsPath(), off))
-			return nil
-		}
-		fn(ev)
-		return nil
-	})
-	if torn != nil {
-		s.Warn(torn.String())
-	}
+	_, err := fsstore.ScanRecords(s.runsPath(), s.Warn, fn)
 	return err
 }
 

@@ -286,24 +286,7 @@ func (s *Store) fold(fn func(Change)) (State, error) {
 // tail is said and skipped; a line that does not parse is said and
 // skipped (fsck reports it). It returns the log's size as read.
 func (s *Store) scan(fn func(Change)) (int64, error) {
-	f, size, err := fsstore.OpenSizedFlag(s.LogPath(), os.O_RDONLY)
-	if err != nil || f == nil {
-		return 0, err
-	}
-	defer f.Close()
-	torn, err := fsstore.ScanLines(f, size, func(line []byte, off int64) error {
-		var c Change
-		if err := json.Unmarshal(line, &c); err != nil {
-			s.warn(fmt.Sprintf("%s: line at offset %d does not parse; skipped", s.LogPath(), off))
-			return nil
-		}
-		fn(c)
-		return nil
-	})
-	if torn != nil {
-		s.warn(torn.String())
-	}
-	return size, err
+	return fsstore.ScanRecords(s.LogPath(), s.warn, fn)
 }
 
 // apply makes change c on st.

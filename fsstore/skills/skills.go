@@ -237,23 +237,7 @@ func digest(b []byte) string {
 
 // Log calls fn with each change, oldest first.
 func (s *Store) Log(fn func(Change)) error {
-	f, size, err := fsstore.OpenSized(s.LogPath())
-	if err != nil || f == nil {
-		return err
-	}
-	defer f.Close()
-	torn, err := fsstore.ScanLines(f, size, func(line []byte, off int64) error {
-		var c Change
-		if err := json.Unmarshal(line, &c); err != nil {
-			s.warn(fmt.Sprintf("%s: line at offset %d does not parse; skipped", s.LogPath(), off))
-			return nil
-		}
-		fn(c)
-		return nil
-	})
-	if torn != nil {
-		s.warn(torn.String())
-	}
+	_, err := fsstore.ScanRecords(s.LogPath(), s.warn, fn)
 	return err
 }
 
