@@ -99,6 +99,9 @@ func TestRewindAtATerminal(t *testing.T) {
 	if !exists("b.txt") {
 		t.Fatal("b.txt, which only the conversation rewind passed over, was removed")
 	}
+	// The prompt first: a Ctrl-D typed before line mode reads again is
+	// flushed when it sets the terminal raw.
+	tm.waitFor("a.txt (removed: the agent created it)\n>")
 	tm.keys("C-d")
 	tm.waitFor("[exit 0]")
 }
