@@ -272,6 +272,27 @@ func AppendLines(f *os.File, lines [][]byte) error {
 	return nil
 }
 
+// AppendLog opens the log at path to append (a torn tail moved aside
+// and told to warn), appends lines and calls commit as AppendThen does:
+// a failure leaves the log as it was, and removes one this call made. It
+// returns the log, open, for a caller that reads its size after; the
+// caller closes it. The caller holds the log's lock.
+func AppendLog(path string, now time.Time, warn func(string), lines [][]byte, commit func() error) (*os.File, error) {
+	_, statErr := os.Lstat(path)
+	f, moved, err := OpenAppend(path, now)
+	if err != nil {
+		return nil, err
+	}
+	if moved != "" {
+		warn(fmt.Sprintf("%s: torn tail moved aside to %s", path, moved))
+	}
+	if err := AppendThen(f, errors.Is(statErr, os.ErrNotExist), lines, commit); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
 // AppendThen appends lines to the log f (as AppendLines), then calls
 // commit: for a change whose commit point comes after its log lines (a
 // document written last). If the append or commit fails, f is cut back

@@ -2,7 +2,6 @@ package cron
 
 import (
 	"errors"
-	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -515,14 +514,9 @@ func (s *Store) appendEvents(events []Event, commit func() error) error {
 		return err
 	}
 	defer unlock()
-	_, statErr := os.Lstat(s.runsPath())
-	f, moved, err := fsstore.OpenAppend(s.runsPath(), s.Now())
+	f, err := fsstore.AppendLog(s.runsPath(), s.Now(), s.Warn, lines, commit)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	if moved != "" {
-		s.Warn(fmt.Sprintf("%s: torn tail moved aside to %s", s.runsPath(), moved))
-	}
-	return fsstore.AppendThen(f, errors.Is(statErr, os.ErrNotExist), lines, commit)
+	return f.Close()
 }

@@ -595,18 +595,11 @@ func (s *Store) changeOf(withLog bool, decide func(State, []Change) (string, Cha
 	if err != nil {
 		return Result{}, err
 	}
-	_, statErr := os.Lstat(s.LogPath())
-	f, moved, err := fsstore.OpenAppend(s.LogPath(), s.Now())
+	f, err := fsstore.AppendLog(s.LogPath(), s.Now(), s.warn, [][]byte{append(line, '\n')}, func() error { return nil })
 	if err != nil {
 		return Result{}, err
 	}
 	defer f.Close()
-	if moved != "" {
-		s.warn(fmt.Sprintf("%s: torn tail moved aside to %s", s.LogPath(), moved))
-	}
-	if err := fsstore.AppendThen(f, errors.Is(statErr, os.ErrNotExist), [][]byte{append(line, '\n')}, func() error { return nil }); err != nil {
-		return Result{}, err
-	}
 	after.Seq = c.Seq
 	if size, err := fsstore.FreshSize(f); err == nil {
 		s.writeCache(after, size)

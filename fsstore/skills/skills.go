@@ -272,19 +272,11 @@ func (s *Store) change(who Who, decide func() (Change, func() error, error)) (Ch
 	if err != nil {
 		return Change{}, err
 	}
-	_, statErr := os.Lstat(s.LogPath())
-	f, moved, err := fsstore.OpenAppend(s.LogPath(), s.Now())
+	f, err := fsstore.AppendLog(s.LogPath(), s.Now(), s.warn, [][]byte{append(line, '\n')}, commit)
 	if err != nil {
 		return Change{}, err
 	}
-	defer f.Close()
-	if moved != "" {
-		s.warn(fmt.Sprintf("%s: torn tail moved aside to %s", s.LogPath(), moved))
-	}
-	if err := fsstore.AppendThen(f, errors.Is(statErr, os.ErrNotExist), [][]byte{append(line, '\n')}, commit); err != nil {
-		return Change{}, err
-	}
-	return c, nil
+	return c, f.Close()
 }
 
 // lastSeq is the seq of the log's last complete line, 0 for none. A line
