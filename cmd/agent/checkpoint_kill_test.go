@@ -53,20 +53,7 @@ func TestKilledCheckpointedWrite(t *testing.T) {
 			os.WriteFile(path, []byte("old\n"), 0o644)
 			st := sessions.NewStore(filepath.Join(dir, "profile"), "default", time.Second, func(string) {})
 			id := newSession(t, st)
-			cmd := exec.Command(os.Args[0], "-test.run=^TestKilledCheckpointedWrite$")
-			cmd.Env = append(os.Environ(), "HERMES_TEST_CK_KILL="+step, "HERMES_TEST_CK_DIR="+dir, "HERMES_TEST_CK_SESSION="+id)
-			out, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			sc := bufio.NewScanner(out)
-			for sc.Scan() && sc.Text() != "at "+step {
-			}
-			cmd.Process.Kill()
-			cmd.Wait()
+			killAt(t, "TestKilledCheckpointedWrite", step, "HERMES_TEST_CK_KILL="+step, "HERMES_TEST_CK_DIR="+dir, "HERMES_TEST_CK_SESSION="+id)
 
 			ck := checkpoints.Open(filepath.Join(dir, "profile"))
 			e := &Engine{Sessions: st, Provider: &scripted{t: t, replies: []sessions.Message{text("ok")}}, Tools: []Tool{writeFileTool{}}}
@@ -161,20 +148,7 @@ func TestKilledRestore(t *testing.T) {
 			if _, err := st.Append(id, []sessions.Message{m}); err != nil {
 				t.Fatal(err)
 			}
-			cmd := exec.Command(os.Args[0], "-test.run=^TestKilledRestore$")
-			cmd.Env = append(os.Environ(), "HERMES_TEST_RS_KILL="+step, "HERMES_TEST_RS_DIR="+dir, "HERMES_TEST_RS_SESSION="+id)
-			out, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			sc := bufio.NewScanner(out)
-			for sc.Scan() && sc.Text() != "at "+step {
-			}
-			cmd.Process.Kill()
-			cmd.Wait()
+			killAt(t, "TestKilledRestore", step, "HERMES_TEST_RS_KILL="+step, "HERMES_TEST_RS_DIR="+dir, "HERMES_TEST_RS_SESSION="+id)
 			for i := range 5 {
 				b, _ := os.ReadFile(filepath.Join(dir, fmt.Sprintf("f%d", i)))
 				if s := string(b); s != fmt.Sprintf("before %d\n", i) && s != fmt.Sprintf("after %d\n", i) {
@@ -213,4 +187,25 @@ func TestKilledRestore(t *testing.T) {
 			}
 		})
 	}
+}
+
+// killAt runs test again in a process of its own with env added, and
+// kills it (SIGKILL) once it prints "at step": the moment it stands
+// before that step.
+func killAt(t *testing.T, test, step string, env ...string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$")
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(out)
+	for sc.Scan() && sc.Text() != "at "+step {
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
 }
