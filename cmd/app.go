@@ -230,11 +230,15 @@ func groupAction(c *cli.Context) error {
 
 // A switch is off unless given: its help line does not say "(default:
 // false)", which beside a usage saying what the default is reads as a
-// contradiction.
+// contradiction. The help command speaks as the others do.
 func init() {
+	probe := &cli.App{Writer: io.Discard}
+	probe.Setup() // adds urfave/cli's one help command, shared by every command
+	probe.Command("help").Usage = "show the commands, or one command's help"
+
 	base := cli.FlagStringer
 	cli.FlagStringer = func(f cli.Flag) string {
-		s := base(f)
+		s := withPlaceholder(f, base(f))
 		if _, ok := f.(*cli.BoolFlag); ok {
 			s = strings.TrimSuffix(s, " (default: false)")
 		}

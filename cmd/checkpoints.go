@@ -33,7 +33,7 @@ func checkpointsCommand() *cli.Command {
 	}
 	return &cli.Command{
 		Name:  "checkpoints",
-		Usage: "files as they were before the agent changed them: list, show, restore",
+		Usage: "files as they were before the agent changed them, to see and put back",
 		Description: `Before write_file or edit_file changes a file, its bytes are stored under
 the profile (checkpoints/), and the tool's message in the session records the
 change: a checkpoint's id is SESSION:SEQ, the message that holds it. A restore

@@ -29,7 +29,7 @@ func cronCommand() *cli.Command {
 		flags := []cli.Flag{
 			&cli.StringFlag{Name: "schedule", Usage: `when: five cron fields ("30 9 * * mon-fri"), @hourly, @daily, @weekly, @monthly, @yearly, "every 10m" or "at 2026-12-24 18:00"`},
 			&cli.StringFlag{Name: "prompt", Usage: "run an agent turn with this prompt (instead of -- CMD ARGS…)"},
-			&cli.StringFlag{Name: "session", Usage: "prompt jobs: new (a session per run, the default) or continue (one session the job keeps)"},
+			&cli.StringFlag{Name: "session", Usage: "prompt jobs: the session `MODE`, new (a session per run, the default) or continue (one session the job keeps)"},
 			&cli.StringFlag{Name: "tz", Usage: "the IANA time zone the schedule is read in (default: the local zone)"},
 			&cli.StringFlag{Name: "catch-up", Usage: "the occurrences missed while nothing ticked: none, once (the default: one run for all) or all"},
 			&cli.StringFlag{Name: "tools", Usage: "prompt jobs: the tools offered, comma-separated (default agent.tools in config.yaml)"},

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/urfave/cli/v2"
 )
@@ -133,5 +134,127 @@ func TestNounSummaryNamesItsVerbs(t *testing.T) {
 				t.Errorf("hermes --help's line of %s does not name %s: %q", noun.Name, verb.Name, line)
 			}
 		}
+	}
+}
+
+// TestREADMECommandsExist: every hermes command line the README shows
+// (in its sh blocks and in inline code) names a noun, a verb and flags the
+// help has, so that no noun's examples drift from what the binary takes.
+func TestREADMECommandsExist(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := NewApp(strings.NewReader(""), io.Discard, io.Discard)
+	var lines []string
+	inBlock := false
+	for _, l := range strings.Split(string(readme), "\n") {
+		switch {
+		case strings.HasPrefix(l, "```"):
+			inBlock = strings.TrimPrefix(l, "```") == "sh"
+		case inBlock:
+			lines = append(lines, l)
+		default:
+			for _, m := range regexp.MustCompile("`(hermes (?:-|[a-z]+\\b)[^`]*)`").FindAllStringSubmatch(l, -1) {
+				if !strings.Contains(m[1], "(commit ") { // the version line, quoted as output
+					lines = append(lines, m[1])
+				}
+			}
+		}
+	}
+	checked := 0
+	for _, l := range lines {
+		for _, cmdline := range regexp.MustCompile(`(?:^|[|;&(]\s*|\$\(|\s)hermes\s+([^|;&)#]*)`).FindAllStringSubmatch(l, -1) {
+			if problem := checkCommandLine(app, strings.Fields(cmdline[1])); problem != "" {
+				t.Errorf("README: hermes %s: %s", strings.TrimSpace(cmdline[1]), problem)
+			}
+			checked++
+		}
+	}
+	t.Logf("%d command lines checked", checked)
+	if checked < 100 {
+		t.Fatalf("found %d command lines in the README; the scan is broken", checked)
+	}
+}
+
+// checkCommandLine says what in args (after "hermes") the help does not
+// have, or "" when every noun, verb and flag is known.
+func checkCommandLine(app *cli.App, args []string) string {
+	flags := app.Flags
+	cmds := app.Commands
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" || strings.ContainsAny(a, "<>…\"'$=") && !isFlag(a) {
+			return ""
+		}
+		if isFlag(a) {
+			if a == "-" || a == "--help" || a == "-h" || a == "--version" && i == 0 {
+				continue
+			}
+			if lookupFlag(flags, a) == nil && lookupFlag(app.Flags, a) == nil {
+				return "no flag " + a
+			}
+			if takesValue(flags, a) || (lookupFlag(flags, a) == nil && takesValue(app.Flags, a)) {
+				i++
+			}
+			continue
+		}
+		if len(cmds) == 0 {
+			continue
+		}
+		c := findCommand(cmds, a)
+		if c == nil {
+			if strings.ToUpper(a) == a || strings.ContainsAny(a, "./") {
+				return ""
+			}
+			return "no command " + a
+		}
+		flags, cmds = c.Flags, c.Subcommands
+	}
+	return ""
+}
+
+// TestHelpOneCapitalisation: every command's and flag's one-line usage
+// starts in lower case, as hermes's own do, the help command's included
+// (a name written in capitals, MCP or USER.md, is a name).
+func TestHelpOneCapitalisation(t *testing.T) {
+	var out strings.Builder
+	NewApp(strings.NewReader(""), &out, io.Discard).Run([]string{"hermes", "--help"})
+	app := NewApp(strings.NewReader(""), io.Discard, io.Discard)
+	lower := func(where, s string) {
+		if len(s) > 1 && unicode.IsUpper(rune(s[0])) && unicode.IsLower(rune(s[1])) {
+			t.Errorf("%s: %q", where, s)
+		}
+	}
+	walkCommands(app.Commands, func(c *cli.Command) {
+		lower(c.Name, c.Usage)
+		for _, f := range c.Flags {
+			if u, ok := f.(cli.DocGenerationFlag); ok {
+				lower(c.Name+" "+f.Names()[0], u.GetUsage())
+			}
+		}
+	})
+	for _, l := range strings.Split(out.String(), "\n") {
+		if f := strings.Fields(l); len(f) > 2 && f[0] == "help," {
+			lower("help", strings.Join(f[2:], " "))
+		}
+	}
+}
+
+// TestFlagsNameTheirValue: no help line says "--flag value": each names
+// what it takes (--limit N, --since WHEN), and the man page says the same.
+func TestFlagsNameTheirValue(t *testing.T) {
+	app := NewApp(strings.NewReader(""), io.Discard, io.Discard)
+	check := func(where string, flags []cli.Flag) {
+		for _, f := range flags {
+			if line := f.String(); strings.Contains(strings.Split(line, "\t")[0], " value") {
+				t.Errorf("%s: %q", where, line)
+			}
+		}
+	}
+	check("hermes", app.Flags)
+	walkCommands(app.Commands, func(c *cli.Command) { check(c.Name, c.Flags) })
+	if man := manPage(app, 1); !strings.Contains(man, `\-\-limit N`) {
+		t.Errorf("the man page does not say --limit N")
 	}
 }

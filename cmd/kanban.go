@@ -50,7 +50,7 @@ func kanbanCommand() *cli.Command {
 					&cli.StringFlag{Name: "status", Value: string(kanban.Ready), Usage: "todo or ready (a task with parents waits for them)"},
 					&cli.StringSliceFlag{Name: "parent", Usage: "a task this one waits for (repeatable): it is ready once they are all done"},
 					&cli.StringFlag{Name: "idempotency-key", Usage: "a create with a key that made a task before prints that task, creating nothing"},
-					&cli.StringFlag{Name: "at", Usage: "ready at this time: RFC 3339, or a duration from now (90m)"},
+					&cli.StringFlag{Name: "at", Usage: "ready at this `TIME`: RFC 3339, or a duration from now (90m)"},
 					&cli.IntFlag{Name: "max-retries", Usage: "retries after a failed run before the task is given up", DefaultText: "kanban.failure_limit in config.yaml, less one"},
 				},
 				Action: withEnv(kanbanCreate),

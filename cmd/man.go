@@ -125,9 +125,11 @@ func manFlags(b *strings.Builder, flags []cli.Flag) {
 		if len(names) == 0 {
 			continue
 		}
-		usage := ""
+		value, usage := valueName(f)
+		if value != "" {
+			names[0] += " " + value
+		}
 		if d, ok := f.(cli.DocGenerationFlag); ok {
-			usage = d.GetUsage()
 			if v := d.GetValue(); d.TakesValue() && v != "" {
 				usage += " (default " + v + ")"
 			}

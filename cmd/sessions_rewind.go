@@ -29,7 +29,7 @@ resumes it like any other (hermes chat --resume NEW). --code takes back too the
 file changes recorded after message SEQ, as sessions rewind --code does.`,
 		ArgsUsage: "ID|PREFIX|TITLE",
 		Flags: []cli.Flag{
-			&cli.Int64Flag{Name: "at", Usage: "the fork point: the new session holds messages 1 to SEQ", DefaultText: "all"},
+			&cli.Int64Flag{Name: "at", Usage: "the fork point: the new session holds messages 1 to `SEQ`", DefaultText: "all"},
 			&cli.StringFlag{Name: "title", Usage: "a title for the new session, unique in the profile"},
 			&cli.BoolFlag{Name: "code", Usage: "take back too the file changes ID recorded after message SEQ (hermes checkpoints), recorded in ID; exit 4 if a file was left"},
 			&cli.BoolFlag{Name: "force", Usage: "with --code: restore files changed since the agent's last change too, after storing their present bytes"},
