@@ -34,6 +34,10 @@
 #   f. the Vercel AI SDK (scripts/clients/vercel.js) on its default
 #      Responses model, two turns with a tool (the second sends
 #      item_reference items)
+#   g. codex exec with `hermes mcp serve` as an MCP server, configured by
+#      the README's own snippet: Codex offers the server's tools (as the
+#      namespace mcp__hermes), the model calls kanban_create, and codex
+#      exec, with no one to ask, runs it: the task is on the board
 #
 # Needs Go, Node and npm (Debian: apt-get install nodejs npm). It prints a
 # Markdown table on stdout, and exits 1 when a scenario made a number of
@@ -196,6 +200,17 @@ codex_tool() {
   echo "$out"
   grep -q 'tool-ran-42' <<<"$out" || { say "codex's answer does not hold the command's output, tool-ran-42"; return 1; }
 }
+# codex_mcp: Codex's config gains the README's [mcp_servers.hermes] table
+# as written (hermes found on PATH), and a codex exec turn's model calls
+# the server's kanban_create; the task it makes must be on the board.
+codex_mcp() {
+  local out
+  { echo; sed -n '/^# Codex: ~\/.codex\/config.toml$/,/^```$/p' README.md | sed '$d'; } >>"$CODEX_HOME/config.toml"
+  grep -q '^\[mcp_servers.hermes\]' "$CODEX_HOME/config.toml" || { say "the README has no Codex snippet for hermes mcp serve"; return 1; }
+  out=$(PATH=$tmp:$PATH codex_run "make a task") || return 1
+  echo "$out"
+  "$tmp/hermes" --json kanban list | grep -q '"made-by-codex-42"' || { say "no task made-by-codex-42 on the board: codex did not run kanban_create"; return 1; }
+}
 sdk_loop() {
   echo "\$ node sdk-loops.js $1 $base_url $TURNS"
   timeout 120 node scripts/clients/sdk-loops.js "$1" "$base_url" "$TURNS"
@@ -241,6 +256,7 @@ scenario "e. openai SDK: chat.completions streamed, a function tool" "$chat_para
 scenario "e. openai SDK: responses, a function tool" "$responses_params" sdk_tools responses whole
 scenario "e. openai SDK: responses streamed, a function tool" "$responses_params" sdk_tools responses stream
 scenario "f. Vercel AI SDK: two turns with a tool (Responses)" "$vercel_params" vercel
+scenario "g. codex exec, hermes mcp serve's kanban_create (README's config)" mcp__hermes__kanban_create codex_mcp
 stop_gateway
 
 echo

@@ -129,6 +129,13 @@
 //     ({"input": …}), so the stored and the re-sent history agree. The
 //     Responses API's hosted tools (web_search, file_search, mcp, computer
 //     use, local_shell) have no chat completions form and are left out.
+//     A namespace tool ({"type":"namespace","name":N,"tools":[…]}, how
+//     Codex CLI sends an MCP server's tools, N being mcp__SERVER) offers
+//     each of its function and custom tools as NAMESPACE__NAME, the name
+//     MCP clients give such a tool (mcp__SERVER__TOOL); a call of one
+//     comes back as the client named it, with "namespace": N, and a call
+//     the client sends back with its namespace is stored under the
+//     upstream name, so the history matches.
 //   - tool_choice: chat's as sent; a Responses one naming a tool
 //     ({"type":"function","name":…}, custom too) becomes {"type":
 //     "function","function":{"name":…}}, allowed_tools likewise, "auto",

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/fsstore/gatewaystate"
@@ -34,11 +35,10 @@ type request struct {
 	// one that answered: model, else the configured one.
 	model, reported string
 	// tools are the client's tools as chat completions function-calling
-	// entries; custom names those that are Responses custom tools, offered
-	// upstream as functions whose one argument, input, is the free-form
-	// text (see customTool).
+	// entries; client says which of them are, in the client's terms,
+	// Responses custom tools or tools of a namespace (clientTools).
 	tools  []json.RawMessage
-	custom map[string]bool
+	client clientTools
 	params provider.Params
 	// provider answers the model (gateway.models), and upstream is the
 	// name it is asked by; nil and "": the configured provider, asked for
@@ -141,23 +141,58 @@ func (s *Server) checkTools(tools []json.RawMessage) error {
 	return nil
 }
 
+// clientTools is what the gateway keeps of a Responses request's tools
+// to give a call back in the client's terms: the tools, by the name they
+// are offered upstream, that are custom tools (offered as functions whose
+// one argument, input, is the free-form text: customTool), and those that
+// sit in a namespace (offered as NAMESPACE__NAME: namespacedName).
+type clientTools struct {
+	custom    map[string]bool
+	namespace map[string]string
+}
+
+// name is the upstream name of a call's tool: name itself, or
+// NAMESPACE__NAME for a tool of a namespace. Codex CLI sends an MCP
+// server's tools as the namespace mcp__SERVER, so they reach the model
+// with the names MCP clients give them (mcp__SERVER__TOOL).
+func namespacedName(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "__" + name
+}
+
+// split is an upstream tool name in the client's terms: its namespace
+// ("" for none) and its name there.
+func (ct clientTools) split(upstream string) (namespace, name string) {
+	if ns, ok := ct.namespace[upstream]; ok {
+		return ns, strings.TrimPrefix(upstream, ns+"__")
+	}
+	return "", upstream
+}
+
 // responsesTools turns a Responses request's tools into chat completions
 // entries: a function tool ({"type":"function","name",…}) becomes
 // {"type":"function","function":{"name",…}}, a custom tool a function
-// (customTool). The API's hosted tools (web_search, file_search, mcp, …)
-// have no chat completions form and are left out.
-func responsesTools(raw []json.RawMessage) (tools []json.RawMessage, custom map[string]bool, err error) {
-	for i, r := range raw {
-		param := fmt.Sprintf("tools[%d]", i)
+// (customTool), and each tool of a namespace ({"type":"namespace","name",
+// "tools":[…]}) one of these named NAMESPACE__NAME. The API's hosted
+// tools (web_search, file_search, mcp, …) have no chat completions form
+// and are left out.
+func responsesTools(raw []json.RawMessage) (tools []json.RawMessage, ct clientTools, err error) {
+	var add func(param, namespace string, r json.RawMessage) error
+	add = func(param, namespace string, r json.RawMessage) error {
 		var fields map[string]json.RawMessage
 		if err := json.Unmarshal(r, &fields); err != nil {
-			return nil, nil, badRequest(param, "%s: %v", param, err)
+			return badRequest(param, "%s: %v", param, err)
 		}
 		var typ, name string
 		json.Unmarshal(fields["type"], &typ)
 		json.Unmarshal(fields["name"], &name)
-		if (typ == "function" || typ == "custom") && name == "" {
-			return nil, nil, badRequest(param, "%s: a %s tool needs a name", param, typ)
+		if (typ == "function" || typ == "custom" || typ == "namespace") && name == "" {
+			return badRequest(param, "%s: a %s tool needs a name", param, typ)
+		}
+		if namespace != "" && typ != "function" && typ != "custom" {
+			return badRequest(param, "%s: a namespace holds function and custom tools, not %q", param, typ)
 		}
 		var fn map[string]json.RawMessage
 		switch typ {
@@ -166,17 +201,44 @@ func responsesTools(raw []json.RawMessage) (tools []json.RawMessage, custom map[
 			fn = fields
 		case "custom":
 			fn = customTool(fields)
-			if custom == nil {
-				custom = map[string]bool{}
+		case "namespace":
+			var inner []json.RawMessage
+			if err := json.Unmarshal(fields["tools"], &inner); err != nil || len(inner) == 0 {
+				return badRequest(param, "%s: a namespace tool needs a list of tools", param)
 			}
-			custom[name] = true
+			for j, t := range inner {
+				if err := add(fmt.Sprintf("%s.tools[%d]", param, j), name, t); err != nil {
+					return err
+				}
+			}
+			return nil
 		default:
-			continue
+			return nil
+		}
+		upstream := namespacedName(namespace, name)
+		fn["name"], _ = marshal(upstream) // a string always encodes
+		if typ == "custom" {
+			if ct.custom == nil {
+				ct.custom = map[string]bool{}
+			}
+			ct.custom[upstream] = true
+		}
+		if namespace != "" {
+			if ct.namespace == nil {
+				ct.namespace = map[string]string{}
+			}
+			ct.namespace[upstream] = namespace
 		}
 		b, _ := marshal(map[string]any{"type": "function", "function": fn}) // decoded values always encode
 		tools = append(tools, b)
+		return nil
 	}
-	return tools, custom, nil
+	for i, r := range raw {
+		if err := add(fmt.Sprintf("tools[%d]", i), "", r); err != nil {
+			return nil, clientTools{}, err
+		}
+	}
+	return tools, ct, nil
 }
 
 // customTool is the function a Responses custom tool is offered upstream

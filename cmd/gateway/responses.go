@@ -52,7 +52,7 @@ func (s *Server) decodeResponses(w http.ResponseWriter, r *http.Request) (reques
 	if err := s.decodeBody(w, r, rr); err != nil {
 		return request{}, err
 	}
-	tools, custom, err := responsesTools(rr.Tools)
+	tools, client, err := responsesTools(rr.Tools)
 	if err != nil {
 		return request{}, err
 	}
@@ -64,14 +64,14 @@ func (s *Server) decodeResponses(w http.ResponseWriter, r *http.Request) (reques
 	if prev != "" && conv != "" {
 		return request{}, badRequest("previous_response_id", "previous_response_id and conversation cannot be used together")
 	}
-	input, err := parseInput(rr.Input, custom, prev != "" || conv != "", func(id string) (json.RawMessage, error) { return s.resolveItem(r.Context(), id) })
+	input, err := parseInput(rr.Input, client, prev != "" || conv != "", func(id string) (json.RawMessage, error) { return s.resolveItem(r.Context(), id) })
 	if err != nil {
 		return request{}, err
 	}
 	req := request{
 		msgs: input, conv: conv, prev: prev, instructions: deref(rr.Instructions),
 		store: rr.Store == nil || *rr.Store, stream: rr.Stream, wire: rr,
-		model: rr.Model, tools: tools, custom: custom, params: provider.Params{
+		model: rr.Model, tools: tools, client: client, params: provider.Params{
 			ToolChoice:          responsesToolChoice(rr.ToolChoice),
 			ParallelToolCalls:   set(rr.ParallelToolCalls),
 			Temperature:         set(rr.Temperature),
@@ -109,6 +109,7 @@ type inputItem struct {
 	Content   json.RawMessage `json:"content"`
 	CallID    string          `json:"call_id"`
 	Name      string          `json:"name"`
+	Namespace string          `json:"namespace"`
 	Arguments string          `json:"arguments"`
 	Input     string          `json:"input"`
 	Action    json.RawMessage `json:"action"`
@@ -131,7 +132,7 @@ var skippedItems = map[string]bool{"reasoning": true, "web_search_call": true}
 // a conversation), the input may also begin with outputs, which answer
 // the stored response's calls. Any other output is refused, as the API
 // refuses an output with no call.
-func parseInput(raw json.RawMessage, custom map[string]bool, stored bool, resolve func(id string) (json.RawMessage, error)) ([]sessions.Message, error) {
+func parseInput(raw json.RawMessage, client clientTools, stored bool, resolve func(id string) (json.RawMessage, error)) ([]sessions.Message, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, badRequest("input", "input is required")
@@ -190,7 +191,7 @@ func parseInput(raw json.RawMessage, custom map[string]bool, stored bool, resolv
 			}
 			msgs = append(msgs, sessions.Message{Role: role, Content: content})
 		case "function_call", "custom_tool_call", "local_shell_call":
-			call, err := toolCall(it, custom)
+			call, err := toolCall(it, client)
 			if err != nil {
 				return nil, badRequest(param, "%s: %v", param, err)
 			}
@@ -236,14 +237,15 @@ func allResults(msgs []sessions.Message) bool {
 // call of the tool local_shell (the API's name for it) whose arguments
 // are its action, so that the command is kept and its result, a
 // function_call_output, answers it.
-func toolCall(it inputItem, custom map[string]bool) (provider.ToolCall, error) {
+func toolCall(it inputItem, client clientTools) (provider.ToolCall, error) {
 	call := provider.ToolCall{ID: it.CallID, Type: "function"}
+	name := namespacedName(it.Namespace, it.Name)
 	switch it.Type {
 	case "function_call":
-		call.Function.Name, call.Function.Arguments = it.Name, it.Arguments
+		call.Function.Name, call.Function.Arguments = name, it.Arguments
 	case "custom_tool_call":
-		call.Function.Name, call.Function.Arguments = it.Name, it.Input
-		if custom[it.Name] {
+		call.Function.Name, call.Function.Arguments = name, it.Input
+		if client.custom[name] {
 			call.Function.Arguments = customArguments(it.Input)
 		}
 	case "local_shell_call":
@@ -416,7 +418,7 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 	}
 	out, err := s.run(ctx, &rt, req, stream, started)
 	if err == nil {
-		doc = finishDoc(doc, out, rs, req.custom)
+		doc = finishDoc(doc, out, rs, req.client)
 		// The reply is stored: a document or mapping that cannot be
 		// written now does not make the turn a failure, which a client
 		// would retry. The mapping is written again by the next turn.
@@ -441,7 +443,7 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 		s.whenDelivered(w, a.sess.ID, out.count)
 		return nil
 	}
-	rs.finish(doc, out, req.custom)
+	rs.finish(doc, out, req.client)
 	rs.send("response.completed", map[string]any{"response": responseObject(doc, req.store)})
 	s.whenDelivered(w, a.sess.ID, out.count)
 	return nil
@@ -472,7 +474,7 @@ func (s *Server) storeResponse(doc gatewaystate.Response, store bool, mapping *g
 // finishDoc fills the response document from the turn: status, output
 // items, text and usage. A stream's message item keeps the id its events
 // used.
-func finishDoc(doc gatewaystate.Response, out turnOutcome, rs *responseStream, custom map[string]bool) gatewaystate.Response {
+func finishDoc(doc gatewaystate.Response, out turnOutcome, rs *responseStream, client clientTools) gatewaystate.Response {
 	text := replyText(out.reply.Messages)
 	calls := pendingToolCalls(out.reply.Messages)
 	var items []any
@@ -480,7 +482,7 @@ func finishDoc(doc gatewaystate.Response, out turnOutcome, rs *responseStream, c
 		items = append(items, messageItem(outputItemID(doc.ID, "msg", 0), text, "completed"))
 	}
 	for _, c := range calls {
-		items = append(items, callItem(doc.ID, len(items), c, "completed", custom))
+		items = append(items, callItem(doc.ID, len(items), c, "completed", client))
 	}
 	doc.Status = "completed"
 	doc.Model = orDefault(out.model, doc.Model)
@@ -506,18 +508,24 @@ func outputText(text string) map[string]any {
 
 // callItem is the output item of a call: a custom_tool_call, with its
 // input, when it names one of the request's custom tools, else a
-// function_call.
-func callItem(responseID string, index int, c provider.ToolCall, status string, custom map[string]bool) map[string]any {
-	if custom[c.Function.Name] {
-		return map[string]any{
-			"type": "custom_tool_call", "id": outputItemID(responseID, "ctc", index), "call_id": c.ID, "name": c.Function.Name,
+// function_call; a tool of a namespace is named as the client named it,
+// with its namespace.
+func callItem(responseID string, index int, c provider.ToolCall, status string, client clientTools) map[string]any {
+	namespace, name := client.split(c.Function.Name)
+	item := map[string]any{
+		"type": "function_call", "id": outputItemID(responseID, "fc", index), "call_id": c.ID, "name": name,
+		"arguments": c.Function.Arguments, "status": status,
+	}
+	if client.custom[c.Function.Name] {
+		item = map[string]any{
+			"type": "custom_tool_call", "id": outputItemID(responseID, "ctc", index), "call_id": c.ID, "name": name,
 			"input": customInput(c.Function.Arguments), "status": status,
 		}
 	}
-	return map[string]any{
-		"type": "function_call", "id": outputItemID(responseID, "fc", index), "call_id": c.ID, "name": c.Function.Name,
-		"arguments": c.Function.Arguments, "status": status,
+	if namespace != "" {
+		item["namespace"] = namespace
 	}
+	return item
 }
 
 // outputItemID is the id of the output item at index of a response:
@@ -729,7 +737,7 @@ func (rs *responseStream) Write(p []byte) (int, error) {
 
 // finish closes the message item with the whole text and sends the
 // function calls the reply ends with.
-func (rs *responseStream) finish(doc gatewaystate.Response, out turnOutcome, custom map[string]bool) {
+func (rs *responseStream) finish(doc gatewaystate.Response, out turnOutcome, client clientTools) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	text := doc.OutputText
@@ -747,8 +755,8 @@ func (rs *responseStream) finish(doc gatewaystate.Response, out turnOutcome, cus
 		index++
 	}
 	for _, c := range calls {
-		if custom[c.Function.Name] {
-			item := callItem(rs.responseID, index, c, "in_progress", custom)
+		if client.custom[c.Function.Name] {
+			item := callItem(rs.responseID, index, c, "in_progress", client)
 			input := item["input"]
 			item["input"] = ""
 			rs.sendLocked("response.output_item.added", map[string]any{"output_index": index, "item": item})
@@ -758,7 +766,7 @@ func (rs *responseStream) finish(doc gatewaystate.Response, out turnOutcome, cus
 			rs.sendLocked("response.custom_tool_call_input.done", map[string]any{
 				"item_id": item["id"], "output_index": index, "input": input,
 			})
-			rs.sendLocked("response.output_item.done", map[string]any{"output_index": index, "item": callItem(rs.responseID, index, c, "completed", custom)})
+			rs.sendLocked("response.output_item.done", map[string]any{"output_index": index, "item": callItem(rs.responseID, index, c, "completed", client)})
 			index++
 			continue
 		}
@@ -766,16 +774,16 @@ func (rs *responseStream) finish(doc gatewaystate.Response, out turnOutcome, cus
 		// as the API streams them: a client that appends each delta to the
 		// added item (openai-node's ResponseStream does) would otherwise
 		// hold them twice. The provider's reply is whole, so one delta.
-		item := callItem(rs.responseID, index, c, "in_progress", custom)
+		item := callItem(rs.responseID, index, c, "in_progress", client)
 		item["arguments"] = ""
 		rs.sendLocked("response.output_item.added", map[string]any{"output_index": index, "item": item})
 		rs.sendLocked("response.function_call_arguments.delta", map[string]any{
 			"item_id": item["id"], "output_index": index, "delta": c.Function.Arguments,
 		})
 		rs.sendLocked("response.function_call_arguments.done", map[string]any{
-			"item_id": item["id"], "output_index": index, "name": c.Function.Name, "arguments": c.Function.Arguments,
+			"item_id": item["id"], "output_index": index, "name": item["name"], "arguments": c.Function.Arguments,
 		})
-		rs.sendLocked("response.output_item.done", map[string]any{"output_index": index, "item": callItem(rs.responseID, index, c, "completed", custom)})
+		rs.sendLocked("response.output_item.done", map[string]any{"output_index": index, "item": callItem(rs.responseID, index, c, "completed", client)})
 		index++
 	}
 }

@@ -29,7 +29,8 @@
 // Its answer: when the request offers tools and the conversation does not
 // end with a tool result (or tool_choice requires a call), it calls the
 // tool that tool_choice names, else the first offered tool it knows (see
-// KNOWN_TOOLS), with valid arguments. When the conversation ends with a
+// KNOWN_TOOLS), an MCP server's (mcp__SERVER__TOOL) before the client's
+// own, with valid arguments. When the conversation ends with a
 // tool result, it answers "the tool said: " and the result's last line.
 // When no tools are offered, it says so in text, and a client waiting for
 // a tool call fails. Streamed (with usage when stream_options asks) or
@@ -51,6 +52,9 @@ const KNOWN_TOOLS = {
   shell: () => ({ command: ['bash', '-c', 'echo tool-ran-$((6*7))'] }),
   // The function of scripts/clients/sdk-tools.js and vercel.js.
   lookup_order: () => ({ order_id: 'A-17' }),
+  // hermes mcp serve's, as Codex CLI offers an MCP server's tools (its
+  // namespace mcp__hermes, which the gateway names mcp__SERVER__TOOL).
+  mcp__hermes__kanban_create: () => ({ title: 'made-by-codex-' + 6 * 7 }),
 };
 
 // The chat completions request's parameters; any other is refused.
@@ -273,7 +277,8 @@ function answer(body, tools, choice, issued) {
   const last = body.messages[body.messages.length - 1];
   const mustCall = choice !== '' && choice !== 'none';
   if (tools.size > 0 && choice !== 'none' && (last.role !== 'tool' || mustCall)) {
-    const name = choice !== '' && choice !== '*' ? choice : [...tools.keys()].find((n) => KNOWN_TOOLS[n]);
+    const known = [...tools.keys()].filter((n) => KNOWN_TOOLS[n]);
+    const name = choice !== '' && choice !== '*' ? choice : known.find((n) => n.startsWith('mcp__')) || known[0];
     if (name && KNOWN_TOOLS[name]) {
       const id = 'call_' + crypto.randomBytes(12).toString('hex');
       issued.add(id);

@@ -72,6 +72,13 @@ test('tools offered: it calls the one it knows, then answers with its result', a
   assert.strictEqual(r.json.choices[0].message.content, 'the tool said: shipped');
 });
 
+test('an MCP server\'s tool is called before the client\'s own', async () => {
+  const mcp = { type: 'function', function: { name: 'mcp__hermes__kanban_create', parameters: { type: 'object' } } };
+  const { call: c } = await call({ model: MODEL, messages: [user], tools: [lookup, mcp] });
+  assert.strictEqual(c.function.name, 'mcp__hermes__kanban_create');
+  assert.deepStrictEqual(JSON.parse(c.function.arguments), { title: 'made-by-codex-42' });
+});
+
 test('the second model is served, and named in the answer', async () => {
   const r = await post({ model: 'hermes-test-model-2', messages: [user] });
   assert.strictEqual(r.status, 200, r.text);
