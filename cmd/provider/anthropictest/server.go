@@ -152,6 +152,28 @@ type wireMessage struct {
 	Content json.RawMessage `json:"content"`
 }
 
+// notOffered is the name of the first tool blocks call that the request
+// body does not offer, "" when it offers them all: a real model calls only
+// the tools it was given.
+func notOffered(body []byte, blocks []Block) string {
+	var w struct {
+		Tools []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
+	}
+	json.Unmarshal(body, &w) // checked already: it decodes
+	offered := make([]string, len(w.Tools))
+	for i, t := range w.Tools {
+		offered[i] = t.Name
+	}
+	for _, b := range blocks {
+		if b.Type == "tool_use" && !slices.Contains(offered, b.Name) {
+			return b.Name
+		}
+	}
+	return ""
+}
+
 // refusal is a request the API would answer 400.
 type refusal string
 
@@ -178,6 +200,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	blocks := []Block{{Type: "text", Text: "ok"}}
 	if s.Reply != nil {
 		blocks = s.Reply(req)
+	}
+	if name := notOffered(body, blocks); name != "" {
+		req.Status, req.Error = http.StatusInternalServerError, "the fake's script calls "+name+", a tool the request does not offer"
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(req.Status)
+		fmt.Fprintf(w, `{"type":"error","error":{"type":"api_error","message":%q}}`, req.Error)
+		return
 	}
 	stop := "end_turn"
 	for _, b := range blocks {

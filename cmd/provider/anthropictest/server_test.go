@@ -74,3 +74,28 @@ func TestCache(t *testing.T) {
 		t.Errorf("a block's bytes changed, yet %+v", changed)
 	}
 }
+
+// A script that calls a tool the request did not offer is an error of
+// the fake's own (500), never a tool_use: a real model calls only what it
+// was offered, so a test that passes through such a call would pass where
+// a real model fails.
+func TestCallsOnlyOfferedTools(t *testing.T) {
+	s := &Server{Reply: func(*Request) []Block {
+		return []Block{{Type: "tool_use", ID: "t1", Name: "mcp__hermes__kanban_create", Input: []byte(`{}`)}}
+	}}
+	for _, c := range []struct {
+		tools string
+		code  int
+	}{
+		{``, 500},
+		{`,"tools":[{"name":"Bash","input_schema":{"type":"object"}}]`, 500},
+		{`,"tools":[{"name":"mcp__hermes__kanban_create","input_schema":{"type":"object"}}]`, 200},
+	} {
+		rec := httptest.NewRecorder()
+		body := `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]` + c.tools + `}`
+		s.ServeHTTP(rec, httptest.NewRequest("POST", "/v1/messages", strings.NewReader(body)))
+		if rec.Code != c.code || c.code == 500 && !strings.Contains(rec.Body.String(), "mcp__hermes__kanban_create") {
+			t.Errorf("tools %q: %d %s, want %d", c.tools, rec.Code, rec.Body, c.code)
+		}
+	}
+}
