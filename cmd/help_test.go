@@ -258,3 +258,52 @@ func TestFlagsNameTheirValue(t *testing.T) {
 		t.Errorf("the man page does not say --limit N")
 	}
 }
+
+// TestREADMENamesEveryVerb: each verb of each noun is in the README, in
+// the noun's section (`hermes NOUN VERB …`, or `NOUN VERB`, `VERB …` or
+// `V1|VERB` in code there), so no verb is left for a user to find by
+// accident.
+func TestREADMENamesEveryVerb(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sections := map[string][]string{
+		"sessions": {"### Sessions verbs"}, "tasks": {"### Background tasks"}, "cron": {"### Scheduled jobs"},
+		"kanban": {"### Kanban"}, "gateway": {"### Gateway"}, "mcp": {"### Tools from MCP servers", "### hermes as an MCP server"},
+		"memory": {"### Memory"}, "skills": {"### Skills"}, "checkpoints": {"### Checkpoints"}, "usage": {"### Usage and cost"},
+		"profile": {""}, // a line of the whole README
+	}
+	app := NewApp(strings.NewReader(""), io.Discard, io.Discard)
+	for _, noun := range app.VisibleCommands() {
+		if len(noun.VisibleCommands()) <= 1 { // chat, fsck, completion, man, version: no verbs
+			continue
+		}
+		heads, ok := sections[noun.Name]
+		if !ok {
+			t.Errorf("%s: no README section known for it (add it here)", noun.Name)
+			continue
+		}
+		var text string
+		for _, h := range heads {
+			sec := string(readme)
+			if h != "" {
+				_, sec, ok = strings.Cut(sec, "\n"+h+"\n")
+				if !ok {
+					t.Errorf("README has no section %q", h)
+				}
+				sec, _, _ = strings.Cut(sec, "\n### ")
+			}
+			text += sec
+		}
+		for _, verb := range noun.VisibleCommands() {
+			if verb.Name == "help" {
+				continue
+			}
+			named := regexp.MustCompile("(?:hermes (?:[-a-z]+ )*|`)(?:" + noun.Name + " )?(?:[a-z-]+\\|)*" + verb.Name + "\\b")
+			if !named.MatchString(text) {
+				t.Errorf("the README's %s section does not name %s %s", heads[0], noun.Name, verb.Name)
+			}
+		}
+	}
+}
