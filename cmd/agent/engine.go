@@ -754,6 +754,16 @@ func (s *separated) Write(p []byte) (int, error) {
 	return s.w.Write(p)
 }
 
+// WriteBlock passes an anthropic reply's thinking block on to a stream
+// that takes blocks (provider.BlockWriter), and drops it for one that
+// takes text alone.
+func (s *separated) WriteBlock(block json.RawMessage) error {
+	if bw, ok := s.w.(provider.BlockWriter); ok {
+		return bw.WriteBlock(block)
+	}
+	return nil
+}
+
 // ResumeNote is the system message that tells a model why a session it
 // continues was interrupted, from the session's resume_reason. It is kept
 // in the transcript, so the history says what happened.

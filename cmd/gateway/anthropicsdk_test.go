@@ -218,13 +218,15 @@ func TestMessagesOnAnthropicUpstream(t *testing.T) {
 	}
 	for i := range 2 {
 		m := turn(anthropic.NewUserMessage(anthropic.NewTextBlock(fmt.Sprintf("turn %d", i))))
-		// Streamed, the text comes first, as it arrived, then the
-		// thinking, then the call.
-		if len(m.Content) != 3 || m.Content[0].Text != "calling" || m.Content[1].Type != "thinking" || m.Content[1].Signature == "" || m.Content[2].Type != "tool_use" || string(m.Content[2].Input) != `{"q":"x"}` {
+		// Streamed, each block in its place as it came: the thinking
+		// first (a client that reads the last block for the answer, as
+		// claude -p does, must find the text after it), then the text,
+		// then the call.
+		if len(m.Content) != 3 || m.Content[0].Type != "thinking" || m.Content[0].Signature == "" || m.Content[1].Text != "calling" || m.Content[2].Type != "tool_use" || string(m.Content[2].Input) != `{"q":"x"}` {
 			t.Fatalf("message %s", m.RawJSON())
 		}
 		m = turn(anthropic.NewUserMessage(anthropic.NewToolResultBlock(m.Content[2].ID, "result", false)))
-		if m.Content[0].Text != "done: result" {
+		if last := m.Content[len(m.Content)-1]; last.Text != "done: result" {
 			t.Fatalf("message %s", m.RawJSON())
 		}
 		// The provider's cache counts reach the client: this request read
@@ -393,5 +395,48 @@ func TestMessagesCountTokensUpstream(t *testing.T) {
 	t.Logf("estimate %d, upstream %d: %.2fx", estimate, upstream, ratio)
 	if ratio < 1 || ratio > 1.5 {
 		t.Errorf("estimate %d for the upstream's %d (%.2fx)", estimate, upstream, ratio)
+	}
+}
+
+// To an anthropic upstream, what a Messages client asks of the model goes
+// as it came: its thinking, output_config and context_management members
+// (in place of the provider's configured thinking), and its anthropic-beta
+// values after the configured ones, each once. A count_tokens request
+// carries its thinking too.
+func TestMessagesForwardsClientSettings(t *testing.T) {
+	fake := &anthropictest.Server{}
+	up := httptest.NewServer(fake)
+	defer up.Close()
+	prov, err := provider.New(provider.Config{Name: "anthropic", BaseURL: up.URL, Model: "claude-test",
+		Anthropic: provider.Anthropic{Thinking: "2048", Beta: []string{"configured-1", "shared-2"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newTestEnv(t, func(o *Options) { o.Provider = prov })
+	header := map[string]string{"anthropic-version": "2023-06-01", "anthropic-beta": "shared-2, client-3"}
+	body := map[string]any{"model": "claude-test", "max_tokens": 4096, "messages": []any{map[string]any{"role": "user", "content": "hi"}},
+		"thinking": map[string]any{"type": "adaptive", "display": "omitted"}, "output_config": map[string]any{"effort": "medium"},
+		"context_management": map[string]any{"edits": []any{map[string]any{"type": "clear_thinking_20251015", "keep": "all"}}}}
+	for _, path := range []string{"/v1/messages?beta=true", "/v1/messages/count_tokens?beta=true"} {
+		resp, rbody := e.do("POST", path, body, header)
+		mustStatus(t, resp, rbody, 200)
+		reqs := fake.Requests()
+		last := reqs[len(reqs)-1]
+		var got map[string]json.RawMessage
+		json.Unmarshal(last.Body, &got)
+		if canonicalJSON(t, got["thinking"]) != canonicalJSON(t, json.RawMessage(`{"type":"adaptive","display":"omitted"}`)) {
+			t.Errorf("%s: the upstream got thinking %s, want the client's", path, got["thinking"])
+		}
+		if strings.HasPrefix(path, "/v1/messages?") {
+			if string(got["output_config"]) != `{"effort":"medium"}` || !strings.Contains(string(got["context_management"]), "clear_thinking_20251015") {
+				t.Errorf("%s: the upstream got output_config %s, context_management %s", path, got["output_config"], got["context_management"])
+			}
+		}
+		if b := last.Header.Get("Anthropic-Beta"); b != "configured-1,shared-2,client-3" {
+			t.Errorf("%s: the upstream got anthropic-beta %q, want configured-1,shared-2,client-3", path, b)
+		}
+		if last.Status != 200 {
+			t.Errorf("%s: the upstream refused: %s", path, last.Error)
+		}
 	}
 }

@@ -53,17 +53,22 @@
 // type other than custom (the API's server tools) have no function form
 // and are left out. tool_choice maps to chat completions' (any is
 // required, tool a named function, disable_parallel_tool_use
-// parallel_tool_calls false), stop_sequences to stop.
+// parallel_tool_calls false), stop_sequences to stop. thinking,
+// output_config, context_management and the anthropic-beta values are
+// for an anthropic provider alone (provider.AnthropicParams).
 //
 // The reply is a message object (messageObject): the thinking blocks of
 // the reply's last assistant message, its text, a tool_use block for each
 // call it ends with; stop_reason tool_use with calls, else the stop reason
 // the provider stored (provider.StopReason), else end_turn; usage from the
-// provider's, input_tokens being the uncached part. Streamed, the text goes
-// as one text block as it arrives, then the thinking, tool_use and other
-// blocks whole after the turn, each a content_block_start, its deltas and
-// a content_block_stop; then message_delta and message_stop. A failure
-// after the stream began is an error event.
+// provider's, input_tokens being the uncached part. Streamed, each block
+// is in its place: an anthropic provider's thinking blocks first, each
+// whole as it ends (provider.BlockWriter: a client that takes the last
+// block for the answer, as claude -p does, must find the text after
+// them), the text as one text block as it arrives, then the tool_use and
+// other blocks whole after the turn, each a content_block_start, its
+// deltas and a content_block_stop; then message_delta and message_stop. A
+// failure after the stream began is an error event.
 //
 // Every error on /v1/messages and below is in the Messages API's shape,
 // its type from the status (messagesErrorType); fail, the one place

@@ -26,6 +26,11 @@ type messagesRequest struct {
 	TopP          json.RawMessage     `json:"top_p"`
 	StopSequences json.RawMessage     `json:"stop_sequences"`
 	Stream        bool                `json:"stream"`
+	// Thinking, OutputConfig and ContextManagement go as they came to an
+	// anthropic upstream (provider.AnthropicParams).
+	Thinking          json.RawMessage `json:"thinking"`
+	OutputConfig      json.RawMessage `json:"output_config"`
+	ContextManagement json.RawMessage `json:"context_management"`
 }
 
 type messagesMessage struct {
@@ -81,7 +86,9 @@ func (s *Server) decodeMessages(w http.ResponseWriter, r *http.Request) (request
 	// A request that names its client's thread (Claude Code's session) is
 	// routed as a Responses request naming one is: the thread's session,
 	// whatever the client made of its history (a compacted one).
-	req := request{chat: threadOf(r) == "", msgs: msgs, stream: mr.Stream, wire: mr, model: mr.Model, tools: tools, params: messagesParams(mr)}
+	params := messagesParams(mr)
+	params.Anthropic.Betas = betas(r)
+	req := request{chat: threadOf(r) == "", msgs: msgs, stream: mr.Stream, wire: mr, model: mr.Model, tools: tools, params: params}
 	if err := s.pickModel(&req); err != nil {
 		return req, nil, err
 	}
@@ -335,9 +342,24 @@ func messagesTools(raw []json.RawMessage) ([]json.RawMessage, error) {
 	return out, nil
 }
 
-// messagesParams are the request's parameters in chat completions' names.
+// betas are the values of a request's anthropic-beta headers.
+func betas(r *http.Request) []string {
+	var bs []string
+	for _, h := range r.Header.Values("Anthropic-Beta") {
+		for _, b := range strings.Split(h, ",") {
+			if b = strings.TrimSpace(b); b != "" {
+				bs = append(bs, b)
+			}
+		}
+	}
+	return bs
+}
+
+// messagesParams are the request's parameters in chat completions' names,
+// and those only the Messages API has as they came.
 func messagesParams(mr *messagesRequest) provider.Params {
-	p := provider.Params{MaxTokens: set(mr.MaxTokens), Temperature: set(mr.Temperature), TopP: set(mr.TopP), Stop: set(mr.StopSequences)}
+	p := provider.Params{MaxTokens: set(mr.MaxTokens), Temperature: set(mr.Temperature), TopP: set(mr.TopP), Stop: set(mr.StopSequences),
+		Anthropic: provider.AnthropicParams{Thinking: set(mr.Thinking), OutputConfig: set(mr.OutputConfig), ContextManagement: set(mr.ContextManagement)}}
 	if tc := mr.ToolChoice; tc != nil {
 		switch tc.Type {
 		case "auto", "none":
@@ -388,15 +410,26 @@ func (s *Server) createMessage(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	var sse *sseWriter
-	index, open, streamed := 0, false, false
-	stream := writerFunc(func(p []byte) (int, error) {
+	index, open, streamed, thought := 0, false, false, false
+	closeText := func() {
+		if open {
+			sse.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": index})
+			index++
+			open = false
+		}
+	}
+	stream := &blockStream{text: func(p []byte) {
 		if !open {
 			sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": index, "content_block": map[string]any{"type": "text", "text": ""}})
 			open, streamed = true, true
 		}
 		sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": index, "delta": map[string]any{"type": "text_delta", "text": string(p)}})
-		return len(p), nil
-	})
+	}, block: func(b map[string]any) {
+		closeText()
+		thinkingEvents(sse, index, b)
+		index++
+		thought = true
+	}}
 	out, err := run(ctx, req, stream, func() {
 		sse = startSSE(w)
 		sse.event("message_start", map[string]any{"type": "message_start", "message": map[string]any{
@@ -412,17 +445,17 @@ func (s *Server) createMessage(w http.ResponseWriter, r *http.Request) error {
 		sse.event("error", messagesErrorBody(ae))
 		return nil
 	}
-	if open {
-		sse.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": index})
-		index++
-	}
+	closeText()
 	msg := messageObject(id, orDefault(out.model, req.reported), out)
 	for _, b := range msg.Content {
+		if t := b["type"]; (t == "thinking" || t == "redacted_thinking") && thought {
+			continue // in its place, as it came
+		}
 		switch b["type"] {
-		case "thinking":
-			sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": index, "content_block": map[string]any{"type": "thinking", "thinking": "", "signature": ""}})
-			sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": index, "delta": map[string]any{"type": "thinking_delta", "thinking": b["thinking"]}})
-			sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": index, "delta": map[string]any{"type": "signature_delta", "signature": b["signature"]}})
+		case "thinking", "redacted_thinking":
+			thinkingEvents(sse, index, b)
+			index++
+			continue
 		case "tool_use":
 			sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": index, "content_block": map[string]any{"type": "tool_use", "id": b["id"], "name": b["name"], "input": map[string]any{}}})
 			sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": index, "delta": map[string]any{"type": "input_json_delta", "partial_json": string(b["input"].(json.RawMessage))}})
@@ -443,6 +476,42 @@ func (s *Server) createMessage(w http.ResponseWriter, r *http.Request) error {
 	sse.event("message_stop", map[string]any{"type": "message_stop"})
 	delivered(out.count)
 	return nil
+}
+
+// blockStream is the stream a streamed /v1/messages turn is run with:
+// the provider's text as it comes, and an anthropic reply's thinking
+// blocks as each ends (provider.BlockWriter), so that each block reaches
+// the client in its place.
+type blockStream struct {
+	text  func([]byte)
+	block func(map[string]any)
+}
+
+func (s *blockStream) Write(p []byte) (int, error) {
+	s.text(p)
+	return len(p), nil
+}
+
+func (s *blockStream) WriteBlock(raw json.RawMessage) error {
+	var b map[string]any
+	if err := json.Unmarshal(raw, &b); err != nil {
+		return err
+	}
+	s.block(b)
+	return nil
+}
+
+// thinkingEvents sends a thinking or redacted_thinking block b at index,
+// as the API streams it: a thinking block's text and signature as deltas.
+func thinkingEvents(sse *sseWriter, index int, b map[string]any) {
+	if b["type"] == "redacted_thinking" {
+		sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": index, "content_block": b})
+	} else {
+		sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": index, "content_block": map[string]any{"type": "thinking", "thinking": "", "signature": ""}})
+		sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": index, "delta": map[string]any{"type": "thinking_delta", "thinking": b["thinking"]}})
+		sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": index, "delta": map[string]any{"type": "signature_delta", "signature": b["signature"]}})
+	}
+	sse.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": index})
 }
 
 // isSideRequest reports whether a request is one of Claude Code's side
@@ -547,7 +616,7 @@ func (s *Server) countTokens(w http.ResponseWriter, r *http.Request) error {
 		prov = s.opts.Provider
 	}
 	if tc, ok := prov.(provider.TokenCounter); ok {
-		n, err := tc.CountTokens(r.Context(), provider.Request{History: provider.Messages(req.msgs), Tools: req.tools, Model: req.upstream})
+		n, err := tc.CountTokens(r.Context(), provider.Request{History: provider.Messages(req.msgs), Tools: req.tools, Model: req.upstream, Params: req.params})
 		if err != nil {
 			return err
 		}

@@ -10,6 +10,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -22,6 +23,21 @@ const (
 	defaultAnthropicURL     = "https://api.anthropic.com"
 	defaultAnthropicVersion = "2023-06-01"
 )
+
+// joinBetas is the anthropic-beta value of configured (comma-separated)
+// and then each of more not already in it.
+func joinBetas(configured string, more []string) string {
+	all := strings.Split(configured, ",")
+	if configured == "" {
+		all = nil
+	}
+	for _, b := range more {
+		if b = strings.TrimSpace(b); b != "" && !slices.Contains(all, b) {
+			all = append(all, b)
+		}
+	}
+	return strings.Join(all, ",")
+}
 
 // ThinkingBlocks is the key of an assistant message's Extra that holds the
 // thinking and redacted_thinking blocks of an anthropic reply, a list of
@@ -159,7 +175,7 @@ func (p *anthropic) Complete(ctx context.Context, req Request) (Reply, error) {
 	start := time.Now()
 	var requestID string
 	reply, err := withRetries(ctx, "anthropic", p.timeout, p.maxRetries, stream, func() (Reply, *Error) {
-		reply, id, perr := p.attempt(ctx, body, stream)
+		reply, id, perr := p.attempt(ctx, body, req.Params.Anthropic.Betas, stream)
 		requestID = id
 		return reply, perr
 	})
@@ -206,7 +222,7 @@ func (p *anthropic) CountTokens(ctx context.Context, req Request) (int, error) {
 	}
 	var n int
 	_, err = withRetries(ctx, "anthropic", p.timeout, p.maxRetries, &streamWriter{}, func() (Reply, *Error) {
-		resp, perr := p.post(ctx, p.url+"/count_tokens", body, false)
+		resp, perr := p.post(ctx, p.url+"/count_tokens", body, false, req.Params.Anthropic.Betas)
 		if perr != nil {
 			return Reply{}, perr
 		}
@@ -223,10 +239,10 @@ func (p *anthropic) CountTokens(ctx context.Context, req Request) (int, error) {
 	return n, err
 }
 
-// attempt sends one request, and returns the reply and the upstream's
+// attempt sends one request (betas: the client's, see post), and returns the reply and the upstream's
 // request id. Its error says whether a retry may help.
-func (p *anthropic) attempt(ctx context.Context, body []byte, stream *streamWriter) (Reply, string, *Error) {
-	resp, perr := p.post(ctx, p.url, body, stream.w != nil)
+func (p *anthropic) attempt(ctx context.Context, body []byte, betas []string, stream *streamWriter) (Reply, string, *Error) {
+	resp, perr := p.post(ctx, p.url, body, stream.w != nil, betas)
 	if perr != nil {
 		return Reply{}, "", perr
 	}
@@ -255,17 +271,18 @@ func (p *anthropic) attempt(ctx context.Context, body []byte, stream *streamWrit
 	return reply, id, perr
 }
 
-// post sends body to url with the API's headers; a response with an
-// error status is its *Error, its body read and closed.
-func (p *anthropic) post(ctx context.Context, url string, body []byte, stream bool) (*http.Response, *Error) {
+// post sends body to url with the API's headers, anthropic-beta holding
+// the configured betas and then those of betas not among them; a response
+// with an error status is its *Error, its body read and closed.
+func (p *anthropic) post(ctx context.Context, url string, body []byte, stream bool, betas []string) (*http.Response, *Error) {
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return nil, &Error{Provider: "anthropic", Message: "anthropic: " + err.Error(), Err: err}
 	}
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Anthropic-Version", p.version)
-	if p.beta != "" {
-		hreq.Header.Set("Anthropic-Beta", p.beta)
+	if beta := joinBetas(p.beta, betas); beta != "" {
+		hreq.Header.Set("Anthropic-Beta", beta)
 	}
 	if stream {
 		hreq.Header.Set("Accept", "text/event-stream")
@@ -606,6 +623,12 @@ func (st *anthropicStream) event(data []byte, stream *streamWriter) *Error {
 			return perr
 		}
 		b.stopped = true
+		switch b.block.Type {
+		case "thinking":
+			stream.WriteBlock(thinkingBlock(b.text.String(), b.block.Signature))
+		case "redacted_thinking":
+			stream.WriteBlock(b.raw)
+		}
 	case "message_delta":
 		if ev.Delta.StopReason != "" {
 			st.stopReason = ev.Delta.StopReason

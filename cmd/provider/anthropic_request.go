@@ -369,18 +369,27 @@ func (p *anthropic) requestBody(model string, req Request, count bool) ([]byte, 
 		}
 		b.WriteByte(']')
 	}
-	if p.thinking != "" {
+	client := req.Params.Anthropic
+	thinking, output := []byte(p.thinking), []byte(p.output)
+	if client.Thinking != nil || client.OutputConfig != nil {
+		thinking, output = client.Thinking, client.OutputConfig
+	}
+	if len(thinking) > 0 {
 		b.WriteString(`,"thinking":`)
-		b.WriteString(p.thinking)
+		b.Write(thinking)
 	}
 	if count {
 		b.WriteByte('}')
 		return b.Bytes(), nil
 	}
 	writeAnthropicParams(&b, req.Params, len(req.Tools) > 0)
-	if p.output != "" {
+	if len(output) > 0 {
 		b.WriteString(`,"output_config":`)
-		b.WriteString(p.output)
+		b.Write(output)
+	}
+	if client.ContextManagement != nil {
+		b.WriteString(`,"context_management":`)
+		b.Write(client.ContextManagement)
 	}
 	if req.Stream != nil {
 		b.WriteString(`,"stream":true`)

@@ -90,6 +90,21 @@ type Params struct {
 	ResponseFormat      json.RawMessage `json:"response_format,omitempty"`
 	ReasoningEffort     json.RawMessage `json:"reasoning_effort,omitempty"`
 	User                json.RawMessage `json:"user,omitempty"`
+	// Anthropic is what a Messages API client asked of the model beyond
+	// these: sent as it came to the anthropic provider, to no other.
+	Anthropic AnthropicParams `json:"-"`
+}
+
+// AnthropicParams are a Messages API request's members that only the
+// Messages API has, raw as the client sent them (nil: not sent), and its
+// anthropic-beta values. The anthropic provider sends thinking and
+// output_config in place of its configured thinking, context_management as
+// it is, and the betas after its configured ones.
+type AnthropicParams struct {
+	Thinking          json.RawMessage
+	OutputConfig      json.RawMessage
+	ContextManagement json.RawMessage
+	Betas             []string
 }
 
 // fields writes the parameters that are set as members of a JSON object,
@@ -339,6 +354,27 @@ type streamWriter struct {
 	w      io.Writer
 	wrote  bool // some text was written (the openai provider must not retry then)
 	failed bool
+}
+
+// BlockWriter is a stream (Request.Stream) that also takes an anthropic
+// reply's thinking and redacted_thinking blocks, whole, as each ends: they
+// come before the reply's text, and a Messages API client must get them
+// in their place (the gateway's /v1/messages).
+type BlockWriter interface {
+	io.Writer
+	WriteBlock(block json.RawMessage) error
+}
+
+// WriteBlock gives block to a stream that is a BlockWriter.
+func (s *streamWriter) WriteBlock(block json.RawMessage) {
+	bw, ok := s.w.(BlockWriter)
+	if !ok || s.failed {
+		return
+	}
+	s.wrote = true
+	if bw.WriteBlock(block) != nil {
+		s.failed = true
+	}
 }
 
 func (s *streamWriter) WriteString(text string) {
