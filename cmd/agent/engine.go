@@ -290,7 +290,16 @@ func (e *Engine) Run(ctx context.Context, t Turn) (Result, error) {
 		}
 		calls := unanswered(reply.Messages)
 		if len(calls) == 0 {
-			break
+			if !paused(reply.Messages) {
+				break
+			}
+			// The API paused a long turn (pause_turn): the paused message,
+			// stored, is sent back as it is, and the model goes on from it.
+			if res.Steps >= maxSteps {
+				res.StepLimit = true
+				break
+			}
+			continue
 		}
 		if e.ClientTools && !e.allOurs(calls) {
 			res.Pending = calls
@@ -320,6 +329,14 @@ func (e *Engine) Run(ctx context.Context, t Turn) (Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// paused reports whether a reply ends in a message the API paused
+// (an anthropic stop reason pause_turn), one the model goes on from.
+func paused(msgs []sessions.Message) bool {
+	var stop string
+	json.Unmarshal(msgs[len(msgs)-1].Extra[provider.StopReason], &stop)
+	return stop == "pause_turn"
 }
 
 // store appends msgs, synced, and records them in res.
