@@ -234,8 +234,11 @@ type chatter struct {
 	system    string // a system message for the next turn
 	cwd       string // --cwd, absolute; "" keeps the session's
 	stream    bool   // write the reply as it arrives
-	in        *bufio.Reader
-	maxLine   int64 // sessions.max_line: the longest prompt
+	// showThinking is anthropic.show_thinking: a streamed reply's thinking
+	// is shown too (thinkingWriter).
+	showThinking bool
+	in           *bufio.Reader
+	maxLine      int64 // sessions.max_line: the longest prompt
 
 	// compress is when a turn compresses the session first.
 	compress compressAt
@@ -432,6 +435,7 @@ func newChatter(e *env) (*chatter, error) {
 		in:      bufio.NewReader(e.stdin),
 		maxLine: maxLine,
 	}
+	ch.showThinking = cfg.Anthropic.ShowThinking == nil || *cfg.Anthropic.ShowThinking
 	ch.compress = compress
 	if ch.restore, err = restoreSetting(e, cfg); err != nil {
 		return nil, err
@@ -657,7 +661,7 @@ func (ch *chatter) run(ctx context.Context, input []sessions.Message) (turnResul
 	}
 	t := agent.Turn{SessionID: sess.ID, Input: input, Env: &env}
 	if ch.stream {
-		t.Stream = ch.e.stdout
+		t.Stream = thinkingWriter(ch.e.stdout, ch.showThinking, os.Getenv("NO_COLOR") == "")
 	}
 	res, err := ch.engine.Run(ctx, t)
 	if err != nil {

@@ -72,6 +72,9 @@ func profileShow(e *env) error {
 		if cfg.Memory.Enabled == nil {
 			cfg.Memory.Enabled = &yes // the memory is on unless turned off
 		}
+		if cfg.Anthropic.ShowThinking == nil {
+			cfg.Anthropic.ShowThinking = &yes // line mode shows thinking unless told not to
+		}
 		return printJSON(e.stdout, map[string]any{
 			"name": e.profile.Name, "from": e.profile.From, "root": e.profile.Root,
 			"dir": e.profile.Dir(), "config": filled(reflect.ValueOf(cfg)).Interface(),

@@ -34,6 +34,9 @@ type Config struct {
 		Thinking  string   `yaml:"thinking" json:"thinking"`
 		Cache     string   `yaml:"cache" json:"cache"`
 		APIKeyEnv string   `yaml:"api_key_env" json:"api_key_env"`
+		// ShowThinking: line mode shows a reply's thinking, dimmed, as
+		// it arrives (default true; the transcript keeps it either way).
+		ShowThinking *bool `yaml:"show_thinking" json:"show_thinking"`
 	} `yaml:"anthropic" json:"anthropic"`
 	Retention struct {
 		// Sessions is how long ended sessions are kept by a prune that
