@@ -6,7 +6,8 @@
 #   scripts/clients.sh
 #
 # It first runs the test model's own tests (scripts/clients/model.test.js),
-# then installs @openai/codex, openai, ai, @ai-sdk/openai and zod from npm
+# then installs @openai/codex, openai, ai, @ai-sdk/openai, zod and
+# @anthropic-ai/sdk from npm
 # into a temporary directory (versions pinned below; CODEX_VERSION,
 # OPENAI_VERSION, AI_VERSION and AI_OPENAI_VERSION override them), builds
 # hermes, and runs `hermes gateway serve` on a free loopback port in a
@@ -38,6 +39,9 @@
 #      the README's own snippet: Codex offers the server's tools (as the
 #      namespace mcp__hermes), the model calls kanban_create, and codex
 #      exec, with no one to ask, runs it: the task is on the board
+#   h. Anthropic's TypeScript SDK (scripts/clients/anthropic-sdk.js) on
+#      /v1/messages, whole and streamed: a tool round trip, and (whole) a
+#      request the API refuses, raised as the SDK's BadRequestError
 #
 # Needs Go, Node and npm (Debian: apt-get install nodejs npm). It prints a
 # Markdown table on stdout, and exits 1 when a scenario made a number of
@@ -56,6 +60,7 @@ OPENAI_VERSION=${OPENAI_VERSION:-6.30.1}
 AI_VERSION=${AI_VERSION:-6.0.325}
 AI_OPENAI_VERSION=${AI_OPENAI_VERSION:-3.0.141}
 ZOD_VERSION=4.6.7
+ANTHROPIC_SDK_VERSION=${ANTHROPIC_SDK_VERSION:-1.14.0}
 TURNS=5
 
 say() { echo "clients: $*" >&2; }
@@ -78,7 +83,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-packages=("@openai/codex@$CODEX_VERSION" "openai@$OPENAI_VERSION" "ai@$AI_VERSION" "@ai-sdk/openai@$AI_OPENAI_VERSION" "zod@$ZOD_VERSION")
+packages=("@openai/codex@$CODEX_VERSION" "openai@$OPENAI_VERSION" "ai@$AI_VERSION" "@ai-sdk/openai@$AI_OPENAI_VERSION" "zod@$ZOD_VERSION" "@anthropic-ai/sdk@$ANTHROPIC_SDK_VERSION")
 say "installing ${packages[*]}"
 mkdir -p "$tmp/npm"
 # --prefer-offline: the versions are pinned, so what npm's cache holds of
@@ -87,7 +92,7 @@ mkdir -p "$tmp/npm"
 codex=$tmp/npm/node_modules/.bin/codex
 export NODE_PATH=$tmp/npm/node_modules
 version() { node -p "require(process.env.NODE_PATH + '/$1/package.json').version"; }
-versions="$("$codex" --version), openai $(version openai), ai $(version ai), @ai-sdk/openai $(version @ai-sdk/openai), node $(node --version)"
+versions="$("$codex" --version), openai $(version openai), ai $(version ai), @ai-sdk/openai $(version @ai-sdk/openai), @anthropic-ai/sdk $(version @anthropic-ai/sdk), node $(node --version)"
 say "$versions"
 
 say "building hermes"
@@ -219,6 +224,10 @@ sdk_tools() {
   echo "\$ node sdk-tools.js $1 $2 $base_url"
   timeout 120 node scripts/clients/sdk-tools.js "$1" "$2" "$base_url"
 }
+anthropic_sdk() {
+  echo "\$ node anthropic-sdk.js $1 ${base_url%/v1}"
+  timeout 120 node scripts/clients/anthropic-sdk.js "$1" "${base_url%/v1}"
+}
 vercel() {
   echo "\$ node vercel.js $base_url"
   timeout 120 node scripts/clients/vercel.js "$base_url"
@@ -233,6 +242,8 @@ responses_params="lookup_order $common"
 # What Codex sends with its tools, and what vercel.js sets.
 codex_params='exec_command tool_choice="auto" parallel_tool_calls=true'
 vercel_params='lookup_order temperature=0.25 max_completion_tokens|max_tokens=300'
+# What anthropic-sdk.js sets, in chat completions' names.
+anthropic_params='lookup_order model="hermes-test-model-2" max_completion_tokens|max_tokens=300 tool_choice={"type":"function","function":{"name":"lookup_order"}}'
 
 model=echo
 start_gateway --provider echo
@@ -257,6 +268,8 @@ scenario "e. openai SDK: responses, a function tool" "$responses_params" sdk_too
 scenario "e. openai SDK: responses streamed, a function tool" "$responses_params" sdk_tools responses stream
 scenario "f. Vercel AI SDK: two turns with a tool (Responses)" "$vercel_params" vercel
 scenario "g. codex exec, hermes mcp serve's kanban_create (README's config)" mcp__hermes__kanban_create codex_mcp
+scenario "h. Anthropic SDK: messages, a tool, then a refused request" "$anthropic_params" anthropic_sdk whole
+scenario "h. Anthropic SDK: messages streamed, a tool" "$anthropic_params" anthropic_sdk stream
 stop_gateway
 
 echo
