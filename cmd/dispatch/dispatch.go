@@ -85,8 +85,8 @@ type Dispatcher struct {
 	MaxInProgress map[string]int
 	ClaimTTL      time.Duration
 	DryRun        bool
-	// Now, Kill and ReconcileTasks default to time.Now, supervisor.Kill and
-	// supervisor.Reconcile.
+	// Now, Kill and ReconcileTasks default to fsstore.Now, supervisor.Kill
+	// and supervisor.Reconcile.
 	Now            func() time.Time
 	Kill           func(store *tasks.Store, id string, sig syscall.Signal, grace time.Duration) (tasks.Task, error)
 	ReconcileTasks func(store *tasks.Store) (int, error)
@@ -96,7 +96,7 @@ func (d *Dispatcher) now() time.Time {
 	if d.Now != nil {
 		return d.Now()
 	}
-	return time.Now()
+	return fsstore.Now()
 }
 
 func (d *Dispatcher) kill(store *tasks.Store, id string, sig syscall.Signal, grace time.Duration) (tasks.Task, error) {
@@ -282,8 +282,9 @@ func (d *Dispatcher) reconcile(t kanban.Task) (bool, error) {
 		d.sayFailed(t.ID, outcome+" ("+reason+")")
 		return false, nil
 	}
-	expires, err := t.ClaimExpires.Instant()
-	if err != nil || d.now().Before(expires) {
+	// Its claim is judged by what this host has watched of it, never by
+	// its expiry, which another host's clock stamped (kanban lease.go).
+	if d.Board.ClaimWatched(t, d.DryRun) <= t.ClaimTTL() {
 		return true, nil
 	}
 	if r.WorkerTaskID != "" && !unseen && !d.Tasks.Local(w) {
@@ -316,7 +317,7 @@ func (d *Dispatcher) reconcile(t kanban.Task) (bool, error) {
 		}
 		w = killed
 	}
-	err = d.Board.Reclaim(t.ID, r.ID, w.ExitCode, w.Signal)
+	err := d.Board.Reclaim(t.ID, r.ID, w.ExitCode, w.Signal)
 	if err != nil {
 		return false, err
 	}

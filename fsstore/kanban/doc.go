@@ -76,6 +76,13 @@
 // worker's lease (package tasks), and only there can an expired claim's
 // worker be stopped. A run claimed before hosts were recorded names none.
 //
+// A claim's expiry (claim_expires) is stamped by the clock of the host
+// that claimed or heartbeated, and is compared with no clock: a host takes
+// a claim for expired once it has watched it (its run, lock and expiry)
+// stay unchanged for the claim's TTL by its own monotonic clock
+// (ClaimWatched, lease.go, package hosts). A claim or a heartbeat records
+// the writer's sighting, so on its host the TTL runs from the write.
+//
 // The dispatcher claims with ClaimPending: until the claim's outcome (its
 // worker started, or could not) is stored, the document the claim
 // replaced is kept as a hidden hard link, and Undo renames it back when

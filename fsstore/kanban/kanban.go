@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/hosts"
 )
 
 // Status is a kanban task's status.
@@ -240,12 +241,14 @@ type Board struct {
 	// *fsstore.LockInterruptedError: a tool call's ctx.Done(). Nil never
 	// closes. A copy of the store with its own Cancel serves one call.
 	Cancel <-chan struct{}
+	// Seen is what this host has watched of claims (lease.go).
+	Seen *hosts.Seen
 }
 
 // NewBoard returns the board of the profile whose directory is profileDir.
 func NewBoard(profileDir string, lockTimeout time.Duration, warn func(string)) *Board {
-	return &Board{Dir: filepath.Join(profileDir, "kanban"), LockTimeout: lockTimeout, Now: time.Now, Warn: warn, Host: fsstore.ThisHost(), Sleep: time.Sleep,
-		FailureLimit: DefaultFailureLimit, RetryBackoff: DefaultRetryBackoff}
+	return &Board{Dir: filepath.Join(profileDir, "kanban"), LockTimeout: lockTimeout, Now: fsstore.Now, Warn: warn, Host: fsstore.ThisHost(), Sleep: time.Sleep,
+		FailureLimit: DefaultFailureLimit, RetryBackoff: DefaultRetryBackoff, Seen: hosts.NewSeen(profileDir, lockTimeout)}
 }
 
 // A change that finds events in the task's log later than the document it

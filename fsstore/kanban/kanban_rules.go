@@ -77,7 +77,11 @@ func newClaimLock() string {
 // claimers never both win. extra, when set, may fill the new run and
 // returns events to record with the claim.
 func (b *Board) Claim(id string, ttl time.Duration, profile string, extra func(*Task, *Run) []Event) (Task, error) {
-	return b.Update(id, b.claim(ttl, profile, extra))
+	t, err := b.Update(id, b.claim(ttl, profile, extra))
+	if err == nil {
+		b.sawClaim(t)
+	}
+	return t, err
 }
 
 // ClaimPending is Claim for a claimer that has yet to store the claim's
@@ -85,6 +89,9 @@ func (b *Board) Claim(id string, ttl time.Duration, profile string, extra func(*
 // Pending holds the claimed task, and its Keep or Undo must follow.
 func (b *Board) ClaimPending(id string, ttl time.Duration, profile string, extra func(*Task, *Run) []Event) (*Pending, error) {
 	_, p, err := b.update(id, b.claim(ttl, profile, extra), true)
+	if err == nil {
+		b.sawClaim(p.Task)
+	}
 	return p, err
 }
 
@@ -176,15 +183,21 @@ func (b *Board) Complete(id string, w *Worker, result string) (Task, error) {
 	})
 }
 
-// Heartbeat extends worker w's claim on its task by the claim's TTL.
+// Heartbeat extends worker w's claim on its task by the claim's TTL: its
+// expiry changes, which every host that watches the claim sees
+// (lease.go).
 func (b *Board) Heartbeat(w Worker) (Task, error) {
-	return b.Update(w.Task, func(t *Task, now time.Time) ([]Event, error) {
+	t, err := b.Update(w.Task, func(t *Task, now time.Time) ([]Event, error) {
 		if err := t.holds(&w); err != nil {
 			return nil, err
 		}
 		t.ClaimExpires = fsstore.TimeOf(now.Add(t.ClaimTTL()))
 		return nil, nil
 	})
+	if err == nil {
+		b.sawClaim(t)
+	}
+	return t, err
 }
 
 // Unblock makes a blocked task ready, or waiting (todo) when it has
