@@ -165,7 +165,7 @@ func (d *Dispatcher) Tick() error {
 	}
 	now := d.now()
 	for _, t := range d.claimable(open) {
-		if at, err := t.NotBefore.Instant(); err == nil && now.Before(at) {
+		if ok, _ := d.Board.Due(t, now, d.DryRun); !ok {
 			continue // a retry's backoff, or a task for later
 		}
 		ready = append(ready, t)

@@ -122,6 +122,11 @@ type Task struct {
 	// limit of retries after a failure (absent: the board's).
 	Failures   int  `json:"failures"`
 	MaxRetries *int `json:"max_retries,omitempty"`
+	// RetryBackoffMS is the backoff of the retry the task waits for
+	// (retry.go), judged by each host's own clock from when it saw the
+	// retry (lease.go); not_before, stamped by the clock of the host that
+	// failed the run, is for people to read.
+	RetryBackoffMS int64 `json:"retry_backoff_ms,omitempty"`
 	// IdempotencyKey is the key of the create that made the task
 	// (CreateOnce), if any.
 	IdempotencyKey string `json:"idempotency_key,omitempty"`

@@ -104,11 +104,11 @@ func (b *Board) claim(ttl time.Duration, profile string, extra func(*Task, *Run)
 		if t.Status != Ready || t.ClaimLock != "" {
 			return nil, fsstore.Refusedf("task %s is %s and cannot be claimed", t.ID, t.Status)
 		}
-		if at, err := t.NotBefore.Instant(); err == nil && now.Before(at) {
-			return nil, fsstore.Refusedf("task %s cannot be claimed before %s", t.ID, t.NotBefore)
+		if ok, why := b.Due(*t, now, false); !ok {
+			return nil, fsstore.Refusedf("task %s cannot be claimed yet: %s", t.ID, why)
 		}
 		r := Run{ID: fsstore.NewID(now), Profile: profile, Host: b.Host, Status: RunRunning, StartedAt: fsstore.TimeOf(now)}
-		t.Status = Running
+		t.Status, t.RetryBackoffMS = Running, 0
 		t.ClaimLock, t.ClaimTTLMS = newClaimLock(), ttl.Milliseconds()
 		t.ClaimExpires = fsstore.TimeOf(now.Add(ttl))
 		t.BlockReason = ""
@@ -207,7 +207,7 @@ func (b *Board) Unblock(id string) (Task, error) {
 		if t.Status != Blocked {
 			return nil, fsstore.Refusedf("task %s is %s, not %s", t.ID, t.Status, Blocked)
 		}
-		t.Status, t.BlockReason, t.Failures, t.NotBefore = Ready, "", 0, ""
+		t.Status, t.BlockReason, t.Failures, t.NotBefore, t.RetryBackoffMS = Ready, "", 0, "", 0
 		if len(t.Parents) > 0 {
 			t.Status = Todo
 		}
@@ -272,7 +272,7 @@ func (b *Board) RegisterSession(w Worker, sid string) error {
 // protocol violation is retried (retry.go); a failed spawn blocks the
 // task with the reason. exitCode and signal record how the worker ended.
 func (b *Board) FailRun(id, runID, outcome, reason string, exitCode *int, signal string) error {
-	_, err := b.Update(id, func(t *Task, now time.Time) ([]Event, error) {
+	t, err := b.Update(id, func(t *Task, now time.Time) ([]Event, error) {
 		cur := t.CurrentRun()
 		if t.Status != Running || cur == nil || cur.ID != runID {
 			return nil, nil
@@ -286,6 +286,9 @@ func (b *Board) FailRun(id, runID, outcome, reason string, exitCode *int, signal
 		}
 		return b.retryOrGiveUp(t, ev, now), nil
 	})
+	if err == nil {
+		b.sawRetry(t)
+	}
 	return err
 }
 
@@ -293,7 +296,7 @@ func (b *Board) FailRun(id, runID, outcome, reason string, exitCode *int, signal
 // when that run is still current, and retries the task (retry.go). The
 // caller has stopped the run's worker.
 func (b *Board) Reclaim(id, runID string, exitCode *int, signal string) error {
-	_, err := b.Update(id, func(t *Task, now time.Time) ([]Event, error) {
+	t, err := b.Update(id, func(t *Task, now time.Time) ([]Event, error) {
 		cur := t.CurrentRun()
 		if t.Status != Running || cur == nil || cur.ID != runID {
 			return nil, nil
@@ -304,6 +307,9 @@ func (b *Board) Reclaim(id, runID string, exitCode *int, signal string) error {
 		ev := Event{Type: EventReclaimed, RunID: cur.ID, Detail: fmt.Sprintf("claim expired at %s with no heartbeat", expired)}
 		return b.retryOrGiveUp(t, ev, now), nil
 	})
+	if err == nil {
+		b.sawRetry(t)
+	}
 	return err
 }
 

@@ -49,3 +49,55 @@ func (b *Board) ClaimWatched(t Task, dryRun bool) time.Duration {
 	}
 	return watched
 }
+
+// A retry's backoff (retry.go) is judged the same way: not_before is
+// stamped by the clock of the host that failed the run, and a host whose
+// clock is ahead would find it passed early. A task that waits for a
+// retry (retry_backoff_ms) may be claimed once this host has watched the
+// retry for the backoff; the host that failed the run records its
+// sighting as it writes, so there the backoff runs from the failure. A
+// not_before without a backoff is a time a person gave (--at), read by
+// this host's clock.
+
+func retryKey(id string) string { return "kanban retry " + id }
+
+func retryBeat(t Task) string { return t.CurrentRunID + " " + string(t.NotBefore) }
+
+// sawRetry records, after a failure that stored t, that this host saw its
+// retry now, if it waits for one.
+func (b *Board) sawRetry(t Task) {
+	if t.Status != Ready || t.RetryBackoffMS <= 0 {
+		return
+	}
+	backoff := time.Duration(t.RetryBackoffMS) * time.Millisecond
+	if _, err := b.Seen.Watch(retryKey(t.ID), retryBeat(t), backoff); err != nil {
+		b.Warn(fmt.Sprintf("kanban task %s: %v", t.ID, err))
+	}
+}
+
+// Due reports whether task t may be claimed now as far as its not_before
+// goes: a retry once this host has watched it for its backoff (recording
+// what it sees unless dryRun), another not_before once this host's clock,
+// now, has reached it. why says what it waits for.
+func (b *Board) Due(t Task, now time.Time, dryRun bool) (ok bool, why string) {
+	if t.RetryBackoffMS > 0 {
+		backoff := time.Duration(t.RetryBackoffMS) * time.Millisecond
+		var watched time.Duration
+		if dryRun {
+			watched = b.Seen.Peek(retryKey(t.ID), retryBeat(t))
+		} else {
+			var err error
+			if watched, err = b.Seen.Watch(retryKey(t.ID), retryBeat(t), backoff); err != nil {
+				b.Warn(fmt.Sprintf("kanban task %s: its retry waits: %v", t.ID, err))
+			}
+		}
+		if watched < backoff {
+			return false, fmt.Sprintf("its retry waits %s from when this host saw it (%s left)", backoff, (backoff - watched).Round(time.Second))
+		}
+		return true, ""
+	}
+	if at, err := t.NotBefore.Instant(); err == nil && now.Before(at) {
+		return false, "not before " + string(t.NotBefore)
+	}
+	return true, ""
+}
