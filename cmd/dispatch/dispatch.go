@@ -176,6 +176,13 @@ func (d *Dispatcher) Tick() error {
 		}
 		return ready[i].CreatedAt < ready[j].CreatedAt
 	})
+	if len(ready) > 0 && running < d.MaxWorkers && !d.DryRun {
+		// A host whose clock is too far from the shared filesystem's
+		// claims nothing, and says why (kanban lease.go).
+		if err := d.Board.CheckClock(); err != nil {
+			return errors.Join(append(failed, err)...)
+		}
+	}
 	for _, t := range ready {
 		if running >= d.MaxWorkers {
 			break

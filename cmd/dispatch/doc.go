@@ -31,5 +31,7 @@
 // A claim has expired once this host has watched it unchanged for its
 // TTL (kanban.Board.ClaimWatched), by its own monotonic clock, never when
 // this host's clock passes the expiry another host's clock stamped; a dry
-// run judges from what earlier ticks recorded and records nothing.
+// run judges from what earlier ticks recorded and records nothing. A
+// tick with tasks to claim on a host whose clock is past hosts.MaxSkew
+// from the shared filesystem's claims none, and fails saying why (exit 4).
 package dispatch

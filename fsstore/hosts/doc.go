@@ -25,4 +25,27 @@
 // read or written is reported and counts as a fresh one: the lease is
 // held longer, never ended early. A document that does not parse is
 // quarantined and reported, and the sightings start again.
+//
+// A scheduled time (a cron occurrence) is a wall-clock time, which no
+// watch can judge: it needs a clock the hosts share. Clock measures this
+// host's against the shared filesystem's: it creates a probe file in
+// hosts/, reads the time the filesystem stamped on it (on NFS and most
+// network filesystems the server's clock; on a local disk, this host's
+// own, so the skew is 0), removes it, and keeps the skew (this host's
+// clock halfway through the create, less that stamp) in hosts/<key>.json,
+// one document per host, measured again once a minute of its monotonic
+// clock has passed. Within Tolerance (2 s: a filesystem may keep whole
+// seconds) the clocks agree. Past it the host warns, once per process,
+// and judges scheduled times by its clock less its skew when it is ahead
+// (Offset), so that no occurrence runs early and a catch-up-all job runs
+// no burst of occurrences only its clock finds due; one behind runs them
+// late by its skew. Past MaxSkew (15 s, a quarter of a background task's
+// lease) either way it claims nothing, neither board tasks nor cron
+// occurrences, and says why (ErrRefused, exit 4). A filesystem that
+// stamps files with the client's clock (GlusterFS's features.ctime keeps
+// the client's times) measures every host in step: there the hosts
+// need NTP, as before, for cron; leases, claims and backoffs are watched
+// and need no shared clock. fsck reports the hosts past Tolerance (a
+// problem past MaxSkew) and moves a probe a crashed measure left to
+// lost+found; profile show lists every host's last skew.
 package hosts

@@ -86,7 +86,8 @@
 // retry's backoff (retry_backoff_ms) is watched alike: a host claims the
 // retry once it has watched it for the backoff (Due), so a host whose
 // clock is ahead of the failing host's does not find its not_before
-// passed early.
+// passed early. A host whose clock is past hosts.MaxSkew from the shared
+// filesystem's claims nothing (CheckClock), saying why.
 //
 // The dispatcher claims with ClaimPending: until the claim's outcome (its
 // worker started, or could not) is stored, the document the claim

@@ -248,12 +248,16 @@ type Board struct {
 	Cancel <-chan struct{}
 	// Seen is what this host has watched of claims (lease.go).
 	Seen *hosts.Seen
+	// Skew refuses a claim on a host whose clock is too far from the
+	// shared filesystem's (hosts.Clock.Offset); nil refuses none.
+	Skew func() (time.Duration, error)
 }
 
 // NewBoard returns the board of the profile whose directory is profileDir.
 func NewBoard(profileDir string, lockTimeout time.Duration, warn func(string)) *Board {
 	return &Board{Dir: filepath.Join(profileDir, "kanban"), LockTimeout: lockTimeout, Now: fsstore.Now, Warn: warn, Host: fsstore.ThisHost(), Sleep: time.Sleep,
-		FailureLimit: DefaultFailureLimit, RetryBackoff: DefaultRetryBackoff, Seen: hosts.NewSeen(profileDir, lockTimeout)}
+		FailureLimit: DefaultFailureLimit, RetryBackoff: DefaultRetryBackoff, Seen: hosts.NewSeen(profileDir, lockTimeout),
+		Skew: hosts.NewClock(profileDir, lockTimeout, warn).Offset}
 }
 
 // A change that finds events in the task's log later than the document it

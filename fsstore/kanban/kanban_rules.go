@@ -77,6 +77,9 @@ func newClaimLock() string {
 // claimers never both win. extra, when set, may fill the new run and
 // returns events to record with the claim.
 func (b *Board) Claim(id string, ttl time.Duration, profile string, extra func(*Task, *Run) []Event) (Task, error) {
+	if err := b.CheckClock(); err != nil {
+		return Task{}, err
+	}
 	t, err := b.Update(id, b.claim(ttl, profile, extra))
 	if err == nil {
 		b.sawClaim(t)
@@ -88,6 +91,9 @@ func (b *Board) Claim(id string, ttl time.Duration, profile string, extra func(*
 // outcome (the dispatcher: its worker started, or could not): the returned
 // Pending holds the claimed task, and its Keep or Undo must follow.
 func (b *Board) ClaimPending(id string, ttl time.Duration, profile string, extra func(*Task, *Run) []Event) (*Pending, error) {
+	if err := b.CheckClock(); err != nil {
+		return nil, err
+	}
 	_, p, err := b.update(id, b.claim(ttl, profile, extra), true)
 	if err == nil {
 		b.sawClaim(p.Task)

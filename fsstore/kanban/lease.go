@@ -101,3 +101,16 @@ func (b *Board) Due(t Task, now time.Time, dryRun bool) (ok bool, why string) {
 	}
 	return true, ""
 }
+
+// CheckClock refuses (ErrRefused) to claim on a host whose clock is
+// further from the shared filesystem's than hosts.MaxSkew, saying why,
+// and warns of one past hosts.Tolerance (Skew). A claim is judged by
+// watches, not by this clock, but a host that far off is misconfigured,
+// and its stamps mislead the people who read them.
+func (b *Board) CheckClock() error {
+	if b.Skew == nil {
+		return nil
+	}
+	_, err := b.Skew()
+	return err
+}

@@ -2,6 +2,8 @@ package kanban
 
 import (
 	"errors"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,5 +58,27 @@ func TestRetryBackoffNotBroughtForwardBySkew(t *testing.T) {
 	// 40 s, a backoff after it first saw the retry.
 	if _, err := b.Claim("t", time.Minute, "p", nil); err != nil {
 		t.Fatalf("host-b, its backoff served: %v", err)
+	}
+}
+
+// A host whose clock is 5 minutes off the shared filesystem's claims
+// nothing, saying why, and writes nothing.
+func TestClaimRefusedPastMaxSkew(t *testing.T) {
+	b, _, _ := kbBoard(t)
+	kbCreate(t, b, Task{ID: "t", Title: "t"})
+	profileDir := filepath.Dir(b.Dir)
+	hc := hosts.NewClock(profileDir, time.Second, func(string) {})
+	hc.Host, hc.Now = "host-a", func() time.Time { return time.Now().Add(5 * time.Minute) }
+	b.Skew = hc.Offset
+	before := kbRead(t, b.docPath("t"))
+	_, err := b.Claim("t", time.Minute, "p", nil)
+	if !errors.Is(err, fsstore.ErrRefused) || !strings.Contains(err.Error(), "ahead of the shared filesystem's") {
+		t.Fatalf("claim on a host 5 minutes ahead: %v", err)
+	}
+	if _, err := b.ClaimPending("t", time.Minute, "p", nil); !errors.Is(err, fsstore.ErrRefused) {
+		t.Fatalf("pending claim on a host 5 minutes ahead: %v", err)
+	}
+	if after := kbRead(t, b.docPath("t")); string(after) != string(before) {
+		t.Fatal("a refused claim wrote the task")
 	}
 }

@@ -56,3 +56,11 @@ func TestLeaseJudgedByObserversOwnClock(t *testing.T) {
 		t.Fatal("a stale heartbeat holds its lease past a Lease of a's watch")
 	}
 }
+
+// A host refuses to claim past a quarter of a lease off the shared
+// filesystem's clock (hosts.MaxSkew): a quarter of this Lease.
+func TestMaxSkewIsAQuarterLease(t *testing.T) {
+	if hosts.MaxSkew != Lease/4 {
+		t.Fatalf("hosts.MaxSkew %v, a quarter of Lease %v", hosts.MaxSkew, Lease/4)
+	}
+}
