@@ -104,14 +104,20 @@ func (c *Clock) Measure() (Skew, error) {
 	return s, nil
 }
 
-// remember keeps s as this process's measure, and warns once of a skew
-// past Tolerance.
+// warned holds the profiles' clock documents of which this process has
+// warned: a process that opens several stores warns once.
+var warned sync.Map
+
+// remember keeps s as this process's measure, and warns of a skew past
+// Tolerance, once per process and profile.
 func (c *Clock) remember(s Skew) {
 	c.mu.Lock()
-	warned := c.last != nil && outside(c.last.Skew(), Tolerance)
 	c.last = &s
 	c.mu.Unlock()
-	if outside(s.Skew(), Tolerance) && !warned && c.Warn != nil {
+	if !outside(s.Skew(), Tolerance) || c.Warn == nil {
+		return
+	}
+	if _, done := warned.LoadOrStore(c.path(), true); !done {
 		c.Warn(fmt.Sprintf("this host's clock is %s the shared filesystem's (measured %s); "+
 			"hosts that share a profile should keep their clocks within %s (NTP)", Describe(s.Skew()), s.MeasuredAt, Tolerance))
 	}
