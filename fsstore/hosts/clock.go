@@ -97,7 +97,11 @@ func (c *Clock) Measure() (Skew, error) {
 		return s, err
 	}
 	defer unlock()
-	if err := fsstore.WriteDoc(c.path(), s); err != nil {
+	b, err := fsstore.EncodeDoc(c.path(), s)
+	if err == nil {
+		err = fsstore.WriteCacheFile(c.path(), b)
+	}
+	if err != nil {
 		return s, err
 	}
 	c.remember(s)
@@ -179,7 +183,9 @@ func (c *Clock) Offset() (time.Duration, error) {
 	return 0, nil
 }
 
-// All reads the last skew of every host that measured one, by host.
+// All reads the last skew of every host that measured one, by host. A
+// document that does not parse (a power cut while it was written: it is
+// not synced) is left out; its host measures again.
 func All(profileDir string) ([]Skew, error) {
 	dir := filepath.Join(profileDir, "hosts")
 	entries, err := os.ReadDir(dir)
@@ -196,7 +202,10 @@ func All(profileDir string) ([]Skew, error) {
 			continue
 		}
 		var s Skew
-		if err := fsstore.ReadDoc(filepath.Join(dir, name), &s); err != nil {
+		var corrupt *fsstore.CorruptError
+		if err := fsstore.ReadDoc(filepath.Join(dir, name), &s); errors.As(err, &corrupt) {
+			continue
+		} else if err != nil {
 			return out, err
 		}
 		out = append(out, s)

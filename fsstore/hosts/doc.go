@@ -48,4 +48,11 @@
 // and need no shared clock. fsck reports the hosts past Tolerance (a
 // problem past MaxSkew) and moves a probe a crashed measure left to
 // lost+found; profile show lists every host's last skew.
+//
+// The documents in hosts/ are what a host observed, not records: a
+// command records what it saw (a watch begun, a skew measured) before it
+// decides, and keeps it even when what it then does fails, so that a
+// failed command may leave them changed (invariant 13 is about records).
+// Losing them costs only a later verdict: a watch starts again, a skew is
+// measured again. They are written atomically and not synced.
 package hosts

@@ -140,5 +140,9 @@ func (s *Seen) write(doc seenDoc, now time.Duration, key string) error {
 			delete(doc.Sightings, k)
 		}
 	}
-	return fsstore.WriteDoc(s.path(), doc)
+	b, err := fsstore.EncodeDoc(s.path(), doc)
+	if err != nil {
+		return err
+	}
+	return fsstore.WriteCacheFile(s.path(), b)
 }
