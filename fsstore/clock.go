@@ -20,10 +20,13 @@ var clockAhead = sync.OnceValue(func() time.Duration {
 	return d
 })
 
-// Now is the wall clock the stores stamp their records with: time.Now,
-// moved by $HERMES_TEST_CLOCK_AHEAD in tests. The stamps of one host are
-// never compared with another's clock to decide whether a lease, a claim,
-// a back-off or a scheduled time has passed (see package hosts).
+// Now is the wall clock of the stores whose times other hosts judge
+// (background tasks, the board, cron, and the dispatcher and the clock
+// measure of package hosts): time.Now, moved by $HERMES_TEST_CLOCK_AHEAD
+// in tests. The stamps of one host are never compared with another's
+// clock to decide whether a lease, a claim or a backoff has passed, and a
+// scheduled time is judged by this clock less its measured skew (package
+// hosts).
 func Now() time.Time {
 	return time.Now().Add(clockAhead())
 }
