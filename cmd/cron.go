@@ -636,6 +636,13 @@ func tick(e *env, cs *cron.Store) error {
 	if err != nil {
 		return err
 	}
+	if len(ids) > 0 {
+		// A host whose clock is too far from the filesystem's claims
+		// nothing, and says so once.
+		if err := cs.CheckClock(); err != nil {
+			return err
+		}
+	}
 	var failed error
 	for _, id := range ids {
 		for {

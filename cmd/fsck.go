@@ -13,6 +13,7 @@ import (
 	"github.com/hermes/hermes/fsstore/checkpoints"
 	"github.com/hermes/hermes/fsstore/cron"
 	"github.com/hermes/hermes/fsstore/gatewaystate"
+	"github.com/hermes/hermes/fsstore/hosts"
 	"github.com/hermes/hermes/fsstore/kanban"
 	"github.com/hermes/hermes/fsstore/memory"
 	"github.com/hermes/hermes/fsstore/skills"
@@ -68,6 +69,9 @@ func fsck(e *env) error {
 			return checkpoints.Open(dir).Check(e.sessions(), repair, lostFound)
 		},
 		e.rollup().Check,
+		func(repair bool, lostFound string) ([]fsstore.Finding, error) {
+			return hosts.Check(dir, repair, lostFound)
+		},
 	} {
 		more, err := check(repair, lostFound)
 		if err != nil {

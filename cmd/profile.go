@@ -7,6 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/hermes/hermes/fsstore/hosts"
 	"github.com/hermes/hermes/profiles"
 )
 
@@ -63,6 +64,12 @@ func profileShow(e *env) error {
 	if err != nil {
 		return err
 	}
+	// Each host's clock as last measured against the filesystem's
+	// (package hosts), oldest host id first.
+	clocks, err := hosts.All(e.profile.Dir())
+	if err != nil {
+		return err
+	}
 	if e.json {
 		// Switches left out print their value in force.
 		yes := true
@@ -77,7 +84,7 @@ func profileShow(e *env) error {
 		}
 		return printJSON(e.stdout, map[string]any{
 			"name": e.profile.Name, "from": e.profile.From, "root": e.profile.Root,
-			"dir": e.profile.Dir(), "config": filled(reflect.ValueOf(cfg)).Interface(),
+			"dir": e.profile.Dir(), "config": filled(reflect.ValueOf(cfg)).Interface(), "clocks": clockRecords(clocks),
 		})
 	}
 	tb := newTable(e.stdout)
@@ -86,7 +93,26 @@ func profileShow(e *env) error {
 	tb.row("root:", e.profile.Root)
 	tb.row("dir:", e.profile.Dir())
 	tb.row("provider:", dash(cfg.Provider))
+	for _, c := range clocks {
+		tb.row("clock of "+c.Host+":", clockText(c))
+	}
 	return tb.flush()
+}
+
+// clockText says a host's last skew: "5m0s ahead of the filesystem's
+// (measured …)".
+func clockText(c hosts.Skew) string {
+	return fmt.Sprintf("%s the filesystem's (measured %s)", hosts.Describe(c.Skew()), c.MeasuredAt)
+}
+
+// clockRecords are the hosts' last skews as --json prints them: host,
+// skew_ms, measured_at.
+func clockRecords(clocks []hosts.Skew) []map[string]any {
+	out := []map[string]any{}
+	for _, c := range clocks {
+		out = append(out, map[string]any{"host": c.Host, "skew_ms": c.SkewMS, "measured_at": c.MeasuredAt})
+	}
+	return out
 }
 
 func profileUse(c *cli.Context) error {

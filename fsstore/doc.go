@@ -195,9 +195,11 @@
 // $HERMES_HOST_ID), so that another host that shares the profile judges
 // the process by a heartbeat and a lease instead (package tasks), never by
 // its own process table. A record written before hosts were recorded
-// names none and is taken to be this host's. Leases compare one host's
-// clock with another's: the hosts' clocks are assumed to agree to within
-// a few seconds.
+// names none and is taken to be this host's. A lease never compares one
+// host's clock with another's stamp: the observer watches the heartbeat
+// change, and judges by its own monotonic clock how long it has not
+// (package hosts), so that hosts whose clocks disagree judge each other
+// right.
 //
 // # Errors
 //

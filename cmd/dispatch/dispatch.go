@@ -85,8 +85,8 @@ type Dispatcher struct {
 	MaxInProgress map[string]int
 	ClaimTTL      time.Duration
 	DryRun        bool
-	// Now, Kill and ReconcileTasks default to time.Now, supervisor.Kill and
-	// supervisor.Reconcile.
+	// Now, Kill and ReconcileTasks default to fsstore.Now, supervisor.Kill
+	// and supervisor.Reconcile.
 	Now            func() time.Time
 	Kill           func(store *tasks.Store, id string, sig syscall.Signal, grace time.Duration) (tasks.Task, error)
 	ReconcileTasks func(store *tasks.Store) (int, error)
@@ -96,7 +96,7 @@ func (d *Dispatcher) now() time.Time {
 	if d.Now != nil {
 		return d.Now()
 	}
-	return time.Now()
+	return fsstore.Now()
 }
 
 func (d *Dispatcher) kill(store *tasks.Store, id string, sig syscall.Signal, grace time.Duration) (tasks.Task, error) {
@@ -165,7 +165,7 @@ func (d *Dispatcher) Tick() error {
 	}
 	now := d.now()
 	for _, t := range d.claimable(open) {
-		if at, err := t.NotBefore.Instant(); err == nil && now.Before(at) {
+		if ok, _ := d.Board.Due(t, now, d.DryRun); !ok {
 			continue // a retry's backoff, or a task for later
 		}
 		ready = append(ready, t)
@@ -176,6 +176,13 @@ func (d *Dispatcher) Tick() error {
 		}
 		return ready[i].CreatedAt < ready[j].CreatedAt
 	})
+	if len(ready) > 0 && running < d.MaxWorkers && !d.DryRun {
+		// A host whose clock is too far from the shared filesystem's
+		// claims nothing, and says why (kanban lease.go).
+		if err := d.Board.CheckClock(); err != nil {
+			return errors.Join(append(failed, err)...)
+		}
+	}
 	for _, t := range ready {
 		if running >= d.MaxWorkers {
 			break
@@ -282,8 +289,9 @@ func (d *Dispatcher) reconcile(t kanban.Task) (bool, error) {
 		d.sayFailed(t.ID, outcome+" ("+reason+")")
 		return false, nil
 	}
-	expires, err := t.ClaimExpires.Instant()
-	if err != nil || d.now().Before(expires) {
+	// Its claim is judged by what this host has watched of it, never by
+	// its expiry, which another host's clock stamped (kanban lease.go).
+	if d.Board.ClaimWatched(t, d.DryRun) <= t.ClaimTTL() {
 		return true, nil
 	}
 	if r.WorkerTaskID != "" && !unseen && !d.Tasks.Local(w) {
@@ -316,7 +324,7 @@ func (d *Dispatcher) reconcile(t kanban.Task) (bool, error) {
 		}
 		w = killed
 	}
-	err = d.Board.Reclaim(t.ID, r.ID, w.ExitCode, w.Signal)
+	err := d.Board.Reclaim(t.ID, r.ID, w.ExitCode, w.Signal)
 	if err != nil {
 		return false, err
 	}

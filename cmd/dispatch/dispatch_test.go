@@ -65,6 +65,10 @@ func newRig(t *testing.T) *rig {
 		},
 		ReconcileTasks: func(*tasks.Store) (int, error) { return 0, nil },
 	}
+	// This host's monotonic clock runs with the dispatcher's: what it
+	// watches of leases and claims ages as the test moves d.Now.
+	board.Seen.Clock = func() time.Duration { return r.d.now().Sub(epoch) }
+	taskStore.Seen.Clock = board.Seen.Clock
 	return r
 }
 

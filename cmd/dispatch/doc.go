@@ -20,11 +20,18 @@
 // assignee named, counted over every host's runs. Several hosts may
 // share a board: a worker's pids are looked up only on its run's host.
 // Elsewhere a run is crashed only once its worker's task is lost by its
-// lease (60 s without a heartbeat), and an expired claim whose worker
+// lease (60 s watched without a heartbeat), and an expired claim whose worker
 // still holds its lease is left to a dispatcher on the worker's host,
 // which can stop the worker before the task is claimed again. A worker
 // of another host that has no record here (yet) is judged by its claim
 // alone. A claim the board refuses, because the task changed since the
 // tick read it (another dispatcher claimed it, or another host's claim was
 // not yet visible here), skips the task: it is not an error of the tick.
+//
+// A claim has expired once this host has watched it unchanged for its
+// TTL (kanban.Board.ClaimWatched), by its own monotonic clock, never when
+// this host's clock passes the expiry another host's clock stamped; a dry
+// run judges from what earlier ticks recorded and records nothing. A
+// tick with tasks to claim on a host whose clock is past hosts.MaxSkew
+// from the shared filesystem's claims none, and fails saying why (exit 4).
 package dispatch

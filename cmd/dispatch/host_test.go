@@ -13,18 +13,24 @@ import (
 )
 
 // onHost makes the rig's dispatcher run on host, with the task store's
-// clock at now, and the supervisor's reconcile of background tasks.
+// clock at now, and the supervisor's reconcile of background tasks. The
+// host watches leases and claims with sightings of its own, on a
+// monotonic clock that runs with now.
 func (r *rig) onHost(host string, now *time.Time) {
 	r.d.Board.Host, r.d.Tasks.Host = host, host
 	r.d.Tasks.Now = func() time.Time { return *now }
 	r.d.Now = func() time.Time { return *now }
 	r.d.ReconcileTasks = nil
+	seen := *r.d.Board.Seen
+	seen.Host, seen.Clock = host, func() time.Duration { return now.Sub(epoch) }
+	r.d.Board.Seen, r.d.Tasks.Seen = &seen, &seen
 }
 
 // A run whose worker runs on another host is not judged by pids looked
 // up here: the fake spawner's worker has none, and stays running while
-// its lease is fresh; a heartbeat renews the lease; once the lease has
-// expired the worker is lost and the task blocked (crashed).
+// its lease is fresh; a heartbeat renews the lease; once this host has
+// watched the heartbeat unchanged for a lease the worker is lost and the
+// task blocked (crashed).
 func TestForeignRunByLease(t *testing.T) {
 	r := newRig(t)
 	r.d.Board.FailureLimit = 1
@@ -53,7 +59,13 @@ func TestForeignRunByLease(t *testing.T) {
 	if got := r.get(id); got.Status != kanban.Running {
 		t.Fatalf("a run of another host after a heartbeat: %s (%s)", got.Status, got.BlockReason)
 	}
-	now = now.Add(time.Second + time.Millisecond)
+	// The lease runs from when host-b saw the heartbeat.
+	now = now.Add(tasks.Lease)
+	r.tick()
+	if got := r.get(id); got.Status != kanban.Running {
+		t.Fatalf("a run of another host a lease after host-b saw its heartbeat: %s (%s)", got.Status, got.BlockReason)
+	}
+	now = now.Add(time.Millisecond)
 	r.tick()
 	got := r.get(id)
 	if got.Status != kanban.Blocked || got.Runs[0].Outcome != kanban.OutcomeCrashed || !strings.Contains(got.BlockReason, "heartbeat") {
@@ -87,15 +99,13 @@ func TestForeignRunClaimExpires(t *testing.T) {
 	}
 	claimed := r.get(id)
 	worker := claimed.CurrentRun().WorkerTaskID
-	for {
+	// host-b has watched the claims since its first tick.
+	for watched := time.Duration(0); watched <= claimed.ClaimTTL(); watched += tasks.Lease / 2 {
 		// Heartbeats from host-a keep the worker's lease while the claim
 		// runs out.
 		now = now.Add(tasks.Lease / 2)
 		if err := r.d.Tasks.Heartbeat(worker); err != nil {
 			t.Fatal(err)
-		}
-		if exp, _ := claimed.ClaimExpires.Instant(); now.After(exp) {
-			break
 		}
 	}
 	r.tick()

@@ -26,8 +26,9 @@
 // Pids are looked up only on the task's own host (its record's host; one
 // that names none is taken to be this host's). A task of another host is
 // judged by its lease instead: Supervise heartbeats it every 10 s, and
-// Reconcile on another host marks it lost only after 60 s without a
-// heartbeat (tasks.HeartbeatEvery, tasks.Lease). Kill refuses a task of
+// Reconcile on another host marks it lost only once it has watched 60 s
+// pass on its own monotonic clock without a heartbeat (tasks.HeartbeatEvery,
+// tasks.Lease, tasks.Store.LeaseHeld). Kill refuses a task of
 // another host (exit 4): its pid may be any process here.
 //
 // Exit codes: a command that exits with code N is "succeeded" (N = 0) or

@@ -12,17 +12,21 @@ import (
 	"github.com/hermes/hermes/fsstore/tasks"
 )
 
-// clock is a settable clock for a store's Now.
-type clock struct{ now time.Time }
+// clock is a settable clock for a store's Now, and its monotonic clock
+// (the time since the test began) for what the store watches of leases.
+type clock struct{ start, now time.Time }
 
 func (c *clock) Now() time.Time { return c.now }
+
+func (c *clock) Uptime() time.Duration { return c.now.Sub(c.start) }
 
 // hostStore is a store on host-b whose clock the test sets.
 func hostStore(t *testing.T) (*tasks.Store, *clock) {
 	t.Helper()
 	store := newStore(t)
-	c := &clock{now: time.Date(2026, 11, 24, 1, 0, 0, 0, time.UTC)}
-	store.Now, store.Host = c.Now, "host-b"
+	start := time.Date(2026, 11, 24, 1, 0, 0, 0, time.UTC)
+	c := &clock{start: start, now: start}
+	store.Now, store.Seen.Clock, store.Host = c.Now, c.Uptime, "host-b"
 	return store, c
 }
 
@@ -65,8 +69,8 @@ func status(t *testing.T, store *tasks.Store, id string) tasks.Task {
 
 // A task of another host is judged by its lease, not by pids looked up
 // here: pids that do not exist here leave it running while its lease is
-// fresh, a heartbeat renews the lease, and it is lost only once the lease
-// has expired.
+// fresh, a heartbeat renews the lease, and it is lost only once this host
+// has watched its heartbeat stay unchanged for a whole lease.
 func TestReconcileForeignHost(t *testing.T) {
 	store, c := hostStore(t)
 	dead := deadPID(t)
@@ -78,7 +82,8 @@ func TestReconcileForeignHost(t *testing.T) {
 	if got := status(t, store, foreign.ID); got.Status != tasks.Running {
 		t.Fatalf("a task of another host with a fresh lease is %s", got.Status)
 	}
-	// Its supervisor (on host-a) heartbeats; the lease runs from there.
+	// Its supervisor (on host-a) heartbeats; the watch starts again when
+	// this host sees the new heartbeat.
 	c.now = c.now.Add(tasks.Lease - time.Second)
 	if err := store.Heartbeat(foreign.ID); err != nil {
 		t.Fatal(err)
@@ -87,7 +92,11 @@ func TestReconcileForeignHost(t *testing.T) {
 	if n, err := Reconcile(store); err != nil || n != 0 || status(t, store, foreign.ID).Status != tasks.Running {
 		t.Fatalf("Reconcile after a heartbeat = %d, %v; status %s", n, err, status(t, store, foreign.ID).Status)
 	}
-	c.now = c.now.Add(time.Second + time.Millisecond)
+	c.now = c.now.Add(tasks.Lease)
+	if n, err := Reconcile(store); err != nil || n != 0 {
+		t.Fatalf("Reconcile a lease after the heartbeat was seen = %d, %v; want nothing lost", n, err)
+	}
+	c.now = c.now.Add(time.Millisecond)
 	if n, err := Reconcile(store); err != nil || n != 1 {
 		t.Fatalf("Reconcile after the lease = %d, %v; want 1 lost", n, err)
 	}
@@ -99,6 +108,9 @@ func TestReconcileForeignHost(t *testing.T) {
 	// Pids that live here say nothing of another host's task either.
 	self := os.Getpid()
 	live := createOn(t, store, "host-a", self, self)
+	if n, err := Reconcile(store); err != nil || n != 0 {
+		t.Fatalf("Reconcile of a task of another host whose pids live here = %d, %v", n, err)
+	}
 	c.now = c.now.Add(tasks.Lease + time.Second)
 	if n, err := Reconcile(store); err != nil || n != 1 || status(t, store, live.ID).Status != tasks.Lost {
 		t.Fatalf("Reconcile of a task of another host whose pids live here = %d, %v", n, err)
@@ -156,6 +168,7 @@ func TestKillForeignHost(t *testing.T) {
 func TestSuperviseHeartbeats(t *testing.T) {
 	store, c := hostStore(t)
 	task := create(t, store, "sleep", "60")
+	store.LeaseHeld(task.ID)
 	c.now = c.now.Add(tasks.Lease + time.Hour)
 	if store.LeaseHeld(task.ID) {
 		t.Fatal("lease held before any heartbeat")

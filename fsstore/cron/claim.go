@@ -45,7 +45,10 @@ func (s *Store) Claim(id string) (c Claim, ok bool, err error) {
 		return Claim{}, false, err
 	}
 	defer unlock()
-	now := s.Now()
+	now, err := s.claimClock()
+	if err != nil {
+		return Claim{}, false, err
+	}
 	var events []Event
 	changed := false
 	if j.Run != nil {
@@ -95,6 +98,32 @@ func (s *Store) Claim(id string) (c Claim, ok bool, err error) {
 	return s.claim(&j, c, events, now)
 }
 
+// claimClock is the time a claim, and the start that follows it, judge
+// by: Now less this host's skew ahead of the shared filesystem's (Skew),
+// so that a host whose clock is ahead runs no occurrence early and a
+// catch-up-all job runs no burst of occurrences only its clock finds due.
+// Claims, starts and the leases they are judged by are stamped with it,
+// so that hosts compare like with like. A host whose clock is too far off
+// (hosts.MaxSkew) is refused.
+func (s *Store) claimClock() (time.Time, error) {
+	now := s.Now()
+	if s.Skew == nil {
+		return now, nil
+	}
+	skew, err := s.Skew()
+	if err != nil {
+		return time.Time{}, err
+	}
+	return now.Add(-skew), nil
+}
+
+// CheckClock refuses (ErrRefused) what claimClock refuses: a tick on a
+// host whose clock is too far from the shared filesystem's claims nothing.
+func (s *Store) CheckClock() error {
+	_, err := s.claimClock()
+	return err
+}
+
 // prevOf is the occurrence before last, counting from first.
 func prevOf(sched Schedule, first, last time.Time) time.Time {
 	prev := first
@@ -119,7 +148,10 @@ func (s *Store) ClaimNow(id string) (Claim, error) {
 		return Claim{}, err
 	}
 	defer unlock()
-	now := s.Now()
+	now, err := s.claimClock()
+	if err != nil {
+		return Claim{}, err
+	}
 	var events []Event
 	if j.Run != nil {
 		events, _ = s.settle(&j, now)
@@ -235,7 +267,10 @@ func (s *Store) Start(id string, occ fsstore.Time, taskID, sessionID string) (Jo
 		return Job{}, err
 	}
 	defer unlock()
-	now := s.Now()
+	now, err := s.claimClock()
+	if err != nil {
+		return Job{}, err
+	}
 	r := j.Run
 	if r == nil || r.Occurrence != occ || r.TaskID != "" {
 		return Job{}, fsstore.Refusedf("job %s: occurrence %s is no longer claimed by this ticker", id, occ)

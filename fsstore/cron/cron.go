@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/hosts"
 )
 
 // Catch-up modes: what a tick does with the occurrences that fell due
@@ -169,13 +170,18 @@ type Store struct {
 	// while it runs); a task that does not exist is fsstore.ErrNotFound.
 	// Nil leaves started runs to the finish their task records.
 	TaskOutcome func(taskID string) (out Outcome, done bool, err error)
+	// Skew is how much a claim takes off Now to judge what is due: this
+	// host's clock ahead of the shared filesystem's (hosts.Clock.Offset);
+	// an error refuses the claim. Nil takes nothing off.
+	Skew func() (time.Duration, error)
 }
 
 // NewStore returns the cron store of the profile whose directory is
 // profileDir. Nothing is created until the first write.
 func NewStore(profileDir string, lockTimeout time.Duration, warn func(string)) *Store {
-	return &Store{Dir: filepath.Join(profileDir, "cron"), LockTimeout: lockTimeout, Now: time.Now, Warn: warn,
-		Host: fsstore.ThisHost(), PID: os.Getpid(), MaxFailures: DefaultMaxFailures}
+	return &Store{Dir: filepath.Join(profileDir, "cron"), LockTimeout: lockTimeout, Now: fsstore.Now, Warn: warn,
+		Host: fsstore.ThisHost(), PID: os.Getpid(), MaxFailures: DefaultMaxFailures,
+		Skew: hosts.NewClock(profileDir, lockTimeout, warn).Offset}
 }
 
 func (s *Store) jobsDir() string           { return filepath.Join(s.Dir, "jobs") }

@@ -63,6 +63,15 @@
 // the job pauses itself, and paused_reason says why; cron resume clears
 // both the pause and the reason.
 //
+// Clocks. A claim, and the start that follows it, judge due times and
+// stamp claims by this host's clock less its skew ahead of the shared
+// filesystem's (Store.Skew, hosts.Clock.Offset), so that a host whose
+// clock is ahead runs no occurrence early and a catch-up-all job runs no
+// burst of occurrences only its clock finds due; a host past
+// hosts.MaxSkew claims nothing (ErrRefused), and a tick says so once.
+// The quiet tick reads the due index by the uncorrected clock, which can
+// only find more due, never fewer, and measures nothing.
+//
 // Schedules (ParseSchedule) are read as wall-clock times in the job's
 // zone. On the day a daylight-saving change skips an hour, a time in it
 // runs once, at the end of the gap (02:30 in Europe/Berlin on the last

@@ -12,8 +12,9 @@
 //	                                    a waiting task: read as ready from the commit
 //	                                    that completes its last parent (deps.go)
 //	ready           todo                Link to a parent not done
-//	ready, waiting  running             Claim (refused before not_before, or while a
-//	                                    parent is not done)
+//	ready, waiting  running             Claim (refused before not_before or within a
+//	                                    retry's backoff, lease.go, or while a parent
+//	                                    is not done)
 //	running         done                Complete
 //	running         blocked             Block, FailRun of spawn_failed, the failure
 //	                                    that reaches the limit (gave_up)
@@ -75,6 +76,18 @@
 // its worker's liveness is judged there by pid and elsewhere by the
 // worker's lease (package tasks), and only there can an expired claim's
 // worker be stopped. A run claimed before hosts were recorded names none.
+//
+// A claim's expiry (claim_expires) is stamped by the clock of the host
+// that claimed or heartbeated, and is compared with no clock: a host takes
+// a claim for expired once it has watched it (its run, lock and expiry)
+// stay unchanged for the claim's TTL by its own monotonic clock
+// (ClaimWatched, lease.go, package hosts). A claim or a heartbeat records
+// the writer's sighting, so on its host the TTL runs from the write. A
+// retry's backoff (retry_backoff_ms) is watched alike: a host claims the
+// retry once it has watched it for the backoff (Due), so a host whose
+// clock is ahead of the failing host's does not find its not_before
+// passed early. A host whose clock is past hosts.MaxSkew from the shared
+// filesystem's claims nothing (CheckClock), saying why.
 //
 // The dispatcher claims with ClaimPending: until the claim's outcome (its
 // worker started, or could not) is stored, the document the claim

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/hosts"
 )
 
 // Status is a kanban task's status.
@@ -121,6 +122,11 @@ type Task struct {
 	// limit of retries after a failure (absent: the board's).
 	Failures   int  `json:"failures"`
 	MaxRetries *int `json:"max_retries,omitempty"`
+	// RetryBackoffMS is the backoff of the retry the task waits for
+	// (retry.go), judged by each host's own clock from when it saw the
+	// retry (lease.go); not_before, stamped by the clock of the host that
+	// failed the run, is for people to read.
+	RetryBackoffMS int64 `json:"retry_backoff_ms,omitempty"`
 	// IdempotencyKey is the key of the create that made the task
 	// (CreateOnce), if any.
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
@@ -240,12 +246,18 @@ type Board struct {
 	// *fsstore.LockInterruptedError: a tool call's ctx.Done(). Nil never
 	// closes. A copy of the store with its own Cancel serves one call.
 	Cancel <-chan struct{}
+	// Seen is what this host has watched of claims (lease.go).
+	Seen *hosts.Seen
+	// Skew refuses a claim on a host whose clock is too far from the
+	// shared filesystem's (hosts.Clock.Offset); nil refuses none.
+	Skew func() (time.Duration, error)
 }
 
 // NewBoard returns the board of the profile whose directory is profileDir.
 func NewBoard(profileDir string, lockTimeout time.Duration, warn func(string)) *Board {
-	return &Board{Dir: filepath.Join(profileDir, "kanban"), LockTimeout: lockTimeout, Now: time.Now, Warn: warn, Host: fsstore.ThisHost(), Sleep: time.Sleep,
-		FailureLimit: DefaultFailureLimit, RetryBackoff: DefaultRetryBackoff}
+	return &Board{Dir: filepath.Join(profileDir, "kanban"), LockTimeout: lockTimeout, Now: fsstore.Now, Warn: warn, Host: fsstore.ThisHost(), Sleep: time.Sleep,
+		FailureLimit: DefaultFailureLimit, RetryBackoff: DefaultRetryBackoff, Seen: hosts.NewSeen(profileDir, lockTimeout),
+		Skew: hosts.NewClock(profileDir, lockTimeout, warn).Offset}
 }
 
 // A change that finds events in the task's log later than the document it

@@ -77,14 +77,27 @@ func newClaimLock() string {
 // claimers never both win. extra, when set, may fill the new run and
 // returns events to record with the claim.
 func (b *Board) Claim(id string, ttl time.Duration, profile string, extra func(*Task, *Run) []Event) (Task, error) {
-	return b.Update(id, b.claim(ttl, profile, extra))
+	if err := b.CheckClock(); err != nil {
+		return Task{}, err
+	}
+	t, err := b.Update(id, b.claim(ttl, profile, extra))
+	if err == nil {
+		b.sawClaim(t)
+	}
+	return t, err
 }
 
 // ClaimPending is Claim for a claimer that has yet to store the claim's
 // outcome (the dispatcher: its worker started, or could not): the returned
 // Pending holds the claimed task, and its Keep or Undo must follow.
 func (b *Board) ClaimPending(id string, ttl time.Duration, profile string, extra func(*Task, *Run) []Event) (*Pending, error) {
+	if err := b.CheckClock(); err != nil {
+		return nil, err
+	}
 	_, p, err := b.update(id, b.claim(ttl, profile, extra), true)
+	if err == nil {
+		b.sawClaim(p.Task)
+	}
 	return p, err
 }
 
@@ -97,11 +110,11 @@ func (b *Board) claim(ttl time.Duration, profile string, extra func(*Task, *Run)
 		if t.Status != Ready || t.ClaimLock != "" {
 			return nil, fsstore.Refusedf("task %s is %s and cannot be claimed", t.ID, t.Status)
 		}
-		if at, err := t.NotBefore.Instant(); err == nil && now.Before(at) {
-			return nil, fsstore.Refusedf("task %s cannot be claimed before %s", t.ID, t.NotBefore)
+		if ok, why := b.Due(*t, now, false); !ok {
+			return nil, fsstore.Refusedf("task %s cannot be claimed yet: %s", t.ID, why)
 		}
 		r := Run{ID: fsstore.NewID(now), Profile: profile, Host: b.Host, Status: RunRunning, StartedAt: fsstore.TimeOf(now)}
-		t.Status = Running
+		t.Status, t.RetryBackoffMS = Running, 0
 		t.ClaimLock, t.ClaimTTLMS = newClaimLock(), ttl.Milliseconds()
 		t.ClaimExpires = fsstore.TimeOf(now.Add(ttl))
 		t.BlockReason = ""
@@ -176,15 +189,21 @@ func (b *Board) Complete(id string, w *Worker, result string) (Task, error) {
 	})
 }
 
-// Heartbeat extends worker w's claim on its task by the claim's TTL.
+// Heartbeat extends worker w's claim on its task by the claim's TTL: its
+// expiry changes, which every host that watches the claim sees
+// (lease.go).
 func (b *Board) Heartbeat(w Worker) (Task, error) {
-	return b.Update(w.Task, func(t *Task, now time.Time) ([]Event, error) {
+	t, err := b.Update(w.Task, func(t *Task, now time.Time) ([]Event, error) {
 		if err := t.holds(&w); err != nil {
 			return nil, err
 		}
 		t.ClaimExpires = fsstore.TimeOf(now.Add(t.ClaimTTL()))
 		return nil, nil
 	})
+	if err == nil {
+		b.sawClaim(t)
+	}
+	return t, err
 }
 
 // Unblock makes a blocked task ready, or waiting (todo) when it has
@@ -194,7 +213,7 @@ func (b *Board) Unblock(id string) (Task, error) {
 		if t.Status != Blocked {
 			return nil, fsstore.Refusedf("task %s is %s, not %s", t.ID, t.Status, Blocked)
 		}
-		t.Status, t.BlockReason, t.Failures, t.NotBefore = Ready, "", 0, ""
+		t.Status, t.BlockReason, t.Failures, t.NotBefore, t.RetryBackoffMS = Ready, "", 0, "", 0
 		if len(t.Parents) > 0 {
 			t.Status = Todo
 		}
@@ -259,7 +278,7 @@ func (b *Board) RegisterSession(w Worker, sid string) error {
 // protocol violation is retried (retry.go); a failed spawn blocks the
 // task with the reason. exitCode and signal record how the worker ended.
 func (b *Board) FailRun(id, runID, outcome, reason string, exitCode *int, signal string) error {
-	_, err := b.Update(id, func(t *Task, now time.Time) ([]Event, error) {
+	t, err := b.Update(id, func(t *Task, now time.Time) ([]Event, error) {
 		cur := t.CurrentRun()
 		if t.Status != Running || cur == nil || cur.ID != runID {
 			return nil, nil
@@ -273,6 +292,9 @@ func (b *Board) FailRun(id, runID, outcome, reason string, exitCode *int, signal
 		}
 		return b.retryOrGiveUp(t, ev, now), nil
 	})
+	if err == nil {
+		b.sawRetry(t)
+	}
 	return err
 }
 
@@ -280,7 +302,7 @@ func (b *Board) FailRun(id, runID, outcome, reason string, exitCode *int, signal
 // when that run is still current, and retries the task (retry.go). The
 // caller has stopped the run's worker.
 func (b *Board) Reclaim(id, runID string, exitCode *int, signal string) error {
-	_, err := b.Update(id, func(t *Task, now time.Time) ([]Event, error) {
+	t, err := b.Update(id, func(t *Task, now time.Time) ([]Event, error) {
 		cur := t.CurrentRun()
 		if t.Status != Running || cur == nil || cur.ID != runID {
 			return nil, nil
@@ -291,6 +313,9 @@ func (b *Board) Reclaim(id, runID string, exitCode *int, signal string) error {
 		ev := Event{Type: EventReclaimed, RunID: cur.ID, Detail: fmt.Sprintf("claim expired at %s with no heartbeat", expired)}
 		return b.retryOrGiveUp(t, ev, now), nil
 	})
+	if err == nil {
+		b.sawRetry(t)
+	}
 	return err
 }
 

@@ -23,7 +23,7 @@ func kbBoard(t testing.TB) (*Board, *storetest.Clock, *storetest.Warnings) {
 	w := &storetest.Warnings{}
 	clock := storetest.NewClock()
 	b := NewBoard(filepath.Join(t.TempDir(), "profiles", "default"), 10*time.Second, w.Add)
-	b.Now, b.Sleep = clock.Now, clock.Sleep
+	b.Now, b.Sleep, b.Seen.Clock = clock.Now, clock.Sleep, clock.Uptime
 	// Retries wait for the clock only in the tests of retries.
 	b.RetryBackoff = 0
 	return b, clock, w

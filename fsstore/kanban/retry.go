@@ -9,7 +9,9 @@ import (
 )
 
 // A run that ends crashed, protocol_violation or reclaimed is a failure:
-// the task is ready again after a backoff (not_before), until its
+// the task is ready again after a backoff (retry_backoff_ms, judged by
+// each host's own clock from when it saw the retry, lease.go; not_before
+// is the failing host's reading, for people), until its
 // failures in a row reach the limit, the task's max_retries plus one, else
 // the board's FailureLimit. Then it is blocked, given up (a gave_up event,
 // a block reason that names the failed runs), and a person's unblock
@@ -53,8 +55,9 @@ func (b *Board) retryOrGiveUp(t *Task, ev Event, now time.Time) []Event {
 	t.Failures++
 	limit := b.failureLimit(t)
 	if t.Failures < limit {
-		at := now.Add(b.Backoff(t.Failures))
-		t.Status, t.BlockReason, t.NotBefore = Ready, "", fsstore.TimeOf(at)
+		backoff := b.Backoff(t.Failures)
+		t.Status, t.BlockReason, t.NotBefore = Ready, "", fsstore.TimeOf(now.Add(backoff))
+		t.RetryBackoffMS = backoff.Milliseconds()
 		ev.Detail += fmt.Sprintf("; retry %d of %d at %s", t.Failures, limit-1, t.NotBefore)
 		return []Event{ev}
 	}

@@ -44,8 +44,12 @@
 // is judged by its lease: its supervisor heartbeats every HeartbeatEvery
 // (10 s) by setting the time of its running marker, which writes no byte
 // of the record and syncs nothing, and another host takes the task for
-// lost once Lease (60 s) has passed without one. A record written before
-// hosts were recorded names none, and is judged by its pids, as before.
+// lost once it has watched the marker's time stay unchanged for Lease
+// (60 s) by its own monotonic clock (package hosts): the time is the
+// heartbeat's host's clock, seen to change and compared with no other
+// clock. A command that runs once records what it saw, and a later one
+// judges from there. A record written before hosts were recorded names
+// none, and is judged by its pids, as before.
 //
 // Deletion is explicit: Prune removes only finished tasks, says what it
 // removes, and has a dry run. It takes one store-level lock (.prune.lock),

@@ -2,7 +2,9 @@ package tasks
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"strconv"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -37,11 +39,27 @@ func (s *Store) Heartbeat(id string) error {
 	return err
 }
 
-// LeaseHeld reports whether task id has had a heartbeat within Lease of
-// s.Now. A task without a running marker has no lease.
+// LeaseHeld reports whether task id, of another host, holds its lease: a
+// task without a running marker has none; one whose marker's time (its
+// last heartbeat) this host has not watched stay unchanged for more than
+// Lease, by its own monotonic clock (s.Seen), holds it. The marker's time
+// is the heartbeat's host's clock: it is compared with nothing, only seen
+// to change, so hosts whose clocks disagree judge each other's tasks
+// right. A command that runs once records what it saw, and a later one
+// (any process of this host's boot) judges from there: the first to see
+// a heartbeat never finds it lost. A sighting that cannot be recorded is
+// reported, and the lease taken for held.
 func (s *Store) LeaseHeld(id string) bool {
 	fi, err := os.Lstat(s.runningMarker(id))
-	return err == nil && s.Now().Sub(fi.ModTime()) <= Lease
+	if err != nil {
+		return false
+	}
+	watched, err := s.Seen.Watch("task "+id, strconv.FormatInt(fi.ModTime().UnixNano(), 10), Lease)
+	if err != nil {
+		s.Warn(fmt.Sprintf("task %s: its lease is taken for held: %v", id, err))
+		return true
+	}
+	return watched <= Lease
 }
 
 // touch sets the times of the file at path to t, never through a symlink.

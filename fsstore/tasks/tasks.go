@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/hosts"
 )
 
 // Task statuses.
@@ -95,6 +96,9 @@ type Store struct {
 	// Host is the id of the host this process runs on (fsstore.ThisHost),
 	// which Create records.
 	Host string
+	// Seen is what this host has watched of other hosts' heartbeats
+	// (lease.go).
+	Seen *hosts.Seen
 	// Cancel, when it closes, ends a lock wait at once, with a
 	// *fsstore.LockInterruptedError: a tool call's ctx.Done(). Nil never
 	// closes. A copy of the store with its own Cancel serves one call.
@@ -104,7 +108,8 @@ type Store struct {
 // NewStore returns the task store of the profile whose directory is
 // profileDir. Nothing is created until the first write.
 func NewStore(profileDir string, lockTimeout time.Duration, warn func(string)) *Store {
-	return &Store{Dir: filepath.Join(profileDir, "tasks"), LockTimeout: lockTimeout, Now: time.Now, Warn: warn, Host: fsstore.ThisHost()}
+	return &Store{Dir: filepath.Join(profileDir, "tasks"), LockTimeout: lockTimeout, Now: fsstore.Now, Warn: warn, Host: fsstore.ThisHost(),
+		Seen: hosts.NewSeen(profileDir, lockTimeout)}
 }
 
 func (s *Store) docPath(id string) string       { return filepath.Join(s.Dir, id+".json") }

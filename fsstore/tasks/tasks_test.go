@@ -22,7 +22,7 @@ func newTestTaskStore(t testing.TB) (*Store, *storetest.Clock, *storetest.Warnin
 	w := &storetest.Warnings{}
 	clock := storetest.NewClock()
 	s := NewStore(filepath.Join(t.TempDir(), "profiles", "default"), 10*time.Second, w.Add)
-	s.Now = clock.Now
+	s.Now, s.Seen.Clock = clock.Now, clock.Uptime
 	return s, clock, w
 }
 

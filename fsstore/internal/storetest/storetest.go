@@ -45,6 +45,11 @@ func (c *Clock) Advance(d time.Duration) time.Time {
 	return c.now
 }
 
+// Uptime is the clock as a monotonic clock (fsstore.Uptime): the time
+// since Epoch. A store's sightings (hosts.Seen) take it, so that one
+// Advance moves the wall and the monotonic clock of a test's host alike.
+func (c *Clock) Uptime() time.Duration { return c.Now().Sub(Epoch) }
+
 // Sleep advances the clock by d instead of waiting: a store's Sleep field
 // takes it, so a bounded wait costs a test no time.
 func (c *Clock) Sleep(d time.Duration) { c.Advance(d) }
