@@ -18,7 +18,8 @@ import (
 // whose set changes with their versions: any of those a preflight asks
 // for is allowed too.
 var corsHeaders = []string{"Authorization", "Content-Type", SessionHeader, "Idempotency-Key",
-	"OpenAI-Beta", "OpenAI-Organization", "OpenAI-Project"}
+	"OpenAI-Beta", "OpenAI-Organization", "OpenAI-Project",
+	"X-Api-Key", "Anthropic-Version", "Anthropic-Beta", "Anthropic-Dangerous-Direct-Browser-Access"}
 
 // guard refuses what a web page could send the gateway without the user:
 // a Host that is not a name of this server (DNS rebinding) and an Origin

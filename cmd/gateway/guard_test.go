@@ -149,7 +149,10 @@ func TestAllowedOriginCORS(t *testing.T) {
 		o.AllowedOrigins = []string{origin}
 		o.APIKey = "s3cret"
 	})
-	requested := "authorization, content-type, x-hermes-session-id, idempotency-key, openai-beta, x-stainless-os, x-stainless-retry-count"
+	// The Anthropic SDK in a browser sends its key as x-api-key, its
+	// version and betas, and the header it needs to run in a page at all.
+	requested := "authorization, content-type, x-hermes-session-id, idempotency-key, openai-beta, x-stainless-os, x-stainless-retry-count, " +
+		"x-api-key, anthropic-version, anthropic-beta, anthropic-dangerous-direct-browser-access"
 	resp, out := e.send("OPTIONS", "/v1/chat/completions", "", "", map[string]string{
 		"Origin": origin, "Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": requested,
 	})
