@@ -21,6 +21,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/hermes/hermes/cmd/agent"
+	"github.com/hermes/hermes/cmd/hooks"
 	"github.com/hermes/hermes/cmd/mcp"
 	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/fsstore"
@@ -473,6 +474,10 @@ func newChatter(e *env) (*chatter, error) {
 	}
 	ch.engine.Skills = skillsFinder(e)
 	ch.toolEnv.Skills = ch.engine.Skills
+	if ch.engine.Hooks, err = hooks.New("hooks", cfg.Hooks); err != nil {
+		return nil, err
+	}
+	ch.engine.Warn = e.warn
 	return ch, nil
 }
 

@@ -171,6 +171,26 @@
 // comparison that records each file it changed, created or removed
 // (shell_checkpoint.go); a background command is not covered.
 //
+// # Hooks
+//
+// With Engine.Hooks set (package hooks: config.yaml's hooks, the
+// gateway's gateway.hooks), a call's PreToolUse hooks run after it is
+// stored and before its approval (hooks.go). A block answers the call
+// "blocked by hook: <reason>" and it never runs; updatedInput replaces
+// its arguments (and approval is judged on them); permissionDecision
+// allow skips the approval, ask asks for one the tool would not need.
+// A call that ran then meets its PostToolUse hooks (PostToolUseFailure
+// when it failed: an error, a timeout), whose block reason and context
+// are added to the result the model reads. "continue": false ends the
+// turn: the call (at PreToolUse) and those after it are answered "not
+// run: a hook stopped the turn", and a note ends the turn as the step
+// limit's does. Each outcome that changed the call is stored with its
+// tool message, in its "hooks" field (hooks.Record: the event, the
+// commands, the decision, the updated input, the context). The call is
+// stored before its hooks run, so a crash while one runs leaves a call
+// without a result, which the next turn answers as interrupted (step 2):
+// it never runs without its hooks' answer.
+//
 // # Compression
 //
 // Engine.Compress continues a session in a new one that starts with a
