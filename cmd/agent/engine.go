@@ -266,6 +266,8 @@ func (e *Engine) Run(ctx context.Context, t Turn) (Result, error) {
 	if t.Stream != nil {
 		stream = &separated{w: t.Stream}
 	}
+	base := e.hookBase(sess, env)
+	stopActive := false
 	for {
 		res.Steps++
 		req := provider.Request{SessionID: sess.ID, History: history{store: st, id: sess.ID}, Tools: schemas, Model: t.Model, Params: t.Params}
@@ -294,7 +296,18 @@ func (e *Engine) Run(ctx context.Context, t Turn) (Result, error) {
 		}
 		calls := unanswered(reply.Messages)
 		if len(calls) == 0 {
-			break
+			if res.Steps >= maxSteps {
+				break
+			}
+			again, err := e.stopHooks(ctx, &res, base, res.Text(), stopActive)
+			if err != nil {
+				return res, err
+			}
+			if !again {
+				break
+			}
+			stopActive = true
+			continue
 		}
 		if e.ClientTools && !e.allOurs(calls) {
 			res.Pending = calls
@@ -307,7 +320,7 @@ func (e *Engine) Run(ctx context.Context, t Turn) (Result, error) {
 			}
 			break
 		}
-		stopped, err := e.runCalls(ctx, env, &res, calls, e.hookBase(sess, env))
+		stopped, err := e.runCalls(ctx, env, &res, calls, base)
 		if err != nil {
 			return res, err
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hermes/hermes/cmd/hooks"
 	"github.com/hermes/hermes/cmd/provider"
+	"github.com/hermes/hermes/fsstore"
 	"github.com/hermes/hermes/fsstore/sessions"
 	"github.com/hermes/hermes/profiles"
 )
@@ -274,5 +275,59 @@ func TestKilledDuringPreToolUse(t *testing.T) {
 	}
 	if got := resultOf(t, stored(t, st, id), "call_terminal_0"); got != interruptedResult {
 		t.Errorf("result %q", got)
+	}
+}
+
+// A Stop hook that blocks keeps the turn going once with its reason as a
+// note, on record; the second Stop sees stop_hook_active and lets it end.
+func TestStopHookKeepsGoing(t *testing.T) {
+	st := newStore(t)
+	id := newSession(t, st)
+	dir := t.TempDir()
+	p := &scripted{t: t, replies: []sessions.Message{text("first"), text("second")}}
+	stop := `in=$(cat); echo "$in" >> stops.jsonl; [ "$(echo "$in" | jq .stop_hook_active)" = true ] && exit 0; echo 'run the tests first' >&2; exit 2`
+	e := &Engine{Sessions: st, Provider: p, Hooks: hookSet(t, profiles.Hooks{hooks.Stop: {{Command: stop}}})}
+	res, err := e.Run(context.Background(), Turn{SessionID: id, Input: user("go"), Env: &Env{Cwd: dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := stored(t, st, id)
+	if res.Text() != "second" || res.Steps != 2 || len(msgs) != 4 {
+		t.Fatalf("text %q, steps %d:\n%s", res.Text(), res.Steps, dumpMsgs(msgs))
+	}
+	n := msgs[2]
+	if !IsNote(n) || n.Text() != stopHookNote+"run the tests first" || len(hooks.Records(n)) != 1 || hooks.Records(n)[0].Event != hooks.Stop {
+		t.Errorf("the Stop hook's note: %s", dumpMsgs(msgs[2:3]))
+	}
+	if last := p.seen[1]; last[len(last)-1].Text() != stopHookNote+"run the tests first" {
+		t.Errorf("the model did not read the reason: %s", dumpMsgs(last))
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "stops.jsonl"))
+	if lines := strings.Split(strings.TrimSpace(string(b)), "\n"); len(lines) != 2 || !strings.Contains(lines[0], `"stop_hook_active":false,"last_assistant_message":"first"`) || !strings.Contains(lines[1], `"stop_hook_active":true`) {
+		t.Errorf("Stop inputs:\n%s", b)
+	}
+}
+
+// UserPromptSubmit: exit 2 refuses the prompt (ErrRefused, nothing
+// returned to store); stdout is context, in a note before the prompt.
+func TestSubmitPrompt(t *testing.T) {
+	st := newStore(t)
+	sess := sessions.Session{ID: "s1", Cwd: t.TempDir()}
+	e := &Engine{Sessions: st, Hooks: hookSet(t, profiles.Hooks{hooks.UserPromptSubmit: {{Command: `jq -e '.prompt | test("secret")' >/dev/null && { echo 'no secrets' >&2; exit 2; }; echo 'it is noon'`}}})}
+	input := append([]sessions.Message{{Role: "system", Content: sessions.TextContent("be brief")}}, user("what time is it")...)
+	out, err := e.SubmitPrompt(context.Background(), sess, input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 3 || out[0].Role != "system" || !IsNote(out[1]) || out[1].Text() != "it is noon" || out[2].Text() != "what time is it" {
+		t.Fatalf("input: %s", dumpMsgs(out))
+	}
+	if r := hooks.Records(out[1]); len(r) != 1 || r[0].Event != hooks.UserPromptSubmit || r[0].Context != "it is noon" {
+		t.Errorf("record %+v", r)
+	}
+	out, err = e.SubmitPrompt(context.Background(), sess, user("my secret is 42"))
+	var refused *PromptRefusedError
+	if !errors.As(err, &refused) || !errors.Is(err, fsstore.ErrRefused) || refused.Reason != "no secrets" || out != nil {
+		t.Errorf("%v, %v", out, err)
 	}
 }
