@@ -313,6 +313,7 @@ func notFound(param, code, format string, args ...any) *apiError {
 func (s *Server) toAPIError(err error) *apiError {
 	var ae *apiError
 	var lockErr *fsstore.LockTimeoutError
+	var refused *agent.PromptRefusedError
 	var provErr *provider.Error
 	switch {
 	case errors.As(err, &ae):
@@ -335,6 +336,8 @@ func (s *Server) toAPIError(err error) *apiError {
 		return &apiError{status: http.StatusBadGateway, typ: "server_error", code: "provider_error", msg: err.Error()}
 	case hasLocalPath(err):
 		// Whatever its kind: answered below, as an internal error.
+	case errors.As(err, &refused):
+		return &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "prompt_refused", msg: err.Error()}
 	case errors.Is(err, fsstore.ErrInvalid):
 		return badRequest("", "%s", err.Error())
 	case errors.Is(err, fsstore.ErrNotFound):
