@@ -188,11 +188,47 @@ func (s *Set) Run(ctx context.Context, in Input) Outcome {
 	if err != nil {
 		return Outcome{Notices: []string{fmt.Sprintf("%s hooks: encoding their input: %v", in.HookEventName, err)}}
 	}
+	return combine(in.HookEventName, runAll(ctx, hooks, in.Cwd, stdin))
+}
+
+// Ran is one hook's run, as `hermes hooks test` shows it.
+type Ran struct {
+	Command  string `json:"command"`
+	ExitCode int    `json:"exit_code"` // -1: it did not exit by itself
+	Stdout   string `json:"stdout"`
+	Stderr   string `json:"stderr"`
+	TimedOut bool   `json:"timed_out,omitempty"`
+	Error    string `json:"error,omitempty"`
+}
+
+// Trial is Run, returning each hook's run besides their Outcome.
+func (s *Set) Trial(ctx context.Context, in Input) ([]Ran, Outcome) {
+	hooks := s.matching(&in)
+	if len(hooks) == 0 {
+		return nil, Outcome{}
+	}
+	stdin, err := json.Marshal(in)
+	if err != nil {
+		return nil, Outcome{Notices: []string{fmt.Sprintf("%s hooks: encoding their input: %v", in.HookEventName, err)}}
+	}
+	results := runAll(ctx, hooks, in.Cwd, stdin)
+	ran := make([]Ran, len(results))
+	for i, r := range results {
+		ran[i] = Ran{Command: r.hook.Command, ExitCode: r.code, Stdout: string(r.stdout), Stderr: string(r.stderr), TimedOut: r.timedOut}
+		if r.err != nil {
+			ran[i].Error = r.err.Error()
+		}
+	}
+	return ran, combine(in.HookEventName, results)
+}
+
+// runAll runs hooks at once and returns their results in their order.
+func runAll(ctx context.Context, hooks []Hook, dir string, stdin []byte) []result {
 	results := make([]result, len(hooks))
 	var wg sync.WaitGroup
 	for i, h := range hooks {
-		wg.Go(func() { results[i] = run(ctx, h, in.Cwd, stdin) })
+		wg.Go(func() { results[i] = run(ctx, h, dir, stdin) })
 	}
 	wg.Wait()
-	return combine(in.HookEventName, results)
+	return results
 }

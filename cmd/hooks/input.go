@@ -117,3 +117,14 @@ func matchNames(in *Input) []string {
 	}
 	return nil
 }
+
+// HermesName is hermes's name for the tool hooks know as name: the
+// built-in tool Claude Code's name stands for (Bash: terminal), else name.
+func HermesName(name string) string {
+	for h, c := range claudeNames {
+		if c == name {
+			return h
+		}
+	}
+	return name
+}
