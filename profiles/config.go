@@ -120,7 +120,7 @@ type Config struct {
 		// Hooks are the commands the gateway's turns run at their events,
 		// instead of the profile's hooks (cmd/hooks): the operator's
 		// only, never a client's.
-		Hooks Hooks `yaml:"hooks" json:"hooks,omitempty"`
+		Hooks Hooks `yaml:"hooks" json:"hooks"`
 	} `yaml:"gateway" json:"gateway"`
 	// Agent bounds the turn engine's loop (cmd/agent); zero values mean
 	// its defaults.
@@ -192,7 +192,7 @@ type Config struct {
 	// usage` prices calls with it, then with its shipped table.
 	Pricing usage.Pricing `yaml:"pricing" json:"pricing"`
 	// Hooks are commands run at the turn engine's events (cmd/hooks).
-	Hooks Hooks `yaml:"hooks" json:"hooks,omitempty"`
+	Hooks Hooks `yaml:"hooks" json:"hooks"`
 }
 
 // GatewayKey is one entry of gateway.api_keys: a name (the scope of its

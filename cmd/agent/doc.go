@@ -191,6 +191,22 @@
 // without a result, which the next turn answers as interrupted (step 2):
 // it never runs without its hooks' answer.
 //
+// A reply that calls no tool meets the Stop hooks (stop_hook_active
+// false): a block stores its reason as a note and calls the provider
+// again, within MaxSteps; the next Stop says stop_hook_active true. The
+// other events are the front ends' to fire, through the engine, so that
+// each fires where a front end meets it: SessionStart (a note holding
+// the context its hooks add, to store before the session's next input),
+// SubmitPrompt (UserPromptSubmit: a *PromptRefusedError, exit 4, before
+// anything is stored; or the input with a context note before the
+// prompt), SessionEnd, SubagentStop (for the delegate tool: the child's
+// outcome, for the caller to act on). CompressBy runs PreCompact before
+// the summary is asked for, and once the child is stored PostCompact,
+// the parent's SessionEnd (reason compression) and the child's
+// SessionStart (source compress). hookBase is the input every hook of a
+// session shares: its id, its transcript, its working directory, the
+// approval in force as Claude Code's permission_mode.
+//
 // # Compression
 //
 // Engine.Compress continues a session in a new one that starts with a
