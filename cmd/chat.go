@@ -16,7 +16,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"time"
 	"unicode/utf8"
 
 	"github.com/urfave/cli/v2"
@@ -582,7 +581,7 @@ func (ch *chatter) session(ctx context.Context, input []sessions.Message) (_ ses
 		if err != nil {
 			return sessions.Session{}, false, err
 		}
-		sess := sessions.Session{ID: fsstore.NewID(time.Now()), Title: ch.title, Source: "chat", Model: ch.model, Cwd: cwd}
+		sess := sessions.Session{ID: fsstore.NewID(ch.store.Now()), Title: ch.title, Source: "chat", Model: ch.model, Cwd: cwd}
 		if input, err = ch.hookInput(ctx, sess, "new", input); err != nil {
 			return sessions.Session{}, false, err
 		}
@@ -659,7 +658,7 @@ func (ch *chatter) run(ctx context.Context, input []sessions.Message) (turnResul
 		}
 	}
 	if !made {
-		if input, err = ch.hookInput(ctx, sess, ch.resumeSource(sess.ID), input); err != nil {
+		if input, err = ch.hookInput(ctx, sess, ch.resumeSource(sess), input); err != nil {
 			return turnResult{}, err
 		}
 	}

@@ -29,10 +29,14 @@ func (ch *chatter) hookInput(ctx context.Context, sess sessions.Session, source 
 }
 
 // resumeSource is the SessionStart source of a session this chat did not
-// make in its first turn: fork for its own fork, else resume.
-func (ch *chatter) resumeSource(id string) string {
-	if id == ch.forked {
+// make in its first turn: fork for its own fork, new for one still empty
+// (a cron prompt job's, made before its chat runs), else resume.
+func (ch *chatter) resumeSource(sess sessions.Session) string {
+	switch {
+	case sess.ID == ch.forked:
 		return "fork"
+	case sess.MessageCount == 0:
+		return "new"
 	}
 	return "resume"
 }
