@@ -57,7 +57,8 @@
 // PostToolUse and PostToolUseFailure add the reason to the result the
 // model reads; UserPromptSubmit refuses the prompt, storing nothing; Stop
 // and SubagentStop keep the turn going with the reason as a note for the
-// model; the other events cannot block.
+// model; the other events cannot block: their exit 2 is told to the
+// user as any other failure is, and a "decision" of theirs is not read.
 //
 // # On record
 //

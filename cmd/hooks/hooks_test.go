@@ -268,3 +268,15 @@ func TestCancelled(t *testing.T) {
 		t.Errorf("%+v", o)
 	}
 }
+
+// The events that cannot block tell a hook's exit 2 to the user, as any
+// other failure, and never report a block.
+func TestExitTwoWhereNothingBlocks(t *testing.T) {
+	for _, event := range []string{SessionStart, SessionEnd, PreCompact, PostCompact} {
+		s := mustNew(t, profiles.Hooks{event: {{Command: "echo nope >&2; exit 2"}, {Command: `echo '{"decision":"block","reason":"no"}'`}}})
+		o := s.Run(context.Background(), Input{HookEventName: event, Cwd: t.TempDir()})
+		if o.Block || len(o.Notices) != 1 || o.Notices[0] != event+` hook "echo nope >&2; exit 2": exited 2: nope` {
+			t.Errorf("%s: %+v", event, o)
+		}
+	}
+}

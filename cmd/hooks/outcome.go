@@ -80,7 +80,7 @@ func combine(event string, results []result) Outcome {
 		case r.timedOut:
 			o.Notices = append(o.Notices, fmt.Sprintf("%s: timed out after %s: killed with its process group", name, r.hook.Timeout))
 			continue
-		case r.code == 2:
+		case r.code == 2 && canBlock(event):
 			o.Block = true
 			reasons = append(reasons, strings.TrimSpace(string(r.stderr)))
 			by(r.hook)
@@ -115,6 +115,9 @@ func combine(event string, results []result) Outcome {
 		}
 		switch j.Decision {
 		case "block":
+			if !canBlock(event) {
+				break
+			}
 			o.Block = true
 			reasons = append(reasons, j.Reason)
 			by(r.hook)
@@ -159,6 +162,17 @@ func combine(event string, results []result) Outcome {
 		o.Allow = false
 	}
 	return o
+}
+
+// canBlock reports whether event's hooks may block (exit 2, "decision":
+// "block"): at the others, as in Claude Code, exit 2 is told to the user
+// as any failure is, and a decision is not read.
+func canBlock(event string) bool {
+	switch event {
+	case SessionStart, SessionEnd, PreCompact, PostCompact:
+		return false
+	}
+	return true
 }
 
 // describe names a hook in a notice.
