@@ -37,15 +37,21 @@ other codes warn. gateway.hooks are the gateway's own. Events: ` + strings.Join(
 	}
 }
 
-// hookSets are the profile's hooks and the gateway's, checked, by setting.
-func hookSets(cfg profiles.Config) (map[string]*hooks.Set, error) {
+// hookSets are the profile's hooks and the gateway's, checked, by
+// setting, from config.yaml.
+func hookSets(e *env) (map[string]*hooks.Set, error) {
+	cfg, err := e.config()
+	if err != nil {
+		return nil, err
+	}
 	sets := map[string]*hooks.Set{}
-	for setting, h := range map[string]profiles.Hooks{"hooks": cfg.Hooks, "gateway.hooks": cfg.Gateway.Hooks} {
-		s, err := hooks.New(setting, h)
-		if err != nil {
+	for _, c := range []struct {
+		setting string
+		hooks   profiles.Hooks
+	}{{"hooks", cfg.Hooks}, {"gateway.hooks", cfg.Gateway.Hooks}} {
+		if sets[c.setting], err = hooks.New(c.setting, c.hooks); err != nil {
 			return nil, err
 		}
-		sets[setting] = s
 	}
 	return sets, nil
 }
@@ -64,11 +70,7 @@ func hooksList(e *env) error {
 	if _, err := verbArgs(e); err != nil {
 		return err
 	}
-	cfg, err := e.config()
-	if err != nil {
-		return err
-	}
-	sets, err := hookSets(cfg)
+	sets, err := hookSets(e)
 	if err != nil {
 		return err
 	}
@@ -114,11 +116,7 @@ func hooksTest(e *env) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := e.config()
-	if err != nil {
-		return err
-	}
-	sets, err := hookSets(cfg)
+	sets, err := hookSets(e)
 	if err != nil {
 		return err
 	}
