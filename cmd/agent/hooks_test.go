@@ -331,3 +331,60 @@ func TestSubmitPrompt(t *testing.T) {
 		t.Errorf("%v, %v", out, err)
 	}
 }
+
+// A compression runs PreCompact, PostCompact, the parent's SessionEnd and
+// the child's SessionStart, in that order; the child ends with the note
+// holding the SessionStart hooks' context.
+func TestCompressHooks(t *testing.T) {
+	st := newStore(t)
+	id := compressible(t, st)
+	dir := t.TempDir()
+	log := `jq -c '[.hook_event_name, .session_id, (.trigger // .reason // .source // "")]' >> events.jsonl`
+	e := &Engine{Sessions: st, Provider: &scripted{t: t, replies: []sessions.Message{text("the gist")}},
+		Hooks: hookSet(t, profiles.Hooks{
+			hooks.PreCompact:   {{Command: log}},
+			hooks.PostCompact:  {{Command: log}},
+			hooks.SessionEnd:   {{Command: log}},
+			hooks.SessionStart: {{Command: log + "; echo 'read NOTES.md first'"}},
+		})}
+	if _, err := st.SetCwd(id, dir); err != nil {
+		t.Fatal(err)
+	}
+	c, err := e.CompressBy(context.Background(), id, 1, TriggerAuto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "events.jsonl"))
+	want := `["PreCompact","` + id + `","auto"]
+["PostCompact","` + id + `","auto"]
+["SessionEnd","` + id + `","compression"]
+["SessionStart","` + c.Child.ID + `","compress"]
+`
+	if string(b) != want {
+		t.Errorf("events:\n%s\nwant:\n%s", b, want)
+	}
+	child := stored(t, st, c.Child.ID)
+	if last := child[len(child)-1]; !IsNote(last) || last.Text() != "read NOTES.md first" || hooks.Records(last)[0].Event != hooks.SessionStart {
+		t.Errorf("the child ends with:\n%s", dumpMsgs(child[len(child)-1:]))
+	}
+}
+
+// SubagentStop gives a child's hooks the parent's session and the
+// child's id and transcript; its outcome is the caller's to act on.
+func TestSubagentStop(t *testing.T) {
+	st := newStore(t)
+	dir := t.TempDir()
+	parent := sessions.Session{ID: "parent1", Cwd: dir}
+	child := sessions.Session{ID: "child1"}
+	e := &Engine{Sessions: st, Hooks: hookSet(t, profiles.Hooks{hooks.SubagentStop: {{Command: `cat > in.json; echo 'cite your sources' >&2; exit 2`}}})}
+	o := e.SubagentStop(context.Background(), parent, child, "", "the answer", false)
+	if !o.Block || o.Reason != "cite your sources" {
+		t.Errorf("%+v", o)
+	}
+	var in map[string]any
+	readJSON(t, filepath.Join(dir, "in.json"), &in)
+	if in["session_id"] != "parent1" || in["agent_id"] != "child1" || in["agent_transcript_path"] != filepath.Join(st.Dir, "child1.jsonl") ||
+		in["stop_hook_active"] != false || in["last_assistant_message"] != "the answer" || in["hook_event_name"] != "SubagentStop" {
+		t.Errorf("input %v", in)
+	}
+}
