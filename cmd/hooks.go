@@ -24,7 +24,8 @@ func hooksCommand() *cli.Command {
 		Usage: "the commands config.yaml's hooks run at a turn's events (Claude Code's hooks)",
 		Description: `hooks: in config.yaml names, by event, the commands to run: each gets the event's
 input as JSON on stdin, as Claude Code gives it; exit 2 blocks (a tool call, a prompt),
-other codes warn. gateway.hooks are the gateway's own. Events: ` + strings.Join(hooks.Events, ", ") + `.`,
+other codes warn. gateway.hooks are the gateway's own. The events:
+` + strings.Join(hooks.Events, ", ") + `.`,
 		Subcommands: []*cli.Command{
 			{Name: "list", Usage: "every hook, the profile's (hooks) then the gateway's (gateway.hooks)", ArgsUsage: " ", Action: withEnv(hooksList)},
 			{Name: "test", Usage: "run EVENT's hooks that match the input in FILE (- for stdin), as a turn would, and show what each did", ArgsUsage: "EVENT",
