@@ -167,6 +167,7 @@ func NewApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			fsckCommand(),
 			checkpointsCommand(),
 			usageCommand(),
+			hooksCommand(),
 			completionCommand(),
 			completeCommand(),
 			manCommand(),

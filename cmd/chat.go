@@ -21,6 +21,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/hermes/hermes/cmd/agent"
+	"github.com/hermes/hermes/cmd/hooks"
 	"github.com/hermes/hermes/cmd/mcp"
 	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/fsstore"
@@ -252,6 +253,10 @@ type chatter struct {
 	restore string
 	lines   lineReader
 
+	// started is the session whose SessionStart hooks this chat ran
+	// last; forked the last fork it made (their source: fork).
+	started, forked string
+
 	// mu guards cancelTurn: in line mode, Ctrl-C cancels the turn in
 	// flight through it.
 	mu         sync.Mutex
@@ -389,7 +394,7 @@ func (ch *chatter) exit(err error) error {
 	if gerr != nil || sess.State != sessions.StateActive {
 		return err
 	}
-	if _, eerr := ch.store.End(ch.sessionID, endCLIExit); eerr != nil {
+	if eerr := ch.end(ch.sessionID, endCLIExit); eerr != nil {
 		return errors.Join(err, fmt.Errorf("ending session %s: %w", ch.sessionID, eerr))
 	}
 	return err
@@ -477,6 +482,10 @@ func newChatter(e *env) (*chatter, error) {
 	}
 	ch.engine.Skills = skillsFinder(e)
 	ch.toolEnv.Skills = ch.engine.Skills
+	if ch.engine.Hooks, err = hooks.New("hooks", cfg.Hooks); err != nil {
+		return nil, err
+	}
+	ch.engine.Warn = e.warn
 	return ch, nil
 }
 
@@ -576,7 +585,11 @@ func (ch *chatter) session(ctx context.Context, input []sessions.Message) (_ ses
 		if err != nil {
 			return sessions.Session{}, false, err
 		}
-		sess, _, err := ch.store.CreateWith(sessions.Session{Title: ch.title, Source: "chat", Model: ch.model, Cwd: cwd}, ch.engine.Opening(ctx, cwd, input))
+		sess := sessions.Session{ID: fsstore.NewID(ch.store.Now()), Title: ch.title, Source: "chat", Model: ch.model, Cwd: cwd}
+		if input, err = ch.hookInput(ctx, sess, "new", input); err != nil {
+			return sessions.Session{}, false, err
+		}
+		sess, _, err = ch.store.CreateWith(sess, ch.engine.Opening(ctx, cwd, input))
 		if err != nil {
 			return sessions.Session{}, false, fmt.Errorf("%w (nothing was stored: no session was made)", err)
 		}
@@ -645,6 +658,11 @@ func (ch *chatter) run(ctx context.Context, input []sessions.Message) (turnResul
 	if len(input) > 0 {
 		ch.system = ""
 		if sess, err = ch.compressIfDue(ctx, sess); err != nil {
+			return turnResult{}, err
+		}
+	}
+	if !made {
+		if input, err = ch.hookInput(ctx, sess, ch.resumeSource(sess), input); err != nil {
 			return turnResult{}, err
 		}
 	}
@@ -718,7 +736,7 @@ func (ch *chatter) compressIfDue(ctx context.Context, sess sessions.Session) (se
 	if err != nil || why == "" {
 		return sess, err
 	}
-	c, err := ch.engine.Compress(ctx, sess.ID, agent.DefaultKeep)
+	c, err := ch.engine.CompressBy(ctx, sess.ID, agent.DefaultKeep, agent.TriggerAuto)
 	switch {
 	case errors.Is(err, fsstore.ErrInvalid):
 		return sess, nil
@@ -727,7 +745,7 @@ func (ch *chatter) compressIfDue(ctx context.Context, sess sessions.Session) (se
 		return sess, nil
 	}
 	fmt.Fprintf(ch.e.stderr, "hermes: %s (it had %s)\n", compressedText(c), why)
-	ch.sessionID = c.Child.ID
+	ch.sessionID, ch.started = c.Child.ID, c.Child.ID
 	return c.Child, nil
 }
 
@@ -743,7 +761,7 @@ func (ch *chatter) compressNow(keep int) error {
 			return err
 		}
 		fmt.Fprintf(ch.e.stderr, "hermes: %s\n", compressedText(c))
-		ch.sessionID = c.Child.ID
+		ch.sessionID, ch.started = c.Child.ID, c.Child.ID
 		return nil
 	})
 }
@@ -880,10 +898,10 @@ func (ch *chatter) fork(at int64, title string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := ch.store.End(old, endForked); err != nil {
+	if err := ch.end(old, endForked); err != nil {
 		return err
 	}
-	ch.sessionID = child.ID
+	ch.sessionID, ch.forked = child.ID, child.ID
 	fmt.Fprintf(ch.e.stderr, "hermes: session %s forked at message %d into %s; %s is kept as it was (hermes chat --resume %s)\n",
 		old, child.ForkSeq, child.ID, old, old)
 	return nil

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hermes/hermes/cmd/agent"
 	"github.com/hermes/hermes/cmd/gateway"
+	"github.com/hermes/hermes/cmd/hooks"
 	"github.com/hermes/hermes/cmd/mcp"
 	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/fsstore"
@@ -192,6 +193,10 @@ func gatewayServe(e *env) error {
 	if err != nil {
 		return err
 	}
+	hookSet, err := hooks.New("gateway.hooks", g.Hooks)
+	if err != nil {
+		return err
+	}
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGTERM, os.Interrupt)
 	defer signal.Stop(sigs)
@@ -234,6 +239,7 @@ func gatewayServe(e *env) error {
 			Instructions:       instructions,
 			Memory:             mem,
 			Skills:             skillsOf,
+			Hooks:              hookSet,
 			Logf:               logf,
 		},
 		Addr:           addr,

@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/hermes/hermes/cmd/agent"
+	"github.com/hermes/hermes/cmd/hooks"
 	"github.com/hermes/hermes/fsstore"
 	"github.com/hermes/hermes/fsstore/checkpoints"
 	"github.com/hermes/hermes/fsstore/sessions"
@@ -114,7 +115,11 @@ func sessionsCompress(e *env) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	engine := &agent.Engine{Sessions: store, Provider: prov}
+	hookSet, err := hooks.New("hooks", cfg.Hooks)
+	if err != nil {
+		return err
+	}
+	engine := &agent.Engine{Sessions: store, Provider: prov, Hooks: hookSet, Warn: e.warn}
 	c, err := engine.Compress(ctx, id, e.c.Int("keep"))
 	if err != nil {
 		return err

@@ -165,7 +165,7 @@ func (ch *chatter) resumeCmd(arg string) (bool, error) {
 		return false, err
 	}
 	if ch.sessionID != "" && ch.sessionID != id {
-		if _, err := ch.store.End(ch.sessionID, endResumedOther); err != nil {
+		if err := ch.end(ch.sessionID, endResumedOther); err != nil {
 			return false, err
 		}
 	}
@@ -210,7 +210,7 @@ func (ch *chatter) backgroundCmd(arg string) (bool, error) {
 
 func (ch *chatter) newCmd(string) (bool, error) {
 	if ch.sessionID != "" {
-		if _, err := ch.store.End(ch.sessionID, endNewSession); err != nil {
+		if err := ch.end(ch.sessionID, endNewSession); err != nil {
 			return false, err
 		}
 	}

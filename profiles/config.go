@@ -120,6 +120,10 @@ type Config struct {
 		// profile's model is refused (404 model_not_found).
 		Models     map[string]GatewayModel `yaml:"models" json:"models"`
 		ModelsOnly bool                    `yaml:"models_only" json:"models_only"`
+		// Hooks are the commands the gateway's turns run at their events,
+		// instead of the profile's hooks (cmd/hooks): the operator's
+		// only, never a client's.
+		Hooks Hooks `yaml:"hooks" json:"hooks"`
 	} `yaml:"gateway" json:"gateway"`
 	// Agent bounds the turn engine's loop (cmd/agent); zero values mean
 	// its defaults.
@@ -190,6 +194,8 @@ type Config struct {
 	// pattern, in US dollars per million tokens (fsstore/usage): `hermes
 	// usage` prices calls with it, then with its shipped table.
 	Pricing usage.Pricing `yaml:"pricing" json:"pricing"`
+	// Hooks are commands run at the turn engine's events (cmd/hooks).
+	Hooks Hooks `yaml:"hooks" json:"hooks"`
 }
 
 // GatewayKey is one entry of gateway.api_keys: a name (the scope of its

@@ -279,6 +279,20 @@ func commands(cfg Config, cwd string) []command {
 		}
 		add("mcp_servers."+name+".command", s.Command, dir)
 	}
+	for _, set := range []struct {
+		setting string
+		hooks   Hooks
+	}{{"hooks", cfg.Hooks}, {"gateway.hooks", cfg.Gateway.Hooks}} {
+		for _, event := range sortedKeys(set.hooks) {
+			for i, m := range set.hooks[event] {
+				at := fmt.Sprintf("%s.%s[%d]", set.setting, event, i)
+				add(at+".command", shellCommand(m.Command), cwd)
+				for j, c := range m.Hooks {
+					add(fmt.Sprintf("%s.hooks[%d].command", at, j), shellCommand(c.Command), cwd)
+				}
+			}
+		}
+	}
 	return out
 }
 

@@ -151,6 +151,18 @@ func TestLoadRefusesWhatOthersCanWrite(t *testing.T) {
 			write(t, path, "#!/bin/sh\n", 0o777)
 			return path
 		}, "writable by group and others"},
+		{"hook command", func(t *testing.T, p Profile, cwd string) string {
+			write(t, filepath.Join(p.Dir(), "config.yaml"), "hooks:\n  PreToolUse:\n    - matcher: Bash\n      command: ./check.sh --strict\n", 0o600)
+			path := filepath.Join(cwd, "check.sh")
+			write(t, path, "#!/bin/sh\n", 0o775)
+			return path
+		}, "writable by group"},
+		{"gateway hook command in Claude Code's form", func(t *testing.T, p Profile, cwd string) string {
+			write(t, filepath.Join(p.Dir(), "config.yaml"), "gateway:\n  hooks:\n    Stop:\n      - hooks:\n          - type: command\n            command: hooks/stop.py\n", 0o600)
+			path := filepath.Join(cwd, "hooks", "stop.py")
+			write(t, path, "#!/bin/sh\n", 0o757)
+			return path
+		}, "writable by others"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newProfile(t)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/hermes/hermes/cmd/hooks"
 	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/fsstore"
 	"github.com/hermes/hermes/fsstore/sessions"
@@ -45,6 +46,23 @@ type Compression struct {
 // holds nothing before its kept turns is ErrInvalid; one that grew while
 // its summary was made is ErrRefused, and nothing is written.
 func (e *Engine) Compress(ctx context.Context, id string, keep int) (Compression, error) {
+	return e.CompressBy(ctx, id, keep, TriggerManual)
+}
+
+// Triggers of a compression, as PreCompact and PostCompact hooks read
+// them: asked for (/compress, sessions compress), or agent.compress_at's.
+const (
+	TriggerManual = "manual"
+	TriggerAuto   = "auto"
+)
+
+// CompressBy is Compress for trigger. With Engine.Hooks, PreCompact
+// hooks run before the summary is asked for (they cannot stop it: what
+// they say is told), then, once the child is stored, PostCompact hooks
+// with the summary, the parent's SessionEnd hooks (reason compression)
+// and the child's SessionStart hooks (source compress), whose context is
+// appended to the child.
+func (e *Engine) CompressBy(ctx context.Context, id string, keep int, trigger string) (Compression, error) {
 	st := e.Sessions
 	if keep < 1 {
 		keep = DefaultKeep
@@ -72,6 +90,9 @@ func (e *Engine) Compress(ctx context.Context, id string, keep int) (Compression
 	}
 	cut := tail[0].Seq - 1
 	count := tail[len(tail)-1].Seq
+	if e.Hooks.Has(hooks.PreCompact) {
+		e.sessionHooks(ctx, sess, hooks.Input{HookEventName: hooks.PreCompact, Trigger: trigger, CustomInstructions: new("")})
+	}
 	reply, err := e.Provider.Complete(ctx, provider.Request{SessionID: id, History: summaryRequest{history{store: st, id: id, upTo: cut}}})
 	if err != nil {
 		return Compression{}, err
@@ -110,6 +131,7 @@ func (e *Engine) Compress(ctx context.Context, id string, keep int) (Compression
 	if err != nil {
 		return Compression{}, err
 	}
+	e.compressed(ctx, sess, child, trigger, summary)
 	return Compression{Parent: id, Child: child, Summarised: cut, Kept: len(tail)}, nil
 }
 

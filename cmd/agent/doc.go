@@ -171,6 +171,42 @@
 // comparison that records each file it changed, created or removed
 // (shell_checkpoint.go); a background command is not covered.
 //
+// # Hooks
+//
+// With Engine.Hooks set (package hooks: config.yaml's hooks, the
+// gateway's gateway.hooks), a call's PreToolUse hooks run after it is
+// stored and before its approval (hooks.go). A block answers the call
+// "blocked by hook: <reason>" and it never runs; updatedInput replaces
+// its arguments (and approval is judged on them); permissionDecision
+// allow skips the approval, ask asks for one the tool would not need.
+// A call that ran then meets its PostToolUse hooks (PostToolUseFailure
+// when it failed: an error, a timeout), whose block reason and context
+// are added to the result the model reads. "continue": false ends the
+// turn: the call (at PreToolUse) and those after it are answered "not
+// run: a hook stopped the turn", and a note ends the turn as the step
+// limit's does. Each outcome that changed the call is stored with its
+// tool message, in its "hooks" field (hooks.Record: the event, the
+// commands, the decision, the updated input, the context). The call is
+// stored before its hooks run, so a crash while one runs leaves a call
+// without a result, which the next turn answers as interrupted (step 2):
+// it never runs without its hooks' answer.
+//
+// A reply that calls no tool meets the Stop hooks (stop_hook_active
+// false): a block stores its reason as a note and calls the provider
+// again, within MaxSteps; the next Stop says stop_hook_active true. The
+// other events are the front ends' to fire, through the engine, so that
+// each fires where a front end meets it: SessionStart (a note holding
+// the context its hooks add, to store before the session's next input),
+// SubmitPrompt (UserPromptSubmit: a *PromptRefusedError, exit 4, before
+// anything is stored; or the input with a context note before the
+// prompt), SessionEnd, SubagentStop (for the delegate tool: the child's
+// outcome, for the caller to act on). CompressBy runs PreCompact before
+// the summary is asked for, and once the child is stored PostCompact,
+// the parent's SessionEnd (reason compression) and the child's
+// SessionStart (source compress). hookBase is the input every hook of a
+// session shares: its id, its transcript, its working directory, the
+// approval in force as Claude Code's permission_mode.
+//
 // # Compression
 //
 // Engine.Compress continues a session in a new one that starts with a

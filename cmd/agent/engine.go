@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hermes/hermes/cmd/hooks"
 	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/fsstore/checkpoints"
 	"github.com/hermes/hermes/fsstore/memory"
@@ -97,6 +98,9 @@ type Engine struct {
 	// Late, when set, is told of the result of an abandoned call once it
 	// ends (a chat prints it, the gateway logs it).
 	Late func(sessionID string, c provider.ToolCall, result string)
+	// Hooks, when set, run at the turn's events (hooks.go; package
+	// hooks); what they tell the user goes to Warn.
+	Hooks *hooks.Set
 }
 
 // DefaultCancelGrace is how long a cancelled call may take to end before
@@ -262,6 +266,8 @@ func (e *Engine) Run(ctx context.Context, t Turn) (Result, error) {
 	if t.Stream != nil {
 		stream = &separated{w: t.Stream}
 	}
+	base := e.hookBase(sess, env)
+	stopActive := false
 	for {
 		res.Steps++
 		req := provider.Request{SessionID: sess.ID, History: history{store: st, id: sess.ID}, Tools: schemas, Model: t.Model, Params: t.Params}
@@ -290,15 +296,26 @@ func (e *Engine) Run(ctx context.Context, t Turn) (Result, error) {
 		}
 		calls := unanswered(reply.Messages)
 		if len(calls) == 0 {
-			if !paused(reply.Messages) {
-				break
-			}
 			// The API paused a long turn (pause_turn): the paused message,
 			// stored, is sent back as it is, and the model goes on from it.
+			if paused(reply.Messages) {
+				if res.Steps >= maxSteps {
+					res.StepLimit = true
+					break
+				}
+				continue
+			}
 			if res.Steps >= maxSteps {
-				res.StepLimit = true
 				break
 			}
+			again, err := e.stopHooks(ctx, &res, base, res.Text(), stopActive)
+			if err != nil {
+				return res, err
+			}
+			if !again {
+				break
+			}
+			stopActive = true
 			continue
 		}
 		if e.ClientTools && !e.allOurs(calls) {
@@ -312,8 +329,12 @@ func (e *Engine) Run(ctx context.Context, t Turn) (Result, error) {
 			}
 			break
 		}
-		if err := e.runCalls(ctx, env, &res, calls); err != nil {
+		stopped, err := e.runCalls(ctx, env, &res, calls, base)
+		if err != nil {
 			return res, err
+		}
+		if stopped {
+			break
 		}
 	}
 	if sess.State == sessions.StateResumePending || sess.State == sessions.StateSuspended {
@@ -465,7 +486,7 @@ func (e *Engine) ended(reply []sessions.Message) bool {
 	for i := len(reply) - 1; i >= 0; i-- {
 		m := reply[i]
 		switch {
-		case IsNote(m) && m.Role == "system" && strings.HasPrefix(m.Text(), stepLimitNote):
+		case IsNote(m) && m.Role == "system" && (strings.HasPrefix(m.Text(), stepLimitNote) || strings.HasPrefix(m.Text(), hookStopNote)):
 			return true
 		case IsNote(m):
 		case m.Role == "assistant":
@@ -507,38 +528,44 @@ func (e *Engine) tool(name string) Tool {
 // call ends. A cancelled ctx ends the call in flight (its tool kills what
 // it started); that call and the ones not yet run are answered as
 // cancelled, and the turn ends with ctx's error.
-func (e *Engine) runCalls(ctx context.Context, env *Env, res *Result, calls []provider.ToolCall) error {
+func (e *Engine) runCalls(ctx context.Context, env *Env, res *Result, calls []provider.ToolCall, base hooks.Input) (stopped bool, _ error) {
 	for i, c := range calls {
 		if ctx.Err() != nil {
-			return e.cancelRest(ctx, res, calls[i:], notRunCancelled)
+			return false, e.cancelRest(ctx, res, calls[i:], notRunCancelled)
 		}
 		cenv := env.withCall(c.ID)
-		text, abandoned := e.runCall(ctx, cenv, res.SessionID, c)
+		hk := &callHooks{base: base}
+		text, abandoned := e.runCall(ctx, cenv, res.SessionID, c, hk)
 		if ctx.Err() != nil {
 			if !abandoned {
 				text = cancelledResult
 			}
-			if err := e.storeResult(res, cenv, c, text, abandoned); err != nil {
-				return err
+			if err := e.storeResult(res, cenv, c, text, abandoned, hk.records); err != nil {
+				return false, err
 			}
-			return e.cancelRest(ctx, res, calls[i+1:], notRunCancelled)
+			return false, e.cancelRest(ctx, res, calls[i+1:], notRunCancelled)
 		}
+		text = e.postToolUse(ctx, c, text, hk)
 		if e.Progress != nil {
 			e.Progress(Progress{Call: c, Done: true, Result: text})
 		}
-		if err := e.storeResult(res, cenv, c, text, abandoned); err != nil {
-			return err
+		if err := e.storeResult(res, cenv, c, text, abandoned, hk.records); err != nil {
+			return false, err
+		}
+		if hk.stop != nil {
+			return true, e.stopByHook(res, calls[i+1:], *hk.stop)
 		}
 	}
-	return nil
+	return false, nil
 }
 
 // storeResult stores the result of call c, run with env, and the file
 // changes it made (checkpoint.go), then removes the call's pending
 // record. An abandoned call may change files still: its pending record
 // stays, for fsck to report.
-func (e *Engine) storeResult(res *Result, env *Env, c provider.ToolCall, text string, abandoned bool) error {
+func (e *Engine) storeResult(res *Result, env *Env, c provider.ToolCall, text string, abandoned bool, recs []hooks.Record) error {
 	m := toolResult(c, text, false)
+	hooks.Attach(&m, recs...)
 	var changes []checkpoints.Change
 	if !abandoned {
 		changes = env.call.changes()
@@ -575,7 +602,7 @@ func (e *Engine) cancelRest(ctx context.Context, res *Result, calls []provider.T
 // abandoned is true when the call did not end within CancelGrace of its
 // cancellation (see Engine.CancelGrace): text then says so, and the
 // call's own result goes to Late.
-func (e *Engine) runCall(ctx context.Context, env *Env, sid string, c provider.ToolCall) (text string, abandoned bool) {
+func (e *Engine) runCall(ctx context.Context, env *Env, sid string, c provider.ToolCall, hk *callHooks) (text string, abandoned bool) {
 	tool := e.tool(c.Function.Name)
 	if tool == nil {
 		names := make([]string, len(e.Tools))
@@ -595,7 +622,31 @@ func (e *Engine) runCall(ctx context.Context, env *Env, sid string, c provider.T
 	if !json.Valid(args) {
 		return fmt.Sprintf("error: the arguments of %s are not valid JSON: %s", c.Function.Name, c.Function.Arguments), false
 	}
-	if needsApproval(tool, env, args) {
+	approval := needsApproval(tool, env, args)
+	if e.Hooks.Has(hooks.PreToolUse) {
+		o := e.hookRun(ctx, hooks.ToolInput(hk.base, hooks.PreToolUse, c.Function.Name, c.ID, args))
+		hk.record(hooks.PreToolUse, o)
+		switch {
+		case ctx.Err() != nil:
+			return notRunCancelled, false
+		case o.Stop:
+			hk.stop = &o.StopReason
+			return hookStopResult + o.StopReason, false
+		case o.Block:
+			return "blocked by hook: " + o.Reason, false
+		}
+		if o.UpdatedInput != nil {
+			if o.UpdatedInput[0] != '{' {
+				return "error: a PreToolUse hook's updatedInput is not a JSON object: " + string(o.UpdatedInput), false
+			}
+			args = o.UpdatedInput
+			c.Function.Arguments = string(args)
+			approval = needsApproval(tool, env, args)
+		}
+		approval = (approval || o.Ask) && !o.Allow
+	}
+	hk.args = args
+	if approval {
 		ok, err := e.approve(ctx, c)
 		if err != nil {
 			return "error: approval: " + err.Error(), false
@@ -618,6 +669,7 @@ func (e *Engine) runCall(ctx context.Context, env *Env, sid string, c provider.T
 	}
 	// Buffered: an abandoned call's goroutine never blocks on it.
 	done := make(chan outcome, 1)
+	hk.ran, hk.failed = true, true // failed until it says otherwise
 	go func() {
 		out, err := tool.Run(callCtx, env.forCall(callCtx), args)
 		done <- outcome{out, err}
@@ -647,6 +699,7 @@ func (e *Engine) runCall(ctx context.Context, env *Env, sid string, c provider.T
 			return fmt.Sprintf("error: timed out after %s (tool_timeout), and still running %s later: hermes stopped waiting for it; whatever it does from now on is not reported; check its effects before repeating it", e.ToolTimeout, grace), true
 		}
 	}
+	hk.failed = o.err != nil
 	if o.err != nil && ctx.Err() == nil && callCtx.Err() != nil {
 		return fmt.Sprintf("error: timed out after %s (tool_timeout): the call was cancelled; it may have taken effect in part: %v", e.ToolTimeout, o.err), false
 	}

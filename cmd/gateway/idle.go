@@ -43,6 +43,7 @@ func (s *Server) EndIdle(after time.Time) (time.Time, []string, error) {
 		}
 		if done {
 			ended = append(ended, sess.ID)
+			s.engine.SessionEnd(context.Background(), s.opts.inCwd(sess), endIdle)
 		}
 	}
 	return cutoff, ended, nil

@@ -522,17 +522,21 @@ func (ro *router) admit(ctx context.Context, rt *route, sess sessions.Session, m
 	st := ro.opts.Sessions
 	switch sess.State {
 	case sessions.StateSuspended:
-		if _, err := st.End(sess.ID, endSuspended); err != nil {
+		ended, err := st.End(sess.ID, endSuspended)
+		if err != nil {
 			return admission{}, err
 		}
+		ro.engine.SessionEnd(ctx, ro.opts.inCwd(ended), endSuspended)
 		return ro.successor(ctx, rt, sess, model)
 	case sessions.StateResumePending:
 		if ro.pendingFresh(sess) {
 			return admission{sess: sess}, nil
 		}
-		if _, err := st.End(sess.ID, endPendingExpired); err != nil {
+		ended, err := st.End(sess.ID, endPendingExpired)
+		if err != nil {
 			return admission{}, err
 		}
+		ro.engine.SessionEnd(ctx, ro.opts.inCwd(ended), endPendingExpired)
 		return ro.successor(ctx, rt, sess, model)
 	case sessions.StateEnded:
 		if sess.EndReason == endSuspended || sess.EndReason == endPendingExpired {

@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hermes/hermes/cmd/agent"
+	"github.com/hermes/hermes/cmd/hooks"
 	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/fsstore"
 	"github.com/hermes/hermes/fsstore/gatewaystate"
@@ -106,6 +107,8 @@ type Options struct {
 	// turn too, after the instructions (memory.gateway, skills.gateway).
 	Memory *memory.Store
 	Skills *agent.Skills
+	// Hooks run at the events of the gateway's turns (gateway.hooks).
+	Hooks *hooks.Set
 	// Logf reports what a person running the server should see (store
 	// damage, failed turns). Nil: nothing is reported.
 	Logf func(format string, args ...any)
@@ -185,6 +188,7 @@ func New(opts Options) *Server {
 		Instructions: opts.Instructions,
 		Memory:       opts.Memory,
 		Skills:       opts.Skills,
+		Hooks:        opts.Hooks,
 		Warn:         func(msg string) { opts.Logf("%s", msg) },
 		ToolTimeout:  opts.ToolTimeout,
 		Late: func(sid string, c provider.ToolCall, result string) {
@@ -309,6 +313,7 @@ func notFound(param, code, format string, args ...any) *apiError {
 func (s *Server) toAPIError(err error) *apiError {
 	var ae *apiError
 	var lockErr *fsstore.LockTimeoutError
+	var refused *agent.PromptRefusedError
 	var provErr *provider.Error
 	switch {
 	case errors.As(err, &ae):
@@ -331,6 +336,8 @@ func (s *Server) toAPIError(err error) *apiError {
 		return &apiError{status: http.StatusBadGateway, typ: "server_error", code: "provider_error", msg: err.Error()}
 	case hasLocalPath(err):
 		// Whatever its kind: answered below, as an internal error.
+	case errors.As(err, &refused):
+		return &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "prompt_refused", msg: err.Error()}
 	case errors.Is(err, fsstore.ErrInvalid):
 		return badRequest("", "%s", err.Error())
 	case errors.Is(err, fsstore.ErrNotFound):

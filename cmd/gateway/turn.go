@@ -332,6 +332,9 @@ func (s *Server) runTurn(ctx context.Context, a admission, add []sessions.Messag
 	if a.sess.Cwd != "" {
 		env.Cwd = a.sess.Cwd
 	}
+	if add, err = s.hookInput(ctx, a, add); err != nil {
+		return turnOutcome{}, err
+	}
 	res, err := s.engine.Run(ctx, agent.Turn{
 		SessionID: id,
 		Input:     add,
