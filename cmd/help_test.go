@@ -272,6 +272,7 @@ func TestREADMENamesEveryVerb(t *testing.T) {
 		"sessions": {"### Sessions verbs"}, "tasks": {"### Background tasks"}, "cron": {"### Scheduled jobs"},
 		"kanban": {"### Kanban"}, "gateway": {"### Gateway"}, "mcp": {"### Tools from MCP servers", "### hermes as an MCP server"},
 		"memory": {"### Memory"}, "skills": {"### Skills"}, "checkpoints": {"### Checkpoints"}, "usage": {"### Usage and cost"},
+		"hooks":   {"### Hooks"},
 		"profile": {""}, // a line of the whole README
 	}
 	app := NewApp(strings.NewReader(""), io.Discard, io.Discard)

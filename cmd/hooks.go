@@ -30,7 +30,7 @@ other codes warn. gateway.hooks are the gateway's own. The events:
 			{Name: "list", Usage: "every hook, the profile's (hooks) then the gateway's (gateway.hooks)", ArgsUsage: " ", Action: withEnv(hooksList)},
 			{Name: "test", Usage: "run EVENT's hooks that match the input in FILE (- for stdin), as a turn would, and show what each did", ArgsUsage: "EVENT",
 				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "input", Usage: "a JSON file holding the event's input (its fields as Claude Code names them; hook_event_name is EVENT)"},
+					&cli.StringFlag{Name: "input", Usage: "a JSON `FILE` holding the event's input (its fields as Claude Code names them; hook_event_name is EVENT)"},
 					&cli.BoolFlag{Name: "gateway", Usage: "run gateway.hooks instead of hooks"},
 				},
 				Action: withEnv(hooksTest)},
