@@ -198,6 +198,8 @@ func newApprover(e *env, cfg profiles.Config, in *bufio.Reader, yes bool) (agent
 		return agent.Fixed(true), nil
 	case policy == agent.PolicyAsk && e.stdinIsTerminal():
 		return &agent.Prompter{In: in, Out: e.stderr}, nil
+	case policy == agent.PolicyDeny:
+		return agent.Deny{}, nil
 	}
 	return agent.Fixed(false), nil
 }
@@ -207,6 +209,14 @@ func newApprover(e *env, cfg profiles.Config, in *bufio.Reader, yes bool) (agent
 type serverAsks struct {
 	ask, rest agent.Approver
 	names     map[string]bool
+}
+
+// Refuses reports whether the approver of c refuses it by policy.
+func (a serverAsks) Refuses(c provider.ToolCall) bool {
+	if a.names[c.Function.Name] {
+		return agent.Refuses(a.ask, c)
+	}
+	return agent.Refuses(a.rest, c)
 }
 
 func (a serverAsks) Approve(ctx context.Context, c provider.ToolCall) (bool, error) {

@@ -40,6 +40,32 @@ type Fixed bool
 // Approve returns f.
 func (f Fixed) Approve(context.Context, provider.ToolCall) (bool, error) { return bool(f), nil }
 
+// Deny refuses every call that needs approval, by policy (tools.approval:
+// deny). Unlike Fixed(false), which stands for a person who is not there
+// to ask, it is a Refuser: a PreToolUse hook's allow does not run what it
+// refuses.
+type Deny struct{}
+
+// Approve refuses.
+func (Deny) Approve(context.Context, provider.ToolCall) (bool, error) { return false, nil }
+
+// Refuses every call.
+func (Deny) Refuses(provider.ToolCall) bool { return true }
+
+// Refuser is an Approver that refuses some calls by policy rather than for
+// want of a person to ask. A PreToolUse hook's allow answers for a person,
+// never for a policy.
+type Refuser interface {
+	Refuses(c provider.ToolCall) bool
+}
+
+// Refuses reports whether a refuses c by policy (a is a Refuser that
+// says so).
+func Refuses(a Approver, c provider.ToolCall) bool {
+	r, ok := a.(Refuser)
+	return ok && r.Refuses(c)
+}
+
 // Prompter asks the person at a terminal: yes, no, or always (yes to every
 // call for the rest of this process's session). An empty answer, end of
 // input, or anything else is no.

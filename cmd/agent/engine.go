@@ -643,7 +643,7 @@ func (e *Engine) runCall(ctx context.Context, env *Env, sid string, c provider.T
 			c.Function.Arguments = string(args)
 			approval = needsApproval(tool, env, args)
 		}
-		approval = (approval || o.Ask) && !o.Allow
+		approval = (approval || o.Ask) && !(o.Allow && !Refuses(e.Approver, c))
 	}
 	hk.args = args
 	if approval {

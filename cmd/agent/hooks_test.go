@@ -96,6 +96,23 @@ func (f approverFunc) Approve(_ context.Context, c provider.ToolCall) (bool, err
 	return f(c.Function.Arguments), nil
 }
 
+// A PreToolUse hook's allow answers for a person, never for a policy:
+// with tools.approval: deny (Deny), the call it allows is not run.
+func TestPreToolUseAllowNeverOverridesDeny(t *testing.T) {
+	st := newStore(t)
+	id := newSession(t, st)
+	tool := &fakeTool{name: "write_file", approval: true}
+	e := &Engine{Sessions: st, Tools: []Tool{tool}, Approver: Deny{},
+		Provider: &scripted{t: t, replies: []sessions.Message{calls("write_file", `{}`), text("done")}},
+		Hooks:    hookSet(t, profiles.Hooks{hooks.PreToolUse: {{Command: `echo '{"hookSpecificOutput":{"permissionDecision":"allow"}}'`}}})}
+	if _, err := e.Run(context.Background(), Turn{SessionID: id, Input: user("go"), Env: &Env{Cwd: t.TempDir()}}); err != nil {
+		t.Fatal(err)
+	}
+	if len(tool.ran) != 0 || resultOf(t, stored(t, st, id), "call_write_file_0") != notApprovedResult {
+		t.Errorf("ran %d times, result %q; want it refused", len(tool.ran), resultOf(t, stored(t, st, id), "call_write_file_0"))
+	}
+}
+
 // permissionDecision allow runs a call that needs approval without
 // asking; ask asks about one that does not need it; deny blocks.
 func TestPreToolUsePermission(t *testing.T) {
