@@ -178,7 +178,9 @@
 // stored and before its approval (hooks.go). A block answers the call
 // "blocked by hook: <reason>" and it never runs; updatedInput replaces
 // its arguments (and approval is judged on them); permissionDecision
-// allow skips the approval, ask asks for one the tool would not need.
+// allow skips the approval unless the Approver refuses the call by policy
+// (a Refuser: tools.approval: deny), ask asks for one the tool would not
+// need.
 // A call that ran then meets its PostToolUse hooks (PostToolUseFailure
 // when it failed: an error, a timeout), whose block reason and context
 // are added to the result the model reads. "continue": false ends the
