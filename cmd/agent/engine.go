@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/hermes/hermes/fsstore/checkpoints"
 	"github.com/hermes/hermes/fsstore/memory"
 	"github.com/hermes/hermes/fsstore/sessions"
+	"github.com/hermes/hermes/fsstore/usage"
 )
 
 // NoteMarker is the extra field that marks a message hermes itself put in
@@ -281,10 +283,15 @@ func (e *Engine) Run(ctx context.Context, t Turn) (Result, error) {
 		}
 		reply, err := prov.Complete(ctx, req)
 		if err != nil {
-			return res, err
+			return res, e.keepFailed(&res, err)
 		}
 		if len(reply.Messages) == 0 {
 			return res, &provider.Error{Provider: prov.Name(), Message: prov.Name() + ": empty reply"}
+		}
+		if len(reply.Failed) > 0 {
+			last := &reply.Messages[len(reply.Messages)-1]
+			others, _ := usage.Others(*last) // a provider's own message: none, or a list
+			usage.PutOthers(last, append(others, reply.Failed...))
 		}
 		res.Usage = res.Usage.Add(reply.Usage)
 		if reply.Model != "" {
@@ -358,6 +365,22 @@ func paused(msgs []sessions.Message) bool {
 	var stop string
 	json.Unmarshal(msgs[len(msgs)-1].Extra[provider.StopReason], &stop)
 	return stop == "pause_turn"
+}
+
+// keepFailed stores the calls of a failed model call that the provider
+// had counted (provider.Error.Failed: billed, though they made no reply)
+// in a note, so that every report counts them, and returns err. A note
+// that cannot be stored leaves err as it is.
+func (e *Engine) keepFailed(res *Result, err error) error {
+	var perr *provider.Error
+	if !errors.As(err, &perr) || len(perr.Failed) == 0 {
+		return err
+	}
+	m := note(sessions.Message{Role: "system", Content: sessions.TextContent(
+		"Note: a model call failed after the provider counted its tokens: " + perr.Error())})
+	usage.PutOthers(&m, perr.Failed)
+	e.store(res, m) // the turn's error is err, whether or not the note is stored
+	return err
 }
 
 // store appends msgs, synced, and records them in res.

@@ -2,12 +2,15 @@ package agent
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/cmd/provider/anthropictest"
+	"github.com/hermes/hermes/fsstore/usage"
 )
 
 // A reply that stops with pause_turn (the API paused a long turn) is not
@@ -76,5 +79,39 @@ func TestPauseTurnWithinMaxSteps(t *testing.T) {
 	}
 	if got := len(fake.Requests()); got != 4 || !res.StepLimit {
 		t.Errorf("%d requests, step limit %v; want 4 and the limit said", got, res.StepLimit)
+	}
+}
+
+// A model call that failed after the provider counted its tokens is kept:
+// a turn that fails so stores a note holding the call, marked failed
+// (usage.OtherField), and a turn whose retry succeeded keeps it on the
+// reply; the report counts both.
+func TestFailedCallUsageStored(t *testing.T) {
+	const head = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"m\",\"usage\":{\"input_tokens\":11,\"output_tokens\":1}}}\n\n"
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, head) // and the stream breaks off
+	}))
+	defer up.Close()
+	prov, err := provider.New(provider.Config{Name: "anthropic", BaseURL: up.URL, Model: "claude-test", APIKey: "k", MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := newStore(t)
+	id := newSession(t, st)
+	e := &Engine{Sessions: st, Provider: prov}
+	if _, err := e.Run(context.Background(), Turn{SessionID: id, Input: user("hi"), Stream: io.Discard}); err == nil {
+		t.Fatal("the turn succeeded")
+	}
+	var failed []usage.Call
+	for _, m := range stored(t, st, id) {
+		cs, err := usage.Others(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		failed = append(failed, cs...)
+	}
+	if len(failed) != 1 || !failed[0].Failed || failed[0].Input != 11 {
+		t.Fatalf("failed calls %+v, want the one call, failed, stored:\n%s", failed, dumpMsgs(stored(t, st, id)))
 	}
 }

@@ -239,9 +239,12 @@ func (p *anthropic) CountTokens(ctx context.Context, req Request) (int, error) {
 	return n, err
 }
 
-// attempt sends one request (betas: the client's, see post), and returns the reply and the upstream's
-// request id. Its error says whether a retry may help.
+// attempt sends one request (betas: the client's, see post), and returns
+// the reply and the upstream's request id. Its error says whether a retry
+// may help, and holds the call, failed, when the stream broke after the
+// API counted its tokens (Error.Failed).
 func (p *anthropic) attempt(ctx context.Context, body []byte, betas []string, stream *streamWriter) (Reply, string, *Error) {
+	start := time.Now()
 	resp, perr := p.post(ctx, p.url, body, stream.w != nil, betas)
 	if perr != nil {
 		return Reply{}, "", perr
@@ -250,7 +253,14 @@ func (p *anthropic) attempt(ctx context.Context, body []byte, betas []string, st
 	id := resp.Header.Get("Request-Id")
 	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if stream.w != nil && mediaType != "application/json" {
-		reply, perr := readAnthropicStream(resp.Body, stream)
+		st := &anthropicStream{}
+		reply, perr := st.read(resp.Body, stream)
+		if u := st.usage.usage(); perr != nil && u != nil {
+			c := u.anthropicCall()
+			c.Model, c.RequestID, c.Failed = st.model, id, true
+			stamp(&c, "anthropic", start)
+			perr.Failed = append(perr.Failed, c)
+		}
 		return reply, id, perr
 	}
 	data, err := io.ReadAll(resp.Body)
@@ -539,10 +549,9 @@ type anthropicStream struct {
 	stopped    bool // message_stop was seen
 }
 
-// readAnthropicStream reads a stream until message_stop, writing text
-// deltas to stream as they come.
-func readAnthropicStream(body io.Reader, stream *streamWriter) (Reply, *Error) {
-	st := &anthropicStream{}
+// read reads a stream until message_stop, writing text deltas to stream
+// as they come.
+func (st *anthropicStream) read(body io.Reader, stream *streamWriter) (Reply, *Error) {
 	r := bufio.NewReader(body)
 	var data []byte
 	for !st.stopped {

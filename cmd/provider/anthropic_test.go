@@ -393,3 +393,46 @@ func TestAnthropicRetries(t *testing.T) {
 		t.Errorf("%#v", err)
 	}
 }
+
+// A call that fails after the API reported its usage (message_start came,
+// then the stream broke) is recorded, marked failed, on the error: the
+// tokens were billed. An attempt that failed so and was retried is on the
+// reply that followed.
+func TestAnthropicFailedCallUsage(t *testing.T) {
+	fastRetries(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Request-Id", "req_cut")
+		io.WriteString(w, streamHead)
+	}))
+	defer srv.Close()
+	p := newAnthropicTest(t, srv.URL, Config{MaxRetries: 2})
+	var out bytes.Buffer
+	_, err := p.Complete(context.Background(), Request{History: transcript(t, `{"role":"user","content":"hi"}`), Stream: &out})
+	var perr *Error
+	if !errors.As(err, &perr) || len(perr.Failed) != 1 {
+		t.Fatalf("err %#v: want one failed call on it", err)
+	}
+	c := perr.Failed[0]
+	if !c.Failed || c.Input != 3 || c.Output != 1 || c.Model != "m" || c.RequestID != "req_cut" || c.Provider != "anthropic" || c.ID == "" {
+		t.Errorf("failed call %+v", c)
+	}
+
+	var n atomic.Int32
+	retried := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) == 1 {
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"m\",\"usage\":{\"input_tokens\":7,\"output_tokens\":0}}}\n\n"+
+				"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n")
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"type":"message","content":[{"type":"text","text":"fine"}],"stop_reason":"end_turn","usage":{"input_tokens":7,"output_tokens":2}}`)
+	}))
+	defer retried.Close()
+	p = newAnthropicTest(t, retried.URL, Config{MaxRetries: 2})
+	reply, err := p.Complete(context.Background(), Request{History: transcript(t, `{"role":"user","content":"hi"}`), Stream: &out})
+	if err != nil || len(reply.Failed) != 1 || !reply.Failed[0].Failed || reply.Failed[0].Input != 7 {
+		t.Errorf("reply %+v, err %v: want the first attempt's call, failed, on it", reply.Failed, err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/hermes/hermes/fsstore/usage"
 	"io"
 	"mime"
 	"net/http"
@@ -97,15 +98,18 @@ func (p *openAI) Complete(ctx context.Context, req Request) (Reply, error) {
 // retry helps, or the retries are spent, or text reached the stream,
 // waiting retryDelay between them; ctx bounds the whole.
 func withRetries(ctx context.Context, name string, timeout time.Duration, maxRetries int, stream *streamWriter, attempt func() (Reply, *Error)) (Reply, error) {
+	var failed []usage.Call // of the attempts that failed after the provider counted them
 	for n := 1; ; n++ {
 		reply, err := attempt()
 		if err == nil {
+			reply.Failed = failed
 			return reply, nil
 		}
+		failed = append(failed, err.Failed...)
 		if ctx.Err() != nil {
 			err = contextError(ctx, name, name, timeout)
 		}
-		err.Attempts = n
+		err.Attempts, err.Failed = n, failed
 		if ctx.Err() != nil || !err.retryable || n > maxRetries || stream.wrote {
 			return Reply{}, err
 		}
@@ -114,7 +118,7 @@ func withRetries(ctx context.Context, name string, timeout time.Duration, maxRet
 		case <-ctx.Done():
 			t.Stop()
 			err := contextError(ctx, name, name, timeout)
-			err.Attempts = n
+			err.Attempts, err.Failed = n, failed
 			return Reply{}, err
 		case <-t.C:
 		}

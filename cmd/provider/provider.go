@@ -238,6 +238,9 @@ type Reply struct {
 	Messages []sessions.Message
 	Usage    *Usage // nil when the provider gives none
 	Model    string // the model that answered, when the provider says; else empty
+	// Failed are the calls of earlier attempts that failed after the
+	// provider counted their tokens, retried by this one (Error.Failed).
+	Failed []usage.Call
 }
 
 // Provider turns a transcript into a reply.
@@ -316,6 +319,10 @@ type Error struct {
 	Said string
 	Code string
 	Err  error // the cause, if any: a connection error, context.DeadlineExceeded, …
+	// Failed are the calls of the attempts that failed after the provider
+	// counted their tokens (usage.Call.Failed): billed, though they made
+	// no reply.
+	Failed []usage.Call
 
 	retryable  bool
 	retryAfter time.Duration // from a Retry-After header; negative when there was none

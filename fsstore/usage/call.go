@@ -45,6 +45,10 @@ type Call struct {
 	RequestID     string `json:"request_id,omitempty"`
 	LatencyMS     int64  `json:"latency_ms,omitempty"`
 	Purpose       string `json:"purpose,omitempty"`
+	// Failed: the call failed after the provider counted its tokens (a
+	// stream cut after its first event); it made no message, and is
+	// counted as every call is.
+	Failed bool `json:"failed,omitempty"`
 	// TS is the call's time, for a call of OtherField: its message's
 	// otherwise.
 	TS fsstore.Time `json:"ts,omitempty"`

@@ -32,9 +32,13 @@
 //     summary, stored on the summary message that starts the new session.
 //
 // An import may find calls that made no message of the transcript it
-// builds (a Claude Code response on an abandoned branch): they are kept
-// in the Extra "usage_other" of a message (OtherField), a list of calls
-// each with its own "ts", and counted like the others.
+// builds (a Claude Code response on an abandoned branch, the Python
+// agent's session totals), and a call may fail after the provider counted
+// its tokens ("failed": true, billed though it made no reply): they are
+// kept in the Extra "usage_other" of a message (OtherField; for a failed
+// call, the reply of the retry after it, or the engine's note of the
+// failed turn), a list of calls each with its own "ts", and counted like
+// the others.
 //
 // Zero counts and empty strings are left out but for input and output.
 //
