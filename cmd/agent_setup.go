@@ -121,6 +121,10 @@ func chatTools(e *env, o chatOptions, cfg profiles.Config) ([]agent.Tool, *mcp.P
 		if memoryOn && (!inWorker || cfg.Memory.KanbanWrite) {
 			more = append([]string{agent.MemoryToolName}, more...)
 		}
+		if !inWorker {
+			// A worker splits its work with kanban_create instead.
+			more = append(more, agent.DelegateToolName)
+		}
 		extra, _ := agent.Select(more, inWorker)
 		tools = append(tools, extra...)
 	}

@@ -450,6 +450,9 @@ func newChatter(e *env) (*chatter, error) {
 		return nil, err
 	}
 	ch.confine = cfg.Agent.Confine
+	if cfg.Agent.MaxSubagents < 0 || cfg.Agent.SubagentDepth < 0 {
+		return nil, fsstore.Invalidf("agent.max_subagents and agent.subagent_depth must be positive numbers")
+	}
 	ch.engine = &agent.Engine{
 		Sessions: ch.store,
 		Provider: prov,
@@ -457,6 +460,9 @@ func newChatter(e *env) (*chatter, error) {
 		Approver: approver,
 		MaxSteps: steps,
 		Progress: ch.progress,
+		// The delegate tool's children (cmd/agent/delegate.go).
+		MaxSubagents:  cfg.Agent.MaxSubagents,
+		SubagentDepth: cfg.Agent.SubagentDepth,
 		Late: func(sid string, c provider.ToolCall, result string) {
 			e.warn(fmt.Sprintf("%s (call %s) ended after its turn was cancelled; its result (%d bytes) was not kept: the call was answered as cancelled", c.Function.Name, c.ID, len(result)))
 		},

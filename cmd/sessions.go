@@ -345,6 +345,9 @@ func sessionsShow(e *env) error {
 	if sess.ParentSessionID != "" {
 		tb.row("parent:", sess.ParentSessionID)
 	}
+	if d := sess.Delegation; d != nil {
+		tb.row("delegated by:", fmt.Sprintf("task %d of call %s (depth %d)", d.TaskIndex+1, d.ToolCallID, d.Depth))
+	}
 	if sess.ForkSeq > 0 {
 		tb.row("fork point:", fmt.Sprintf("message %d of %s", sess.ForkSeq, sess.ParentSessionID))
 	}

@@ -97,6 +97,12 @@ type Engine struct {
 	// Late, when set, is told of the result of an abandoned call once it
 	// ends (a chat prints it, the gateway logs it).
 	Late func(sessionID string, c provider.ToolCall, result string)
+	// MaxSubagents is how many children of one delegate call run at once
+	// (DefaultMaxSubagents when 0), and SubagentDepth how deep delegation
+	// goes (DefaultSubagentDepth when 0): a child at that depth is not
+	// given the delegate tool.
+	MaxSubagents  int
+	SubagentDepth int
 }
 
 // DefaultCancelGrace is how long a cancelled call may take to end before
@@ -224,7 +230,7 @@ func (e *Engine) Run(ctx context.Context, t Turn) (Result, error) {
 	if env == nil {
 		env = &Env{}
 	}
-	env.SessionID = sess.ID
+	env.SessionID, env.engine = sess.ID, e
 	head, settled, err := e.prelude(sess, t.Input, env.Checkpoints)
 	if err != nil {
 		return res, err

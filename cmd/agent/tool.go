@@ -71,6 +71,11 @@ type Env struct {
 	ShellGit bool
 	// call gathers the changes of the call being run (withCall).
 	call *callChanges
+	// callID is the id of the call being run (withCall), and engine the
+	// engine that runs it (Engine.Run): the delegate tool's children are
+	// named after the one and run by the other.
+	callID string
+	engine *Engine
 }
 
 // forCall is env for one call run under ctx: its stores are copies whose
