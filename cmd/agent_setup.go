@@ -15,6 +15,7 @@ import (
 	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/cmd/supervisor"
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/subagents"
 	"github.com/hermes/hermes/fsstore/tasks"
 	"github.com/hermes/hermes/profiles"
 )
@@ -55,6 +56,7 @@ func newToolEnv(e *env, cfg profiles.Config) (*agent.Env, error) {
 	}
 	env := &agent.Env{
 		Checkpoints:     e.checkpoints(cfg),
+		Subagents:       subagents.Open(e.profile.Dir()),
 		ShellGit:        cfg.Checkpoints.Shell == "git",
 		Sessions:        e.sessions(),
 		Tasks:           taskStore,

@@ -3,8 +3,13 @@ package cmd
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -56,7 +61,10 @@ func sessionsCommand() *cli.Command {
 				Name:      "show",
 				Usage:     "print a session and its messages",
 				ArgsUsage: "ID|PREFIX|TITLE",
-				Action:    withEnv(sessionsShow),
+				Flags: []cli.Flag{
+					&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "then print each message as it is stored, until the session ends (a sub-agent's, once it has answered) or Ctrl-C"},
+				},
+				Action: withEnv(sessionsShow),
 			},
 			{
 				Name:      "export",
@@ -326,6 +334,9 @@ func sessionsShow(e *env) error {
 		e.warn(fmt.Sprintf("session %s: %s", id, sess.Damaged))
 	}
 	if e.json {
+		if e.c.Bool("follow") {
+			return usagef("--follow prints for people: without --json")
+		}
 		return exportSessions(e, []string{id}, "json")
 	}
 	t, err := store.OpenTranscript(id)
@@ -365,13 +376,28 @@ func sessionsShow(e *env) error {
 		}
 	}
 	tb.flush()
-	err = t.Each(func(m sessions.Message) error {
+	var last int64
+	printMessage := func(m sessions.Message) error {
 		fmt.Fprintf(w, "\n[%d] %s  %s\n", m.Seq, m.Role, m.TS)
 		writeMessageBody(w, m)
+		last = m.Seq
 		return nil
-	})
+	}
+	err = t.Each(printMessage)
 	if ferr := w.Flush(); err == nil {
 		err = ferr
+	}
+	if err != nil || !e.c.Bool("follow") {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err = store.Follow(ctx, id, last, func(m sessions.Message) error {
+		printMessage(m)
+		return w.Flush()
+	})
+	if errors.Is(err, context.Canceled) {
+		return nil
 	}
 	return err
 }

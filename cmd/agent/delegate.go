@@ -13,6 +13,7 @@ import (
 
 	"github.com/hermes/hermes/fsstore"
 	"github.com/hermes/hermes/fsstore/sessions"
+	"github.com/hermes/hermes/fsstore/subagents"
 )
 
 // DelegateToolName is the tool that runs sub-agents (delegate.go).
@@ -65,6 +66,11 @@ func (delegateTool) Schema() json.RawMessage {
 // NeedsApproval is false: the children's calls are approved as the
 // parent's own are, one by one.
 func (delegateTool) NeedsApproval(json.RawMessage) bool { return false }
+
+// Resumes is true: a call a crash cut short is run again, and carries on
+// (Resumer): each child is claimed, a finished one is read, not run, and
+// an unfinished one continues its own session.
+func (delegateTool) Resumes() bool { return true }
 
 // delegateTask is one task of a call, as the model gives it.
 type delegateTask struct {
@@ -215,27 +221,88 @@ func childID(parent, callID string, i int) string {
 	return id
 }
 
-// runChild runs child c, task i of env's call, to its final answer. Its
-// session is created with its opening and prompt at once, so that it
-// exists whole or not at all.
+// delegateStep runs after each durable step of a child's run ("claimed",
+// "created", "answered": its turn stored, "finished": its claim says
+// so), with the child's prompt; a test kills the process there.
+var delegateStep = func(step, prompt string) {}
+
+// runChild runs child c, task i of env's call, to its final answer, under
+// its claim (env.Subagents, when set): a child another process runs is
+// refused; one whose session ended its turn already (a finished child of
+// a call run again after a crash) is read, not run; one cut short is
+// carried on in its session. Its session is created with its opening and
+// prompt at once, so that it exists whole or not at all, and ended once
+// it has answered.
 func (e *Engine) runChild(ctx context.Context, env *Env, parent sessions.Session, c child, i, depth int) (string, error) {
+	if env.Subagents != nil {
+		held, err := env.Subagents.Claim(subagents.Claim{SessionID: c.id, ParentSessionID: parent.ID, ToolCallID: env.callID, TaskIndex: i})
+		if err != nil {
+			return "", err
+		}
+		defer held.Release()
+		delegateStep("claimed", c.task.Prompt)
+		answer, err := e.runClaimed(ctx, env, parent, c, i, depth)
+		if err != nil {
+			return "", err
+		}
+		if err := held.Finish(); err != nil {
+			return "", err
+		}
+		delegateStep("finished", c.task.Prompt)
+		return answer, nil
+	}
+	return e.runClaimed(ctx, env, parent, c, i, depth)
+}
+
+// runClaimed is runChild once the child is claimed.
+func (e *Engine) runClaimed(ctx context.Context, env *Env, parent sessions.Session, c child, i, depth int) (string, error) {
 	cwd := firstNonEmpty(env.Cwd, parent.Cwd)
-	prompt := []sessions.Message{{Role: "user", Content: sessions.TextContent(c.task.Prompt)}}
+	reply := func(m sessions.Message) bool { return m.Role == "assistant" && !IsNote(m) }
+	msgs := e.Opening(ctx, cwd, []sessions.Message{{Role: "user", Content: sessions.TextContent(c.task.Prompt)}})
+	if tail, err := e.Sessions.Tail(c.id, reply); err == nil && len(tail) > 0 {
+		// A create cut short (kill -9 before its document, the commit
+		// point) left the transcript: the document is made for it, and
+		// the prompt is not stored twice.
+		msgs = nil
+	}
 	_, _, err := e.Sessions.CreateWith(sessions.Session{
 		ID: c.id, Source: SourceDelegate, Model: c.task.Model, Cwd: cwd, ParentSessionID: parent.ID,
 		Delegation: &sessions.Delegation{ToolCallID: env.callID, TaskIndex: i, Depth: depth},
-	}, e.Opening(ctx, cwd, prompt))
+	}, msgs)
 	if err != nil {
 		return "", err
+	}
+	delegateStep("created", c.task.Prompt)
+	tail, err := e.Sessions.Tail(c.id, reply)
+	if err != nil {
+		return "", err
+	}
+	if len(tail) > 0 && reply(tail[0]) && e.ended(tail) {
+		// It answered before the call was cut short: read, not run.
+		return Result{Added: tail}.Text(), e.endChild(c.id)
 	}
 	sub := *e
 	sub.Tools = c.tools
 	cenv := &Env{Cwd: env.Cwd, Root: env.Root, Sessions: env.Sessions, Tasks: env.Tasks, MaxOutput: env.MaxOutput,
 		TerminalTimeout: env.TerminalTimeout, StartTask: env.StartTask, Memory: env.Memory, Skills: env.Skills,
-		Checkpoints: env.Checkpoints, ShellGit: env.ShellGit}
+		Checkpoints: env.Checkpoints, ShellGit: env.ShellGit, Subagents: env.Subagents}
 	res, err := sub.Run(ctx, Turn{SessionID: c.id, Env: cenv, Model: c.task.Model})
 	if err != nil {
 		return "", err
 	}
-	return res.Text(), nil
+	delegateStep("answered", c.task.Prompt)
+	return res.Text(), e.endChild(c.id)
+}
+
+// EndSubagentDone is the end reason of a child session that has answered.
+const EndSubagentDone = "subagent_done"
+
+// endChild ends child id once it has answered; one ended already is left.
+func (e *Engine) endChild(id string) error {
+	sess, err := e.Sessions.Get(id)
+	if err != nil || sess.State == sessions.StateEnded {
+		return err
+	}
+	_, err = e.Sessions.End(id, EndSubagentDone)
+	return err
 }

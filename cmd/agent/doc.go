@@ -202,6 +202,18 @@
 // is reported in its place. The engine gives the tool the call's id and
 // itself through the Env (withCall, Run).
 //
+// A child is claimed before it runs (Env.Subagents, package subagents: a
+// lock held while it runs, and a record), so that two processes never
+// run it; a child another process holds is reported in its place. The
+// delegate tool is a Resumer: a delegate call that a dead process left
+// without a result is run again by the next turn (step 2 returns it
+// instead of answering it), before the turn's input. Run again, it
+// finds each child's session: one whose transcript ends its turn is read,
+// not run; one cut short is carried on by a turn with no input (its own
+// step 2); one whose create was cut short before its document gets its
+// document, and its prompt is not stored twice. A child that has
+// answered is ended (EndSubagentDone).
+//
 // # Limits
 //
 // Turns on one session are not serialized by the engine: a chat resumed in

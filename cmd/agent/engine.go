@@ -231,9 +231,16 @@ func (e *Engine) Run(ctx context.Context, t Turn) (Result, error) {
 		env = &Env{}
 	}
 	env.SessionID, env.engine = sess.ID, e
-	head, settled, err := e.prelude(sess, t.Input, env.Checkpoints)
+	head, settled, resumed, err := e.prelude(sess, t.Input, env.Checkpoints)
 	if err != nil {
 		return res, err
+	}
+	if len(resumed) > 0 {
+		// Their results go first: they answer the stored reply, before
+		// the input (Resumer).
+		if err := e.runCalls(ctx, env, &res, resumed); err != nil {
+			return res, err
+		}
 	}
 	if sess.MessageCount == 0 {
 		head = e.Opening(ctx, firstNonEmpty(env.Cwd, sess.Cwd), head)
@@ -344,10 +351,12 @@ func (e *Engine) store(res *Result, msgs ...sessions.Message) error {
 // the calls the input itself answers first; then the resume note of a
 // session a restart interrupted, unless one follows its last reply already;
 // then the input. Tool results must follow their call, so they go first.
-func (e *Engine) prelude(sess sessions.Session, input []sessions.Message, ck *checkpoints.Store) (_ []sessions.Message, settled []string, _ error) {
+// A call of a Resumer is not answered but returned, in resumed, for the
+// turn to run again before it stores the rest.
+func (e *Engine) prelude(sess sessions.Session, input []sessions.Message, ck *checkpoints.Store) (_ []sessions.Message, settled []string, resumed []provider.ToolCall, _ error) {
 	tail, err := e.Sessions.Tail(sess.ID, func(m sessions.Message) bool { return m.Role == "assistant" && !IsNote(m) })
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	lead := 0
 	for lead < len(input) && input[lead].Role == "tool" {
@@ -355,7 +364,13 @@ func (e *Engine) prelude(sess sessions.Session, input []sessions.Message, ck *ch
 	}
 	var missing []provider.ToolCall
 	if len(tail) > 0 && onlyResults(tail[1:]) {
-		missing = unanswered(append(tail, input[:lead]...))
+		for _, c := range unanswered(append(tail, input[:lead]...)) {
+			if r, ok := e.tool(c.Function.Name).(Resumer); ok && r.Resumes() {
+				resumed = append(resumed, c)
+			} else {
+				missing = append(missing, c)
+			}
+		}
 	}
 	out := append([]sessions.Message{}, input[:lead]...)
 	for _, c := range missing {
@@ -368,7 +383,7 @@ func (e *Engine) prelude(sess sessions.Session, input []sessions.Message, ck *ch
 			// The changes the call made before the crash (checkpoint.go).
 			changes, found, err := settlePending(ck, sess.ID, c.ID)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			if found {
 				checkpoints.Attach(&m, changes)
@@ -389,7 +404,7 @@ func (e *Engine) prelude(sess sessions.Session, input []sessions.Message, ck *ch
 			out = append(out, note(sessions.Message{Role: "system", Content: sessions.TextContent(resumeNote(sess.ResumeReason, missing))}))
 		}
 	}
-	return append(out, input[lead:]...), settled, nil
+	return append(out, input[lead:]...), settled, resumed, nil
 }
 
 // resumeNote is ResumeNote, naming the calls the interruption left

@@ -1,0 +1,24 @@
+// Package subagents keeps the claim of each sub-agent: a child session
+// that a delegate call runs (cmd/agent/delegate.go), so that a child
+// never runs twice at once and a resumed call knows which of its children
+// ran before.
+//
+// A claim is two files in <profile>/subagents/, named after the child's
+// session id:
+//
+//	<id>.lock   flocked by the process that runs the child, for as long
+//	            as it runs it; the kernel lets it go when that process
+//	            dies, so a claim held is a child running now
+//	<id>.json   the claim's record: the child, its parent, the call and
+//	            the task, its state (running, done), how many times it
+//	            was claimed (runs), and the host, pid and time of the
+//	            last claim; rewritten atomically under the lock
+//
+// Claim takes the lock without waiting: a lock another process holds is
+// refused (fsstore.ErrRefused) naming that process, and the child is left
+// to it. A record that says running while its lock is free is a child
+// whose process died: the next claim takes it over (runs goes up by one)
+// and the child's session is carried on, not started again. The child's
+// transcript is the truth about what it did (its answer included); the
+// record says who ran it and that it finished.
+package subagents

@@ -1,0 +1,53 @@
+package subagents
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/hermes/hermes/fsstore"
+)
+
+// A claim held is refused to a second claimer, naming the holder; once let
+// go (its process died, or it ended), the next claim takes it over with
+// one more run; a finished child's claim comes back done, runs unchanged.
+func TestClaim(t *testing.T) {
+	s := Open(t.TempDir())
+	c := Claim{SessionID: "p-task-1a2b3c4d-1", ParentSessionID: "p", ToolCallID: "call_1", TaskIndex: 0}
+	h, err := s.Claim(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.State != Running || h.Runs != 1 || h.PID != os.Getpid() || h.Host == "" || h.ClaimedAt == "" {
+		t.Fatalf("first claim %+v", h.Claim)
+	}
+	_, err = s.Claim(c)
+	if !errors.Is(err, fsstore.ErrRefused) || !strings.Contains(err.Error(), "is running in pid") {
+		t.Fatalf("a second claim while held: %v", err)
+	}
+	h.Release()
+	h, err = s.Claim(c)
+	if err != nil || h.Runs != 2 || h.State != Running {
+		t.Fatalf("claim after release: %+v, %v", h, err)
+	}
+	if err := h.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	h.Release()
+	got, err := s.Get(c.SessionID)
+	if err != nil || got.State != Done || got.FinishedAt == "" || got.Runs != 2 || got.ToolCallID != "call_1" {
+		t.Fatalf("record %+v, %v", got, err)
+	}
+	h, err = s.Claim(c)
+	if err != nil || h.State != Done || h.Runs != 2 {
+		t.Fatalf("claim of a finished child: %+v, %v", h, err)
+	}
+	h.Release()
+	if _, err := s.Get("missing"); !errors.Is(err, fsstore.ErrNotFound) {
+		t.Fatalf("get of a child never claimed: %v", err)
+	}
+	if _, err := s.Claim(Claim{SessionID: "../x"}); !errors.Is(err, fsstore.ErrInvalid) {
+		t.Fatalf("a bad id: %v", err)
+	}
+}
