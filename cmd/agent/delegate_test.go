@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/fsstore/sessions"
+	"github.com/hermes/hermes/fsstore/subagents"
 )
 
 // byPrompt is a provider for a parent and its children: a session's
@@ -259,5 +261,49 @@ func TestDelegateChildTools(t *testing.T) {
 	}
 	if deepest.Delegation == nil || deepest.Delegation.Depth != 2 || deepest.ParentSessionID != childID(id, "call_delegate_0", 1) {
 		t.Fatalf("grandchild %+v", deepest)
+	}
+}
+
+// A cancelled turn (Ctrl-C) stops the children: their model calls are
+// called off, the delegate call is answered as cancelled, the turn ends
+// with the context's error, and no child's claim is left held.
+func TestDelegateCancelStopsChildren(t *testing.T) {
+	st := newDelegateStore(t)
+	id := newSession(t, st)
+	p := newByPrompt(t, map[string][]sessions.Message{
+		"go": {delegateCall(`{"prompt":"a"}`, `{"prompt":"b"}`)},
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	var started sync.WaitGroup
+	started.Add(2)
+	stopped := make(chan string, 2)
+	p.before = func(ctx context.Context, prompt string) error {
+		if prompt == "go" {
+			return nil
+		}
+		started.Done()
+		<-ctx.Done()
+		stopped <- prompt
+		return ctx.Err()
+	}
+	go func() { started.Wait(); cancel() }()
+	sa := subagents.Open(filepath.Join(t.TempDir(), "profile"))
+	e := &Engine{Sessions: st, Provider: p, Tools: []Tool{delegateTool{}}}
+	_, err := e.Run(ctx, Turn{SessionID: id, Input: user("go"), Env: &Env{Subagents: sa}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("turn: %v", err)
+	}
+	if len(stopped) != 2 {
+		t.Fatalf("%d children stopped", len(stopped))
+	}
+	if got := resultOf(t, stored(t, st, id), "call_delegate_0"); got != cancelledResult {
+		t.Fatalf("result %q", got)
+	}
+	for i := range 2 {
+		h, err := sa.Claim(subagents.Claim{SessionID: childID(id, "call_delegate_0", i)})
+		if err != nil {
+			t.Fatalf("child %d's claim is still held: %v", i, err)
+		}
+		h.Release()
 	}
 }
