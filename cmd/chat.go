@@ -563,8 +563,11 @@ type turnResult struct {
 	Reply        string          `json:"reply"`
 	MessageCount int64           `json:"message_count"`
 	Usage        *provider.Usage `json:"usage,omitempty"`
-	Steps        int             `json:"steps"`
-	StepLimit    bool            `json:"step_limit"`
+	// SubagentUsage is the usage of the sub-agents the turn's delegate
+	// calls ran, apart from the turn's own.
+	SubagentUsage *provider.Usage `json:"subagent_usage,omitempty"`
+	Steps         int             `json:"steps"`
+	StepLimit     bool            `json:"step_limit"`
 }
 
 // session returns the chat's session, creating it for the first turn of a
@@ -683,7 +686,7 @@ func (ch *chatter) run(ctx context.Context, input []sessions.Message) (turnResul
 	if notice := stopNotice(res.Added); notice != "" {
 		ch.e.warn(notice)
 	}
-	return turnResult{SessionID: sess.ID, Reply: res.Text(), MessageCount: res.Count, Usage: res.Usage, Steps: res.Steps, StepLimit: res.StepLimit}, nil
+	return turnResult{SessionID: sess.ID, Reply: res.Text(), MessageCount: res.Count, Usage: res.Usage, SubagentUsage: res.Subagents, Steps: res.Steps, StepLimit: res.StepLimit}, nil
 }
 
 // stopNotice says why a reply ended, when its last assistant message

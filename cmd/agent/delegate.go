@@ -11,9 +11,11 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/fsstore"
 	"github.com/hermes/hermes/fsstore/sessions"
 	"github.com/hermes/hermes/fsstore/subagents"
+	"github.com/hermes/hermes/fsstore/usage"
 )
 
 // DelegateToolName is the tool that runs sub-agents (delegate.go).
@@ -286,7 +288,10 @@ func (e *Engine) runClaimed(ctx context.Context, env *Env, parent sessions.Sessi
 	cenv := &Env{Cwd: env.Cwd, Root: env.Root, Sessions: env.Sessions, Tasks: env.Tasks, MaxOutput: env.MaxOutput,
 		TerminalTimeout: env.TerminalTimeout, StartTask: env.StartTask, Memory: env.Memory, Skills: env.Skills,
 		Checkpoints: env.Checkpoints, ShellGit: env.ShellGit, Subagents: env.Subagents}
+	sub.purpose = usage.PurposeDelegate
 	res, err := sub.Run(ctx, Turn{SessionID: c.id, Env: cenv, Model: c.task.Model})
+	env.subagents.add(res.Usage)
+	env.subagents.add(res.Subagents)
 	if err != nil {
 		return "", err
 	}
@@ -305,4 +310,38 @@ func (e *Engine) endChild(id string) error {
 	}
 	_, err = e.Sessions.End(id, EndSubagentDone)
 	return err
+}
+
+// usageSum adds up the usage of children that run at once.
+type usageSum struct {
+	mu  sync.Mutex
+	sum *provider.Usage
+}
+
+func (s *usageSum) add(u *provider.Usage) {
+	if s == nil || u == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sum = s.sum.Add(u)
+}
+
+func (s *usageSum) total() *provider.Usage {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sum
+}
+
+// markPurpose sets purpose on the usage each of msgs records.
+func markPurpose(msgs []sessions.Message, purpose string) {
+	for i := range msgs {
+		if c, ok, err := usage.Of(msgs[i]); ok && err == nil {
+			c.Purpose = purpose
+			usage.Put(&msgs[i], c)
+		}
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/fsstore/sessions"
 	"github.com/hermes/hermes/fsstore/subagents"
+	"github.com/hermes/hermes/fsstore/usage"
 )
 
 // byPrompt is a provider for a parent and its children: a session's
@@ -77,7 +78,9 @@ func (p *byPrompt) Complete(ctx context.Context, req provider.Request) (provider
 		return provider.Reply{}, &provider.Error{Provider: "byPrompt", Message: "no reply left for " + prompt}
 	}
 	p.replies[prompt] = list[1:]
-	return provider.Reply{Messages: []sessions.Message{list[0]}, Usage: &provider.Usage{TotalTokens: 10}}, nil
+	m := sessions.CopyMessages(list[:1])[0]
+	usage.Put(&m, usage.Call{ID: usage.NewID(time.Now()), Input: 6, Output: 4})
+	return provider.Reply{Messages: []sessions.Message{m}, Usage: &provider.Usage{TotalTokens: 10}}, nil
 }
 
 func delegateCall(tasks ...string) sessions.Message {
@@ -141,7 +144,16 @@ func TestDelegateRunsChildrenInParallel(t *testing.T) {
 	if res.Text() != "all done" {
 		t.Fatalf("reply %q", res.Text())
 	}
+	// The children's calls are the turn's too, apart from its own.
+	if res.Usage == nil || res.Usage.TotalTokens != 20 || res.Subagents == nil || res.Subagents.TotalTokens != 30 {
+		t.Fatalf("usage %+v, the children's %+v", res.Usage, res.Subagents)
+	}
 	msgs := stored(t, st, id)
+	for _, m := range msgs {
+		if c, ok, _ := usage.Of(m); ok && c.Purpose != "" {
+			t.Fatalf("the parent's call has purpose %q", c.Purpose)
+		}
+	}
 	got := resultOf(t, msgs, "call_delegate_0")
 	var want []string
 	for i, a := range []string{"a", "b", "c"} {
@@ -163,6 +175,9 @@ func TestDelegateRunsChildrenInParallel(t *testing.T) {
 		cm := stored(t, st, cid)
 		if len(cm) != 2 || cm[0].Role != "user" || cm[0].Text() != prompt || cm[1].Role != "assistant" {
 			t.Fatalf("child %d transcript:\n%s", i, dumpMsgs(cm))
+		}
+		if c, ok, _ := usage.Of(cm[1]); !ok || c.Purpose != usage.PurposeDelegate {
+			t.Fatalf("child %d's call: %+v", i, c)
 		}
 		if tools := strings.Join(p.tools[prompt], ","); tools != "other" {
 			t.Errorf("child %d was offered %s, want other", i, tools)

@@ -214,6 +214,12 @@
 // document, and its prompt is not stored twice. A child that has
 // answered is ended (EndSubagentDone).
 //
+// The children run under the call's context: a cancelled turn stops them
+// with it, and the call is answered as cancelled. A child's engine marks
+// the usage of each call it stores with purpose delegate
+// (usage.PurposeDelegate), and the turn's Result.Subagents sums its
+// children's usage (and theirs), apart from Result.Usage, the turn's own.
+//
 // # Limits
 //
 // Turns on one session are not serialized by the engine: a chat resumed in

@@ -103,6 +103,9 @@ type Engine struct {
 	// given the delegate tool.
 	MaxSubagents  int
 	SubagentDepth int
+	// purpose marks the usage of each call the engine stores (a
+	// sub-agent's engine: usage.PurposeDelegate).
+	purpose string
 }
 
 // DefaultCancelGrace is how long a cancelled call may take to end before
@@ -159,6 +162,10 @@ type Result struct {
 	// Count is the transcript's length after the turn.
 	Count int64
 	Usage *provider.Usage
+	// Subagents is the usage of the children that the turn's delegate
+	// calls ran (and of theirs), apart from Usage: the turn's cost
+	// without counting a sub-agent's call as the turn's own.
+	Subagents *provider.Usage
 	// Model is the model that answered last, when the provider says.
 	Model string
 	// Steps is the number of provider calls; StepLimit is set when the
@@ -214,9 +221,9 @@ func (e *Engine) Opening(ctx context.Context, cwd string, msgs []sessions.Messag
 // Run runs one turn on an existing session; see the package doc for the
 // steps and what each stores. An error leaves the session consistent and
 // resumable: what was stored stays, every stored call has or gets a result.
-func (e *Engine) Run(ctx context.Context, t Turn) (Result, error) {
+func (e *Engine) Run(ctx context.Context, t Turn) (res Result, _ error) {
 	st := e.Sessions
-	res := Result{SessionID: t.SessionID}
+	res = Result{SessionID: t.SessionID}
 	sess, err := st.Get(t.SessionID)
 	if err != nil {
 		return res, err
@@ -230,7 +237,8 @@ func (e *Engine) Run(ctx context.Context, t Turn) (Result, error) {
 	if env == nil {
 		env = &Env{}
 	}
-	env.SessionID, env.engine = sess.ID, e
+	env.SessionID, env.engine, env.subagents = sess.ID, e, &usageSum{}
+	defer func() { res.Subagents = env.subagents.total() }()
 	head, settled, resumed, err := e.prelude(sess, t.Input, env.Checkpoints)
 	if err != nil {
 		return res, err
@@ -296,6 +304,9 @@ func (e *Engine) Run(ctx context.Context, t Turn) (Result, error) {
 		res.Usage = res.Usage.Add(reply.Usage)
 		if reply.Model != "" {
 			res.Model = reply.Model
+		}
+		if e.purpose != "" {
+			markPurpose(reply.Messages, e.purpose)
 		}
 		// The calls are stored, and synced, before any of them runs.
 		if err := e.store(&res, reply.Messages...); err != nil {

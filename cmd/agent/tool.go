@@ -90,6 +90,9 @@ type Env struct {
 	// named after the one and run by the other.
 	callID string
 	engine *Engine
+	// subagents sums the usage of the children the turn's delegate calls
+	// ran (Result.Subagents); shared by the turn's copies of the Env.
+	subagents *usageSum
 }
 
 // forCall is env for one call run under ctx: its stores are copies whose
