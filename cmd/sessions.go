@@ -86,8 +86,15 @@ func sessionsCommand() *cli.Command {
 					&cli.StringFlag{Name: "state", Usage: "only this state: active, ended, suspended, resume_pending"},
 					&cli.BoolFlag{Name: "usage", Usage: "add each session's tokens and cost (hermes usage session)"},
 					&cli.StringFlag{Name: "sort", Value: "activity", Usage: "activity, or cost: the costliest first (implies --usage)"},
+					&cli.StringFlag{Name: "parent", Usage: "only the children of this session (ID, prefix or title): its sub-agents, forks and compressions"},
 				},
 				Action: withEnv(sessionsList),
+			},
+			{
+				Name:      "tree",
+				Usage:     "a session and its descendants (sub-agents, forks, compressions), each under its parent",
+				ArgsUsage: "ID|PREFIX|TITLE",
+				Action:    withEnv(sessionsTree),
 			},
 			{
 				Name:      "search",
@@ -577,10 +584,15 @@ func sessionsList(e *env) error {
 	if e.c.Bool("usage") || e.c.String("sort") != "activity" {
 		return sessionsListUsage(e)
 	}
+	parent, err := listParent(e)
+	if err != nil {
+		return err
+	}
 	list, err := e.sessions().List(sessions.ListOptions{
 		Limit:  e.c.Int("limit"),
 		Source: e.c.String("source"),
 		State:  e.c.String("state"),
+		Parent: parent,
 	})
 	if err != nil {
 		return err
