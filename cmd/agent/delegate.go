@@ -113,6 +113,11 @@ func (delegateTool) Run(ctx context.Context, env *Env, raw json.RawMessage) (str
 	if parent.Delegation != nil {
 		depth = parent.Delegation.Depth + 1
 	}
+	if maxDepth := e.maxDepth(); depth > maxDepth {
+		// A sub-agent resumed where delegate is offered (a follow-up in
+		// chat) is held to the limit too.
+		return "", fmt.Errorf("delegate: this session is a sub-agent at depth %d, and agent.subagent_depth is %d", depth-1, maxDepth)
+	}
 	children := make([]child, len(args.Tasks))
 	for i, task := range args.Tasks {
 		if strings.TrimSpace(task.Prompt) == "" {
@@ -177,10 +182,7 @@ func (delegateTool) Run(ctx context.Context, env *Env, raw json.RawMessage) (str
 // among e's (all of them when names is nil), delegate only while depth is
 // below MaxDepth.
 func (e *Engine) childTools(names []string, depth int) ([]Tool, error) {
-	maxDepth := e.SubagentDepth
-	if maxDepth <= 0 {
-		maxDepth = DefaultSubagentDepth
-	}
+	maxDepth := e.maxDepth()
 	mayDelegate := depth < maxDepth
 	if names == nil {
 		var out []Tool
@@ -208,6 +210,14 @@ func (e *Engine) childTools(names []string, depth int) ([]Tool, error) {
 		}
 	}
 	return out, nil
+}
+
+// maxDepth is SubagentDepth, or its default.
+func (e *Engine) maxDepth() int {
+	if e.SubagentDepth <= 0 {
+		return DefaultSubagentDepth
+	}
+	return e.SubagentDepth
 }
 
 // childID is the session id of task i of call callID in session parent:

@@ -322,3 +322,27 @@ func TestDelegateCancelStopsChildren(t *testing.T) {
 		h.Release()
 	}
 }
+
+// A sub-agent's session resumed with the delegate tool (a follow-up in
+// chat, which offers it) still may not delegate past
+// agent.subagent_depth.
+func TestDelegateDepthOfResumedChild(t *testing.T) {
+	st := newDelegateStore(t)
+	s, _, err := st.Create(sessions.Session{ID: "p-task-00000000-1", ParentSessionID: "p", Source: SourceDelegate,
+		Delegation: &sessions.Delegation{ToolCallID: "call_x", Depth: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newByPrompt(t, map[string][]sessions.Message{"more": {delegateCall(`{"prompt":"x"}`), text("ok")}})
+	e := &Engine{Sessions: st, Provider: p, Tools: []Tool{delegateTool{}}}
+	if _, err := e.Run(context.Background(), Turn{SessionID: s.ID, Input: user("more"), Env: &Env{}}); err != nil {
+		t.Fatal(err)
+	}
+	got := resultOf(t, stored(t, st, s.ID), "call_delegate_0")
+	if !strings.Contains(got, "error: delegate: this session is a sub-agent at depth 1, and agent.subagent_depth is 1") {
+		t.Fatalf("result %q", got)
+	}
+	if ids, _ := st.IDs(); len(ids) != 1 {
+		t.Fatalf("sessions %v: a child was made", ids)
+	}
+}
