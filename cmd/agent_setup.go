@@ -56,7 +56,7 @@ func newToolEnv(e *env, cfg profiles.Config) (*agent.Env, error) {
 	}
 	env := &agent.Env{
 		Checkpoints:     e.checkpoints(cfg),
-		Subagents:       subagents.Open(e.profile.Dir()),
+		Subagents:       subagentStore(e),
 		ShellGit:        cfg.Checkpoints.Shell == "git",
 		Sessions:        e.sessions(),
 		Tasks:           taskStore,
@@ -76,6 +76,14 @@ func newToolEnv(e *env, cfg profiles.Config) (*agent.Env, error) {
 		env.Kanban = &kanbanWorker{board: board, w: w, author: e.profile.Name}
 	}
 	return env, nil
+}
+
+// subagentStore is the profile's sub-agent claims, waiting for a claim
+// held as long as for any lock.
+func subagentStore(e *env) *subagents.Store {
+	st := subagents.Open(e.profile.Dir())
+	st.LockTimeout = e.lockTimeout
+	return st
 }
 
 // maxSteps is agent.max_steps, checked.

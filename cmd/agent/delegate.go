@@ -247,7 +247,7 @@ var delegateStep = func(step, prompt string) {}
 // it has answered.
 func (e *Engine) runChild(ctx context.Context, env *Env, parent sessions.Session, c child, i, depth int) (string, error) {
 	if env.Subagents != nil {
-		held, err := env.Subagents.Claim(subagents.Claim{SessionID: c.id, ParentSessionID: parent.ID, ToolCallID: env.callID, TaskIndex: i})
+		held, err := env.Subagents.Claim(subagents.Claim{SessionID: c.id, ParentSessionID: parent.ID, ToolCallID: env.callID, TaskIndex: i}, ctx.Done())
 		if err != nil {
 			return "", err
 		}

@@ -315,7 +315,7 @@ func TestDelegateCancelStopsChildren(t *testing.T) {
 		t.Fatalf("result %q", got)
 	}
 	for i := range 2 {
-		h, err := sa.Claim(subagents.Claim{SessionID: childID(id, "call_delegate_0", i)})
+		h, err := sa.Claim(subagents.Claim{SessionID: childID(id, "call_delegate_0", i)}, nil)
 		if err != nil {
 			t.Fatalf("child %d's claim is still held: %v", i, err)
 		}

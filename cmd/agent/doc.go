@@ -12,7 +12,8 @@
 //     calls have no result (the process running them died: kill -9, a
 //     power cut), each such call gets a tool result saying it was
 //     interrupted and not run again; calls the input itself answers first
-//     (a gateway client's results) are left to it. A session a restart
+//     (a gateway client's results) are left to it, and a Resumer's call
+//     (delegate) is run again, its result stored first (see Delegation). A session a restart
 //     interrupted (resume_pending, suspended) gets a system note naming the
 //     reason and the interrupted calls, unless a failed attempt already
 //     stored one. Then the input (the user message). At a session's first
@@ -204,7 +205,8 @@
 //
 // A child is claimed before it runs (Env.Subagents, package subagents: a
 // lock held while it runs, and a record), so that two processes never
-// run it; a child another process holds is reported in its place. The
+// run it; a child another process holds is waited for up to the lock
+// timeout, then reported in its place. The
 // delegate tool is a Resumer: a delegate call that a dead process left
 // without a result is run again by the next turn (step 2 returns it
 // instead of answering it), before the turn's input. Run again, it

@@ -14,9 +14,11 @@
 //	            was claimed (runs), and the host, pid and time of the
 //	            last claim; rewritten atomically under the lock
 //
-// Claim takes the lock without waiting: a lock another process holds is
-// refused (fsstore.ErrRefused) naming that process, and the child is left
-// to it. A record that says running while its lock is free is a child
+// Claim waits for a lock another holds up to the lock timeout
+// (--lock-timeout), since a killed process's lock can outlive it for a
+// moment (a child it was starting holds the descriptor until its exec);
+// a lock still held then is refused (fsstore.ErrRefused) naming the
+// process the record names, and the child is left to it. A record that says running while its lock is free is a child
 // whose process died: the next claim takes it over (runs goes up by one)
 // and the child's session is carried on, not started again. The child's
 // transcript is the truth about what it did (its answer included); the

@@ -34,6 +34,8 @@ type Claim struct {
 type Store struct {
 	Dir  string
 	Host string
+	// LockTimeout bounds the wait for a claim another holds (--lock-timeout).
+	LockTimeout time.Duration
 	// Now is the clock; tests replace it.
 	Now func() time.Time
 }
@@ -66,21 +68,25 @@ type Held struct {
 }
 
 // Claim takes the claim of the child c names (c.SessionID, with its
-// parent, call and task): its lock, without waiting, then its record,
-// state running, runs one more than before, this host and pid, written
-// and synced. A claim another process holds is refused, naming it. A
-// child whose record says done is returned as it is, still held, for the
-// caller to read its answer.
-func (s *Store) Claim(c Claim) (*Held, error) {
+// parent, call and task): its lock, then its record, state running, runs
+// one more than before, this host and pid, written and synced. A claim
+// held is waited for, up to LockTimeout or until cancel closes: a lock's
+// descriptor may outlive its process for a moment (a child it was
+// starting holds a copy until its exec closes it). A claim still held
+// then is refused, naming the process its record names. A child whose
+// record says done is returned as it is, still held, for the caller to
+// read its answer.
+func (s *Store) Claim(c Claim, cancel <-chan struct{}) (*Held, error) {
 	if err := fsstore.CheckID("session id", c.SessionID); err != nil {
 		return nil, err
 	}
 	if err := fsstore.EnsureDir(s.Dir); err != nil {
 		return nil, err
 	}
-	release, err := fsstore.Lock(s.lockPath(c.SessionID), 0)
+	release, err := fsstore.LockUntil(s.lockPath(c.SessionID), s.LockTimeout, cancel)
 	var timeout *fsstore.LockTimeoutError
-	if errors.As(err, &timeout) {
+	var interrupted *fsstore.LockInterruptedError
+	if errors.As(err, &timeout) || errors.As(err, &interrupted) {
 		holder := "another process"
 		if old, gerr := s.Get(c.SessionID); gerr == nil {
 			holder = fmt.Sprintf("pid %d on %s since %s", old.PID, old.Host, old.ClaimedAt)

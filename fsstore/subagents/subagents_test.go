@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hermes/hermes/fsstore"
 )
@@ -15,19 +16,19 @@ import (
 func TestClaim(t *testing.T) {
 	s := Open(t.TempDir())
 	c := Claim{SessionID: "p-task-1a2b3c4d-1", ParentSessionID: "p", ToolCallID: "call_1", TaskIndex: 0}
-	h, err := s.Claim(c)
+	h, err := s.Claim(c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if h.State != Running || h.Runs != 1 || h.PID != os.Getpid() || h.Host == "" || h.ClaimedAt == "" {
 		t.Fatalf("first claim %+v", h.Claim)
 	}
-	_, err = s.Claim(c)
+	_, err = s.Claim(c, nil)
 	if !errors.Is(err, fsstore.ErrRefused) || !strings.Contains(err.Error(), "is running in pid") {
 		t.Fatalf("a second claim while held: %v", err)
 	}
 	h.Release()
-	h, err = s.Claim(c)
+	h, err = s.Claim(c, nil)
 	if err != nil || h.Runs != 2 || h.State != Running {
 		t.Fatalf("claim after release: %+v, %v", h, err)
 	}
@@ -39,7 +40,7 @@ func TestClaim(t *testing.T) {
 	if err != nil || got.State != Done || got.FinishedAt == "" || got.Runs != 2 || got.ToolCallID != "call_1" {
 		t.Fatalf("record %+v, %v", got, err)
 	}
-	h, err = s.Claim(c)
+	h, err = s.Claim(c, nil)
 	if err != nil || h.State != Done || h.Runs != 2 {
 		t.Fatalf("claim of a finished child: %+v, %v", h, err)
 	}
@@ -47,7 +48,37 @@ func TestClaim(t *testing.T) {
 	if _, err := s.Get("missing"); !errors.Is(err, fsstore.ErrNotFound) {
 		t.Fatalf("get of a child never claimed: %v", err)
 	}
-	if _, err := s.Claim(Claim{SessionID: "../x"}); !errors.Is(err, fsstore.ErrInvalid) {
+	if _, err := s.Claim(Claim{SessionID: "../x"}, nil); !errors.Is(err, fsstore.ErrInvalid) {
 		t.Fatalf("a bad id: %v", err)
 	}
+}
+
+// A claim held for a moment (the lock's descriptor in a child of a killed
+// process, until that child's exec closes it) is waited for, within
+// LockTimeout, and then taken; a wait is called off by cancel.
+func TestClaimWaitsForAMomentaryHolder(t *testing.T) {
+	s := Open(t.TempDir())
+	s.LockTimeout = 10 * time.Second
+	c := Claim{SessionID: "p-task-1a2b3c4d-2", ParentSessionID: "p", ToolCallID: "call_1", TaskIndex: 1}
+	h, err := s.Claim(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		h.Release()
+	}()
+	h2, err := s.Claim(c, nil)
+	if err != nil {
+		t.Fatalf("a claim let go of a moment later: %v", err)
+	}
+	if h2.Runs != 2 {
+		t.Fatalf("runs %d", h2.Runs)
+	}
+	cancel := make(chan struct{})
+	close(cancel)
+	if _, err := s.Claim(c, cancel); !errors.Is(err, fsstore.ErrRefused) {
+		t.Fatalf("a cancelled wait: %v", err)
+	}
+	h2.Release()
 }
