@@ -116,13 +116,7 @@ func (h *harness) delegateCheck(sdir, id, tok string) {
 		h.problemf("delegate: %s: %v", id, err)
 		return
 	}
-	got, probs := checkToolCalls(data)
-	for _, p := range probs {
-		h.problemf("delegate: %s: %s", id, p)
-	}
-	if got.unanswered > 0 {
-		h.problemf("delegate: %s: %d calls without a result after its turn", id, got.unanswered)
-	}
+	h.delegateCalls(id, data)
 	if !bytes.Contains(data, []byte(`"id":"d_`+tok+`"`)) {
 		return // killed before the model asked for the delegation
 	}
@@ -161,16 +155,22 @@ func (h *harness) delegateCheck(sdir, id, tok string) {
 		if n := bytes.Count(cdata, []byte(`"role":"user"`)); n != 1 {
 			h.problemf("delegate: child %s holds its prompt %d times", name, n)
 		}
-		cgot, probs := checkToolCalls(cdata)
-		for _, p := range probs {
-			h.problemf("delegate: child %s: %s", name, p)
-		}
-		if cgot.unanswered > 0 {
-			h.problemf("delegate: child %s: %d calls without a result", name, cgot.unanswered)
-		}
+		h.delegateCalls("child "+name, cdata)
 		claim, err := os.ReadFile(filepath.Join(h.o.home, "profiles", "delegate", "subagents", name+".json"))
 		if err != nil || !bytes.Contains(claim, []byte(`"state": "done"`)) {
 			h.problemf("delegate: child %s: its claim is not done: %s %v", name, claim, err)
 		}
+	}
+}
+
+// delegateCalls checks the calls of a transcript after its last turn:
+// each answered exactly once.
+func (h *harness) delegateCalls(name string, data []byte) {
+	got, probs := checkToolCalls(data)
+	for _, p := range probs {
+		h.problemf("delegate: %s: %s", name, p)
+	}
+	if got.unanswered > 0 {
+		h.problemf("delegate: %s: %d calls without a result after its turn", name, got.unanswered)
 	}
 }
