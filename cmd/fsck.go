@@ -68,6 +68,7 @@ func fsck(e *env) error {
 			return checkpoints.Open(dir).Check(e.sessions(), repair, lostFound)
 		},
 		e.rollup().Check,
+		subagentStore(e).Check,
 	} {
 		more, err := check(repair, lostFound)
 		if err != nil {

@@ -23,4 +23,8 @@
 // and the child's session is carried on, not started again. The child's
 // transcript is the truth about what it did (its answer included); the
 // record says who ran it and that it finished.
+//
+// fsck checks the records (Check): one that does not parse is moved aside
+// with --repair, never replaced by an empty claim; a later claim of that
+// child writes a new record.
 package subagents

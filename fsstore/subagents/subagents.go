@@ -135,3 +135,12 @@ func (h *Held) Finish() error {
 
 // Release lets the claim go; the record stays.
 func (h *Held) Release() { h.release() }
+
+// Check is fsck's check of the claims (fsstore.CheckTree): a record that
+// does not parse is a problem, moved aside with repair, never replaced;
+// stray temp files of an interrupted write go to lostFound. A claim's
+// lock is no record and is left.
+func (s *Store) Check(repair bool, lostFound string) ([]fsstore.Finding, error) {
+	noLogs := func(string) string { return "" } // the store holds documents only
+	return fsstore.CheckTree(s.Dir, noLogs, s.LockTimeout, repair, lostFound)
+}

@@ -3,6 +3,7 @@ package subagents
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -81,4 +82,33 @@ func TestClaimWaitsForAMomentaryHolder(t *testing.T) {
 		t.Fatalf("a cancelled wait: %v", err)
 	}
 	h2.Release()
+}
+
+// fsck's check: a claim record that does not parse is a problem, moved
+// aside by repair, never replaced; a sound one is no finding.
+func TestCheck(t *testing.T) {
+	s := Open(t.TempDir())
+	h, err := s.Claim(Claim{SessionID: "p-task-1a2b3c4d-1"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Release()
+	if f, err := s.Check(false, t.TempDir()); err != nil || len(f) != 0 {
+		t.Fatalf("a sound store: %+v, %v", f, err)
+	}
+	bad := filepath.Join(s.Dir, "p-task-1a2b3c4d-2.json")
+	if err := os.WriteFile(bad, []byte("{\"session_id\":"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := s.Check(false, t.TempDir())
+	if err != nil || len(f) != 1 || !f[0].Problem || f[0].Repaired {
+		t.Fatalf("a damaged record: %+v, %v", f, err)
+	}
+	f, err = s.Check(true, t.TempDir())
+	if err != nil || len(f) != 1 || !f[0].Repaired {
+		t.Fatalf("repair: %+v, %v", f, err)
+	}
+	if _, err := os.Stat(bad); !os.IsNotExist(err) {
+		t.Fatalf("the damaged record is still in place: %v", err)
+	}
 }
