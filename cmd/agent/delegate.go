@@ -120,6 +120,9 @@ func (delegateTool) Run(ctx context.Context, env *Env, raw json.RawMessage) (str
 	}
 	children := make([]child, len(args.Tasks))
 	for i, task := range args.Tasks {
+		if task.Model == "" {
+			task.Model = env.model
+		}
 		if strings.TrimSpace(task.Prompt) == "" {
 			return "", fmt.Errorf("delegate: task %d: prompt is required", i+1)
 		}
@@ -299,7 +302,7 @@ func (e *Engine) runClaimed(ctx context.Context, env *Env, parent sessions.Sessi
 		TerminalTimeout: env.TerminalTimeout, StartTask: env.StartTask, Memory: env.Memory, Skills: env.Skills,
 		Checkpoints: env.Checkpoints, ShellGit: env.ShellGit, Subagents: env.Subagents}
 	sub.purpose = usage.PurposeDelegate
-	res, err := sub.Run(ctx, Turn{SessionID: c.id, Env: cenv, Model: c.task.Model})
+	res, err := sub.Run(ctx, Turn{SessionID: c.id, Env: cenv, Model: c.task.Model, Provider: env.provider})
 	env.subagents.add(res.Usage)
 	env.subagents.add(res.Subagents)
 	if err != nil {

@@ -28,12 +28,13 @@ type byPrompt struct {
 	mu      sync.Mutex
 	replies map[string][]sessions.Message
 	tools   map[string][]string
+	models  map[string]string
 	calls   map[string]int
 	before  func(ctx context.Context, prompt string) error
 }
 
 func newByPrompt(t *testing.T, replies map[string][]sessions.Message) *byPrompt {
-	return &byPrompt{t: t, replies: replies, tools: map[string][]string{}, calls: map[string]int{}}
+	return &byPrompt{t: t, replies: replies, tools: map[string][]string{}, models: map[string]string{}, calls: map[string]int{}}
 }
 
 func (p *byPrompt) Name() string { return "byPrompt" }
@@ -64,6 +65,7 @@ func (p *byPrompt) Complete(ctx context.Context, req provider.Request) (provider
 	}
 	p.mu.Lock()
 	p.tools[prompt] = names
+	p.models[prompt] = req.Model
 	p.calls[prompt]++
 	p.mu.Unlock()
 	if p.before != nil {
@@ -344,5 +346,27 @@ func TestDelegateDepthOfResumedChild(t *testing.T) {
 	}
 	if ids, _ := st.IDs(); len(ids) != 1 {
 		t.Fatalf("sessions %v: a child was made", ids)
+	}
+}
+
+// A child runs on its task's model, else on its parent's turn's, and on
+// the turn's provider when the turn names one (the gateway's routing).
+func TestDelegateChildModelAndProvider(t *testing.T) {
+	st := newDelegateStore(t)
+	id := newSession(t, st)
+	p := newByPrompt(t, map[string][]sessions.Message{
+		"go":      {delegateCall(`{"prompt":"default"}`, `{"prompt":"its own","model":"small"}`), text("ok")},
+		"default": {text("a")},
+		"its own": {text("b")},
+	})
+	e := &Engine{Sessions: st, Provider: &scripted{t: t}, Tools: []Tool{delegateTool{}}}
+	if _, err := e.Run(context.Background(), Turn{SessionID: id, Input: user("go"), Env: &Env{}, Model: "big", Provider: p}); err != nil {
+		t.Fatal(err)
+	}
+	if p.models["default"] != "big" || p.models["its own"] != "small" {
+		t.Fatalf("models %v", p.models)
+	}
+	if sess, _ := st.Get(childID(id, "call_delegate_0", 0)); sess.Model != "big" {
+		t.Fatalf("the child's document says model %q", sess.Model)
 	}
 }

@@ -195,7 +195,8 @@
 // the task's among the parent's (all of them by default; delegate only
 // while the child's depth is below SubagentDepth), with the parent's
 // provider and Approver, so that a child runs nothing the parent could
-// not. A child's id is derived from its parent's, the call's id and the
+// not; on the turn's model and provider (Turn.Model, Turn.Provider: the
+// gateway's routing) unless the task names a model. A child's id is derived from its parent's, the call's id and the
 // task's index (childID), and its document records the three
 // (sessions.Delegation). At most MaxSubagents children run at once. The
 // result is each child's answer (Result.Text) in the order of the tasks,

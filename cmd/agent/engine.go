@@ -238,6 +238,7 @@ func (e *Engine) Run(ctx context.Context, t Turn) (res Result, _ error) {
 		env = &Env{}
 	}
 	env.SessionID, env.engine, env.subagents = sess.ID, e, &usageSum{}
+	env.model, env.provider = t.Model, t.Provider
 	defer func() { res.Subagents = env.subagents.total() }()
 	head, settled, resumed, err := e.prelude(sess, t.Input, env.Checkpoints)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/fsstore/checkpoints"
 	"github.com/hermes/hermes/fsstore/memory"
 	"github.com/hermes/hermes/fsstore/sessions"
@@ -93,6 +94,10 @@ type Env struct {
 	// subagents sums the usage of the children the turn's delegate calls
 	// ran (Result.Subagents); shared by the turn's copies of the Env.
 	subagents *usageSum
+	// model and provider are the turn's (Turn.Model, Turn.Provider): a
+	// child runs on them unless its task names a model.
+	model    string
+	provider provider.Provider
 }
 
 // forCall is env for one call run under ctx: its stores are copies whose
