@@ -288,16 +288,18 @@ func (e *Engine) runClaimed(ctx context.Context, env *Env, parent sessions.Sessi
 		return "", err
 	}
 	delegateStep("created", c.task.Prompt)
+	sub := *e
+	// A child has no client to run a tool it was not given: such a call
+	// is answered as unknown.
+	sub.Tools, sub.ClientTools = c.tools, false
 	tail, err := e.Sessions.Tail(c.id, reply)
 	if err != nil {
 		return "", err
 	}
-	if len(tail) > 0 && reply(tail[0]) && e.ended(tail) {
+	if len(tail) > 0 && reply(tail[0]) && sub.ended(tail) {
 		// It answered before the call was cut short: read, not run.
 		return Result{Added: tail}.Text(), e.endChild(c.id)
 	}
-	sub := *e
-	sub.Tools = c.tools
 	cenv := &Env{Cwd: env.Cwd, Root: env.Root, Sessions: env.Sessions, Tasks: env.Tasks, MaxOutput: env.MaxOutput,
 		TerminalTimeout: env.TerminalTimeout, StartTask: env.StartTask, Memory: env.Memory, Skills: env.Skills,
 		Checkpoints: env.Checkpoints, ShellGit: env.ShellGit, Subagents: env.Subagents}

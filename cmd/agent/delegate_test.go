@@ -370,3 +370,26 @@ func TestDelegateChildModelAndProvider(t *testing.T) {
 		t.Fatalf("the child's document says model %q", sess.Model)
 	}
 }
+
+// A child of a gateway's turn (ClientTools) has no client: its call of a
+// tool it was not given is answered as unknown, and it goes on to its
+// answer.
+func TestDelegateChildHasNoClientTools(t *testing.T) {
+	st := newDelegateStore(t)
+	id := newSession(t, st)
+	p := newByPrompt(t, map[string][]sessions.Message{
+		"go":    {delegateCall(`{"prompt":"child"}`), text("ok")},
+		"child": {calls("client_tool", "{}"), text("answered")},
+	})
+	e := &Engine{Sessions: st, Provider: p, Tools: []Tool{delegateTool{}}, ClientTools: true}
+	if _, err := e.Run(context.Background(), Turn{SessionID: id, Input: user("go"), Env: &Env{}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := resultOf(t, stored(t, st, id), "call_delegate_0"); !strings.HasSuffix(got, ":\nanswered") {
+		t.Fatalf("result %q", got)
+	}
+	cm := stored(t, st, childID(id, "call_delegate_0", 0))
+	if got := resultOf(t, cm, "call_client_tool_0"); !strings.HasPrefix(got, "error: unknown tool") {
+		t.Fatalf("the child's call: %q", got)
+	}
+}
