@@ -15,6 +15,7 @@ import (
 	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/cmd/supervisor"
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/subagents"
 	"github.com/hermes/hermes/fsstore/tasks"
 	"github.com/hermes/hermes/profiles"
 )
@@ -55,6 +56,7 @@ func newToolEnv(e *env, cfg profiles.Config) (*agent.Env, error) {
 	}
 	env := &agent.Env{
 		Checkpoints:     e.checkpoints(cfg),
+		Subagents:       subagentStore(e),
 		ShellGit:        cfg.Checkpoints.Shell == "git",
 		Sessions:        e.sessions(),
 		Tasks:           taskStore,
@@ -74,6 +76,14 @@ func newToolEnv(e *env, cfg profiles.Config) (*agent.Env, error) {
 		env.Kanban = &kanbanWorker{board: board, w: w, author: e.profile.Name}
 	}
 	return env, nil
+}
+
+// subagentStore is the profile's sub-agent claims, waiting for a claim
+// held as long as for any lock.
+func subagentStore(e *env) *subagents.Store {
+	st := subagents.Open(e.profile.Dir())
+	st.LockTimeout = e.lockTimeout
+	return st
 }
 
 // maxSteps is agent.max_steps, checked.
@@ -120,6 +130,10 @@ func chatTools(e *env, o chatOptions, cfg profiles.Config) ([]agent.Tool, *mcp.P
 		}
 		if memoryOn && (!inWorker || cfg.Memory.KanbanWrite) {
 			more = append([]string{agent.MemoryToolName}, more...)
+		}
+		if !inWorker {
+			// A worker splits its work with kanban_create instead.
+			more = append(more, agent.DelegateToolName)
 		}
 		extra, _ := agent.Select(more, inWorker)
 		tools = append(tools, extra...)

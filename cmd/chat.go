@@ -459,6 +459,9 @@ func newChatter(e *env) (*chatter, error) {
 		return nil, err
 	}
 	ch.confine = cfg.Agent.Confine
+	if cfg.Agent.MaxSubagents < 0 || cfg.Agent.SubagentDepth < 0 {
+		return nil, fsstore.Invalidf("agent.max_subagents and agent.subagent_depth must be positive numbers")
+	}
 	ch.engine = &agent.Engine{
 		Sessions: ch.store,
 		Provider: prov,
@@ -466,6 +469,9 @@ func newChatter(e *env) (*chatter, error) {
 		Approver: approver,
 		MaxSteps: steps,
 		Progress: ch.progress,
+		// The delegate tool's children (cmd/agent/delegate.go).
+		MaxSubagents:  cfg.Agent.MaxSubagents,
+		SubagentDepth: cfg.Agent.SubagentDepth,
 		Late: func(sid string, c provider.ToolCall, result string) {
 			e.warn(fmt.Sprintf("%s (call %s) ended after its turn was cancelled; its result (%d bytes) was not kept: the call was answered as cancelled", c.Function.Name, c.ID, len(result)))
 		},
@@ -570,8 +576,11 @@ type turnResult struct {
 	Reply        string          `json:"reply"`
 	MessageCount int64           `json:"message_count"`
 	Usage        *provider.Usage `json:"usage,omitempty"`
-	Steps        int             `json:"steps"`
-	StepLimit    bool            `json:"step_limit"`
+	// SubagentUsage is the usage of the sub-agents the turn's delegate
+	// calls ran, apart from the turn's own.
+	SubagentUsage *provider.Usage `json:"subagent_usage,omitempty"`
+	Steps         int             `json:"steps"`
+	StepLimit     bool            `json:"step_limit"`
 }
 
 // session returns the chat's session, creating it for the first turn of a
@@ -699,7 +708,7 @@ func (ch *chatter) run(ctx context.Context, input []sessions.Message) (turnResul
 	if notice := stopNotice(res.Added); notice != "" {
 		ch.e.warn(notice)
 	}
-	return turnResult{SessionID: sess.ID, Reply: res.Text(), MessageCount: res.Count, Usage: res.Usage, Steps: res.Steps, StepLimit: res.StepLimit}, nil
+	return turnResult{SessionID: sess.ID, Reply: res.Text(), MessageCount: res.Count, Usage: res.Usage, SubagentUsage: res.Subagents, Steps: res.Steps, StepLimit: res.StepLimit}, nil
 }
 
 // stopNotice says why a reply ended, when its last assistant message

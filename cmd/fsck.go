@@ -72,6 +72,7 @@ func fsck(e *env) error {
 		func(repair bool, lostFound string) ([]fsstore.Finding, error) {
 			return hosts.Check(dir, repair, lostFound)
 		},
+		subagentStore(e).Check,
 	} {
 		more, err := check(repair, lostFound)
 		if err != nil {

@@ -3,8 +3,13 @@ package cmd
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -56,7 +61,10 @@ func sessionsCommand() *cli.Command {
 				Name:      "show",
 				Usage:     "print a session and its messages",
 				ArgsUsage: "ID|PREFIX|TITLE",
-				Action:    withEnv(sessionsShow),
+				Flags: []cli.Flag{
+					&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "then print each message as it is stored, until the session ends (a sub-agent's, once it has answered) or Ctrl-C"},
+				},
+				Action: withEnv(sessionsShow),
 			},
 			{
 				Name:      "export",
@@ -78,8 +86,15 @@ func sessionsCommand() *cli.Command {
 					&cli.StringFlag{Name: "state", Usage: "only this state: active, ended, suspended, resume_pending"},
 					&cli.BoolFlag{Name: "usage", Usage: "add each session's tokens and cost (hermes usage session)"},
 					&cli.StringFlag{Name: "sort", Value: "activity", Usage: "activity, or cost: the costliest first (implies --usage)"},
+					&cli.StringFlag{Name: "parent", Usage: "only the children of this session (ID, prefix or title): its sub-agents, forks and compressions"},
 				},
 				Action: withEnv(sessionsList),
+			},
+			{
+				Name:      "tree",
+				Usage:     "a session and its descendants (sub-agents, forks, compressions), each under its parent",
+				ArgsUsage: "ID|PREFIX|TITLE",
+				Action:    withEnv(sessionsTree),
 			},
 			{
 				Name:      "search",
@@ -326,6 +341,9 @@ func sessionsShow(e *env) error {
 		e.warn(fmt.Sprintf("session %s: %s", id, sess.Damaged))
 	}
 	if e.json {
+		if e.c.Bool("follow") {
+			return usagef("--follow prints for people: without --json")
+		}
 		return exportSessions(e, []string{id}, "json")
 	}
 	t, err := store.OpenTranscript(id)
@@ -345,6 +363,9 @@ func sessionsShow(e *env) error {
 	if sess.ParentSessionID != "" {
 		tb.row("parent:", sess.ParentSessionID)
 	}
+	if d := sess.Delegation; d != nil {
+		tb.row("delegated by:", fmt.Sprintf("task %d of call %s (depth %d)", d.TaskIndex+1, d.ToolCallID, d.Depth))
+	}
 	if sess.ForkSeq > 0 {
 		tb.row("fork point:", fmt.Sprintf("message %d of %s", sess.ForkSeq, sess.ParentSessionID))
 	}
@@ -362,13 +383,28 @@ func sessionsShow(e *env) error {
 		}
 	}
 	tb.flush()
-	err = t.Each(func(m sessions.Message) error {
+	var last int64
+	printMessage := func(m sessions.Message) error {
 		fmt.Fprintf(w, "\n[%d] %s  %s\n", m.Seq, m.Role, m.TS)
 		writeMessageBody(w, m)
+		last = m.Seq
 		return nil
-	})
+	}
+	err = t.Each(printMessage)
 	if ferr := w.Flush(); err == nil {
 		err = ferr
+	}
+	if err != nil || !e.c.Bool("follow") {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err = store.Follow(ctx, id, last, func(m sessions.Message) error {
+		printMessage(m)
+		return w.Flush()
+	})
+	if errors.Is(err, context.Canceled) {
+		return nil
 	}
 	return err
 }
@@ -548,10 +584,15 @@ func sessionsList(e *env) error {
 	if e.c.Bool("usage") || e.c.String("sort") != "activity" {
 		return sessionsListUsage(e)
 	}
+	parent, err := listParent(e)
+	if err != nil {
+		return err
+	}
 	list, err := e.sessions().List(sessions.ListOptions{
 		Limit:  e.c.Int("limit"),
 		Source: e.c.String("source"),
 		State:  e.c.String("state"),
+		Parent: parent,
 	})
 	if err != nil {
 		return err

@@ -275,7 +275,11 @@ func sessionsListUsage(e *env) error {
 		byID[r.Key] = r
 	}
 	limit := e.c.Int("limit")
-	opts := sessions.ListOptions{Limit: limit, Source: e.c.String("source"), State: e.c.String("state")}
+	parent, err := listParent(e)
+	if err != nil {
+		return err
+	}
+	opts := sessions.ListOptions{Limit: limit, Source: e.c.String("source"), State: e.c.String("state"), Parent: parent}
 	if by == "cost" {
 		opts.Limit = 0
 	}

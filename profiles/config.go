@@ -141,6 +141,11 @@ type Config struct {
 		// the gateway's keep to gateway.cwd (agent.Env.Root); off by
 		// default. The terminal tool is not confined.
 		Confine bool `yaml:"confine" json:"confine"`
+		// MaxSubagents is how many children of one delegate call run at
+		// once (default 3); SubagentDepth how deep delegation goes
+		// (default 1: the children do not delegate).
+		MaxSubagents  int `yaml:"max_subagents" json:"max_subagents"`
+		SubagentDepth int `yaml:"subagent_depth" json:"subagent_depth"`
 	} `yaml:"agent" json:"agent"`
 	Tools struct {
 		// Approval is ask (the default), auto or deny: what happens to a

@@ -9,7 +9,11 @@
 # every tool call must get exactly one result, and none may run twice.
 # Then a gateway phase: `hermes gateway serve` SIGKILLed and restarted under
 # clients that retry each turn until it is answered; every answered turn
-# must be stored, and no stored turn may run twice.
+# must be stored, and no stored turn may run twice. With -delegate-kills N, a
+# delegation phase: chat turns killed in the middle of a delegate call of three
+# sub-agents, each followed by a turn that must carry the call on (one result,
+# the three answers in order, no child's command run twice, no prompt stored
+# twice).
 #
 # Usage: scripts/crashloop.sh [KILLS] [crashloop flags…]
 #   KILLS  children to kill with SIGKILL (default 500)

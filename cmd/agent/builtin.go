@@ -17,7 +17,7 @@ func Builtin() []Tool {
 		searchFilesTool{}, findFilesTool{}, searchTool{},
 		kanbanTool{name: "kanban_complete"}, kanbanTool{name: "kanban_block"},
 		kanbanTool{name: "kanban_comment"}, kanbanTool{name: "kanban_heartbeat"}, kanbanTool{name: "kanban_create"},
-		memoryTool{}, skillViewTool{}, skillManageTool{},
+		memoryTool{}, skillViewTool{}, skillManageTool{}, delegateTool{},
 	}
 }
 
@@ -47,7 +47,7 @@ func Select(names []string, inWorker bool) ([]Tool, error) {
 		i := slices.IndexFunc(all, func(t Tool) bool { return t.Name() == name })
 		switch {
 		case i < 0:
-			known := append(append(GeneralToolNames(), KanbanToolNames()...), MemoryToolName, SkillViewToolName, SkillManageToolName)
+			known := append(append(GeneralToolNames(), KanbanToolNames()...), MemoryToolName, SkillViewToolName, SkillManageToolName, DelegateToolName)
 			return nil, fsstore.Invalidf("unknown tool %q (known: %s)", name, strings.Join(known, ", "))
 		case slices.Contains(KanbanToolNames(), name) && !inWorker:
 			return nil, fsstore.Invalidf("tool %s is only for kanban workers (run with %s set)", name, "HERMES_KANBAN_TASK")

@@ -37,14 +37,14 @@ func (cc *callChanges) changes() []checkpoints.Change {
 }
 
 // withCall is env for the call id of its session: its file changes are
-// checkpointed into env.Checkpoints and gathered for the call's result.
-// Without a store it is env.
+// checkpointed into env.Checkpoints (when set) and gathered for the
+// call's result.
 func (env *Env) withCall(id string) *Env {
-	if env.Checkpoints == nil {
-		return env
-	}
 	c := *env
-	c.call = &callChanges{store: env.Checkpoints, session: env.SessionID, call: id}
+	c.callID = id
+	if env.Checkpoints != nil {
+		c.call = &callChanges{store: env.Checkpoints, session: env.SessionID, call: id}
+	}
 	return &c
 }
 

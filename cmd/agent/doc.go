@@ -12,7 +12,8 @@
 //     calls have no result (the process running them died: kill -9, a
 //     power cut), each such call gets a tool result saying it was
 //     interrupted and not run again; calls the input itself answers first
-//     (a gateway client's results) are left to it. A session a restart
+//     (a gateway client's results) are left to it, and a Resumer's call
+//     (delegate) is run again, its result stored first (see Delegation). A session a restart
 //     interrupted (resume_pending, suspended) gets a system note naming the
 //     reason and the interrupted calls, unless a failed attempt already
 //     stored one. Then the input (the user message). At a session's first
@@ -222,6 +223,43 @@
 // snapshot and skills list when it starts with them; the parent ends with reason compression
 // (sessions.Store.Compress). A history with nothing before its kept turns
 // is not compressed.
+//
+// # Delegation
+//
+// The delegate tool (delegate.go) runs each task of its call as a child
+// session: created with its opening (as any session's first turn) and
+// the task's prompt in one write, so that it exists whole or not at all,
+// then run to its final answer by a copy of the engine whose tools are
+// the task's among the parent's (all of them by default; delegate only
+// while the child's depth is below SubagentDepth), with the parent's
+// provider and Approver, so that a child runs nothing the parent could
+// not; on the turn's model and provider (Turn.Model, Turn.Provider: the
+// gateway's routing) unless the task names a model. A child's id is derived from its parent's, the call's id and the
+// task's index (childID), and its document records the three
+// (sessions.Delegation). At most MaxSubagents children run at once. The
+// result is each child's answer (Result.Text) in the order of the tasks,
+// each cut to an equal share of Env.MaxOutput; a child whose turn fails
+// is reported in its place. The engine gives the tool the call's id and
+// itself through the Env (withCall, Run).
+//
+// A child is claimed before it runs (Env.Subagents, package subagents: a
+// lock held while it runs, and a record), so that two processes never
+// run it; a child another process holds is waited for up to the lock
+// timeout, then reported in its place. The
+// delegate tool is a Resumer: a delegate call that a dead process left
+// without a result is run again by the next turn (step 2 returns it
+// instead of answering it), before the turn's input. Run again, it
+// finds each child's session: one whose transcript ends its turn is read,
+// not run; one cut short is carried on by a turn with no input (its own
+// step 2); one whose create was cut short before its document gets its
+// document, and its prompt is not stored twice. A child that has
+// answered is ended (EndSubagentDone).
+//
+// The children run under the call's context: a cancelled turn stops them
+// with it, and the call is answered as cancelled. A child's engine marks
+// the usage of each call it stores with purpose delegate
+// (usage.PurposeDelegate), and the turn's Result.Subagents sums its
+// children's usage (and theirs), apart from Result.Usage, the turn's own.
 //
 // # Limits
 //

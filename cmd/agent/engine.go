@@ -103,6 +103,15 @@ type Engine struct {
 	// Hooks, when set, run at the turn's events (hooks.go; package
 	// hooks); what they tell the user goes to Warn.
 	Hooks *hooks.Set
+	// MaxSubagents is how many children of one delegate call run at once
+	// (DefaultMaxSubagents when 0), and SubagentDepth how deep delegation
+	// goes (DefaultSubagentDepth when 0): a child at that depth is not
+	// given the delegate tool.
+	MaxSubagents  int
+	SubagentDepth int
+	// purpose marks the usage of each call the engine stores (a
+	// sub-agent's engine: usage.PurposeDelegate).
+	purpose string
 }
 
 // DefaultCancelGrace is how long a cancelled call may take to end before
@@ -159,6 +168,10 @@ type Result struct {
 	// Count is the transcript's length after the turn.
 	Count int64
 	Usage *provider.Usage
+	// Subagents is the usage of the children that the turn's delegate
+	// calls ran (and of theirs), apart from Usage: the turn's cost
+	// without counting a sub-agent's call as the turn's own.
+	Subagents *provider.Usage
 	// Model is the model that answered last, when the provider says.
 	Model string
 	// Steps is the number of provider calls; StepLimit is set when the
@@ -214,9 +227,9 @@ func (e *Engine) Opening(ctx context.Context, cwd string, msgs []sessions.Messag
 // Run runs one turn on an existing session; see the package doc for the
 // steps and what each stores. An error leaves the session consistent and
 // resumable: what was stored stays, every stored call has or gets a result.
-func (e *Engine) Run(ctx context.Context, t Turn) (Result, error) {
+func (e *Engine) Run(ctx context.Context, t Turn) (res Result, _ error) {
 	st := e.Sessions
-	res := Result{SessionID: t.SessionID}
+	res = Result{SessionID: t.SessionID}
 	sess, err := st.Get(t.SessionID)
 	if err != nil {
 		return res, err
@@ -230,10 +243,21 @@ func (e *Engine) Run(ctx context.Context, t Turn) (Result, error) {
 	if env == nil {
 		env = &Env{}
 	}
-	env.SessionID = sess.ID
-	head, settled, err := e.prelude(sess, t.Input, env.Checkpoints)
+	env.SessionID, env.engine, env.subagents = sess.ID, e, &usageSum{}
+	env.model, env.provider = t.Model, t.Provider
+	defer func() { res.Subagents = env.subagents.total() }()
+	head, settled, resumed, err := e.prelude(sess, t.Input, env.Checkpoints)
 	if err != nil {
 		return res, err
+	}
+	base := e.hookBase(sess, env)
+	if len(resumed) > 0 {
+		// Their results go first: they answer the stored reply, before
+		// the input (Resumer). A hook that stops the turn there stops it.
+		stopped, err := e.runCalls(ctx, env, &res, resumed, base)
+		if err != nil || stopped {
+			return res, err
+		}
 	}
 	if sess.MessageCount == 0 {
 		head = e.Opening(ctx, firstNonEmpty(env.Cwd, sess.Cwd), head)
@@ -268,7 +292,6 @@ func (e *Engine) Run(ctx context.Context, t Turn) (Result, error) {
 	if t.Stream != nil {
 		stream = &separated{w: t.Stream}
 	}
-	base := e.hookBase(sess, env)
 	stopActive := false
 	for {
 		res.Steps++
@@ -296,6 +319,9 @@ func (e *Engine) Run(ctx context.Context, t Turn) (Result, error) {
 		res.Usage = res.Usage.Add(reply.Usage)
 		if reply.Model != "" {
 			res.Model = reply.Model
+		}
+		if e.purpose != "" {
+			markPurpose(reply.Messages, e.purpose)
 		}
 		// The calls are stored, and synced, before any of them runs.
 		if err := e.store(&res, reply.Messages...); err != nil {
@@ -399,10 +425,12 @@ func (e *Engine) store(res *Result, msgs ...sessions.Message) error {
 // the calls the input itself answers first; then the resume note of a
 // session a restart interrupted, unless one follows its last reply already;
 // then the input. Tool results must follow their call, so they go first.
-func (e *Engine) prelude(sess sessions.Session, input []sessions.Message, ck *checkpoints.Store) (_ []sessions.Message, settled []string, _ error) {
+// A call of a Resumer is not answered but returned, in resumed, for the
+// turn to run again before it stores the rest.
+func (e *Engine) prelude(sess sessions.Session, input []sessions.Message, ck *checkpoints.Store) (_ []sessions.Message, settled []string, resumed []provider.ToolCall, _ error) {
 	tail, err := e.Sessions.Tail(sess.ID, func(m sessions.Message) bool { return m.Role == "assistant" && !IsNote(m) })
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	lead := 0
 	for lead < len(input) && input[lead].Role == "tool" {
@@ -410,7 +438,13 @@ func (e *Engine) prelude(sess sessions.Session, input []sessions.Message, ck *ch
 	}
 	var missing []provider.ToolCall
 	if len(tail) > 0 && onlyResults(tail[1:]) {
-		missing = unanswered(append(tail, input[:lead]...))
+		for _, c := range unanswered(append(tail, input[:lead]...)) {
+			if r, ok := e.tool(c.Function.Name).(Resumer); ok && r.Resumes() {
+				resumed = append(resumed, c)
+			} else {
+				missing = append(missing, c)
+			}
+		}
 	}
 	out := append([]sessions.Message{}, input[:lead]...)
 	for _, c := range missing {
@@ -423,7 +457,7 @@ func (e *Engine) prelude(sess sessions.Session, input []sessions.Message, ck *ch
 			// The changes the call made before the crash (checkpoint.go).
 			changes, found, err := settlePending(ck, sess.ID, c.ID)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			if found {
 				checkpoints.Attach(&m, changes)
@@ -444,7 +478,7 @@ func (e *Engine) prelude(sess sessions.Session, input []sessions.Message, ck *ch
 			out = append(out, note(sessions.Message{Role: "system", Content: sessions.TextContent(resumeNote(sess.ResumeReason, missing))}))
 		}
 	}
-	return append(out, input[lead:]...), settled, nil
+	return append(out, input[lead:]...), settled, resumed, nil
 }
 
 // resumeNote is ResumeNote, naming the calls the interruption left

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/fsstore/checkpoints"
 	"github.com/hermes/hermes/fsstore/memory"
 	"github.com/hermes/hermes/fsstore/sessions"
+	"github.com/hermes/hermes/fsstore/subagents"
 	"github.com/hermes/hermes/fsstore/tasks"
 )
 
@@ -27,6 +29,16 @@ type Tool interface {
 	// cancelled ctx (Ctrl-C, the turn's caller gone) must stop the work,
 	// killing what it started, and return promptly.
 	Run(ctx context.Context, env *Env, args json.RawMessage) (string, error)
+}
+
+// Resumer is a tool whose call, left without a result by a process that
+// died while it ran, is run again by the next turn on its session instead
+// of being answered as interrupted: a tool whose work is durable and
+// claimed step by step, so that running the call again carries it on
+// and repeats nothing (delegate: its finished children are read, its
+// unfinished ones continued).
+type Resumer interface {
+	Resumes() bool
 }
 
 // Env is what a tool call may use: the session it runs for and the
@@ -69,8 +81,23 @@ type Env struct {
 	// work tree is preceded by a snapshot of its files, and what it
 	// changed is recorded as write_file's changes are (shell_checkpoint.go).
 	ShellGit bool
+	// Subagents, when set, is where the delegate tool claims each child
+	// before it runs it, so that none runs twice (fsstore/subagents).
+	Subagents *subagents.Store
 	// call gathers the changes of the call being run (withCall).
 	call *callChanges
+	// callID is the id of the call being run (withCall), and engine the
+	// engine that runs it (Engine.Run): the delegate tool's children are
+	// named after the one and run by the other.
+	callID string
+	engine *Engine
+	// subagents sums the usage of the children the turn's delegate calls
+	// ran (Result.Subagents); shared by the turn's copies of the Env.
+	subagents *usageSum
+	// model and provider are the turn's (Turn.Model, Turn.Provider): a
+	// child runs on them unless its task names a model.
+	model    string
+	provider provider.Provider
 }
 
 // forCall is env for one call run under ctx: its stores are copies whose

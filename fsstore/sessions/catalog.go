@@ -435,6 +435,9 @@ type ListOptions struct {
 	Limit  int // 0: no limit
 	Source string
 	State  string
+	// Parent keeps the sessions whose parent_session_id it is: the
+	// catalog does not hold it, so each session's document decides.
+	Parent string
 }
 
 // List returns sessions by most recent activity first. It walks the
@@ -506,7 +509,8 @@ func (s *Store) listFrom(f *os.File, size int64, opts ListOptions, budget int) (
 				// fsck names it.
 				s.current(&sess)
 			}
-			if (opts.Source != "" && sess.Source != opts.Source) || (opts.State != "" && sess.State != opts.State) {
+			if (opts.Source != "" && sess.Source != opts.Source) || (opts.State != "" && sess.State != opts.State) ||
+				(opts.Parent != "" && sess.ParentSessionID != opts.Parent) {
 				continue
 			}
 			out = append(out, sess)

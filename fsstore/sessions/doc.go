@@ -79,6 +79,13 @@
 // parent names, an ordinary session. Latest and Chain follow
 // compressed_into; a fork is not in a chain.
 //
+// A sub-agent's session (cmd/agent's delegate tool) is a child too: its
+// parent_session_id is the caller's, and its delegation field names the
+// call and the task; List with ListOptions.Parent finds a session's
+// children of every kind, reading each document the catalog lets through
+// (the catalog does not hold the parent). Follow reads a transcript as it
+// grows, a whole line at a time, until the session ends.
+//
 // # Idle sessions
 //
 // Idle lists the active sessions of a source last active before a cutoff

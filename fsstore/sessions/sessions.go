@@ -68,6 +68,10 @@ type Session struct {
 	// none, and for sessions made elsewhere. Only that key's clients can
 	// reach it through the gateway.
 	GatewayKey string `json:"gateway_key,omitempty"`
+	// Delegation, on a sub-agent's session (a child a delegate call made,
+	// whose parent_session_id is the caller's), names the call and the
+	// task; absent on every other session.
+	Delegation *Delegation `json:"delegation,omitempty"`
 	// Meta is what an imported session's source said of it beyond these
 	// fields (its token counts, costs, model settings, …), kept as the
 	// source wrote it; empty for a session made here.
@@ -77,6 +81,16 @@ type Session struct {
 	// because its document is damaged or missing, says so and what
 	// repairs it; never stored.
 	Damaged string `json:"damaged,omitempty"`
+}
+
+// Delegation is what a sub-agent's session records of the delegate call
+// that made it: the call's id in the parent's transcript, the task's
+// place in the call's list (from 0), and how many delegations deep the
+// session is (1 for a child of a session the user drives).
+type Delegation struct {
+	ToolCallID string `json:"tool_call_id"`
+	TaskIndex  int    `json:"task_index"`
+	Depth      int    `json:"depth"`
 }
 
 // Meta is a JSON object kept as it was written. Empty, it is written {},

@@ -23,6 +23,7 @@ const (
 // Purposes of a call besides a turn's (the empty Purpose).
 const (
 	PurposeCompress = "compress" // a compression's summary
+	PurposeDelegate = "delegate" // a sub-agent's, in its child session (cmd/agent/delegate.go)
 )
 
 // Call is one model call's usage, as stored on the message it produced.

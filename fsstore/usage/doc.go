@@ -29,7 +29,8 @@
 //   - model (as answered), provider, request_id (the upstream's, when it
 //     gives one), latency_ms (from the request to the parsed reply).
 //   - purpose: empty for a turn's call; "compress" for a compression's
-//     summary, stored on the summary message that starts the new session.
+//     summary, stored on the summary message that starts the new session;
+//     "delegate" for a sub-agent's, stored in its child session.
 //
 // An import may find calls that made no message of the transcript it
 // builds (a Claude Code response on an abandoned branch, the Python

@@ -27,8 +27,11 @@
 // (invariant 11). Unacknowledged writes may or may not have landed.
 //
 // Then the gateway phase (gateway.go): a gateway killed -gateway-kills
-// times under retrying clients; and, with -cron-kills, the cron phase
-// (cron.go): tickers killed at random.
+// times under retrying clients; with -cron-kills, the cron phase
+// (cron.go): tickers killed at random; and, with -delegate-kills, the
+// delegation phase (delegate.go): chat turns killed in the middle of a
+// delegation of three sub-agents, each followed by a turn that must carry
+// it on.
 //
 // It prints the counts and exits 1 when an acknowledged write was lost or
 // any check failed.
@@ -64,6 +67,7 @@ type opts struct {
 	gatewayKills   int
 	gatewayClients int
 	cronKills      int
+	delegateKills  int
 }
 
 // renameAttempt is one rename of a session, in the order the harness ran
@@ -123,6 +127,7 @@ type harness struct {
 	agent                                                agentState
 	gateway                                              gatewayCounts
 	cron                                                 cronCounts
+	delegate                                             delegateCounts
 }
 
 func main() {
@@ -139,6 +144,7 @@ func main() {
 	flag.IntVar(&o.gatewayKills, "gateway-kills", 30, "then kill a gateway under retrying clients this many times (0: no gateway phase)")
 	flag.IntVar(&o.gatewayClients, "gateway-clients", 8, "clients of the gateway phase (two of each kind)")
 	flag.IntVar(&o.cronKills, "cron-kills", 0, "then kill cron tick processes this many times while every 1s jobs fall due (0: no cron phase; it waits the claim lease, 62 s)")
+	flag.IntVar(&o.delegateKills, "delegate-kills", 0, "then kill this many chat turns in the middle of a delegation of three sub-agents, each turn followed by one not killed (0: no delegation phase)")
 	flag.Parse()
 	if o.bin == "" || o.home == "" || o.kills < 1 || o.checkEvery < 1 || o.workers < 1 || o.killMax < o.killMin {
 		flag.Usage()
@@ -259,6 +265,9 @@ func (h *harness) run() int {
 	if h.o.cronKills > 0 {
 		h.cronPhaseRun(h.o.cronKills)
 	}
+	if h.o.delegateKills > 0 {
+		h.delegatePhaseRun(h.o.delegateKills)
+	}
 	h.led.mu.Lock()
 	ops, acked := h.led.ops, h.led.acked
 	exits := h.led.exits
@@ -296,6 +305,7 @@ func (h *harness) run() int {
 		h.gateway.acked, h.gateway.kills, h.gateway.twice, h.gateway.toolTurns, h.gateway.internal)
 	fmt.Printf("cron:               %d claims under %d ticker kills; %d started, %d recorded lost\n",
 		h.cron.claims, h.cron.kills, h.cron.started, h.cron.lost)
+	fmt.Printf("delegation:         %d turns after %d kills; %d delegate calls carried on\n", h.delegate.turns, h.delegate.kills, h.delegate.resumed)
 	h.led.mu.Unlock()
 	fmt.Printf("elapsed:            %s\n", time.Since(start).Round(time.Millisecond))
 	if len(h.problems) > 0 {
