@@ -303,7 +303,7 @@ func (e *Engine) runClaimed(ctx context.Context, env *Env, parent sessions.Sessi
 	cenv := &Env{Cwd: env.Cwd, Root: env.Root, Sessions: env.Sessions, Tasks: env.Tasks, MaxOutput: env.MaxOutput,
 		TerminalTimeout: env.TerminalTimeout, StartTask: env.StartTask, Memory: env.Memory, Skills: env.Skills,
 		Checkpoints: env.Checkpoints, ShellGit: env.ShellGit, Subagents: env.Subagents}
-	sub.purpose = usage.PurposeDelegate
+	sub.purpose, sub.parent = usage.PurposeDelegate, &parent
 	res, err := sub.Run(ctx, Turn{SessionID: c.id, Env: cenv, Model: c.task.Model, Provider: env.provider})
 	env.subagents.add(res.Usage)
 	env.subagents.add(res.Subagents)

@@ -5,16 +5,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/hermes/hermes/cmd/hooks"
 	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/fsstore/sessions"
 	"github.com/hermes/hermes/fsstore/subagents"
 	"github.com/hermes/hermes/fsstore/usage"
+	"github.com/hermes/hermes/profiles"
 )
 
 // byPrompt is a provider for a parent and its children: a session's
@@ -391,5 +394,35 @@ func TestDelegateChildHasNoClientTools(t *testing.T) {
 	cm := stored(t, st, childID(id, "call_delegate_0", 0))
 	if got := resultOf(t, cm, "call_client_tool_0"); !strings.HasPrefix(got, "error: unknown tool") {
 		t.Fatalf("the child's call: %q", got)
+	}
+}
+
+// A child's end fires SubagentStop, not Stop, with the parent's session id
+// and the child's as agent_id; a block keeps the child going once, with
+// the reason, as Stop does for a turn.
+func TestDelegateFiresSubagentStop(t *testing.T) {
+	st := newDelegateStore(t)
+	id := newSession(t, st)
+	p := newByPrompt(t, map[string][]sessions.Message{
+		"go": {delegateCall(`{"prompt":"a"}`), text("all done")},
+		"a":  {text("answer a"), text("answer a, cited")},
+	})
+	dir := t.TempDir()
+	guard := `cat >> events.jsonl; echo >> events.jsonl; [ -f once ] && exit 0; touch once; echo 'cite your sources' >&2; exit 2`
+	e := &Engine{Sessions: st, Provider: p, Tools: []Tool{delegateTool{}},
+		Hooks: hookSet(t, profiles.Hooks{hooks.SubagentStop: {{Command: guard}}, hooks.Stop: {{Command: `cat >> stops.jsonl; echo >> stops.jsonl`}}})}
+	if _, err := e.Run(context.Background(), Turn{SessionID: id, Input: user("go"), Env: &Env{Cwd: dir}}); err != nil {
+		t.Fatal(err)
+	}
+	events, _ := os.ReadFile(filepath.Join(dir, "events.jsonl"))
+	stops, _ := os.ReadFile(filepath.Join(dir, "stops.jsonl"))
+	if n := strings.Count(string(events), `"hook_event_name":"SubagentStop"`); n != 2 || !strings.Contains(string(events), `"session_id":"`+id+`"`) || !strings.Contains(string(events), `"agent_id":"`+id+`-task-`) {
+		t.Errorf("SubagentStop inputs:\n%s", events)
+	}
+	if n := strings.Count(string(stops), `"hook_event_name":"Stop"`); n != 1 || !strings.Contains(string(stops), `"session_id":"`+id+`"`) {
+		t.Errorf("Stop inputs (the parent's turn alone):\n%s", stops)
+	}
+	if res := resultOf(t, stored(t, st, id), "call_delegate_0"); !strings.Contains(res, "answer a, cited") {
+		t.Errorf("delegate result %q, want the child's answer after the hook kept it going", res)
 	}
 }

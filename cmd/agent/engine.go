@@ -110,8 +110,11 @@ type Engine struct {
 	MaxSubagents  int
 	SubagentDepth int
 	// purpose marks the usage of each call the engine stores (a
-	// sub-agent's engine: usage.PurposeDelegate).
+	// sub-agent's engine: usage.PurposeDelegate), and parent is the
+	// session whose delegation a sub-agent's engine runs: its turn's end
+	// fires SubagentStop, not Stop.
 	purpose string
+	parent  *sessions.Session
 }
 
 // DefaultCancelGrace is how long a cancelled call may take to end before

@@ -218,23 +218,37 @@ func (e *Engine) SessionEnd(ctx context.Context, sess sessions.Session, reason s
 // stored, and true returned, for the engine to call the provider again.
 // active is true when a Stop hook kept this turn going already.
 func (e *Engine) stopHooks(ctx context.Context, res *Result, base hooks.Input, last string, active bool) (bool, error) {
-	if !e.Hooks.Has(hooks.Stop) {
+	event := hooks.Stop
+	if e.parent != nil {
+		event = hooks.SubagentStop // a delegated child's turn
+	}
+	if !e.Hooks.Has(event) {
 		return false, nil
 	}
-	in := base
-	in.HookEventName = hooks.Stop
-	in.StopHookActive = &active
-	in.LastAssistantMessage = &last
-	o := e.hookRun(ctx, in)
+	var o hooks.Outcome
+	if e.parent != nil {
+		child, err := e.Sessions.Get(base.SessionID)
+		if err != nil {
+			return false, err
+		}
+		o = e.SubagentStop(ctx, *e.parent, child, SourceDelegate, last, active)
+	} else {
+		in := base
+		in.HookEventName = hooks.Stop
+		in.StopHookActive = &active
+		in.LastAssistantMessage = &last
+		o = e.hookRun(ctx, in)
+	}
 	if !o.Block || o.Stop || ctx.Err() != nil {
 		return false, nil
 	}
 	m := note(sessions.Message{Role: "system", Content: sessions.TextContent(stopHookNote + o.Reason)})
-	hooks.Attach(&m, o.Record(hooks.Stop))
+	hooks.Attach(&m, o.Record(event))
 	return true, e.store(res, m)
 }
 
-// stopHookNote begins the note of a Stop hook that kept a turn going.
+// stopHookNote begins the note of a Stop (or SubagentStop) hook that kept
+// a turn going.
 const stopHookNote = "A Stop hook kept the turn going: "
 
 // SubagentStop runs the SubagentStop hooks of child, a session a
@@ -246,7 +260,7 @@ func (e *Engine) SubagentStop(ctx context.Context, parent, child sessions.Sessio
 	if !e.Hooks.Has(hooks.SubagentStop) {
 		return hooks.Outcome{}
 	}
-	in := e.hookBase(parent, &Env{Cwd: parent.Cwd})
+	in := e.hookBase(parent, &Env{Cwd: firstNonEmpty(child.Cwd, parent.Cwd)})
 	in.HookEventName = hooks.SubagentStop
 	in.StopHookActive = &active
 	in.LastAssistantMessage = &last
