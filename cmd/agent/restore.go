@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -70,6 +71,11 @@ func Restore(ctx context.Context, st *sessions.Store, store *checkpoints.Store, 
 	if err != nil {
 		return res, err
 	}
+	in, done, err := sessionFiles(st, sid)
+	if err != nil {
+		return res, err
+	}
+	defer done()
 	for _, t := range targets {
 		if t.Lost != "" {
 			res.Lost = append(res.Lost, Skipped{t.Path, "not checkpointed: " + t.Lost})
@@ -82,7 +88,8 @@ func Restore(ctx context.Context, st *sessions.Store, store *checkpoints.Store, 
 				continue
 			}
 		}
-		h, fi, err := present(ctx, hostFiles{}, t.Path)
+		fsys, name := in.of(t.Path)
+		h, fi, err := present(ctx, fsys, name)
 		if err != nil {
 			res.Conflicts = append(res.Conflicts, Skipped{t.Path, err.Error()})
 			continue
@@ -121,7 +128,8 @@ func Restore(ctx context.Context, st *sessions.Store, store *checkpoints.Store, 
 		if j.change.Before == "" {
 			continue
 		}
-		b, _, err := readRegular(ctx, hostFiles{}, j.t.Path, j.t.Path, syscall.O_NOFOLLOW, maxRestoreRead, func(size int64) error {
+		fsys, name := in.of(j.t.Path)
+		b, _, err := readRegular(ctx, fsys, name, j.t.Path, syscall.O_NOFOLLOW, maxRestoreRead, func(size int64) error {
 			return fmt.Errorf("%s has %d bytes, more than a restore stores", j.t.Path, size)
 		})
 		if err == nil && checkpoints.Hash(b) != j.change.Before {
@@ -154,7 +162,8 @@ func Restore(ctx context.Context, st *sessions.Store, store *checkpoints.Store, 
 	for range min(restoreWorkers, len(jobs)) {
 		wg.Go(func() {
 			for i := range work {
-				errs[i] = restoreFile(jobs[i].t, jobs[i].data)
+				fsys, name := in.of(jobs[i].t.Path)
+				errs[i] = restoreFile(fsys, name, jobs[i].t, jobs[i].data)
 				restoreStep(fmt.Sprint("file ", i+1))
 			}
 		})
@@ -194,21 +203,60 @@ func Restore(ctx context.Context, st *sessions.Store, store *checkpoints.Store, 
 	return res, store.ClearPending(sid, checkpoints.RestoreCall)
 }
 
-// restoreFile puts one file back: t's bytes (data) with its mode,
-// atomically, or removes it; its directory is left to sync.
-func restoreFile(t checkpoints.Target, data []byte) error {
-	fsys := hostFiles{}
+// restoreFile puts one file back, name in fsys (sessionFiles): t's bytes
+// (data) with its mode, atomically, or removes it; its directory is left
+// to sync.
+func restoreFile(fsys fileSys, name string, t checkpoints.Target, data []byte) error {
 	if t.Absent {
-		if err := fsys.Remove(t.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := fsys.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
 		return nil
 	}
-	if err := fsys.MkdirAll(filepath.Dir(t.Path), 0o777); err != nil {
+	if err := fsys.MkdirAll(filepath.Dir(name), 0o777); err != nil {
 		return err
 	}
 	c := checkpoints.Change{Mode: t.Mode}
-	return replaceUnsynced(fsys, t.Path, t.Path, data, modeInfo{filepath.Base(t.Path), c.FileMode()}, nil)
+	return replaceUnsynced(fsys, name, t.Path, data, modeInfo{filepath.Base(t.Path), c.FileMode()}, nil)
+}
+
+// restoreFS is where a restore reads and writes its files (sessionFiles).
+type restoreFS struct {
+	root *rootFiles // the session's directory; nil when it has none
+}
+
+// of is the file system and name of path: beneath the session's
+// directory, that directory's os.Root and the path in it; elsewhere (a
+// file the agent was let write outside it), the whole file system.
+func (r restoreFS) of(path string) (fileSys, string) {
+	if r.root != nil {
+		if rel, ok := beneath(r.root.dir, path); ok {
+			return *r.root, rel
+		}
+	}
+	return hostFiles{}, path
+}
+
+// sessionFiles is the restoreFS of session sid: a file beneath its
+// working directory is read and written through that directory, as
+// confined file tools use it, so that a directory of its path swapped for
+// a symbolic link that leads out of it (after the agent wrote there) is
+// refused, never written through. done closes the directory.
+func sessionFiles(st *sessions.Store, sid string) (_ restoreFS, done func(), _ error) {
+	sess, err := st.Get(sid)
+	if err != nil {
+		return restoreFS{}, nil, err
+	}
+	if sess.Cwd == "" {
+		return restoreFS{}, func() {}, nil
+	}
+	root, err := os.OpenRoot(sess.Cwd)
+	if err != nil {
+		// Gone, or not a directory now: its files are put back where
+		// they were, their directories made again.
+		return restoreFS{}, func() {}, nil
+	}
+	return restoreFS{root: &rootFiles{root, sess.Cwd}}, func() { root.Close() }, nil
 }
 
 // maxRestoreRead bounds the present bytes a restore reads to store them
