@@ -199,6 +199,54 @@
 // clock with another's: the hosts' clocks are assumed to agree to within
 // a few seconds.
 //
+// # Fencing
+//
+// A lock can be lost without its holder knowing: on a network filesystem
+// the servers drop a client's flocks with its connection (GlusterFS after
+// its keepalive, about 40 s), another host then takes the lock, and the
+// client, reconnected, writes through descriptors it opened before. A
+// holder paused (a frozen VM) across that time reads the log's end, is
+// cut off, and wakes with a line numbered from an end that is no longer
+// the end. flock cannot tell it. Three ways to fence it were weighed:
+//
+//   - Lock the file written instead of a sidecar, so that a descriptor
+//     whose lock was lost is refused (GlusterFS's client.strict-locks):
+//     a document is replaced by rename, and a lock on the inode replaced
+//     guards nothing (hence the sidecars), and only GlusterFS refuses such
+//     a descriptor, only with an option set.
+//   - A fencing token, a number that grows with each holder, stored in
+//     the lock's file and checked at commit: a file server does not check
+//     a token, so the writer reads it back before it writes, which is a
+//     check of the same kind as the next one, and costs a read of another
+//     file.
+//   - Check at commit that the log still ends where its writer read it
+//     under the lock. What an append numbers from is that end (a
+//     transcript's next seq is the last line's plus one); if another
+//     writer has appended since, the writer's lock was lost, and its line
+//     would break the log. The check needs nothing new on disk.
+//
+// The last is what the engine does, once, at the commit point of every
+// append, WriteLines (AppendLines, AppendThen and AppendLog write through
+// it): OpenAppend leaves the descriptor's offset at the end it read (from
+// the server: FreshSize), and WriteLines reads the size again before it
+// writes. A log that no longer ends there refuses the append with a
+// *FencedError (ErrRefused: exit 4), and nothing is written. A holder
+// that loses its lock between that check and its write (microseconds,
+// where a pause past a keepalive is tens of seconds) is caught after it:
+// a log that does not end at the lines' end is read back, and lines of
+// this writer that landed after another writer's are moved to
+// <log>.fenced-<unix> and the append refused, naming the copy; lines that
+// landed where their writer read the end stand (the other writer's check
+// moves its own aside). An append that fails later (its sync, its
+// commit) is cut back only while the log still ends with its lines: a cut
+// after another writer's lines would remove them. This fences every log a
+// lock guards: transcripts, the catalog, a board task's events, the cron
+// runs log, the finished log of background tasks, the memory and skills
+// logs, the gateway's logs. A document replaced by rename is not fenced
+// by it: a change of a document whose writer lost its lock and whose log
+// was read after its pause (a board change, a cron claim take the log's
+// own lock when they commit) still replaces the document.
+//
 // # Errors
 //
 // Errors wrap their cause with %w and name the path. Their kind is tested

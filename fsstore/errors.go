@@ -99,3 +99,28 @@ func PathErr(op, path string, err error) error {
 	}
 	return &fs.PathError{Op: op, Path: path, Err: err}
 }
+
+// FencedError reports an append refused because its writer's lock was
+// lost: the log no longer ends where the writer read its end under the
+// lock (Want), because another writer, which took the lock since,
+// appended (the log now ends at Found). Nothing of the refused append
+// stays in the log; when its lines had landed after the other writer's,
+// they were moved to Aside. It matches ErrRefused (doc.go, "Fencing").
+type FencedError struct {
+	Path  string
+	Want  int64
+	Found int64
+	Aside string
+}
+
+func (e *FencedError) Error() string {
+	msg := fmt.Sprintf("append to %s refused: its lock was lost (the log ends at byte %d, not at %d where this writer read it: another host or process took the lock and appended)", e.Path, e.Found, e.Want)
+	if e.Aside != "" {
+		msg += "; the lines were moved aside to " + e.Aside
+	} else {
+		msg += "; nothing was written"
+	}
+	return msg
+}
+
+func (e *FencedError) Is(target error) bool { return target == ErrRefused }
