@@ -124,3 +124,22 @@ func (e *FencedError) Error() string {
 }
 
 func (e *FencedError) Is(target error) bool { return target == ErrRefused }
+
+// UnknownOutcomeError reports a write that failed in a way that leaves
+// its outcome unknown: its lines may be in the log or not (the write or
+// the sync failed and the cut back failed too: the filesystem stopped
+// answering), or they are in the log although the write is reported as
+// failed (another writer appended after them). A caller that retries
+// such a write must first look at what is stored, or write with a key
+// that makes the retry store nothing twice.
+type UnknownOutcomeError struct {
+	Path string
+	Why  string
+	Err  error
+}
+
+func (e *UnknownOutcomeError) Error() string {
+	return fmt.Sprintf("%v; outcome unknown: %s", e.Err, e.Why)
+}
+
+func (e *UnknownOutcomeError) Unwrap() error { return e.Err }

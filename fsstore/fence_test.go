@@ -155,3 +155,36 @@ func TestFencedCutBackKeepsOthersLines(t *testing.T) {
 		t.Fatalf("log holds %q, want %q (the other writer's line kept)", got, want)
 	}
 }
+
+// TestAppendOutcomeUnknown: an append whose write or sync failed and
+// whose lines could not be cut back (the mount died under it) may be
+// stored or not: its error is an *UnknownOutcomeError, which says so
+// and names the log, and wraps the cause. One whose cut succeeded is an
+// ordinary failure: nothing is stored.
+func TestAppendOutcomeUnknown(t *testing.T) {
+	for _, step := range []string{"write", "sync"} {
+		t.Run(step, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "log.jsonl")
+			storetest.MustWrite(t, path, []byte("{\"seq\":1}\n"))
+			f, _, err := OpenAppend(path, storetest.Epoch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if step == "write" {
+				storetest.SetWrite(t, func(w *os.File, b []byte) (int, error) {
+					n, _ := w.Write(b[:4])
+					return n, storetest.ErrInjected
+				})
+			} else {
+				storetest.SetSeams(t, nil, nil, func(*os.File) error { return storetest.ErrInjected })
+			}
+			storetest.SetTruncate(t, func(*os.File, int64) error { return errors.New("transport endpoint is not connected") })
+			err = AppendLines(f, [][]byte{[]byte("{\"seq\":2}\n")})
+			var unknown *UnknownOutcomeError
+			if !errors.As(err, &unknown) || !errors.Is(err, storetest.ErrInjected) || !strings.Contains(err.Error(), "outcome unknown") || !strings.Contains(err.Error(), path) {
+				t.Fatalf("AppendLines = %v, want an *UnknownOutcomeError naming %s and wrapping the cause", err, path)
+			}
+		})
+	}
+}

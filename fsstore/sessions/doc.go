@@ -44,7 +44,11 @@
 // transcript's last line. An append does not rewrite the document (only
 // the first user message does, for the preview): it writes the transcript
 // and the catalog and syncs both at once, which halves the syncs of a
-// turn. So a document is behind its transcript by design, and every reader
+// turn. Its commit point is the transcript's sync: once it is done the
+// append has happened, and a failure to write the catalog or the
+// preview, caches both, is warned of and the append succeeds (a caller
+// told it failed would retry and store its messages twice); a failure of
+// the transcript's own write or sync fails it, cut back. So a document is behind its transcript by design, and every reader
 // (Get, List, Prune, a rewrite) takes the count and the last activity from
 // the transcript's last line, which costs one open and a small read. A
 // document ahead of its transcript is damage, which Check reports and
