@@ -55,6 +55,17 @@
 // repairs. An append reads the last line of the transcript, not the whole
 // file, so its cost does not grow with the history.
 //
+// # Keyed appends
+//
+// AppendKeyed stores an append at most once for an idempotency key, so
+// that a caller may retry an append whose outcome it could not know
+// (fsstore.UnknownOutcomeError). Under the session's lock it reads the
+// key's record (KeyRecords: the gateway's), writes it (synced) before the
+// append, saying where the append begins, and completes it after. A
+// record left begun (the append's outcome unknown) is settled by the
+// transcript: the lines after where the append began are its messages
+// (compared without seq and ts) or they are not, and then it is made.
+//
 // # The truncation guard
 //
 // Save is the whole-transcript write: the stored messages are compared one
