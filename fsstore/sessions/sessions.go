@@ -671,6 +671,10 @@ func (s *Store) appendLocked(sess *Session, msgs []Message) (int64, bool, error)
 			// which counts the messages, taken back.
 			defer s.retract(entry)
 		}
+	} else if errors.Is(cerr, fsstore.ErrRefused) {
+		// A catalog that breaks a rule (a symlink) is refused, as a
+		// transcript would be, before anything is committed.
+		err = cerr
 	} else {
 		err = fsstore.SyncLog(f)
 	}
