@@ -25,7 +25,10 @@
 // moment its holder lets go (0.1 ms from release to hold, where polling
 // took 1.2 ms: BenchmarkLockHandoff); a wait given up stays blocked until
 // the lock is free and then lets it go at once, and past 256 such waits a
-// process polls instead. Writers to different records take different
+// process polls instead. A holder of an exclusive lock writes who it is in
+// the lock's file as it takes it ({"host","pid","at"}: not synced, not
+// cleared, so it names the last taker), and a wait that times out names
+// it: a lock held by a host that is cut off is told by host and pid. Writers to different records take different
 // locks and never wait for each other. A reader that wants a shared lock whose file
 // is missing and cannot be made (a read-only copy of a profile) reads
 // without it; a writer there fails, naming the lock. A holder may remove

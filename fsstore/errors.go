@@ -48,14 +48,20 @@ func (e *kindError) Is(target error) bool { return target == e.kind }
 func (e *kindError) Unwrap() error        { return e.err }
 
 // LockTimeoutError reports a lock that could not be taken within the
-// caller's bound.
+// caller's bound. Holder is who last took it, as its file records
+// ("pid 4242 on host build-7/… at 2026-…"), or "" when it records no one.
 type LockTimeoutError struct {
 	Path    string
 	Timeout string
+	Holder  string
 }
 
 func (e *LockTimeoutError) Error() string {
-	return fmt.Sprintf("timed out after %s waiting for lock %s", e.Timeout, e.Path)
+	msg := fmt.Sprintf("timed out after %s waiting for lock %s", e.Timeout, e.Path)
+	if e.Holder != "" {
+		msg += " (last taken by " + e.Holder + ")"
+	}
+	return msg
 }
 
 // LockInterruptedError reports a lock wait that its caller called off

@@ -1,7 +1,10 @@
 package fsstore
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"sync"
 	"syscall"
@@ -88,7 +91,7 @@ func lock(path string, timeout time.Duration, done <-chan struct{}, shared bool)
 			continue
 		}
 		if !time.Now().Before(deadline) {
-			return nil, &LockTimeoutError{Path: path, Timeout: timeout.String()}
+			return nil, &LockTimeoutError{Path: path, Timeout: timeout.String(), Holder: holderOf(path)}
 		}
 		// Held: wait for it in the kernel (blockingWait), so that the
 		// wait ends the moment the holder lets go. When too many waits
@@ -99,10 +102,13 @@ func lock(path string, timeout time.Duration, done <-chan struct{}, shared bool)
 		case errors.Is(err, errWaitersFull):
 		case err != nil:
 			if _, timedOut := err.(*LockTimeoutError); timedOut {
-				return nil, &LockTimeoutError{Path: path, Timeout: timeout.String()}
+				return nil, &LockTimeoutError{Path: path, Timeout: timeout.String(), Holder: holderOf(path)}
 			}
 			return nil, err
 		case unlock != nil:
+			if !shared {
+				recordHolder(path)
+			}
 			return unlock, nil
 		default:
 			continue // the file was removed under the wait: lock what the path names
@@ -122,7 +128,58 @@ func lock(path string, timeout time.Duration, done <-chan struct{}, shared bool)
 		delay = min(delay*2, maxLockPoll)
 	}
 	fixMode(path, fl.Stat)
+	if !shared {
+		recordHolder(path)
+	}
 	return func() { fl.Unlock() }, nil
+}
+
+// holderRecord is what a holder of an exclusive lock writes in the lock's
+// file when it takes the lock: who it is, so that a wait that times out
+// can name it (a host cut off keeps its locks until the servers drop
+// them). It is not synced and not cleared: it names the last taker, who
+// may have let go since (a reader may hold the lock now).
+type holderRecord struct {
+	Host string `json:"host"`
+	PID  int    `json:"pid"`
+	At   Time   `json:"at"`
+}
+
+// maxHolderRecord bounds what is read of a lock's file.
+const maxHolderRecord = 1 << 10
+
+// recordHolder writes this process's holderRecord in the lock file at
+// path, which it holds. A failure is no error: the record only names.
+func recordHolder(path string) {
+	f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	line, _ := json.Marshal(holderRecord{Host: ThisHost(), PID: os.Getpid(), At: TimeOf(time.Now())})
+	line = append(line, '\n')
+	if _, err := f.WriteAt(line, 0); err == nil {
+		f.Truncate(int64(len(line)))
+	}
+}
+
+// holderOf is who the lock file at path says last took it, "" when it
+// says nothing readable. The file is opened without blocking (a fifo in
+// its place does not hang the message).
+func holderOf(path string) string {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	b := make([]byte, maxHolderRecord)
+	n, _ := f.ReadAt(b, 0)
+	var h holderRecord
+	line, _, _ := bytes.Cut(b[:n], []byte{'\n'})
+	if json.Unmarshal(line, &h) != nil || h.PID <= 0 || h.Host == "" {
+		return ""
+	}
+	return fmt.Sprintf("pid %d on host %s at %s", h.PID, h.Host, h.At)
 }
 
 // fixMode makes a sidecar 0600: flock creates it 0600 less the umask,
