@@ -155,8 +155,10 @@ func withEnv(fn func(*env) error) cli.ActionFunc {
 		if err != nil {
 			return err
 		}
-		e.warnNetFS()
-		return fn(e)
+		return watchFS(e.profile.Dir(), e.fsTimeout, func() error {
+			e.warnNetFS()
+			return fn(e)
+		})
 	}
 }
 
