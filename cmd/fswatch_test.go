@@ -61,6 +61,7 @@ func TestWatchFSLongCommand(t *testing.T) {
 		if probes.Load() == 0 {
 			t.Error("a five-minute command was never watched")
 		}
+		synctest.Wait() // the last probe, started before the command ended, has answered
 		probes.Store(0)
 		if err := watchFS("/p", 0, func() error { time.Sleep(time.Minute); return nil }); err != nil || probes.Load() != 0 {
 			t.Fatalf("watchFS with 0 = %v after %d probes, want nil after none", err, probes.Load())
