@@ -193,28 +193,17 @@ func OpenAppend(path string, now time.Time) (f *os.File, moved string, err error
 	if err != nil {
 		return nil, "", PathErr("open", path, linkErr(err))
 	}
-	moved, err = cutTornTail(f, now)
+	moved, end, err := cutTornTail(f, now)
 	if err == nil {
-		err = seekEnd(f)
+		if _, serr := f.Seek(end, io.SeekStart); serr != nil {
+			err = PathErr("seek", path, serr)
+		}
 	}
 	if err != nil {
 		f.Close()
 		return nil, "", err
 	}
 	return f, moved, nil
-}
-
-// seekEnd sets the offset of the log f at its size as the server knows
-// it (FreshSize): the end its writer reads and numbers from.
-func seekEnd(f *os.File) error {
-	size, err := FreshSize(f)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Seek(size, io.SeekStart); err != nil {
-		return PathErr("seek", f.Name(), err)
-	}
-	return nil
 }
 
 // linkErr turns the ELOOP of O_NOFOLLOW into a refusal that says why.
@@ -225,26 +214,30 @@ func linkErr(err error) error {
 	return err
 }
 
-func cutTornTail(f *os.File, now time.Time) (string, error) {
+// cutTornTail moves a torn tail of the log f aside (MoveTailAside) and
+// returns the name of the copy, if any, and the log's end as the server
+// knows it (FreshSize) after the cut.
+func cutTornTail(f *os.File, now time.Time) (string, int64, error) {
 	size, err := FreshSize(f)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	if size == 0 {
-		return "", nil
+		return "", 0, nil
 	}
 	last := make([]byte, 1)
 	if _, err := f.ReadAt(last, size-1); err != nil {
-		return "", PathErr("read", f.Name(), err)
+		return "", 0, PathErr("read", f.Name(), err)
 	}
 	if last[0] == '\n' {
-		return "", nil
+		return "", size, nil
 	}
 	nl, err := lastNewline(f, size)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
-	return MoveTailAside(f, nl+1, fmt.Sprintf(".torn-%d", now.Unix()))
+	moved, err := MoveTailAside(f, nl+1, fmt.Sprintf(".torn-%d", now.Unix()))
+	return moved, nl + 1, err
 }
 
 // MoveTailAside copies the bytes of the log f from offset keep to its end
