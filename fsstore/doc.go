@@ -26,9 +26,10 @@
 // took 1.2 ms: BenchmarkLockHandoff); a wait given up stays blocked until
 // the lock is free and then lets it go at once, and past 256 such waits a
 // process polls instead. A holder of an exclusive lock writes who it is in
-// the lock's file as it takes it ({"host","pid","at"}: not synced, not
-// cleared, so it names the last taker), and a wait that times out names
-// it: a lock held by a host that is cut off is told by host and pid. Writers to different records take different
+// the lock's file as it takes it ({"host","pid","at","token"}: not
+// synced, not cleared, so it names the last taker), and a wait that times
+// out names it: a lock held by a host that is cut off is told by host and
+// pid. The token fences the holder's documents (see Fencing). Writers to different records take different
 // locks and never wait for each other. A reader that wants a shared lock whose file
 // is missing and cannot be made (a read-only copy of a profile) reads
 // without it; a writer there fails, naming the lock. A holder may remove
@@ -209,47 +210,58 @@
 // the servers drop a client's flocks with its connection (GlusterFS after
 // its keepalive, about 40 s), another host then takes the lock, and the
 // client, reconnected, writes through descriptors it opened before. A
-// holder paused (a frozen VM) across that time reads the log's end, is
-// cut off, and wakes with a line numbered from an end that is no longer
-// the end. flock cannot tell it. Three ways to fence it were weighed:
+// holder paused (a frozen VM) across that time wakes with a decision made
+// on what it read before: a line numbered from an end that is no longer
+// the end, a document changed from one that is no longer the document.
+// flock cannot tell it. Three ways to fence it were weighed:
 //
 //   - Lock the file written instead of a sidecar, so that a descriptor
 //     whose lock was lost is refused (GlusterFS's client.strict-locks):
 //     a document is replaced by rename, and a lock on the inode replaced
 //     guards nothing (hence the sidecars), and only GlusterFS refuses such
 //     a descriptor, only with an option set.
-//   - A fencing token, a number that grows with each holder, stored in
-//     the lock's file and checked at commit: a file server does not check
-//     a token, so the writer reads it back before it writes, which is a
-//     check of the same kind as the next one, and costs a read of another
-//     file.
-//   - Check at commit that the log still ends where its writer read it
-//     under the lock. What an append numbers from is that end (a
-//     transcript's next seq is the last line's plus one); if another
-//     writer has appended since, the writer's lock was lost, and its line
-//     would break the log. The check needs nothing new on disk.
+//   - Check at commit that a log still ends where its writer read it under
+//     the lock. What an append numbers from is that end (a transcript's
+//     next seq is the last line's plus one); if another writer appended
+//     since, the writer's lock was lost. It needs nothing new on disk and
+//     no other file read, but it fences only logs.
+//   - A fencing token: each holder writes a token of its own in the lock's
+//     file as it takes the lock, and a write checks at commit that the
+//     file still holds it. A file server does not check a token, so the
+//     writer reads it back before it commits: a check of the same kind as
+//     the log's end, at the cost of a read of the lock's file, and it
+//     fences a document too.
 //
-// The last is what the engine does, once, at the commit point of every
-// append, WriteLines (AppendLines, AppendThen and AppendLog write through
-// it): OpenAppend leaves the descriptor's offset at the end it read (from
-// the server: FreshSize), and WriteLines reads the size again before it
-// writes. A log that no longer ends there refuses the append with a
-// *FencedError (ErrRefused: exit 4), and nothing is written. A holder
-// that loses its lock between that check and its write (microseconds,
-// where a pause past a keepalive is tens of seconds) is caught after it:
-// a log that does not end at the lines' end is read back, and lines of
-// this writer that landed after another writer's are moved to
-// <log>.fenced-<unix> and the append refused, naming the copy; lines that
-// landed where their writer read the end stand (the other writer's check
-// moves its own aside). An append that fails later (its sync, its
-// commit) is cut back only while the log still ends with its lines: a cut
-// after another writer's lines would remove them. This fences every log a
-// lock guards: transcripts, the catalog, a board task's events, the cron
-// runs log, the finished log of background tasks, the memory and skills
-// logs, the gateway's logs. A document replaced by rename is not fenced
-// by it: a change of a document whose writer lost its lock and whose log
-// was read after its pause (a board change, a cron claim take the log's
-// own lock when they commit) still replaces the document.
+// Both checks are made, each at one commit point. An append is fenced by
+// its log's end, at WriteLines (AppendLines, AppendThen and AppendLog
+// write through it): OpenAppend leaves the descriptor's offset at the end
+// it read (from the server: FreshSize), and WriteLines reads the size
+// again before it writes. A log that no longer ends there refuses the
+// append with a *FencedError (ErrRefused: exit 4), and nothing is
+// written. A holder that loses its lock between that check and its write
+// (microseconds, where a pause past a keepalive is tens of seconds) is
+// caught after it: a log that does not end at the lines' end is read
+// back, and lines of this writer that landed after another writer's are
+// moved to <log>.fenced-<unix> and the append refused, naming the copy;
+// lines that landed where their writer read the end stand (the other
+// writer's check moves its own aside). An append that fails later (its
+// sync, its commit) is cut back only while the log still ends with its
+// lines: a cut after another writer's lines would remove them.
+//
+// A document is fenced by its lock's token, at its rename (WriteAtomic,
+// WriteDoc; not the caches of WriteCacheFile): Lock records the holder
+// ({"host","pid","at","token"}) and keeps the token in the process
+// (CheckHeld), and before the rename every lock the process holds over
+// the document (X.lock guards X and X.* in its directory) is read again:
+// a file that holds another token, or is gone, refuses the write with a
+// *LockLostError (ErrRefused), and the temp file is removed. A change
+// whose commit point is its document (a board change, a cron claim, a
+// background task's record, a session's rename or end) is so refused
+// whole: the log lines it wrote first are cut back (AppendThen). The
+// token tells holders apart across processes and hosts, which is where
+// locks are lost; two holders of one lock in one process (a lock lost by
+// a goroutine and taken by another) share the process's record of it,
+// and only the log's end tells them apart.
 //
 // # Errors
 //

@@ -149,3 +149,23 @@ func (e *UnknownOutcomeError) Error() string {
 }
 
 func (e *UnknownOutcomeError) Unwrap() error { return e.Err }
+
+// LockLostError reports a write refused because the lock guarding the
+// file was lost: the lock's file no longer names this holder (another
+// host or process took it since, or it was removed). Nothing was written.
+// It matches ErrRefused (doc.go, "Fencing").
+type LockLostError struct {
+	Path   string // the file whose write was refused
+	Lock   string
+	Holder string // who the lock's file says took it, or ""
+}
+
+func (e *LockLostError) Error() string {
+	msg := fmt.Sprintf("write to %s refused: its lock %s was lost", e.Path, e.Lock)
+	if e.Holder != "" {
+		msg += " (last taken by " + e.Holder + ")"
+	}
+	return msg + "; nothing was written"
+}
+
+func (e *LockLostError) Is(target error) bool { return target == ErrRefused }
