@@ -26,10 +26,11 @@
 // took 1.2 ms: BenchmarkLockHandoff); a wait given up stays blocked until
 // the lock is free and then lets it go at once, and past 256 such waits a
 // process polls instead. A holder of an exclusive lock writes who it is in
-// the lock's file as it takes it ({"host","pid","at","token"}: not
-// synced, not cleared, so it names the last taker), and a wait that times
-// out names it: a lock held by a host that is cut off is told by host and
-// pid. The token fences the holder's documents (see Fencing). Writers to different records take different
+// the lock's file as it takes it ({"host","pid","at","token"}, not
+// synced) and empties the file as it lets go, so that a lock file at rest
+// is empty and takes no disk block; a wait that times out names the
+// holder: a lock held by a host that is cut off is told by host and pid.
+// The token fences the holder's documents (see Fencing). Writers to different records take different
 // locks and never wait for each other. A reader that wants a shared lock whose file
 // is missing and cannot be made (a read-only copy of a profile) reads
 // without it; a writer there fails, naming the lock. A holder may remove
@@ -91,8 +92,7 @@
 // after which it has happened. A failure before it is undone before the
 // error is returned, so a command exits 0 if and only if its change is
 // durable, and a command that fails has changed nothing a reader sees
-// (an empty lock sidecar or an empty directory may stay: they hold no
-// record). A session's catalog line written before a commit that fails
+// (a lock sidecar or an empty directory may stay: they hold no record). A session's catalog line written before a commit that fails
 // is taken back: cut off, or followed by a line that says what the
 // document says, so the catalog never tells another story than the
 // documents; a document whose rename was done when the directory's sync
@@ -253,8 +253,9 @@
 // ({"host","pid","at","token"}) and keeps the token in the process
 // (CheckHeld), and before the rename every lock the process holds over
 // the document (X.lock guards X and X.* in its directory) is read again:
-// a file that holds another token, or is gone, refuses the write with a
-// *LockLostError (ErrRefused), and the temp file is removed. A change
+// a file that holds another token, or none (its taker let it go), or is
+// gone, refuses the write with a *LockLostError (ErrRefused), and the temp
+// file is removed. A change
 // whose commit point is its document (a board change, a cron claim, a
 // background task's record, a session's rename or end) is so refused
 // whole: the log lines it wrote first are cut back (AppendThen). The

@@ -48,8 +48,8 @@ func (e *kindError) Is(target error) bool { return target == e.kind }
 func (e *kindError) Unwrap() error        { return e.err }
 
 // LockTimeoutError reports a lock that could not be taken within the
-// caller's bound. Holder is who last took it, as its file records
-// ("pid 4242 on host build-7/… at 2026-…"), or "" when it records no one.
+// caller's bound. Holder is who holds it, as its file records ("pid 4242
+// on host build-7/… at 2026-…"), or "" when it records no one.
 type LockTimeoutError struct {
 	Path    string
 	Timeout string
@@ -59,7 +59,7 @@ type LockTimeoutError struct {
 func (e *LockTimeoutError) Error() string {
 	msg := fmt.Sprintf("timed out after %s waiting for lock %s", e.Timeout, e.Path)
 	if e.Holder != "" {
-		msg += " (last taken by " + e.Holder + ")"
+		msg += " (held by " + e.Holder + ")"
 	}
 	return msg
 }
@@ -163,7 +163,7 @@ type LockLostError struct {
 func (e *LockLostError) Error() string {
 	msg := fmt.Sprintf("write to %s refused: its lock %s was lost", e.Path, e.Lock)
 	if e.Holder != "" {
-		msg += " (last taken by " + e.Holder + ")"
+		msg += " (taken since by " + e.Holder + ")"
 	}
 	return msg + "; nothing was written"
 }

@@ -147,10 +147,12 @@ var held = struct {
 }{tokens: map[string]string{}}
 
 // hold records this process as the holder of the lock at path (its file
-// and held) and returns unlock, which forgets it first.
+// and held) and returns unlock, which forgets it and empties the file
+// first: a lock file holds a record only while it is held, so that it
+// costs no disk block at rest and names no one who let go.
 func hold(path string, unlock func()) func() {
-	token := recordHolder(path)
-	if token == "" {
+	f, token := recordHolder(path)
+	if f == nil {
 		return unlock
 	}
 	held.Lock()
@@ -162,6 +164,8 @@ func hold(path string, unlock func()) func() {
 			delete(held.tokens, path)
 		}
 		held.Unlock()
+		f.Truncate(0)
+		f.Close()
 		unlock()
 	}
 }
@@ -179,11 +183,11 @@ func guards(lock, path string) bool {
 }
 
 // CheckHeld refuses a write to path when a lock this process holds over
-// it (guards) was lost: its file, read again, no longer holds the token
-// its holder wrote (another host or process took the lock since), or is
-// gone. A lock file that cannot be read (the filesystem failing) is no
-// refusal: the write will say what fails. It is the fence of a document's
-// commit point, its rename (doc.go, "Fencing").
+// it (guards) was lost: its file, read again, holds another holder's
+// token or none (another host or process took the lock since, and maybe
+// let it go), or is gone. A lock file that cannot be read (the filesystem
+// failing) is no refusal: the write will say what fails. It is the fence
+// of a document's commit point, its rename (doc.go, "Fencing").
 func CheckHeld(path string) error {
 	held.Lock()
 	var locks, tokens []string
@@ -196,7 +200,7 @@ func CheckHeld(path string) error {
 	for i, lock := range locks {
 		rec, err := readHolder(lock)
 		switch {
-		case errors.Is(err, os.ErrNotExist):
+		case errors.Is(err, os.ErrNotExist), errors.Is(err, errNoHolder):
 			return &LockLostError{Path: path, Lock: lock}
 		case err != nil:
 			continue
@@ -208,10 +212,10 @@ func CheckHeld(path string) error {
 }
 
 // holderRecord is what a holder of an exclusive lock writes in the lock's
-// file when it takes the lock: who it is, so that a wait that times out
-// can name it (a host cut off keeps its locks until the servers drop
-// them). It is not synced and not cleared: it names the last taker, who
-// may have let go since (a reader may hold the lock now).
+// file when it takes the lock, and empties when it lets go: who it is, so
+// that a wait that times out can name it (a host cut off keeps its locks
+// until the servers drop them), and its token (CheckHeld). It is not
+// synced: a holder that dies leaves it, naming a holder that let go.
 type holderRecord struct {
 	Host string `json:"host"`
 	PID  int    `json:"pid"`
@@ -229,26 +233,26 @@ func (h holderRecord) String() string {
 const maxHolderRecord = 1 << 10
 
 // recordHolder writes a holderRecord of this process, with a new token,
-// in the lock file at path, which it holds, and returns the token. A
-// failure is no error ("": the lock is not fenced, only not named).
-func recordHolder(path string) string {
+// in the lock file at path, which it holds, and returns the file, open to
+// empty it when the lock is let go, and the token. A failure is no error
+// (nil: the lock is not fenced, only not named; a full disk has no block
+// for the record).
+func recordHolder(path string) (*os.File, string) {
 	f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
 	if err != nil {
-		return ""
+		return nil, ""
 	}
-	defer f.Close()
 	var token [12]byte
 	rand.Read(token[:])
 	rec := holderRecord{Host: ThisHost(), PID: os.Getpid(), At: TimeOf(time.Now()), Token: hex.EncodeToString(token[:])}
 	line, _ := json.Marshal(rec)
 	line = append(line, '\n')
 	if _, err := f.WriteAt(line, 0); err != nil {
-		return ""
+		f.Truncate(0)
+		f.Close()
+		return nil, ""
 	}
-	if err := f.Truncate(int64(len(line))); err != nil {
-		return ""
-	}
-	return rec.Token
+	return f, rec.Token
 }
 
 // readHolder reads the record of the lock file at path. The file is
@@ -266,14 +270,21 @@ func readHolder(path string) (holderRecord, error) {
 		return h, err
 	}
 	line, _, _ := bytes.Cut(b[:n], []byte{'\n'})
+	if len(bytes.TrimSpace(line)) == 0 {
+		return h, errNoHolder
+	}
 	if err := json.Unmarshal(line, &h); err != nil {
 		return h, err
 	}
 	if h.PID <= 0 || h.Host == "" {
-		return h, errors.New("no holder recorded")
+		return h, errNoHolder
 	}
 	return h, nil
 }
+
+// errNoHolder is a lock file that names no holder: not held, or held by
+// a process that does not record itself.
+var errNoHolder = errors.New("no holder recorded")
 
 // holderOf is who the lock file at path says last took it, "" when it
 // says nothing readable.

@@ -11,23 +11,27 @@ import (
 )
 
 // TestLockTimeoutNamesHolder: a holder records its host and pid in the
-// lock's file when it takes the lock, and a wait that times out names
-// them, so that a lock held by a host that is cut off is told by name.
+// lock's file while it holds the lock, and a wait that times out names
+// them, so that a lock held by a host that is cut off is told by name;
+// let go, the file is empty.
 func TestLockTimeoutNamesHolder(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.lock")
 	unlock, err := Lock(path, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer unlock()
 	_, err = Lock(path, 0)
 	var timeout *LockTimeoutError
 	if !errors.As(err, &timeout) {
 		t.Fatalf("Lock of a held lock = %v, want a *LockTimeoutError", err)
 	}
-	want := fmt.Sprintf("last taken by pid %d on host %s at ", os.Getpid(), ThisHost())
+	want := fmt.Sprintf("held by pid %d on host %s at ", os.Getpid(), ThisHost())
 	if !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), path) {
 		t.Fatalf("error %q does not name the lock and its holder (%q)", err, want)
+	}
+	unlock()
+	if fi, err := os.Stat(path); err != nil || fi.Size() != 0 {
+		t.Fatalf("lock file after its holder let go: %v, %v; want empty", fi, err)
 	}
 }
 
