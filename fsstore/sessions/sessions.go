@@ -664,7 +664,7 @@ func (s *Store) appendLocked(sess *Session, msgs []Message) (int64, bool, error)
 	if cerr == nil {
 		err, cerr = fsstore.SyncLogs(f, catalog)
 		catalog.Close()
-		if err != nil && cerr == nil {
+		if err != nil {
 			// The append is reported as failed, so it must not have
 			// happened: a caller that retries would store the messages
 			// twice. The transcript is cut back, and the catalog's line,
@@ -695,7 +695,7 @@ func (s *Store) appendLocked(sess *Session, msgs []Message) (int64, bool, error)
 			s.Warn(fmt.Sprintf("session %s: messages up to %d stored, but its document (the preview) was not rewritten (%v): the next user message appended writes it", sess.ID, seq, err))
 		}
 	}
-	return seq, due && cerr == nil, nil
+	return seq, due, nil
 }
 
 // maxFutureTS is how far after the store's clock a message's own ts may
