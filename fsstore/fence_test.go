@@ -36,30 +36,39 @@ func appendUnder(t *testing.T, lock, path, line string) {
 	}
 }
 
-// TestFencedAppendRefused: a writer read the log's end under its lock,
-// lost the lock, and another writer appended: its append is refused
-// (ErrRefused, naming the log), and nothing of it is stored.
-func TestFencedAppendRefused(t *testing.T) {
+// lockedLog makes the log log.jsonl holding content and opens it to
+// append under its lock, log.lock, held until the test ends: a writer
+// that has read the log's end and is about to lose its lock.
+func lockedLog(t *testing.T, content string) (path, lock string, f *os.File) {
+	t.Helper()
 	dir := t.TempDir()
-	path, lock := filepath.Join(dir, "log.jsonl"), filepath.Join(dir, "log.lock")
-	storetest.MustWrite(t, path, []byte("{\"seq\":1}\n{\"seq\":2}\n"))
+	path, lock = filepath.Join(dir, "log.jsonl"), filepath.Join(dir, "log.lock")
+	storetest.MustWrite(t, path, []byte(content))
 	unlock, err := Lock(lock, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer unlock()
-	f, _, err := OpenAppend(path, storetest.Epoch)
+	t.Cleanup(unlock)
+	f, _, err = OpenAppend(path, storetest.Epoch)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	t.Cleanup(func() { f.Close() })
+	return path, lock, f
+}
+
+// TestFencedAppendRefused: a writer read the log's end under its lock,
+// lost the lock, and another writer appended: its append is refused
+// (ErrRefused, naming the log), and nothing of it is stored.
+func TestFencedAppendRefused(t *testing.T) {
+	path, lock, f := lockedLog(t, "{\"seq\":1}\n{\"seq\":2}\n")
 	// The first writer has read the end (seq 2) and is paused; its lock
 	// is lost, and the second writer appends seq 3.
 	if err := os.Remove(lock); err != nil {
 		t.Fatal(err)
 	}
 	appendUnder(t, lock, path, "{\"seq\":3,\"by\":\"second\"}\n")
-	err = AppendLines(f, [][]byte{[]byte("{\"seq\":3,\"by\":\"first\"}\n")})
+	err := AppendLines(f, [][]byte{[]byte("{\"seq\":3,\"by\":\"first\"}\n")})
 	var fenced *FencedError
 	if !errors.Is(err, ErrRefused) || !errors.As(err, &fenced) || !strings.Contains(err.Error(), path) {
 		t.Fatalf("stale writer's append = %v, want a *FencedError (refused) naming %s", err, path)
@@ -79,19 +88,7 @@ func TestFencedAppendRefused(t *testing.T) {
 // refused; the log keeps the other writer's line, and the next append
 // follows it.
 func TestFencedAppendMovedAside(t *testing.T) {
-	dir := t.TempDir()
-	path, lock := filepath.Join(dir, "log.jsonl"), filepath.Join(dir, "log.lock")
-	storetest.MustWrite(t, path, []byte("{\"seq\":1}\n"))
-	unlock, err := Lock(lock, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unlock()
-	f, _, err := OpenAppend(path, storetest.Epoch)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	path, lock, f := lockedLog(t, "{\"seq\":1}\n")
 	paused := true
 	storetest.SetWrite(t, func(w *os.File, b []byte) (int, error) {
 		if paused && w == f {
@@ -104,7 +101,7 @@ func TestFencedAppendMovedAside(t *testing.T) {
 		return w.Write(b)
 	})
 	stale := "{\"seq\":2,\"by\":\"first\"}\n"
-	err = AppendLines(f, [][]byte{[]byte(stale)})
+	err := AppendLines(f, [][]byte{[]byte(stale)})
 	var fenced *FencedError
 	if !errors.Is(err, ErrRefused) || !errors.As(err, &fenced) || fenced.Aside == "" {
 		t.Fatalf("stale writer's append = %v, want a *FencedError with its line moved aside", err)
