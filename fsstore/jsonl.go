@@ -445,7 +445,7 @@ func CutBack(f *os.File, size int64, err error) error {
 func cutBack(f *os.File, start, end int64, err error) error {
 	if size, serr := FreshSize(f); serr == nil && size != end {
 		return &UnknownOutcomeError{Path: f.Name(), Err: err,
-			Why: "its lines stay in " + f.Name() + ": another writer appended after them, its lock having been lost; hermes fsck reports the log"}
+			Why: "its lines may stay in " + f.Name() + ": another writer wrote to it since (this writer's lock was lost), so they are not cut back; hermes fsck reports the log"}
 	}
 	if terr := seam.Truncate(f, start); terr != nil {
 		return &UnknownOutcomeError{Path: f.Name(), Err: err,
