@@ -37,6 +37,7 @@ func watchFS(dir string, timeout time.Duration, action func() error) error {
 	if timeout <= 0 {
 		return action()
 	}
+	probe := fsProbe // a probe may outlive the command
 	done := make(chan error, 1)
 	go func() { done <- action() }()
 	every := timeout / 4
@@ -55,7 +56,7 @@ func watchFS(dir string, timeout time.Duration, action func() error) error {
 			case pending.IsZero():
 				pending = now
 				go func() {
-					fsProbe(dir)
+					probe(dir)
 					answered <- struct{}{}
 				}()
 			case now.Sub(pending) >= timeout-every:
