@@ -42,7 +42,7 @@ func sessionsCommand() *cli.Command {
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "role", Usage: "role of a single message: user, assistant, system, tool"},
 					&cli.StringFlag{Name: "content", Usage: "text of a single message"},
-					&cli.StringFlag{Name: "key", Usage: "an idempotency key: the messages are stored once for it, however often the command is run"},
+					&cli.StringFlag{Name: "key", Aliases: []string{"idempotency-key"}, Usage: "an idempotency key (as kanban create's): the messages are stored once for it, however often the command is run"},
 				},
 				Action: withEnv(sessionsAppend),
 			},
