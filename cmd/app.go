@@ -152,6 +152,7 @@ func NewApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			&cli.StringFlag{Name: "profile", Aliases: []string{"p"}, Usage: "profile (default $HERMES_PROFILE, else <home>/active_profile, else default)"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON: one object for a record, one object a line for a listing"},
 			&cli.StringFlag{Name: "lock-timeout", Value: "10s", Usage: "how long to wait for a lock before exit 5"},
+			&cli.StringFlag{Name: "fs-timeout", Value: "30s", Usage: "how long the profile's filesystem may not answer before exit 1 (0: wait for it)"},
 		},
 		Commands: []*cli.Command{
 			chatCommand(),
@@ -253,6 +254,7 @@ type env struct {
 	c           *cli.Context
 	profile     profiles.Profile
 	lockTimeout time.Duration
+	fsTimeout   time.Duration
 	json        bool
 	stdin       io.Reader
 	stdout      io.Writer
@@ -274,10 +276,15 @@ func newEnv(c *cli.Context) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
+	ft, err := durationFlag(c, "fs-timeout", profiles.ParseDuration)
+	if err != nil {
+		return nil, err
+	}
 	return &env{
 		c:           c,
 		profile:     p,
 		lockTimeout: lt,
+		fsTimeout:   ft,
 		json:        c.Bool("json"),
 		stdin:       c.App.Reader,
 		stdout:      c.App.Writer,

@@ -16,6 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/gatewaystate"
 	"github.com/hermes/hermes/fsstore/sessions"
 	"github.com/hermes/hermes/profiles"
 )
@@ -45,6 +46,7 @@ func sessionsCommand() *cli.Command {
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "role", Usage: "role of a single message: user, assistant, system, tool"},
 					&cli.StringFlag{Name: "content", Usage: "text of a single message"},
+					&cli.StringFlag{Name: "key", Aliases: []string{"idempotency-key"}, Usage: "an idempotency key (as kanban create's): the messages are stored once for it, however often the command is run"},
 				},
 				Action: withEnv(sessionsAppend),
 			},
@@ -167,8 +169,10 @@ func withEnv(fn func(*env) error) cli.ActionFunc {
 		if err != nil {
 			return err
 		}
-		e.warnNetFS()
-		return fn(e)
+		return watchFS(e.profile.Dir(), e.fsTimeout, func() error {
+			e.warnNetFS()
+			return fn(e)
+		})
 	}
 }
 
@@ -279,19 +283,60 @@ func sessionsAppend(e *env) error {
 			return usagef("no messages on stdin")
 		}
 	}
+	key := e.c.String("key")
+	if e.c.IsSet("key") && (key == "" || len(key) > maxAppendKey) {
+		return usagef("--key must be 1 to %d bytes", maxAppendKey)
+	}
 	id, err := e.resolveSession(ref)
 	if err != nil {
 		return err
 	}
-	n, err := e.sessions().Append(id, msgs)
+	var n int64
+	appended := len(msgs)
+	if key != "" {
+		var again bool
+		n, again, err = e.sessions().AppendKeyed(id, key, msgs, appendKeys{e.gatewayStore()})
+		if again {
+			appended = 0
+		}
+	} else {
+		n, err = e.sessions().Append(id, msgs)
+	}
 	if err != nil {
 		return err
 	}
 	if e.json {
-		return printJSON(e.stdout, map[string]any{"session_id": id, "appended": len(msgs), "message_count": n})
+		return printJSON(e.stdout, map[string]any{"session_id": id, "appended": appended, "message_count": n})
 	}
 	fmt.Fprintln(e.stdout, n)
 	return nil
+}
+
+// maxAppendKey is the longest key of sessions append --key, as the
+// gateway's Idempotency-Key.
+const maxAppendKey = 256
+
+// appendKeys keeps the keys of sessions append --key with the gateway's
+// Idempotency-Key records (the same record, synced, pruned after a day by
+// the gateway), named apart from them by a prefix that no header holds.
+type appendKeys struct{ st *gatewaystate.Store }
+
+const appendKeyPrefix = "sessions append\x00"
+
+func (k appendKeys) GetKey(key string) (sessions.KeyRecord, bool, error) {
+	rec, err := k.st.GetKey(appendKeyPrefix + key)
+	if errors.Is(err, fsstore.ErrNotFound) {
+		return sessions.KeyRecord{}, false, nil
+	}
+	if err != nil {
+		return sessions.KeyRecord{}, false, err
+	}
+	return sessions.KeyRecord{SessionID: rec.SessionID, Digest: rec.RequestSHA256, From: rec.From, To: rec.To}, true, nil
+}
+
+func (k appendKeys) PutKey(key string, r sessions.KeyRecord) error {
+	return k.st.PutKey(gatewaystate.Key{KeySHA256: gatewaystate.KeyDigest(appendKeyPrefix + key), RequestSHA256: r.Digest,
+		SessionID: r.SessionID, From: r.From, To: r.To})
 }
 
 func sessionsSave(e *env) error {

@@ -25,7 +25,12 @@
 // moment its holder lets go (0.1 ms from release to hold, where polling
 // took 1.2 ms: BenchmarkLockHandoff); a wait given up stays blocked until
 // the lock is free and then lets it go at once, and past 256 such waits a
-// process polls instead. Writers to different records take different
+// process polls instead. A holder of an exclusive lock writes who it is in
+// the lock's file as it takes it ({"host","pid","at","token"}, not
+// synced) and empties the file as it lets go, so that a lock file at rest
+// is empty and takes no disk block; a wait that times out names the
+// holder: a lock held by a host that is cut off is told by host and pid.
+// The token fences the holder's documents (see Fencing). Writers to different records take different
 // locks and never wait for each other. A reader that wants a shared lock whose file
 // is missing and cannot be made (a read-only copy of a profile) reads
 // without it; a writer there fails, naming the lock. A holder may remove
@@ -87,8 +92,7 @@
 // after which it has happened. A failure before it is undone before the
 // error is returned, so a command exits 0 if and only if its change is
 // durable, and a command that fails has changed nothing a reader sees
-// (an empty lock sidecar or an empty directory may stay: they hold no
-// record). A session's catalog line written before a commit that fails
+// (a lock sidecar or an empty directory may stay: they hold no record). A session's catalog line written before a commit that fails
 // is taken back: cut off, or followed by a line that says what the
 // document says, so the catalog never tells another story than the
 // documents; a document whose rename was done when the directory's sync
@@ -102,8 +106,9 @@
 //	                          document                                                 document                       made from it (recovered)
 //	session import (new)      transcript with the messages,          document          the same, with the messages    the same: nothing is lost
 //	                          catalog (cache), document
-//	session append            transcript, catalog (cache);           transcript sync,  a torn tail                    the next append moves it
-//	                          document at the first user message     or the document                                  aside
+//	session append            transcript, catalog (cache);           transcript sync   a torn tail                    the next append moves it
+//	                          document (its preview: a cache) at                                                      aside
+//	                          the first user message
 //	session save --force,     copy aside (.replaced-), catalog       document          the new transcript, its copy   fsck --repair: the count;
 //	import --force            (cache), transcript, document                            aside, the document behind     the copy stays, a note
 //	session rename, end, …    catalog (cache), document              document          a catalog line that says what  fsck reports it; --repair
@@ -200,6 +205,66 @@
 // change, and judges by its own monotonic clock how long it has not
 // (package hosts), so that hosts whose clocks disagree judge each other
 // right.
+//
+// # Fencing
+//
+// A lock can be lost without its holder knowing: on a network filesystem
+// the servers drop a client's flocks with its connection (GlusterFS after
+// its keepalive, about 40 s), another host then takes the lock, and the
+// client, reconnected, writes through descriptors it opened before. A
+// holder paused (a frozen VM) across that time wakes with a decision made
+// on what it read before: a line numbered from an end that is no longer
+// the end, a document changed from one that is no longer the document.
+// flock cannot tell it. Three ways to fence it were weighed:
+//
+//   - Lock the file written instead of a sidecar, so that a descriptor
+//     whose lock was lost is refused (GlusterFS's client.strict-locks):
+//     a document is replaced by rename, and a lock on the inode replaced
+//     guards nothing (hence the sidecars), and only GlusterFS refuses such
+//     a descriptor, only with an option set.
+//   - Check at commit that a log still ends where its writer read it under
+//     the lock. What an append numbers from is that end (a transcript's
+//     next seq is the last line's plus one); if another writer appended
+//     since, the writer's lock was lost. It needs nothing new on disk and
+//     no other file read, but it fences only logs.
+//   - A fencing token: each holder writes a token of its own in the lock's
+//     file as it takes the lock, and a write checks at commit that the
+//     file still holds it. A file server does not check a token, so the
+//     writer reads it back before it commits: a check of the same kind as
+//     the log's end, at the cost of a read of the lock's file, and it
+//     fences a document too.
+//
+// Both checks are made, each at one commit point. An append is fenced by
+// its log's end, at WriteLines (AppendLines, AppendThen and AppendLog
+// write through it): OpenAppend leaves the descriptor's offset at the end
+// it read (from the server: FreshSize), and WriteLines reads the size
+// again before it writes. A log that no longer ends there refuses the
+// append with a *FencedError (ErrRefused: exit 4), and nothing is
+// written. A holder that loses its lock between that check and its write
+// (microseconds, where a pause past a keepalive is tens of seconds) is
+// caught after it: a log that does not end at the lines' end is read
+// back, and lines of this writer that landed after another writer's are
+// moved to <log>.fenced-<unix> and the append refused, naming the copy;
+// lines that landed where their writer read the end stand (the other
+// writer's check moves its own aside). An append that fails later (its
+// sync, its commit) is cut back only while the log still ends with its
+// lines: a cut after another writer's lines would remove them.
+//
+// A document is fenced by its lock's token, at its rename (WriteAtomic,
+// WriteDoc; not the caches of WriteCacheFile): Lock records the holder
+// ({"host","pid","at","token"}) and keeps the token in the process
+// (CheckHeld), and before the rename every lock the process holds over
+// the document (X.lock guards X and X.* in its directory) is read again:
+// a file that holds another token, or none (its taker let it go), or is
+// gone, refuses the write with a *LockLostError (ErrRefused), and the temp
+// file is removed. A change
+// whose commit point is its document (a board change, a cron claim, a
+// background task's record, a session's rename or end) is so refused
+// whole: the log lines it wrote first are cut back (AppendThen). The
+// token tells holders apart across processes and hosts, which is where
+// locks are lost; two holders of one lock in one process (a lock lost by
+// a goroutine and taken by another) share the process's record of it,
+// and only the log's end tells them apart.
 //
 // # Errors
 //

@@ -48,14 +48,20 @@ func (e *kindError) Is(target error) bool { return target == e.kind }
 func (e *kindError) Unwrap() error        { return e.err }
 
 // LockTimeoutError reports a lock that could not be taken within the
-// caller's bound.
+// caller's bound. Holder is who holds it, as its file records ("pid 4242
+// on host build-7/… at 2026-…"), or "" when it records no one.
 type LockTimeoutError struct {
 	Path    string
 	Timeout string
+	Holder  string
 }
 
 func (e *LockTimeoutError) Error() string {
-	return fmt.Sprintf("timed out after %s waiting for lock %s", e.Timeout, e.Path)
+	msg := fmt.Sprintf("timed out after %s waiting for lock %s", e.Timeout, e.Path)
+	if e.Holder != "" {
+		msg += " (held by " + e.Holder + ")"
+	}
+	return msg
 }
 
 // LockInterruptedError reports a lock wait that its caller called off
@@ -99,3 +105,67 @@ func PathErr(op, path string, err error) error {
 	}
 	return &fs.PathError{Op: op, Path: path, Err: err}
 }
+
+// FencedError reports an append refused because its writer's lock was
+// lost: the log no longer ends where the writer read its end under the
+// lock (Want), because another writer, which took the lock since,
+// appended (the log now ends at Found). Nothing of the refused append
+// stays in the log; when its lines had landed after the other writer's,
+// they were moved to Aside. It matches ErrRefused (doc.go, "Fencing").
+type FencedError struct {
+	Path  string
+	Want  int64
+	Found int64
+	Aside string
+}
+
+func (e *FencedError) Error() string {
+	msg := fmt.Sprintf("append to %s refused: its lock was lost (the log ends at byte %d, not at %d where this writer read it: another host or process took the lock and appended)", e.Path, e.Found, e.Want)
+	if e.Aside != "" {
+		msg += "; the lines were moved aside to " + e.Aside
+	} else {
+		msg += "; nothing was written"
+	}
+	return msg
+}
+
+func (e *FencedError) Is(target error) bool { return target == ErrRefused }
+
+// UnknownOutcomeError reports a write that failed in a way that leaves
+// its outcome unknown: its lines may be in the log or not (the write or
+// the sync failed and the cut back failed too: the filesystem stopped
+// answering), or they are in the log although the write is reported as
+// failed (another writer appended after them). A caller that retries
+// such a write must first look at what is stored, or write with a key
+// that makes the retry store nothing twice.
+type UnknownOutcomeError struct {
+	Path string
+	Why  string
+	Err  error
+}
+
+func (e *UnknownOutcomeError) Error() string {
+	return fmt.Sprintf("%v; outcome unknown: %s", e.Err, e.Why)
+}
+
+func (e *UnknownOutcomeError) Unwrap() error { return e.Err }
+
+// LockLostError reports a write refused because the lock guarding the
+// file was lost: the lock's file no longer names this holder (another
+// host or process took it since, or it was removed). Nothing was written.
+// It matches ErrRefused (doc.go, "Fencing").
+type LockLostError struct {
+	Path   string // the file whose write was refused
+	Lock   string
+	Holder string // who the lock's file says took it, or ""
+}
+
+func (e *LockLostError) Error() string {
+	msg := fmt.Sprintf("write to %s refused: its lock %s was lost", e.Path, e.Lock)
+	if e.Holder != "" {
+		msg += " (taken since by " + e.Holder + ")"
+	}
+	return msg + "; nothing was written"
+}
+
+func (e *LockLostError) Is(target error) bool { return target == ErrRefused }

@@ -81,7 +81,7 @@ func TestAppendLinesSyncFailure(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "log.jsonl")
 	old := []byte("{\"a\":1}\n{\"b\":2}\n")
 	storetest.MustWrite(t, path, old)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
+	f, _, err := OpenAppend(path, storetest.Epoch)
 	if err != nil {
 		t.Fatal(err)
 	}

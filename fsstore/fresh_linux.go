@@ -32,3 +32,12 @@ func FreshSize(f *os.File) (int64, error) {
 	}
 	return int64(st.Size), nil
 }
+
+// ProbeDir asks the filesystem of dir for dir's attributes from its
+// server (statx with AT_STATX_FORCE_SYNC): a call that does not return
+// while a network or FUSE filesystem does not answer, which a command's
+// watchdog times (--fs-timeout). On a local disk it is one statx.
+func ProbeDir(dir string) error {
+	var st unix.Statx_t
+	return unix.Statx(unix.AT_FDCWD, dir, unix.AT_STATX_FORCE_SYNC, unix.STATX_TYPE, &st)
+}

@@ -16,3 +16,12 @@ func FreshSize(f *os.File) (int64, error) {
 	}
 	return fi.Size(), nil
 }
+
+// ProbeDir asks the filesystem of dir for dir's attributes: a stat, which
+// on a network filesystem whose server does not answer does not return,
+// which a command's watchdog times (--fs-timeout). macOS and FreeBSD have
+// no call that passes the kernel's attribute cache (see FreshSize).
+func ProbeDir(dir string) error {
+	_, err := os.Stat(dir)
+	return err
+}

@@ -195,6 +195,12 @@ func replaceFile(path string, fill func(io.Writer) error, sync bool) (err error)
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("write %s: close: %w", path, err)
 	}
+	if sync {
+		// The commit point of a document: fenced by its lock (CheckHeld).
+		if err := CheckHeld(path); err != nil {
+			return err
+		}
+	}
 	if err := seam.Rename(tmp, path); err != nil {
 		return fmt.Errorf("write %s: rename: %w", path, err)
 	}

@@ -169,7 +169,9 @@ func lastNewline(f *os.File, limit int64) (int64, error) {
 // of its end see every append made under the lock, from any host. If the
 // log ends in a torn tail, the tail is copied to
 // path.torn-<unix>, synced, and cut off before anything is appended; the
-// name of the copy is returned. The caller must hold the log's lock.
+// name of the copy is returned. The descriptor's offset is left at the
+// end read: the appends through it (WriteLines) are fenced against it
+// (doc.go, "Fencing"). The caller must hold the log's lock.
 func OpenAppend(path string, now time.Time) (f *os.File, moved string, err error) {
 	f, err = os.OpenFile(path, os.O_RDWR|os.O_APPEND|syscall.O_NOFOLLOW, 0)
 	if errors.Is(err, os.ErrNotExist) {
@@ -191,7 +193,12 @@ func OpenAppend(path string, now time.Time) (f *os.File, moved string, err error
 	if err != nil {
 		return nil, "", PathErr("open", path, linkErr(err))
 	}
-	moved, err = cutTornTail(f, now)
+	moved, end, err := cutTornTail(f, now)
+	if err == nil {
+		if _, serr := f.Seek(end, io.SeekStart); serr != nil {
+			err = PathErr("seek", path, serr)
+		}
+	}
 	if err != nil {
 		f.Close()
 		return nil, "", err
@@ -207,26 +214,30 @@ func linkErr(err error) error {
 	return err
 }
 
-func cutTornTail(f *os.File, now time.Time) (string, error) {
+// cutTornTail moves a torn tail of the log f aside (MoveTailAside) and
+// returns the name of the copy, if any, and the log's end as the server
+// knows it (FreshSize) after the cut.
+func cutTornTail(f *os.File, now time.Time) (string, int64, error) {
 	size, err := FreshSize(f)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	if size == 0 {
-		return "", nil
+		return "", 0, nil
 	}
 	last := make([]byte, 1)
 	if _, err := f.ReadAt(last, size-1); err != nil {
-		return "", PathErr("read", f.Name(), err)
+		return "", 0, PathErr("read", f.Name(), err)
 	}
 	if last[0] == '\n' {
-		return "", nil
+		return "", size, nil
 	}
 	nl, err := lastNewline(f, size)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
-	return MoveTailAside(f, nl+1, fmt.Sprintf(".torn-%d", now.Unix()))
+	moved, err := MoveTailAside(f, nl+1, fmt.Sprintf(".torn-%d", now.Unix()))
+	return moved, nl + 1, err
 }
 
 // MoveTailAside copies the bytes of the log f from offset keep to its end
@@ -252,22 +263,26 @@ func MoveTailAside(f *os.File, keep int64, suffix string) (string, error) {
 	if err := seam.Sync(f); err != nil {
 		return "", fmt.Errorf("cut the tail of %s: sync: %w", f.Name(), err)
 	}
+	if _, err := f.Seek(keep, io.SeekStart); err != nil {
+		return "", PathErr("seek", f.Name(), err)
+	}
 	return aside, nil
 }
 
 // AppendLines writes each line (which must end in '\n') with one write call
-// and then syncs f once. If a write or the sync fails, f is cut back to its
-// size before the call, so a failed append leaves the log as it was.
+// and then syncs f once, as WriteLines does (fenced: f comes from
+// OpenAppend). If a write or the sync fails, f is cut back to its size
+// before the call, so a failed append leaves the log as it was.
 func AppendLines(f *os.File, lines [][]byte) error {
-	fi, err := f.Stat()
+	start, err := f.Seek(0, io.SeekCurrent)
 	if err != nil {
-		return err
+		return PathErr("seek", f.Name(), err)
 	}
 	if err := WriteLines(f, lines); err != nil {
 		return err
 	}
 	if err := SyncLog(f); err != nil {
-		return CutBack(f, fi.Size(), err)
+		return CutBack(f, start, err)
 	}
 	return nil
 }
@@ -300,14 +315,19 @@ func AppendLog(path string, now time.Time, warn func(string), lines [][]byte, co
 // and it was empty, removed, so that the failure leaves the log as it was.
 // The caller holds the log's lock until it returns.
 func AppendThen(f *os.File, made bool, lines [][]byte, commit func() error) error {
-	fi, err := f.Stat()
+	start, err := f.Seek(0, io.SeekCurrent)
 	if err != nil {
-		return err
+		return PathErr("seek", f.Name(), err)
 	}
 	undo := func(err error) error {
-		CutBack(f, fi.Size(), err)
-		if made && fi.Size() == 0 {
-			os.Remove(f.Name())
+		if errors.As(err, new(*FencedError)) {
+			return err // nothing of this call is in the log, which is another writer's now
+		}
+		err = CutBack(f, start, err)
+		if made && start == 0 {
+			if size, serr := FreshSize(f); serr == nil && size == 0 {
+				os.Remove(f.Name())
+			}
 		}
 		return err
 	}
@@ -330,40 +350,109 @@ func SyncLog(f *os.File) error {
 	return nil
 }
 
-// SyncLogs syncs the logs at once. Their appends were written before
-// either sync starts, so the two syncs overlap, and on a journaled file
-// system one commit can carry both. Measured in-process on ext4 without a
-// journal: one sync 0.14 ms, two at once 0.24, two one after the other
-// 0.27.
-func SyncLogs(a, b *os.File) error {
-	errb := make(chan error, 1)
-	go func() { errb <- SyncLog(b) }()
-	erra := SyncLog(a)
-	return errors.Join(erra, <-errb)
+// SyncLogs syncs the logs at once, and returns each one's error. Their
+// appends were written before either sync starts, so the two syncs
+// overlap, and on a journaled file system one commit can carry both.
+// Measured in-process on ext4 without a journal: one sync 0.14 ms, two at
+// once 0.24, two one after the other 0.27.
+func SyncLogs(a, b *os.File) (erra, errb error) {
+	errc := make(chan error, 1)
+	go func() { errc <- SyncLog(b) }()
+	erra = SyncLog(a)
+	return erra, <-errc
 }
 
 // WriteLines writes each line with one write call, without a sync: for a
-// caller that syncs f itself. If a write fails, f is cut back to its size
-// before the call.
+// caller that syncs f itself. It is the commit point of every append, and
+// is fenced there (doc.go, "Fencing"): the descriptor's offset is the end
+// its writer read under the lock (OpenAppend leaves it there; a caller
+// that opened the log itself seeks to its end), and the lines are written
+// only if the log still ends there, else a *FencedError refuses them and
+// nothing is written. After the writes, a log that does not end where
+// they should is read back: lines of this call that landed after another
+// writer's are moved aside (a *FencedError that names the copy); lines in
+// their place stand. If a write fails, f is cut back to its size before
+// the call. On success the offset is the new end.
 func WriteLines(f *os.File, lines [][]byte) error {
-	fi, err := f.Stat()
+	start, err := f.Seek(0, io.SeekCurrent)
 	if err != nil {
-		return err
+		return PathErr("seek", f.Name(), err)
 	}
+	if size, err := FreshSize(f); err != nil {
+		return err
+	} else if size != start {
+		return &FencedError{Path: f.Name(), Want: start, Found: size}
+	}
+	end := start
 	for _, line := range lines {
-		if _, err := seam.Write(f, line); err != nil {
-			return CutBack(f, fi.Size(), PathErr("append to", f.Name(), err))
+		n, err := seam.Write(f, line)
+		end += int64(n)
+		if err != nil {
+			return cutBack(f, start, end, PathErr("append to", f.Name(), err))
 		}
 	}
-	return nil
+	if _, err := f.Seek(end, io.SeekStart); err != nil {
+		return PathErr("seek", f.Name(), err)
+	}
+	return landed(f, start, end, lines)
+}
+
+// landed checks that the lines just written to f from start to end are
+// there: the log ends at end, or the bytes from start are the lines
+// (another writer's came after them, and that writer's own check moves
+// them aside). Lines that landed at the log's end after another writer's
+// (this writer's lock was lost between the check and the write) are
+// moved aside.
+func landed(f *os.File, start, end int64, lines [][]byte) error {
+	size, err := FreshSize(f)
+	if err != nil || size == end {
+		return err
+	}
+	want := bytes.Join(lines, nil)
+	got := make([]byte, len(want))
+	if _, err := f.ReadAt(got, start); err == nil && bytes.Equal(got, want) {
+		return nil
+	}
+	fenced := &FencedError{Path: f.Name(), Want: start, Found: size - int64(len(want))}
+	if fenced.Found >= 0 {
+		if _, err := f.ReadAt(got, fenced.Found); err == nil && bytes.Equal(got, want) {
+			aside, err := MoveTailAside(f, fenced.Found, fmt.Sprintf(".fenced-%d", time.Now().Unix()))
+			if err != nil {
+				return fmt.Errorf("%w; moving the lines aside failed: %w", fenced, err)
+			}
+			fenced.Aside = aside
+			return fenced
+		}
+	}
+	return &UnknownOutcomeError{Path: f.Name(), Err: fmt.Errorf("append to %s: its lock was lost while appending", f.Name()),
+		Why: "its lines are mixed with another writer's: hermes fsck reports the log"}
 }
 
 // CutBack truncates f to size, syncs it, and returns err: it undoes the
-// writes of an append that is to be reported as failed.
+// writes of an append that is to be reported as failed. The writes undone
+// are those from size to f's offset (where WriteLines left it); when the
+// log no longer ends there, another writer appended after them (this
+// writer's lock was lost) and nothing is cut, which would remove that
+// writer's lines: the error then says the lines stay.
 func CutBack(f *os.File, size int64, err error) error {
-	if terr := f.Truncate(size); terr == nil {
-		seam.Sync(f)
+	end, serr := f.Seek(0, io.SeekCurrent)
+	if serr != nil {
+		return err
 	}
+	return cutBack(f, size, end, err)
+}
+
+func cutBack(f *os.File, start, end int64, err error) error {
+	if size, serr := FreshSize(f); serr == nil && size != end {
+		return &UnknownOutcomeError{Path: f.Name(), Err: err,
+			Why: "its lines may stay in " + f.Name() + ": another writer wrote to it since (this writer's lock was lost), so they are not cut back; hermes fsck reports the log"}
+	}
+	if terr := seam.Truncate(f, start); terr != nil {
+		return &UnknownOutcomeError{Path: f.Name(), Err: err,
+			Why: fmt.Sprintf("its lines may be stored in %s (cutting them back failed: %v)", f.Name(), terr)}
+	}
+	seam.Sync(f)
+	f.Seek(start, io.SeekStart)
 	return err
 }
 

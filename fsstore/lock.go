@@ -1,8 +1,16 @@
 package fsstore
 
 import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -88,7 +96,7 @@ func lock(path string, timeout time.Duration, done <-chan struct{}, shared bool)
 			continue
 		}
 		if !time.Now().Before(deadline) {
-			return nil, &LockTimeoutError{Path: path, Timeout: timeout.String()}
+			return nil, &LockTimeoutError{Path: path, Timeout: timeout.String(), Holder: holderOf(path)}
 		}
 		// Held: wait for it in the kernel (blockingWait), so that the
 		// wait ends the moment the holder lets go. When too many waits
@@ -99,10 +107,13 @@ func lock(path string, timeout time.Duration, done <-chan struct{}, shared bool)
 		case errors.Is(err, errWaitersFull):
 		case err != nil:
 			if _, timedOut := err.(*LockTimeoutError); timedOut {
-				return nil, &LockTimeoutError{Path: path, Timeout: timeout.String()}
+				return nil, &LockTimeoutError{Path: path, Timeout: timeout.String(), Holder: holderOf(path)}
 			}
 			return nil, err
 		case unlock != nil:
+			if !shared {
+				unlock = hold(path, unlock)
+			}
 			return unlock, nil
 		default:
 			continue // the file was removed under the wait: lock what the path names
@@ -122,7 +133,167 @@ func lock(path string, timeout time.Duration, done <-chan struct{}, shared bool)
 		delay = min(delay*2, maxLockPoll)
 	}
 	fixMode(path, fl.Stat)
-	return func() { fl.Unlock() }, nil
+	if shared {
+		return func() { fl.Unlock() }, nil
+	}
+	return hold(path, func() { fl.Unlock() }), nil
+}
+
+// held maps the lock files this process holds exclusively to the token
+// each holder wrote in its record: what CheckHeld compares the files with.
+var held = struct {
+	sync.Mutex
+	tokens map[string]string
+}{tokens: map[string]string{}}
+
+// hold records this process as the holder of the lock at path (its file
+// and held) and returns unlock, which forgets it and empties the file
+// first: a lock file holds a record only while it is held, so that it
+// costs no disk block at rest and names no one who let go.
+func hold(path string, unlock func()) func() {
+	f, token := recordHolder(path)
+	if f == nil {
+		return unlock
+	}
+	held.Lock()
+	held.tokens[path] = token
+	held.Unlock()
+	return func() {
+		held.Lock()
+		if held.tokens[path] == token {
+			delete(held.tokens, path)
+		}
+		held.Unlock()
+		f.Truncate(0)
+		f.Close()
+		unlock()
+	}
+}
+
+// guards reports whether the lock file lock guards the file at path: a
+// lock X.lock guards the files X and X.* of its directory (a session's
+// <id>.lock its <id>.json and <id>.jsonl, a log's <log>.lock the log), and
+// .lock every file of its directory.
+func guards(lock, path string) bool {
+	if filepath.Dir(lock) != filepath.Dir(path) {
+		return false
+	}
+	base, name := strings.TrimSuffix(filepath.Base(lock), ".lock"), filepath.Base(path)
+	return base == "" || name == base || strings.HasPrefix(name, base+".")
+}
+
+// CheckHeld refuses a write to path when a lock this process holds over
+// it (guards) was lost: its file, read again, holds another holder's
+// token or none (another host or process took the lock since, and maybe
+// let it go), or is gone. A lock file that cannot be read (the filesystem
+// failing) is no refusal: the write will say what fails. It is the fence
+// of a document's commit point, its rename (doc.go, "Fencing").
+func CheckHeld(path string) error {
+	held.Lock()
+	var locks, tokens []string
+	for lock, token := range held.tokens {
+		if guards(lock, path) {
+			locks, tokens = append(locks, lock), append(tokens, token)
+		}
+	}
+	held.Unlock()
+	for i, lock := range locks {
+		rec, err := readHolder(lock)
+		switch {
+		case errors.Is(err, os.ErrNotExist), errors.Is(err, errNoHolder):
+			return &LockLostError{Path: path, Lock: lock}
+		case err != nil:
+			continue
+		case rec.Token != tokens[i]:
+			return &LockLostError{Path: path, Lock: lock, Holder: rec.String()}
+		}
+	}
+	return nil
+}
+
+// holderRecord is what a holder of an exclusive lock writes in the lock's
+// file when it takes the lock, and empties when it lets go: who it is, so
+// that a wait that times out can name it (a host cut off keeps its locks
+// until the servers drop them), and its token (CheckHeld). It is not
+// synced: a holder that dies leaves it, naming a holder that let go.
+type holderRecord struct {
+	Host string `json:"host"`
+	PID  int    `json:"pid"`
+	At   Time   `json:"at"`
+	// Token tells this holding from every other, of any process on any
+	// host: what CheckHeld fences a write by.
+	Token string `json:"token"`
+}
+
+func (h holderRecord) String() string {
+	return fmt.Sprintf("pid %d on host %s at %s", h.PID, h.Host, h.At)
+}
+
+// maxHolderRecord bounds what is read of a lock's file.
+const maxHolderRecord = 1 << 10
+
+// recordHolder writes a holderRecord of this process, with a new token,
+// in the lock file at path, which it holds, and returns the file, open to
+// empty it when the lock is let go, and the token. A failure is no error
+// (nil: the lock is not fenced, only not named; a full disk has no block
+// for the record).
+func recordHolder(path string) (*os.File, string) {
+	f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, ""
+	}
+	var token [12]byte
+	rand.Read(token[:])
+	rec := holderRecord{Host: ThisHost(), PID: os.Getpid(), At: TimeOf(time.Now()), Token: hex.EncodeToString(token[:])}
+	line, _ := json.Marshal(rec)
+	line = append(line, '\n')
+	if _, err := f.WriteAt(line, 0); err != nil {
+		f.Truncate(0)
+		f.Close()
+		return nil, ""
+	}
+	return f, rec.Token
+}
+
+// readHolder reads the record of the lock file at path. The file is
+// opened without blocking (a fifo in its place does not hang a message).
+func readHolder(path string) (holderRecord, error) {
+	var h holderRecord
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return h, err
+	}
+	defer f.Close()
+	b := make([]byte, maxHolderRecord)
+	n, err := f.ReadAt(b, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return h, err
+	}
+	line, _, _ := bytes.Cut(b[:n], []byte{'\n'})
+	if len(bytes.TrimSpace(line)) == 0 {
+		return h, errNoHolder
+	}
+	if err := json.Unmarshal(line, &h); err != nil {
+		return h, err
+	}
+	if h.PID <= 0 || h.Host == "" {
+		return h, errNoHolder
+	}
+	return h, nil
+}
+
+// errNoHolder is a lock file that names no holder: not held, or held by
+// a process that does not record itself.
+var errNoHolder = errors.New("no holder recorded")
+
+// holderOf is who the lock file at path says last took it, "" when it
+// says nothing readable.
+func holderOf(path string) string {
+	h, err := readHolder(path)
+	if err != nil {
+		return ""
+	}
+	return h.String()
 }
 
 // fixMode makes a sidecar 0600: flock creates it 0600 less the umask,

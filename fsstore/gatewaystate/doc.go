@@ -19,7 +19,9 @@
 // session and where the key's turn lies in it), written and synced before
 // the turn runs, and the delivery mark of each session
 // (delivered/<session>.json: how much of its transcript a client received
-// whole), written after a reply is sent.
+// whole), written after a reply is sent. The keys of `hermes sessions
+// append --key` are kept with the idempotency keys (the digest of
+// "sessions append", a NUL and the key, which no header's key can be).
 //
 // The history index (history/<digest>.json) maps the digest of a
 // conversation as its client holds it to the session that holds it, so

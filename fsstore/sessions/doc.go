@@ -44,12 +44,27 @@
 // transcript's last line. An append does not rewrite the document (only
 // the first user message does, for the preview): it writes the transcript
 // and the catalog and syncs both at once, which halves the syncs of a
-// turn. So a document is behind its transcript by design, and every reader
+// turn. Its commit point is the transcript's sync: once it is done the
+// append has happened, and a failure to write the catalog or the
+// preview, caches both, is warned of and the append succeeds (a caller
+// told it failed would retry and store its messages twice); a failure of
+// the transcript's own write or sync fails it, cut back. So a document is behind its transcript by design, and every reader
 // (Get, List, Prune, a rewrite) takes the count and the last activity from
 // the transcript's last line, which costs one open and a small read. A
 // document ahead of its transcript is damage, which Check reports and
 // repairs. An append reads the last line of the transcript, not the whole
 // file, so its cost does not grow with the history.
+//
+// # Keyed appends
+//
+// AppendKeyed stores an append at most once for an idempotency key, so
+// that a caller may retry an append whose outcome it could not know
+// (fsstore.UnknownOutcomeError). Under the session's lock it reads the
+// key's record (KeyRecords: the gateway's), writes it (synced) before the
+// append, saying where the append begins, and completes it after. A
+// record left begun (the append's outcome unknown) is settled by the
+// transcript: the lines after where the append began are its messages
+// (compared without seq and ts) or they are not, and then it is made.
 //
 // # The truncation guard
 //

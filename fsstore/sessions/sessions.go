@@ -623,6 +623,9 @@ func (s *Store) Append(id string, msgs []Message) (int64, error) {
 		// After the session's lock: its next writer need not wait.
 		s.compactCatalogIfDue()
 	}
+	if errors.As(err, new(*fsstore.UnknownOutcomeError)) {
+		err = fmt.Errorf("%w: check with `hermes sessions show %s` before appending again", err, id)
+	}
 	return seq, err
 }
 
@@ -671,29 +674,40 @@ func (s *Store) appendLocked(sess *Session, msgs []Message) (int64, bool, error)
 	counted := *sess
 	counted.MessageCount = seq
 	entry := s.entryOf(&counted, active, now)
-	catalog, due, err := s.appendCatalog(entry)
-	wrote := err == nil
-	if err == nil && catalog != nil {
-		err = fsstore.SyncLogs(f, catalog)
+	catalog, due, cerr := s.appendCatalog(entry)
+	if cerr == nil {
+		err, cerr = fsstore.SyncLogs(f, catalog)
 		catalog.Close()
-	} else if err == nil {
+		if err != nil {
+			// The append is reported as failed, so it must not have
+			// happened: a caller that retries would store the messages
+			// twice. The transcript is cut back, and the catalog's line,
+			// which counts the messages, taken back.
+			defer s.retract(entry)
+		}
+	} else if errors.Is(cerr, fsstore.ErrRefused) {
+		// A catalog that breaks a rule (a symlink) is refused, as a
+		// transcript would be, before anything is committed.
+		err = cerr
+	} else {
 		err = fsstore.SyncLog(f)
 	}
-	sess.MessageCount, sess.UpdatedAt = seq, fsstore.Later(sess.UpdatedAt, ts)
-	if err == nil && !hadPreview && sess.Preview != "" {
-		err = s.writeDoc(sess, &old)
-	}
 	if err != nil {
-		// The append is reported as failed (a full disk refused the
-		// catalog or the document), so it must not have happened: a
-		// caller that retries would store the messages twice. Cut the
-		// transcript back, and take back the catalog's line, which
-		// counts the messages.
-		err = fsstore.CutBack(f, fi.Size(), err)
-		if wrote {
-			s.retract(entry)
+		return 0, false, fsstore.CutBack(f, fi.Size(), err)
+	}
+	// The commit point: the lines are durable, and the append has
+	// happened whatever follows. The catalog and the document's preview
+	// are caches of the transcript (invariant 5), and a failure to write
+	// them is told, not returned: an append reported as failed whose
+	// lines are stored would be stored twice by a caller that retries.
+	if cerr != nil {
+		s.Warn(fmt.Sprintf("session %s: messages up to %d stored, but the activity catalog was not updated (%v): hermes fsck --repair rebuilds it", sess.ID, seq, cerr))
+	}
+	sess.MessageCount, sess.UpdatedAt = seq, fsstore.Later(sess.UpdatedAt, ts)
+	if !hadPreview && sess.Preview != "" {
+		if err := s.writeDoc(sess, &old); err != nil {
+			s.Warn(fmt.Sprintf("session %s: messages up to %d stored, but its document (the preview) was not rewritten (%v): the next user message appended writes it", sess.ID, seq, err))
 		}
-		return 0, false, err
 	}
 	return seq, due, nil
 }

@@ -29,6 +29,8 @@ var (
 	ReadFile = os.ReadFile
 	// Write appends one record to a log.
 	Write = func(f *os.File, b []byte) (int, error) { return f.Write(b) }
+	// Truncate cuts a log back to its size before a failed append.
+	Truncate = func(f *os.File, size int64) error { return f.Truncate(size) }
 	// OpenRead opens a file of the directory dirfd for reading, without
 	// following a symlink, and returns its descriptor: how search opens a
 	// transcript.

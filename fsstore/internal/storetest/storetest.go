@@ -216,3 +216,12 @@ func HelperCommand(t testing.TB, test string, env ...string) *exec.Cmd {
 	cmd.Env = append(os.Environ(), env...)
 	return cmd
 }
+
+// SetTruncate replaces, for the rest of the test, the cut of a log back
+// to its size before a failed append.
+func SetTruncate(t testing.TB, truncate func(*os.File, int64) error) {
+	t.Helper()
+	old := seam.Truncate
+	t.Cleanup(func() { seam.Truncate = old })
+	seam.Truncate = truncate
+}

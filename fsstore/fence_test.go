@@ -1,0 +1,187 @@
+package fsstore
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hermes/hermes/fsstore/internal/storetest"
+)
+
+// The tests in this file break a writer's lock under it, as a network
+// filesystem does when its holder is cut off (or paused) past the mount's
+// keepalive: the lock file is removed, so that a second writer in the
+// same process locks a new file and appends while the first still holds
+// the old one and believes it holds the lock.
+
+// appendUnder takes the lock at lock, appends line to the log at path
+// and lets the lock go: a writer whose lock is its own.
+func appendUnder(t *testing.T, lock, path, line string) {
+	t.Helper()
+	unlock, err := Lock(lock, time.Second)
+	if err != nil {
+		t.Fatalf("second writer: %v", err)
+	}
+	defer unlock()
+	f, _, err := OpenAppend(path, storetest.Epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := AppendLines(f, [][]byte{[]byte(line)}); err != nil {
+		t.Fatalf("second writer: %v", err)
+	}
+}
+
+// lockedLog makes the log log.jsonl holding content and opens it to
+// append under its lock, log.lock, held until the test ends: a writer
+// that has read the log's end and is about to lose its lock.
+func lockedLog(t *testing.T, content string) (path, lock string, f *os.File) {
+	t.Helper()
+	dir := t.TempDir()
+	path, lock = filepath.Join(dir, "log.jsonl"), filepath.Join(dir, "log.lock")
+	storetest.MustWrite(t, path, []byte(content))
+	unlock, err := Lock(lock, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(unlock)
+	f, _, err = OpenAppend(path, storetest.Epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return path, lock, f
+}
+
+// TestFencedAppendRefused: a writer read the log's end under its lock,
+// lost the lock, and another writer appended: its append is refused
+// (ErrRefused, naming the log), and nothing of it is stored.
+func TestFencedAppendRefused(t *testing.T) {
+	path, lock, f := lockedLog(t, "{\"seq\":1}\n{\"seq\":2}\n")
+	// The first writer has read the end (seq 2) and is paused; its lock
+	// is lost, and the second writer appends seq 3.
+	if err := os.Remove(lock); err != nil {
+		t.Fatal(err)
+	}
+	appendUnder(t, lock, path, "{\"seq\":3,\"by\":\"second\"}\n")
+	err := AppendLines(f, [][]byte{[]byte("{\"seq\":3,\"by\":\"first\"}\n")})
+	var fenced *FencedError
+	if !errors.Is(err, ErrRefused) || !errors.As(err, &fenced) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("stale writer's append = %v, want a *FencedError (refused) naming %s", err, path)
+	}
+	if fenced.Aside != "" {
+		t.Errorf("a refused append moved something aside to %s", fenced.Aside)
+	}
+	want := "{\"seq\":1}\n{\"seq\":2}\n{\"seq\":3,\"by\":\"second\"}\n"
+	if got := string(storetest.MustRead(t, path)); got != want {
+		t.Fatalf("log holds %q, want %q", got, want)
+	}
+}
+
+// TestFencedAppendMovedAside: the lock is lost between the check of the
+// log's end and the write, so the stale writer's line lands after the
+// other writer's: it is moved aside (<log>.fenced-<unix>) and the append
+// refused; the log keeps the other writer's line, and the next append
+// follows it.
+func TestFencedAppendMovedAside(t *testing.T) {
+	path, lock, f := lockedLog(t, "{\"seq\":1}\n")
+	paused := true
+	storetest.SetWrite(t, func(w *os.File, b []byte) (int, error) {
+		if paused && w == f {
+			paused = false
+			if err := os.Remove(lock); err != nil {
+				t.Fatal(err)
+			}
+			appendUnder(t, lock, path, "{\"seq\":2,\"by\":\"second\"}\n")
+		}
+		return w.Write(b)
+	})
+	stale := "{\"seq\":2,\"by\":\"first\"}\n"
+	err := AppendLines(f, [][]byte{[]byte(stale)})
+	var fenced *FencedError
+	if !errors.Is(err, ErrRefused) || !errors.As(err, &fenced) || fenced.Aside == "" {
+		t.Fatalf("stale writer's append = %v, want a *FencedError with its line moved aside", err)
+	}
+	if !strings.Contains(err.Error(), fenced.Aside) {
+		t.Errorf("error %q does not name the copy %s", err, fenced.Aside)
+	}
+	if got := string(storetest.MustRead(t, fenced.Aside)); got != stale {
+		t.Errorf("%s holds %q, want the stale line %q", fenced.Aside, got, stale)
+	}
+	want := "{\"seq\":1}\n{\"seq\":2,\"by\":\"second\"}\n"
+	if got := string(storetest.MustRead(t, path)); got != want {
+		t.Fatalf("log holds %q, want %q", got, want)
+	}
+	appendUnder(t, lock, path, "{\"seq\":3}\n")
+	if got := string(storetest.MustRead(t, path)); got != want+"{\"seq\":3}\n" {
+		t.Fatalf("log holds %q after the next append", got)
+	}
+}
+
+// TestFencedCutBackKeepsOthersLines: an append whose sync fails is cut
+// back, but not when another writer appended after it (its lock was
+// lost): a cut there would remove the other writer's acknowledged line.
+func TestFencedCutBackKeepsOthersLines(t *testing.T) {
+	dir := t.TempDir()
+	path, lock := filepath.Join(dir, "log.jsonl"), filepath.Join(dir, "log.lock")
+	storetest.MustWrite(t, path, []byte("{\"seq\":1}\n"))
+	f, _, err := OpenAppend(path, storetest.Epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	failed := false
+	storetest.SetSeams(t, nil, nil, func(s *os.File) error {
+		if s == f && !failed {
+			failed = true
+			appendUnder(t, lock, path, "{\"seq\":3,\"by\":\"second\"}\n")
+			return storetest.ErrInjected
+		}
+		return s.Sync()
+	})
+	err = AppendLines(f, [][]byte{[]byte("{\"seq\":2}\n")})
+	if !errors.Is(err, storetest.ErrInjected) {
+		t.Fatalf("AppendLines = %v, want the injected error", err)
+	}
+	want := "{\"seq\":1}\n{\"seq\":2}\n{\"seq\":3,\"by\":\"second\"}\n"
+	if got := string(storetest.MustRead(t, path)); got != want {
+		t.Fatalf("log holds %q, want %q (the other writer's line kept)", got, want)
+	}
+}
+
+// TestAppendOutcomeUnknown: an append whose write or sync failed and
+// whose lines could not be cut back (the mount died under it) may be
+// stored or not: its error is an *UnknownOutcomeError, which says so
+// and names the log, and wraps the cause. One whose cut succeeded is an
+// ordinary failure: nothing is stored.
+func TestAppendOutcomeUnknown(t *testing.T) {
+	for _, step := range []string{"write", "sync"} {
+		t.Run(step, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "log.jsonl")
+			storetest.MustWrite(t, path, []byte("{\"seq\":1}\n"))
+			f, _, err := OpenAppend(path, storetest.Epoch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if step == "write" {
+				storetest.SetWrite(t, func(w *os.File, b []byte) (int, error) {
+					n, _ := w.Write(b[:4])
+					return n, storetest.ErrInjected
+				})
+			} else {
+				storetest.SetSeams(t, nil, nil, func(*os.File) error { return storetest.ErrInjected })
+			}
+			storetest.SetTruncate(t, func(*os.File, int64) error { return errors.New("transport endpoint is not connected") })
+			err = AppendLines(f, [][]byte{[]byte("{\"seq\":2}\n")})
+			var unknown *UnknownOutcomeError
+			if !errors.As(err, &unknown) || !errors.Is(err, storetest.ErrInjected) || !strings.Contains(err.Error(), "outcome unknown") || !strings.Contains(err.Error(), path) {
+				t.Fatalf("AppendLines = %v, want an *UnknownOutcomeError naming %s and wrapping the cause", err, path)
+			}
+		})
+	}
+}
