@@ -15,8 +15,10 @@ import (
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
 
+	"github.com/hermes/hermes/cmd/agent"
 	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/cmd/provider/anthropictest"
+	"github.com/hermes/hermes/fsstore/usage"
 )
 
 // The tests in this file drive the gateway's Messages API route with
@@ -303,7 +305,8 @@ func TestMessagesSideRequests(t *testing.T) {
 
 // An anthropic upstream's stream that breaks off mid-block, or ends with
 // no stop reason: the client's stream ends with an error event, and the
-// transcript holds the user's message and nothing half-made.
+// transcript holds the user's message and nothing half-made (hermes's
+// note of the failed call's usage).
 func TestMessagesUpstreamStreamBroken(t *testing.T) {
 	head := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"m\",\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}}\n\n" +
 		"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n" +
@@ -332,8 +335,14 @@ func TestMessagesUpstreamStreamBroken(t *testing.T) {
 			if err := s.Err(); err == nil || !strings.Contains(err.Error(), `{"type":"error","error":{"type":"api_error","message":"anthropic: stream`) {
 				t.Fatalf("stream error %v", err)
 			}
-			if got := roles(messages(t, e.sessions, sid)); got != "user" {
-				t.Errorf("transcript %s", got)
+			// Nothing half-made: the user's message, and hermes's note of
+			// the failed call, whose tokens the API counted (usage).
+			msgs := messages(t, e.sessions, sid)
+			if got := roles(msgs); got != "user system" || !agent.IsNote(msgs[1]) {
+				t.Fatalf("transcript %s", got)
+			}
+			if calls, err := usage.Others(msgs[1]); err != nil || len(calls) != 1 || !calls[0].Failed || calls[0].Input != 3 {
+				t.Errorf("the note's calls %+v (%v), want the failed one", calls, err)
 			}
 		})
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/hermes/hermes/fsstore"
 	"github.com/hermes/hermes/fsstore/sessions"
-	"github.com/hermes/hermes/fsstore/usage"
 )
 
 // hermesDoc is what the hermes formats say of a session, in either
@@ -38,15 +37,6 @@ type hermesDoc struct {
 	SystemPrompt    string             `json:"system_prompt"`
 	Meta            json.RawMessage    `json:"meta"`
 	Messages        *[]json.RawMessage `json:"messages"`
-	// The Python agent's usage totals (its sessions table): input read
-	// afresh, cache reads and writes apart, as its CanonicalUsage counts.
-	// They stay in meta too, with the rest of its row.
-	InputTokens      int64  `json:"input_tokens"`
-	OutputTokens     int64  `json:"output_tokens"`
-	CacheReadTokens  int64  `json:"cache_read_tokens"`
-	CacheWriteTokens int64  `json:"cache_write_tokens"`
-	ReasoningTokens  int64  `json:"reasoning_tokens"`
-	BillingProvider  string `json:"billing_provider"`
 }
 
 // hermesKnown are the keys a hermes document's fields take, or that this
@@ -95,35 +85,6 @@ func (d *hermesDoc) session(format string, fields map[string]json.RawMessage, fa
 	return s, nil
 }
 
-// addTotals puts the Python agent's usage totals of d on the last message
-// of s as one call (usage.OtherField: the call of no one message), whose
-// id is the session's, so that an export imported twice counts it once.
-// The cache writes' lifetime is not said: 5 minutes, the API's default.
-// A session with no tokens, or no message to hold them, has none.
-func (d *hermesDoc) addTotals(s *Session) error {
-	c := usage.Call{ID: "hermes:" + s.ID, Input: d.InputTokens, Output: d.OutputTokens, CacheRead: d.CacheReadTokens,
-		CacheWrite5m: d.CacheWriteTokens, Reasoning: d.ReasoningTokens, Model: d.Model, Provider: d.BillingProvider}
-	if c.Total() == 0 || len(s.Messages) == 0 {
-		return nil
-	}
-	if err := c.Check(); err != nil {
-		return err
-	}
-	for _, t := range []time.Time{s.EndedAt, s.UpdatedAt, s.CreatedAt} {
-		if !t.IsZero() {
-			c.TS = fsstore.TimeOf(t)
-			break
-		}
-	}
-	last := &s.Messages[len(s.Messages)-1]
-	others, err := usage.Others(*last)
-	if err != nil {
-		return err
-	}
-	usage.PutOthers(last, append(others, c))
-	return nil
-}
-
 // parseHermesJSON reads the Python agent's one-object session snapshot.
 func parseHermesJSON(data []byte) (Session, error) {
 	const format = FormatHermesJSON
@@ -156,9 +117,6 @@ func parseHermesJSON(data []byte) (Session, error) {
 	}); err != nil {
 		return Session{}, err
 	}
-	if err := doc.addTotals(&s); err != nil {
-		return Session{}, invalidf(format, 0, "%v", err)
-	}
 	return s, nil
 }
 
@@ -187,9 +145,6 @@ func parseHermesJSONL(data []byte) ([]Session, error) {
 			return invalidf(format, n, "message %d: %v", i+1, err)
 		}); err != nil {
 			return nil, err
-		}
-		if err := doc.addTotals(&s); err != nil {
-			return nil, invalidf(format, n, "%v", err)
 		}
 		out = append(out, s)
 	}

@@ -113,37 +113,3 @@ func TestCodexTokenCount(t *testing.T) {
 		t.Errorf("calls:\n got %+v\nwant %+v", got, want)
 	}
 }
-
-// TestHermesSessionTotals: the Python agent keeps a session's usage as
-// totals on its document (input_tokens read afresh, cache reads and writes
-// apart, as its CanonicalUsage counts them), not per call: an export's
-// totals are one call of the session's model, whose id is the session's,
-// so that importing the export twice counts it once; a session with no
-// tokens has none.
-func TestHermesSessionTotals(t *testing.T) {
-	line := func(id string, in int) string {
-		return `{"id":"` + id + `","source":"cli","model":"claude-sonnet-4","billing_provider":"anthropic","started_at":1758362400,"ended_at":1758366000,` +
-			`"input_tokens":` + strconv.Itoa(in) + `,"output_tokens":300,"cache_read_tokens":5000,"cache_write_tokens":700,"reasoning_tokens":40,` +
-			`"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]}`
-	}
-	none := `{"id":"py3","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]}`
-	ss, err := Parse(strings.NewReader(line("py1", 1200)+"\n"+line("py2", 0)+"\n"+none), FormatHermesJSONL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	others, err := usage.Others(ss[0].Messages[len(ss[0].Messages)-1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := usage.Call{ID: "hermes:py1", Input: 1200, Output: 300, CacheRead: 5000, CacheWrite5m: 700, Reasoning: 40,
-		Model: "claude-sonnet-4", Provider: "anthropic", TS: "2025-09-20T11:00:00.000000Z"}
-	if len(others) != 1 || others[0] != want {
-		t.Errorf("calls of py1:\n got %+v\nwant %+v", others, want)
-	}
-	if others, _ := usage.Others(ss[1].Messages[len(ss[1].Messages)-1]); len(others) != 1 || others[0].Input != 0 || others[0].Output != 300 {
-		t.Errorf("calls of py2 (no input, some output): %+v", others)
-	}
-	if others, _ := usage.Others(ss[2].Messages[len(ss[2].Messages)-1]); len(others) != 0 {
-		t.Errorf("calls of py3, which has no tokens: %+v", others)
-	}
-}
