@@ -171,12 +171,24 @@ func lastNewline(f *os.File, limit int64) (int64, error) {
 // path.torn-<unix>, synced, and cut off before anything is appended; the
 // name of the copy is returned. The caller must hold the log's lock.
 func OpenAppend(path string, now time.Time) (f *os.File, moved string, err error) {
+	return openAppend(path, now, true)
+}
+
+// OpenAppendUncommitted is OpenAppend, but a log it creates is not
+// committed to its directory: for a record whose document, in the same
+// directory and written after the log, is its commit point, and whose
+// sync of the directory commits both names (a session's create).
+func OpenAppendUncommitted(path string, now time.Time) (f *os.File, moved string, err error) {
+	return openAppend(path, now, false)
+}
+
+func openAppend(path string, now time.Time, commit bool) (f *os.File, moved string, err error) {
 	f, err = os.OpenFile(path, os.O_RDWR|os.O_APPEND|syscall.O_NOFOLLOW, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		f, err = os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, FileMode)
 		if err == nil {
 			err = f.Chmod(FileMode)
-			if err == nil {
+			if err == nil && commit {
 				err = SyncDir(filepath.Dir(path))
 			}
 		}
