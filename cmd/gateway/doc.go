@@ -283,7 +283,13 @@
 // history has that digest: one file read, whatever the number of
 // sessions, and after a restart too. The entry is checked against the
 // transcript it names (the digest of its first messages) and not used
-// when they differ. Then (routeHistory): the session continues; or, when
+// when they differ. What a turn costs beyond that grows with the history
+// only by reading what the client sent once: the body is checked by
+// encoding/json, the messages are cut out of it without being decoded or
+// copied (rawList) and each is read by the store's fast path
+// (sessions.ParseValidMessage), then hashed once for the lookup. A
+// 1,000-message conversation's turn costs about 5 ms more than a
+// 20-message one's, where it cost 11.7 ms more (BenchmarkStatelessTurn). Then (routeHistory): the session continues; or, when
 // it already holds the new messages and no reply, the turn is retried
 // without storing them again; or, when it answered them and the answer
 // was never delivered, the stored reply is returned; or, when it moved on
