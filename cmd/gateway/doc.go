@@ -447,7 +447,12 @@
 // restart interrupts a session once. Each interruption adds one to the
 // session's interrupt_count; the third in a row makes it suspended (a stuck
 // loop) instead. A successful turn makes the session active and clears the
-// count and resume_pending_at.
+// count and resume_pending_at. An append's catalog line is written after
+// its transcript is synced, unsynced (package sessions): a crash between
+// the two, or a power cut that loses the line, leaves the session's
+// activity at its write before, so a session whose last write before the
+// crash was its first in 2 minutes is not marked (its turn is retried as
+// any other, without the restart note).
 //
 // A request for a session that is:
 //   - resume_pending, marked (resume_pending_at) within
