@@ -342,18 +342,6 @@ func SyncLog(f *os.File) error {
 	return nil
 }
 
-// SyncLogs syncs the logs at once. Their appends were written before
-// either sync starts, so the two syncs overlap, and on a journaled file
-// system one commit can carry both. Measured in-process on ext4 without a
-// journal: one sync 0.14 ms, two at once 0.24, two one after the other
-// 0.27.
-func SyncLogs(a, b *os.File) error {
-	errb := make(chan error, 1)
-	go func() { errb <- SyncLog(b) }()
-	erra := SyncLog(a)
-	return errors.Join(erra, <-errb)
-}
-
 // WriteLines writes each line with one write call, without a sync: for a
 // caller that syncs f itself. If a write fails, f is cut back to its size
 // before the call.

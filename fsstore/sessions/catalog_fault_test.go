@@ -41,7 +41,6 @@ func TestFailureAtEveryStepCatalogAgrees(t *testing.T) {
 					}
 				}
 				was, werr := s.Get("c1")
-				// SyncLogs syncs a transcript and the catalog at once.
 				var mu sync.Mutex
 				calls := 0
 				// fail says whether this step fails; needsSpace is false
