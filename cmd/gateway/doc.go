@@ -288,8 +288,9 @@
 // encoding/json, the messages are cut out of it without being decoded or
 // copied (rawList) and each is read by the store's fast path
 // (sessions.ParseValidMessage), then hashed once for the lookup. A
-// 1,000-message conversation's turn costs about 5 ms more than a
-// 20-message one's, where it cost 11.7 ms more (BenchmarkStatelessTurn). Then (routeHistory): the session continues; or, when
+// 1,000-message conversation's turn costs 5 to 6.4 ms more than a
+// 20-message one's, where it cost 11.7 to 12.9 ms more
+// (BenchmarkStatelessTurn). Then (routeHistory): the session continues; or, when
 // it already holds the new messages and no reply, the turn is retried
 // without storing them again; or, when it answered them and the answer
 // was never delivered, the stored reply is returned; or, when it moved on
