@@ -92,6 +92,8 @@ func providerConfig(given map[string]string, cfg profiles.Config) (provider.Conf
 		KeyFrom:     keyFrom,
 		ExecCommand: firstSet(given["exec-command"], os.Getenv("HERMES_EXEC_COMMAND"), cfg.ExecCommand),
 		Timeout:     timeout,
+		// The gateway runs that many calls at once (0: the default).
+		MaxIdlePerHost: cfg.Gateway.MaxConnections,
 		// Only config.yaml sets it: it describes the server a profile talks to.
 		ReasoningContent: cfg.ReasoningContent,
 		Anthropic:        provider.Anthropic{Version: a.Version, Beta: a.Beta, Bearer: a.Bearer, MaxTokens: a.MaxTokens, Thinking: a.Thinking, Cache: a.Cache},

@@ -106,9 +106,9 @@
 //	                          document                                                 document                       made from it (recovered)
 //	session import (new)      transcript with the messages,          document          the same, with the messages    the same: nothing is lost
 //	                          catalog (cache), document
-//	session append            transcript, catalog (cache);           transcript sync   a torn tail                    the next append moves it
-//	                          document (its preview: a cache) at                                                      aside
-//	                          the first user message
+//	session append            transcript, catalog (cache, after the  transcript sync,  a torn tail; a catalog line   the next append moves it
+//	                          transcript's sync, unsynced);          or the document   lost (behind the transcript)   aside; fsck --repair
+//	                          document at the first user message                                                      levels the catalog
 //	session save --force,     copy aside (.replaced-), catalog       document          the new transcript, its copy   fsck --repair: the count;
 //	import --force            (cache), transcript, document                            aside, the document behind     the copy stays, a note
 //	session rename, end, …    catalog (cache), document              document          a catalog line that says what  fsck reports it; --repair

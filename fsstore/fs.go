@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/hermes/hermes/fsstore/internal/seam"
@@ -249,4 +250,19 @@ func freeName(path, suffix string) string {
 // quota, so that callers can say so in plain words.
 func IsDiskFull(err error) bool {
 	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
+}
+
+// ObserveSyncs calls fn with the name of every file and directory at or
+// below dir that is synced (fsync; F_FULLFSYNC on macOS), from now until
+// stop is called: how a test counts what a change costs (a gateway turn
+// makes at most three). fn may be called from several goroutines at once.
+// Observers of different directories do not see each other's syncs, so
+// tests that count them may run in parallel.
+func ObserveSyncs(dir string, fn func(name string)) (stop func()) {
+	dir = filepath.Clean(dir)
+	return seam.ObserveSync(func(name string) {
+		if name == dir || strings.HasPrefix(name, dir+string(filepath.Separator)) {
+			fn(name)
+		}
+	})
 }

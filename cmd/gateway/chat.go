@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -18,13 +19,37 @@ import (
 // the parameters it passes on have the names provider.Params has.
 type chatRequest struct {
 	Model         string            `json:"model"`
-	Messages      []json.RawMessage `json:"messages"`
+	Messages      rawList           `json:"messages"`
 	Tools         []json.RawMessage `json:"tools"`
 	Stream        bool              `json:"stream"`
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
 	provider.Params
+}
+
+// rawList is a JSON array kept as the bytes of its elements, cut out of
+// the request body without decoding or copying them: encoding/json has
+// checked the whole body before it calls UnmarshalJSON, and the body is
+// not reused. A client that re-sends a conversation of 1,000 messages has
+// them read once (sessions.ParseValidMessage), not three times. null is
+// an empty list, as for a slice.
+type rawList []json.RawMessage
+
+func (l *rawList) UnmarshalJSON(b []byte) error {
+	var out rawList
+	p, err := sessions.CutArray(b, func(elem []byte) {
+		out = append(out, elem)
+	})
+	if err != nil {
+		return errors.New("messages must be a list")
+	}
+	if p {
+		*l = out
+	} else {
+		*l = nil
+	}
+	return nil
 }
 
 // decodeChat reads a chat completion request.
@@ -59,8 +84,10 @@ func parseChatMessages(raw []json.RawMessage) ([]sessions.Message, error) {
 		if err != nil {
 			return nil, badRequest(fmt.Sprintf("messages[%d]", i), "messages[%d]: %v", i, err)
 		}
-		if err := refuseMarkers(m.Extra, fmt.Sprintf("messages[%d]", i)); err != nil {
-			return nil, err
+		if len(m.Extra) > 0 {
+			if err := refuseMarkers(m.Extra, fmt.Sprintf("messages[%d]", i)); err != nil {
+				return nil, err
+			}
 		}
 		msgs = append(msgs, m)
 	}
@@ -114,7 +141,7 @@ func parseMessage(raw json.RawMessage) (sessions.Message, error) {
 		fields["role"] = json.RawMessage(`"system"`)
 		raw, _ = json.Marshal(fields)
 	}
-	m, err := sessions.ParseMessage(raw)
+	m, err := sessions.ParseValidMessage(raw)
 	if err != nil {
 		return sessions.Message{}, err
 	}

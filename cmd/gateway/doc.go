@@ -295,7 +295,14 @@
 // history has that digest: one file read, whatever the number of
 // sessions, and after a restart too. The entry is checked against the
 // transcript it names (the digest of its first messages) and not used
-// when they differ. Then (routeHistory): the session continues; or, when
+// when they differ. What a turn costs beyond that grows with the history
+// only by reading what the client sent once: the body is checked by
+// encoding/json, the messages are cut out of it without being decoded or
+// copied (rawList) and each is read by the store's fast path
+// (sessions.ParseValidMessage), then hashed once for the lookup. A
+// 1,000-message conversation's turn costs 5 to 6.4 ms more than a
+// 20-message one's, where it cost 11.7 to 12.9 ms more
+// (BenchmarkStatelessTurn). Then (routeHistory): the session continues; or, when
 // it already holds the new messages and no reply, the turn is retried
 // without storing them again; or, when it answered them and the answer
 // was never delivered, the stored reply is returned; or, when it moved on
@@ -453,7 +460,12 @@
 // restart interrupts a session once. Each interruption adds one to the
 // session's interrupt_count; the third in a row makes it suspended (a stuck
 // loop) instead. A successful turn makes the session active and clears the
-// count and resume_pending_at.
+// count and resume_pending_at. An append's catalog line is written after
+// its transcript is synced, unsynced (package sessions): a crash between
+// the two, or a power cut that loses the line, leaves the session's
+// activity at its write before, so a session whose last write before the
+// crash was its first in 2 minutes is not marked (its turn is retried as
+// any other, without the restart note).
 //
 // A request for a session that is:
 //   - resume_pending, marked (resume_pending_at) within

@@ -94,7 +94,7 @@ func newAnthropic(cfg Config, timeout time.Duration) (Provider, error) {
 		maxTokens:  cfg.Anthropic.MaxTokens,
 		timeout:    timeout,
 		maxRetries: retries(cfg.MaxRetries),
-		client:     &http.Client{},
+		client:     newClient(cfg.MaxIdlePerHost),
 	}
 	if p.maxTokens < 0 {
 		return nil, configErrorf("anthropic provider: max_tokens %d is negative", p.maxTokens)

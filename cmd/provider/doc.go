@@ -96,6 +96,15 @@
 // the latency of the attempt that answered. A server that reports no
 // usage leaves the message without a call.
 //
+// Connections: the openai and anthropic providers keep idle connections
+// to their server for the next call, as many per host as calls run at
+// once (Config.MaxIdlePerHost: the gateway's gateway.max_connections,
+// default 256), where Go's default client kept 2: with 16 clients of the
+// gateway, 0.4 of the turns opened a connection, a TLS handshake each
+// against a real provider (TestUpstreamConnectionsKept: at most 0.05).
+// The transport is otherwise Go's default: proxies from the environment,
+// HTTP/2 where the server offers it over TLS.
+//
 // Retries: a 429, a 5xx, or a connection error (refused, reset, a stream
 // that broke off) is retried up to Config.MaxRetries times (default 3,
 // negative for none), waiting 500ms, 1s, 2s, … or, when the response carries

@@ -70,7 +70,7 @@ func newOpenAI(cfg Config, timeout time.Duration) (Provider, error) {
 		keyFrom:         cfg.KeyFrom,
 		timeout:         timeout,
 		maxRetries:      retries(cfg.MaxRetries),
-		client:          &http.Client{}, // no client timeout: the context bounds the whole call, body included
+		client:          newClient(cfg.MaxIdlePerHost),
 		replayReasoning: replaysReasoning(cfg.ReasoningContent, base),
 	}, nil
 }

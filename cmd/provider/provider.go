@@ -25,9 +25,14 @@ type Config struct {
 	// KeyFrom is the variable APIKey came from, for a refusal (HTTP 401)
 	// to name; empty when there is no key.
 	KeyFrom     string
-	ExecCommand string        // exec: run through `sh -c`
-	Timeout     time.Duration // whole-call timeout; 0 means 10 minutes; negative means none
-	MaxRetries  int           // openai: retries on 429/5xx/connection errors; 0 means default 3; negative means none
+	ExecCommand string // exec: run through `sh -c`
+	// MaxIdlePerHost is how many idle connections to its server the
+	// openai and anthropic providers keep for the next call: as many as
+	// calls run at once (the gateway's gateway.max_connections); 0 means
+	// DefaultMaxIdlePerHost.
+	MaxIdlePerHost int
+	Timeout        time.Duration // whole-call timeout; 0 means 10 minutes; negative means none
+	MaxRetries     int           // openai: retries on 429/5xx/connection errors; 0 means default 3; negative means none
 	// ReasoningContent is what openai does with the reasoning_content of
 	// stored assistant messages: ReasoningAuto (default when empty),
 	// ReasoningReplay or ReasoningDrop.
@@ -433,4 +438,25 @@ func keyHint(status int, keyFrom, other string) string {
 		return "; no key was sent: " + set
 	}
 	return fmt.Sprintf("; the key sent came from $%s: %s", keyFrom, set)
+}
+
+// DefaultMaxIdlePerHost is the idle connections kept per server when
+// Config sets none: the gateway's default number of connections, each of
+// which may be running a call.
+const DefaultMaxIdlePerHost = 256
+
+// newClient is the HTTP client of the openai and anthropic providers: Go's
+// default transport (proxies from the environment, HTTP/2 where a server
+// offers it over TLS) keeping maxIdle idle connections per host, where
+// the default keeps 2, so that calls running at once do not each open a
+// connection (a TLS handshake) when the one before closed its own. No
+// client timeout: the context bounds the whole call, body included.
+func newClient(maxIdle int) *http.Client {
+	if maxIdle <= 0 {
+		maxIdle = DefaultMaxIdlePerHost
+	}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 0
+	t.MaxIdleConnsPerHost = maxIdle
+	return &http.Client{Transport: t}
 }

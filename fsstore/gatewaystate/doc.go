@@ -6,9 +6,10 @@
 //
 // A response is a document written once; an index (.index.jsonl) keeps
 // their order so that eviction reads no document. The index is appended to
-// after the document is written, so a crash between the two leaves a
-// document the index lacks: such documents are found from a directory
-// listing when the index is first loaded, and evicted first.
+// after the document is written, and not synced, so a crash between the
+// two, or a power cut before the line reached the disk, leaves a document
+// the index lacks: such documents are found from a directory listing when
+// the index is first loaded, and evicted first.
 //
 // state.json names the run's host and pid. Whether a gateway runs is
 // never judged by that pid, which means nothing on another host that

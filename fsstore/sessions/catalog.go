@@ -28,6 +28,10 @@ import (
 // metadata change), in the order the writes happened. Reading it backwards,
 // the first line seen for each session is its latest activity. Appends to
 // it are serialized by .catalog.lock, held only for the one write and sync.
+// An append's line (Append) is written after its transcript is synced and
+// is not synced itself: a crash can lose it, leaving the catalog behind
+// the transcript, never ahead, which Check reports and repair levels; the
+// lines of the other writes are synced before their document is written.
 //
 // "at" is the session's activity, which is the moment of the write except
 // for an import: a session whose history ended 200 days ago was last

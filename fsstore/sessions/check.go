@@ -89,7 +89,7 @@ func (s *Store) CheckSessions(repair bool, lostFound string) ([]fsstore.Finding,
 			default: // <id>.json: checkedNames left no other
 				id := strings.TrimSuffix(name, ".json")
 				sess, err := read[i].sess, read[i].err
-				doc := docInfo{id: id}
+				doc := docInfo{id: id, logCount: -1, catCount: -1}
 				if err == nil {
 					doc.parsed, doc.count, doc.state = true, sess.MessageCount, states.of(sess.State)
 					if sess.ID != id {
@@ -156,6 +156,9 @@ func (s *Store) CheckSessions(repair bool, lostFound string) ([]fsstore.Finding,
 			if counted {
 				count = doc.count
 			}
+			if doc != nil && scans[i].countErr == nil && !scans[i].failed {
+				doc.logCount = scans[i].count
+			}
 			if repair {
 				// A repair above may have rewritten it.
 				var sess Session
@@ -217,13 +220,16 @@ func checkedNames(dir string) ([]string, error) {
 
 // docInfo is what Check keeps of a document <id>.json between its passes:
 // whether it parses (with another id inside, it is reported as corrupt
-// but still counts), its message_count and state, and whether the
-// catalog's last line of its session is there and a removal
-// (catalogMarks).
+// but still counts), its message_count and state, its transcript's count
+// (logCount, -1 when unread), and whether the catalog's last line of its
+// session is there and a removal, and the count it gives (catCount, -1
+// when it gives none) (catalogMarks).
 type docInfo struct {
 	id        string // a part of the listed name, not a copy
 	state     string // interned
 	count     int64
+	logCount  int64
+	catCount  int64
 	parsed    bool
 	inCatalog bool
 	removed   bool
@@ -311,7 +317,10 @@ func (s *Store) catalogMarks(docs []docInfo) (others map[string]bool, differ map
 			others[e.SessionID] = e.Removed
 			return nil
 		}
-		doc.inCatalog, doc.removed = true, e.Removed
+		doc.inCatalog, doc.removed, doc.catCount = true, e.Removed, -1
+		if e.State != "" {
+			doc.catCount = e.MessageCount
+		}
 		if doc.parsed && e.State != "" && e.State != doc.state {
 			differ[doc.id] = e.State
 		} else {
@@ -329,10 +338,13 @@ func (s *Store) catalogMarks(docs []docInfo) (others map[string]bool, differ map
 // it back leaves, or a removal by hand (a transcript without its
 // document has its own finding); a session whose last line gives
 // another state than its document, which a crash between the line and
-// the document leaves. A document is read again before it is found
-// wanting, since a write during the check writes its line first. docs
-// are sorted by id and marked by catalogMarks, which returned others and
-// differ.
+// the document leaves; a session whose last line counts fewer messages
+// than its transcript holds, which a crash leaves, since an append's
+// line is written after its transcript is synced, and not synced itself.
+// A document is read again before it is found wanting, since a write
+// during the check writes its line first; a count behind is read again
+// under the session's lock. docs are sorted by id and marked by
+// catalogMarks, which returned others and differ.
 func (s *Store) checkCatalog(docs []docInfo, others map[string]bool, differ map[string]string, logs []string) *fsstore.Finding {
 	for _, doc := range docs {
 		if !doc.inCatalog || doc.removed {
@@ -345,6 +357,14 @@ func (s *Store) checkCatalog(docs []docInfo, others map[string]bool, differ map[
 		if fsstore.ReadDoc(s.docPath(id), &now) == nil && now.State != differ[id] {
 			return &fsstore.Finding{Path: s.catalogPath(), Problem: true,
 				What: fmt.Sprintf("activity catalog says session %s is %s; its document says %s", id, differ[id], now.State)}
+		}
+	}
+	for _, doc := range docs {
+		if doc.catCount >= 0 && doc.logCount > doc.catCount {
+			if logCount, catCount, behind := s.catalogBehind(doc.id); behind {
+				return &fsstore.Finding{Path: s.catalogPath(), Problem: true,
+					What: fmt.Sprintf("activity catalog counts %d messages of session %s; its transcript has %d", catCount, doc.id, logCount)}
+			}
 		}
 	}
 	ids = nil
@@ -369,6 +389,37 @@ func (s *Store) checkCatalog(docs []docInfo, others map[string]bool, differ map[
 		}
 	}
 	return nil
+}
+
+// catalogBehind reads again, under the lock of session id, its
+// transcript's count and the count of its last catalog line, and reports
+// whether the line is behind.
+func (s *Store) catalogBehind(id string) (logCount, catCount int64, behind bool) {
+	unlock, err := s.lock(id)
+	if err != nil {
+		return 0, 0, false
+	}
+	defer unlock()
+	if logCount, err = s.transcriptCount(id); err != nil {
+		return 0, 0, false
+	}
+	f, size, err := fsstore.OpenSized(s.catalogPath())
+	if f == nil || err != nil {
+		return 0, 0, false
+	}
+	defer f.Close()
+	catCount = -1
+	fsstore.EachLineBackward(f, size, func(line []byte, _ int64) bool {
+		if got, ok := lineSessionBytes(line); !ok || string(got) != id {
+			return true
+		}
+		var e catalogEntry
+		if json.Unmarshal(line, &e) == nil && e.State != "" && !e.Removed {
+			catCount = e.MessageCount
+		}
+		return false
+	})
+	return logCount, catCount, catCount >= 0 && logCount > catCount
 }
 
 // checkIDRule reports a session, made before the rule, whose id

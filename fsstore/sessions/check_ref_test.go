@@ -116,7 +116,13 @@ func (s *Store) refCheckSessions(repair bool, lostFound string) ([]fsstore.Findi
 	if err != nil {
 		return out, 0, err
 	}
-	stale := s.refCheckCatalog(catalog, docs, parsed, logs)
+	logCounts := map[string]int64{}
+	for i, id := range logs {
+		if scans[i].countErr == nil && !scans[i].failed {
+			logCounts[id] = scans[i].count
+		}
+	}
+	stale := s.refCheckCatalog(catalog, docs, parsed, logs, logCounts)
 	if stale != nil {
 		if repair {
 			stale.Repaired = s.RebuildCatalog() == nil
@@ -132,7 +138,7 @@ func (s *Store) refCheckSessions(repair bool, lostFound string) ([]fsstore.Findi
 	return out, checked, nil
 }
 
-func (s *Store) refCheckCatalog(catalog map[string]catalogEntry, docs map[string]bool, parsed map[string]*Session, logs []string) *fsstore.Finding {
+func (s *Store) refCheckCatalog(catalog map[string]catalogEntry, docs map[string]bool, parsed map[string]*Session, logs []string, logCounts map[string]int64) *fsstore.Finding {
 	ids := make([]string, 0, len(docs))
 	for id := range docs {
 		ids = append(ids, id)
@@ -152,6 +158,13 @@ func (s *Store) refCheckCatalog(catalog map[string]catalogEntry, docs map[string
 		if fsstore.ReadDoc(s.docPath(id), &now) == nil && now.State != e.State {
 			return &fsstore.Finding{Path: s.catalogPath(), Problem: true,
 				What: fmt.Sprintf("activity catalog says session %s is %s; its document says %s", id, e.State, now.State)}
+		}
+	}
+	for _, id := range ids {
+		e := catalog[id]
+		if n, ok := logCounts[id]; ok && e.State != "" && n > e.MessageCount {
+			return &fsstore.Finding{Path: s.catalogPath(), Problem: true,
+				What: fmt.Sprintf("activity catalog counts %d messages of session %s; its transcript has %d", e.MessageCount, id, n)}
 		}
 	}
 	ids = ids[:0]

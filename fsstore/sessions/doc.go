@@ -42,13 +42,22 @@
 //
 // The document's message_count and updated_at are caches of the
 // transcript's last line. An append does not rewrite the document (only
-// the first user message does, for the preview): it writes the transcript
-// and the catalog and syncs both at once, which halves the syncs of a
-// turn. Its commit point is the transcript's sync: once it is done the
-// append has happened, and a failure to write the catalog or the
-// preview, caches both, is warned of and the append succeeds (a caller
-// told it failed would retry and store its messages twice); a failure of
-// the transcript's own write or sync fails it, cut back. So a document is behind its transcript by design, and every reader
+// the first user message does, for the preview, synced without its
+// directory: the name is committed, and a crash leaves the document
+// before or after, never a mix): it writes the transcript and syncs it,
+// then writes the catalog's line without a sync. The catalog is a cache,
+// and its line comes after the sync, so a crash (a kill between the two,
+// a power cut before the line reached the disk) can leave it behind the
+// transcript, never ahead: one sync an append instead of two. A session
+// whose last catalog line counts fewer messages than its transcript is
+// reported by Check ("activity catalog counts N messages of session …")
+// and the catalog rebuilt with repair; until then, or the session's next
+// write, Stats counts the messages its line does, and the session lists
+// as last active at that line's time. A failure to write the catalog's
+// line or the preview, caches both, is warned of and the append succeeds
+// (a caller told it failed would retry and store its messages twice); a
+// failure of the transcript's own write or sync fails it, cut back. So a
+// document is behind its transcript by design, and every reader
 // (Get, List, Prune, a rewrite) takes the count and the last activity from
 // the transcript's last line, which costs one open and a small read. A
 // document ahead of its transcript is damage, which Check reports and
@@ -156,7 +165,8 @@
 // only documents, transcripts, copies aside and temp files, sorted; locks
 // are dropped as they are listed); of a document, its id (a part of the
 // name, shared with the transcript's), its message_count, its state
-// (interned) and three flags, about 80 bytes with the name; of a titled
+// (interned), its transcript's count and its last catalog line's, and
+// three flags, about 96 bytes with the name; of a titled
 // one, also its title, its created_at as an instant and its title index
 // bucket, about 70 bytes more. The catalog is read line by line into
 // those flags; only the sessions whose last line gives another state

@@ -38,6 +38,11 @@ func ParseMessage(line []byte) (Message, error) {
 	if err := json.Unmarshal(line, &m); err != nil {
 		return Message{}, fsstore.Invalidf("malformed message: %w", err)
 	}
+	return checkParsed(m)
+}
+
+// checkParsed is ParseMessage's check of a decoded message.
+func checkParsed(m Message) (Message, error) {
 	if !roles[m.Role] {
 		return Message{}, fsstore.Invalidf("message role %q is not one of system, user, assistant, tool", m.Role)
 	}
@@ -96,6 +101,9 @@ func checkUnicode(msgs []Message) error {
 
 // UnmarshalJSON reads a message, keeping unknown fields in Extra.
 func (m *Message) UnmarshalJSON(b []byte) error {
+	if m.decodeCommon(b) {
+		return nil
+	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(b, &fields); err != nil {
 		return err

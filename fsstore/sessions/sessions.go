@@ -376,11 +376,12 @@ func (s *Store) createWith(sess Session, msgs []Message) (_ Session, created boo
 	// A transcript may exist without a document (its document was
 	// quarantined): it is kept, and the new document counts it. One this
 	// call makes is removed again if the create fails (a full disk), so a
-	// failed create leaves no transcript without a document.
+	// failed create leaves no transcript without a document. Its name is
+	// committed by the document's write, which syncs their directory.
 	path := s.logPath(sess.ID)
 	_, lerr := os.Lstat(path)
 	made := errors.Is(lerr, os.ErrNotExist)
-	f, moved, err := fsstore.OpenAppend(path, now)
+	f, moved, err := fsstore.OpenAppendUncommitted(path, now)
 	if err != nil {
 		if made {
 			os.Remove(path)
@@ -598,9 +599,10 @@ func prefixObject(head []byte) []byte {
 
 // Append adds msgs to the end of the transcript of id, numbering them from
 // the last stored seq, and returns the new message count. Each message is
-// one write. The transcript and the activity catalog are synced together
-// before it returns, so an acknowledged append is durable and a crash
-// leaves at most a torn tail. The document is rewritten only when a field
+// one write. The transcript is synced before it returns, so an
+// acknowledged append is durable and a crash leaves at most a torn tail;
+// the activity catalog's line is written after that sync, unsynced (a
+// cache that a crash leaves behind, never ahead: see doc.go). The document is rewritten only when a field
 // of its own changes (the preview, at the first user message): its count
 // and activity time follow the transcript (see current). A ts already set
 // on a message is kept.
@@ -658,7 +660,7 @@ func (s *Store) appendLocked(sess *Session, msgs []Message) (int64, bool, error)
 	if err != nil {
 		return 0, false, err
 	}
-	if err := fsstore.WriteLines(f, lines); err != nil {
+	if err := fsstore.AppendLines(f, lines); err != nil {
 		return 0, false, err
 	}
 	// The session was last active at its last message's time: now, but
@@ -669,34 +671,24 @@ func (s *Store) appendLocked(sess *Session, msgs []Message) (int64, bool, error)
 			active = at
 		}
 	}
-	// The transcript and the catalog lines are both written before either
-	// is synced, and then synced at once (see SyncLogs).
+	// The catalog's line is written once the transcript is synced, and
+	// not synced itself: it is a cache, which a crash can leave only
+	// behind the transcript (its line lost), never ahead of it; Check
+	// finds such a session and repair levels the catalog.
 	counted := *sess
 	counted.MessageCount = seq
 	entry := s.entryOf(&counted, active, now)
 	catalog, due, cerr := s.appendCatalog(entry)
-	if cerr == nil {
-		err, cerr = fsstore.SyncLogs(f, catalog)
+	if catalog != nil {
 		catalog.Close()
-		if err != nil {
-			// The append is reported as failed, so it must not have
-			// happened: a caller that retries would store the messages
-			// twice. The transcript is cut back, and the catalog's line,
-			// which counts the messages, taken back.
-			defer s.retract(entry)
-		}
-	} else if errors.Is(cerr, fsstore.ErrRefused) {
-		// A catalog that breaks a rule (a symlink) is refused, as a
-		// transcript would be, before anything is committed.
-		err = cerr
-	} else {
-		err = fsstore.SyncLog(f)
 	}
-	if err != nil {
-		return 0, false, fsstore.CutBack(f, fi.Size(), err)
+	if errors.Is(cerr, fsstore.ErrRefused) {
+		// A catalog that breaks a rule (a symlink) refuses the append, as
+		// a transcript would: its lines, synced, are taken back.
+		return 0, false, fsstore.CutBack(f, fi.Size(), cerr)
 	}
-	// The commit point: the lines are durable, and the append has
-	// happened whatever follows. The catalog and the document's preview
+	// The commit point was the transcript's sync: the lines are durable,
+	// and the append has happened whatever follows. The catalog and the document's preview
 	// are caches of the transcript (invariant 5), and a failure to write
 	// them is told, not returned: an append reported as failed whose
 	// lines are stored would be stored twice by a caller that retries.
@@ -705,7 +697,7 @@ func (s *Store) appendLocked(sess *Session, msgs []Message) (int64, bool, error)
 	}
 	sess.MessageCount, sess.UpdatedAt = seq, fsstore.Later(sess.UpdatedAt, ts)
 	if !hadPreview && sess.Preview != "" {
-		if err := s.writeDoc(sess, &old); err != nil {
+		if err := s.writePreview(sess, &old); err != nil {
 			s.Warn(fmt.Sprintf("session %s: messages up to %d stored, but its document (the preview) was not rewritten (%v): the next user message appended writes it", sess.ID, seq, err))
 		}
 	}
@@ -1150,8 +1142,29 @@ func (s *Store) update(id string, change func(*Session) error) (Session, error) 
 // seen. When that fails too, the document is the new one, and the
 // catalog follows it (retract).
 func (s *Store) writeDoc(sess, old *Session) error {
+	return s.writeDocWith(sess, old, fsstore.WriteDoc)
+}
+
+// writePreview is writeDoc for the first user message's preview: the
+// document is synced, not its directory, since its name is committed: a
+// crash leaves the new document or the one before, which lacks only the
+// preview (what a list shows of the first message, never a message).
+func (s *Store) writePreview(sess, old *Session) error {
+	return s.writeDocWith(sess, old, func(path string, v any) error {
+		b, err := fsstore.EncodeDoc(path, v)
+		if err != nil {
+			return err
+		}
+		return fsstore.ReplaceFile(path, func(w io.Writer) error {
+			_, err := w.Write(b)
+			return err
+		})
+	})
+}
+
+func (s *Store) writeDocWith(sess, old *Session, write func(path string, v any) error) error {
 	path := s.docPath(sess.ID)
-	err := fsstore.WriteDoc(path, sess)
+	err := write(path, sess)
 	if err == nil {
 		return nil
 	}
@@ -1169,7 +1182,7 @@ func (s *Store) writeDoc(sess, old *Session) error {
 		}
 		return err
 	}
-	fsstore.WriteDoc(path, old)
+	write(path, old)
 	return err
 }
 

@@ -8,9 +8,11 @@ package seam
 
 import (
 	"os"
+	"sync"
+	"sync/atomic"
 	"syscall"
 
-	"github.com/natefinch/atomic"
+	natomic "github.com/natefinch/atomic"
 	"golang.org/x/sys/unix"
 )
 
@@ -18,9 +20,13 @@ var (
 	// CreateTemp makes the temp file of an atomic write.
 	CreateTemp = os.CreateTemp
 	// Rename moves a temp file over the document it replaces.
-	Rename = atomic.ReplaceFile
-	// Sync makes a file's (or a directory's) writes durable.
-	Sync = fullSync
+	Rename = natomic.ReplaceFile
+	// Sync makes a file's (or a directory's) writes durable, and tells
+	// the observers of syncs first (ObserveSync).
+	Sync = func(f *os.File) error {
+		observe(f.Name())
+		return fullSync(f)
+	}
 	// CreateLock makes a lock sidecar that is missing.
 	CreateLock = func(path string) (*os.File, error) {
 		return os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDONLY|syscall.O_NOFOLLOW, 0o600)
@@ -38,3 +44,46 @@ var (
 		return unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 	}
 )
+
+// observers are the functions ObserveSync added, copied on each change so
+// that a sync reads them with one atomic load, and nothing when there are
+// none (production).
+var (
+	observersMu sync.Mutex
+	observers   atomic.Pointer[[]*func(string)]
+)
+
+// ObserveSync calls fn with the name of every file and directory that
+// Sync syncs from now until stop is called: how tests and benchmarks
+// count a change's syncs. fn may be called from several goroutines at
+// once.
+func ObserveSync(fn func(name string)) (stop func()) {
+	p := &fn
+	observersMu.Lock()
+	defer observersMu.Unlock()
+	var next []*func(string)
+	if cur := observers.Load(); cur != nil {
+		next = append(next, *cur...)
+	}
+	next = append(next, p)
+	observers.Store(&next)
+	return func() {
+		observersMu.Lock()
+		defer observersMu.Unlock()
+		var rest []*func(string)
+		for _, q := range *observers.Load() {
+			if q != p {
+				rest = append(rest, q)
+			}
+		}
+		observers.Store(&rest)
+	}
+}
+
+func observe(name string) {
+	if list := observers.Load(); list != nil {
+		for _, fn := range *list {
+			(*fn)(name)
+		}
+	}
+}

