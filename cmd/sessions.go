@@ -774,8 +774,21 @@ func sessionsDelete(e *env) error {
 	}
 	if !dry {
 		pruneOrphans(e)
+		forgetClaims(e, []sessions.Removal{r})
 	}
 	return printRemovals(e, []sessions.Removal{r}, dry)
+}
+
+// forgetClaims removes the sub-agent claims of the sessions removed
+// (subagents.Store.Forget); one that cannot be removed is warned of.
+func forgetClaims(e *env, rs []sessions.Removal) {
+	ids := make([]string, len(rs))
+	for i, r := range rs {
+		ids[i] = r.SessionID
+	}
+	if err := subagentStore(e).Forget(ids...); err != nil {
+		e.warn(fmt.Sprintf("sub-agent claims of removed sessions are left: %v", err))
+	}
 }
 
 func printRemovals(e *env, rs []sessions.Removal, dry bool) error {
@@ -837,6 +850,7 @@ func sessionsPrune(e *env) error {
 	rs, err := store.Prune(cutoff, e.c.String("source"), dry)
 	if !dry && len(rs) > 0 {
 		pruneOrphans(e)
+		forgetClaims(e, rs)
 	}
 	if perr := printRemovals(e, rs, dry); err == nil {
 		err = perr

@@ -136,6 +136,32 @@ func (h *Held) Finish() error {
 // Release lets the claim go; the record stays.
 func (h *Held) Release() { h.release() }
 
+// Forget removes the claims of the sessions ids, deleted or pruned: no
+// record of a sub-agent outlives its session. One never claimed is no
+// error; a claim held now (its child running) is left, and refused.
+func (s *Store) Forget(ids ...string) error {
+	var errs []error
+	for _, id := range ids {
+		if fsstore.CheckID("session id", id) != nil {
+			continue
+		}
+		if _, err := os.Stat(s.docPath(id)); errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		release, err := fsstore.Lock(s.lockPath(id), 0)
+		if err != nil {
+			errs = append(errs, fsstore.Refusedf("the claim of sub-agent %s is held: %v", id, err))
+			continue
+		}
+		if err := os.Remove(s.docPath(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+		os.Remove(s.lockPath(id)) // a lock file is no record; one left is harmless
+		release()
+	}
+	return errors.Join(errs...)
+}
+
 // Check is fsck's check of the claims (fsstore.CheckTree): a record that
 // does not parse is a problem, moved aside with repair, never replaced;
 // stray temp files of an interrupted write go to lostFound. A claim's

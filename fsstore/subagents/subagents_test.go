@@ -112,3 +112,27 @@ func TestCheck(t *testing.T) {
 		t.Fatalf("the damaged record is still in place: %v", err)
 	}
 }
+
+// Forget removes a finished child's claim; a claim held (its child
+// running) is refused and left; an id never claimed is no error.
+func TestForget(t *testing.T) {
+	s := Open(t.TempDir())
+	h, err := s.Claim(Claim{SessionID: "p-task-00000000-1", ParentSessionID: "p"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Forget("p-task-00000000-1"); err == nil {
+		t.Error("a held claim was forgotten")
+	}
+	if _, err := s.Get("p-task-00000000-1"); err != nil {
+		t.Errorf("the held claim is gone: %v", err)
+	}
+	h.Finish()
+	h.Release()
+	if err := s.Forget("p-task-00000000-1", "never-claimed"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get("p-task-00000000-1"); !errors.Is(err, fsstore.ErrNotFound) {
+		t.Errorf("Get after Forget: %v, want not found", err)
+	}
+}
