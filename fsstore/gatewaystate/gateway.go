@@ -508,14 +508,17 @@ func (g *Store) LockServe(timeout time.Duration) (func(), error) {
 	return fsstore.Lock(g.ServeLockPath(), timeout)
 }
 
-// Serving reports whether a process holds the serve lock. It tries the lock
-// without waiting and drops it at once; a gateway starting at that moment
-// waits for it (LockServe's timeout).
+// Serving reports whether a process holds the serve lock. It takes the
+// lock, waiting at most servingWait, and drops it at once; a gateway
+// starting at that moment waits for it (LockServe's timeout). The short
+// wait is for a LockServe that gave up while the lock was held: its
+// waiter, blocked in the kernel, may take the lock for an instant as it
+// is let go, before it drops it (fsstore's blocking lock wait).
 func (g *Store) Serving() (bool, error) {
 	if _, err := os.Stat(g.ServeLockPath()); errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}
-	unlock, err := fsstore.Lock(g.ServeLockPath(), 0)
+	unlock, err := fsstore.Lock(g.ServeLockPath(), servingWait)
 	var timeout *fsstore.LockTimeoutError
 	if errors.As(err, &timeout) {
 		return true, nil
@@ -526,6 +529,9 @@ func (g *Store) Serving() (bool, error) {
 	unlock()
 	return false, nil
 }
+
+// servingWait is how long Serving waits for the serve lock.
+const servingWait = 50 * time.Millisecond
 
 // Check checks the gateway's stored responses, conversations and state
 // (see CheckTree). Run it with --repair while no gateway serves the
