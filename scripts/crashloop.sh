@@ -13,7 +13,8 @@
 # delegation phase: chat turns killed in the middle of a delegate call of three
 # sub-agents, each followed by a turn that must carry the call on (one result,
 # the three answers in order, no child's command run twice, no prompt stored
-# twice).
+# twice). Each reply of the tool-running turns says what it cost, and hermes
+# usage must count every call a transcript holds once.
 #
 # Usage: scripts/crashloop.sh [KILLS] [crashloop flags…]
 #   KILLS  children to kill with SIGKILL (default 500)

@@ -15,7 +15,9 @@ import (
 // provider and agent.sh as the model, killed like every other child. The
 // model calls terminal one to three times (commands of 0.1 to 0.3 s, so
 // that most kills of a turn land while a call runs), sometimes for a
-// second round, then answers "done <token>". agent.sh forks nothing but
+// second round, then answers "done <token>"; each of its replies says
+// what it cost (a usage object, 10 tokens in and 1 out), and every call
+// stored must be counted once by hermes usage. agent.sh forks nothing but
 // cat, so that its own time is short. Each command appends its call id to ran.log
 // first, so that a call run twice shows. Turns on one agent session are
 // serialized, as a person's would be (the engine does not serialize two
@@ -40,18 +42,18 @@ calls() {
     out="$out{\"id\":\"$id\",\"type\":\"function\",\"function\":{\"name\":\"terminal\",\"arguments\":\"{\\\"command\\\":\\\"echo $id >> RANLOG; sleep 0.$(( ($$ + i) % 3 + 1 )); echo ran $id\\\"}\"}}"
     i=$((i+1))
   done
-  printf '%s]}\n' "$out"
+  printf '%s],"usage":{"input":10,"output":1}}\n' "$out"
 }
 case "$last" in
 *'"role":"user"'*'"content":"repair'*)
-  echo '{"role":"assistant","content":"repaired"}' ;;
+  echo '{"role":"assistant","content":"repaired","usage":{"input":10,"output":1}}' ;;
 *'"role":"user"'*)
   calls ;;
 *)
   if [ $(( $$ % 4 )) -eq 0 ]; then calls; exit; fi
   tok=${in##*\"role\":\"user\",\"content\":\"}
   tok=${tok%%\"*}
-  printf '{"role":"assistant","content":"done %s"}\n' "$tok" ;;
+  printf '{"role":"assistant","content":"done %s","usage":{"input":10,"output":1}}\n' "$tok" ;;
 esac
 `
 
@@ -228,11 +230,18 @@ func (h *harness) checkAgent() {
 			h.problemf("session %s: %d of %d calls still have no result after a turn (invariant 11)", id, c.unanswered, c.calls)
 		}
 		interrupted += c.interrupted
+		calls, costed := usageOf(data)
 		for tok, sid := range acked {
-			if sid == id && !c.texts["done "+tok] {
+			if sid != id {
+				continue
+			}
+			if !c.texts["done "+tok] {
 				h.lostf("session %s: the reply of acknowledged turn %s is not in its transcript", id, tok)
+			} else if !costed["done "+tok] {
+				h.lostf("session %s: the reply of acknowledged turn %s holds no usage", id, tok)
 			}
 		}
+		h.checkUsage(id, calls)
 	}
 	h.led.mu.Lock()
 	h.agent.interrupted = interrupted
@@ -243,5 +252,49 @@ func (h *harness) checkAgent() {
 	}
 	for _, id := range checkRanTwice(ran) {
 		h.problemf("call %s ran more than once (nothing is re-run by itself)", id)
+	}
+}
+
+// usageOf reads an agent transcript's usage: the distinct ids of the
+// calls its lines hold, and the texts of the replies that hold one.
+func usageOf(data []byte) (map[string]bool, map[string]bool) {
+	ids, costed := map[string]bool{}, map[string]bool{}
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		var m struct {
+			Content json.RawMessage `json:"content"`
+			Usage   *struct {
+				ID string `json:"id"`
+			} `json:"usage"`
+		}
+		if json.Unmarshal(line, &m) != nil || m.Usage == nil {
+			continue
+		}
+		ids[m.Usage.ID] = true
+		var text string
+		json.Unmarshal(m.Content, &text)
+		costed[text] = true
+	}
+	return ids, costed
+}
+
+// checkUsage: hermes usage counts each call session id's transcript
+// holds once, no more and no fewer.
+func (h *harness) checkUsage(id string, calls map[string]bool) {
+	r := h.hermes("usage", false, "", nil, "--json", "usage", "session", "--session", id)
+	if !r.ok() {
+		h.problemf("session %s: hermes usage session exited %d: %s", id, r.code, r.stderr)
+		return
+	}
+	var row struct {
+		Calls int `json:"calls"`
+	}
+	if out := bytes.TrimSpace([]byte(r.stdout)); len(out) > 0 {
+		if err := json.Unmarshal(out, &row); err != nil {
+			h.problemf("session %s: hermes usage session: %v: %s", id, err, out)
+			return
+		}
+	}
+	if row.Calls != len(calls) {
+		h.problemf("session %s: hermes usage counts %d calls, its transcript holds %d", id, row.Calls, len(calls))
 	}
 }

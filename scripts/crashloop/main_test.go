@@ -114,3 +114,15 @@ func TestCheckRanTwice(t *testing.T) {
 		t.Errorf("ran twice: %q", got)
 	}
 }
+
+func TestUsageOf(t *testing.T) {
+	data := `{"role":"user","content":"t1"}
+{"role":"assistant","content":"done t1","usage":{"id":"u1","input":10,"output":1}}
+{"role":"assistant","content":"again","usage":{"id":"u1","input":10,"output":1}}
+{"role":"assistant","content":"done t2"}
+`
+	ids, costed := usageOf([]byte(data))
+	if len(ids) != 1 || !costed["done t1"] || costed["done t2"] {
+		t.Errorf("ids %v, costed %v", ids, costed)
+	}
+}
