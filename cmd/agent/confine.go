@@ -79,13 +79,22 @@ var escapes = sync.OnceValue(func() error {
 })
 
 // outside rewrites the root's refusal of a name that leads out of it as
-// one the model understands; other errors pass unchanged.
+// one the model understands (an *outsideError); other errors pass
+// unchanged.
 func (r rootFiles) outside(err error) error {
 	var pe *fs.PathError
 	if err == nil || !errors.As(err, &pe) || !errors.Is(pe.Err, escapes()) {
 		return err
 	}
-	return fmt.Errorf("%s is outside %s, the directory file tools keep to", pe.Path, r.dir)
+	return &outsideError{path: pe.Path, dir: r.dir}
+}
+
+// outsideError is a name that leads out of the directory file tools keep
+// to (by "..", or a symbolic link).
+type outsideError struct{ path, dir string }
+
+func (e *outsideError) Error() string {
+	return fmt.Sprintf("%s is outside %s, the directory file tools keep to", e.path, e.dir)
 }
 
 // place is a path a tool call names: the file system it is in, its name

@@ -90,6 +90,12 @@ func Restore(ctx context.Context, st *sessions.Store, store *checkpoints.Store, 
 		}
 		fsys, name := in.of(t.Path)
 		h, fi, err := present(ctx, fsys, name)
+		var out *outsideError
+		if errors.As(err, &out) {
+			res.Conflicts = append(res.Conflicts, Skipped{t.Path, fmt.Sprintf(
+				"a directory of its path now leads out of %s, the session's directory (a symbolic link): not written through", out.dir)})
+			continue
+		}
 		if err != nil {
 			res.Conflicts = append(res.Conflicts, Skipped{t.Path, err.Error()})
 			continue
