@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"github.com/hermes/hermes/cmd/importer"
 	"github.com/hermes/hermes/fsstore"
 	"github.com/hermes/hermes/fsstore/sessions"
+	"github.com/hermes/hermes/fsstore/usage"
 )
 
 func sessionsImportCommand() *cli.Command {
@@ -163,6 +165,9 @@ func importOne(e *env, store *sessions.Store, in importer.Session) (importResult
 	if sess.EndReason == "" {
 		sess.EndReason = sessions.EndImported
 	}
+	if err := countTotals(id, in.Messages, nil, in.Totals); err != nil {
+		return importResult{}, err
+	}
 	created, made, err := store.CreateWith(sess, in.Messages)
 	if errors.Is(err, fsstore.ErrRefused) && sess.Title != "" {
 		e.warn(fmt.Sprintf("title %q is taken; the imported session has none", sess.Title))
@@ -203,6 +208,15 @@ func timeOrEmpty(t time.Time) fsstore.Time {
 // whole-transcript write, then what the source now says of the session
 // beyond its messages (Adopt).
 func importInto(e *env, store *sessions.Store, id string, in importer.Session) (importResult, error) {
+	if in.Totals != nil {
+		stored, err := store.Messages(id)
+		if err != nil {
+			return importResult{}, err
+		}
+		if err := countTotals(id, in.Messages, stored, in.Totals); err != nil {
+			return importResult{}, err
+		}
+	}
 	res, err := store.Save(id, in.Messages, e.c.Bool("force"))
 	if err != nil {
 		return importResult{}, err
@@ -220,6 +234,69 @@ func importInto(e *env, store *sessions.Store, id string, in importer.Session) (
 		status = "unchanged"
 	}
 	return importResult{SessionID: id, Status: status, Appended: res.Appended, MessageCount: res.Count, Skipped: in.Skipped}, nil
+}
+
+// countTotals puts on msgs, the messages an import writes to session id,
+// what a source's running usage totals (the Python agent's: it keeps no
+// per-call record) add to the calls of them stored, the session's
+// transcript as it is (nil: none yet). The calls stored are carried onto
+// the same messages of msgs, so that the import extends the transcript
+// rather than diverging from it; what the totals grew since is one call
+// on the last message the import adds, its id naming the session and
+// that message ("hermes:ID:N"), so that each import that finds them grown
+// counts the growth once, and one that finds them as they were counts
+// nothing.
+func countTotals(id string, msgs, stored []sessions.Message, totals *usage.Call) error {
+	if totals == nil || len(msgs) == 0 {
+		return nil
+	}
+	prefix := "hermes:" + id + ":"
+	var prior usage.Call
+	for i := 0; i < len(stored) && i < len(msgs); i++ {
+		calls, err := usage.Others(stored[i])
+		if err != nil {
+			return err
+		}
+		var ours []usage.Call
+		for _, c := range calls {
+			if strings.HasPrefix(c.ID, prefix) {
+				ours = append(ours, c)
+			}
+		}
+		a := stored[i]
+		a.Extra = maps.Clone(a.Extra)
+		delete(a.Extra, usage.OtherField)
+		if len(ours) == 0 || !a.SameAs(msgs[i]) {
+			continue
+		}
+		have, err := usage.Others(msgs[i])
+		if err != nil {
+			return err
+		}
+		usage.PutOthers(&msgs[i], append(have, ours...))
+		for _, c := range ours {
+			prior.Input, prior.Output, prior.CacheRead = prior.Input+c.Input, prior.Output+c.Output, prior.CacheRead+c.CacheRead
+			prior.CacheWrite5m, prior.Reasoning = prior.CacheWrite5m+c.CacheWrite5m, prior.Reasoning+c.Reasoning
+		}
+	}
+	if len(msgs) <= len(stored) {
+		return nil // no message to count a growth on; an unchanged import counts nothing
+	}
+	grown := *totals
+	grown.ID = fmt.Sprintf("%s%d", prefix, len(msgs))
+	grown.Input, grown.Output = max(grown.Input-prior.Input, 0), max(grown.Output-prior.Output, 0)
+	grown.CacheRead, grown.CacheWrite5m = max(grown.CacheRead-prior.CacheRead, 0), max(grown.CacheWrite5m-prior.CacheWrite5m, 0)
+	grown.Reasoning = max(grown.Reasoning-prior.Reasoning, 0)
+	if grown.Total() == 0 && grown.Reasoning == 0 {
+		return nil
+	}
+	last := &msgs[len(msgs)-1]
+	have, err := usage.Others(*last)
+	if err != nil {
+		return err
+	}
+	usage.PutOthers(last, append(have, grown))
+	return nil
 }
 
 // importStatuses are the statuses a directory import counts, in the order

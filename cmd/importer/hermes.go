@@ -12,6 +12,7 @@ import (
 
 	"github.com/hermes/hermes/fsstore"
 	"github.com/hermes/hermes/fsstore/sessions"
+	"github.com/hermes/hermes/fsstore/usage"
 )
 
 // hermesDoc is what the hermes formats say of a session, in either
@@ -37,6 +38,28 @@ type hermesDoc struct {
 	SystemPrompt    string             `json:"system_prompt"`
 	Meta            json.RawMessage    `json:"meta"`
 	Messages        *[]json.RawMessage `json:"messages"`
+	// The Python agent's usage totals (its sessions table): input read
+	// afresh, cache reads and writes apart, as its CanonicalUsage counts.
+	// They stay in meta too, with the rest of its row.
+	InputTokens      int64  `json:"input_tokens"`
+	OutputTokens     int64  `json:"output_tokens"`
+	CacheReadTokens  int64  `json:"cache_read_tokens"`
+	CacheWriteTokens int64  `json:"cache_write_tokens"`
+	ReasoningTokens  int64  `json:"reasoning_tokens"`
+	BillingProvider  string `json:"billing_provider"`
+}
+
+// totals are d's usage totals as a call of the session's model (its
+// cache writes' lifetime unsaid: 5 minutes, the API's default); nil when
+// d counts no token.
+func (d *hermesDoc) totals() (*usage.Call, error) {
+	c := &usage.Call{Input: d.InputTokens, Output: d.OutputTokens, CacheRead: d.CacheReadTokens,
+		CacheWrite5m: d.CacheWriteTokens, Reasoning: d.ReasoningTokens, Model: d.Model, Provider: d.BillingProvider}
+	if c.Total() == 0 && c.Reasoning == 0 {
+		return nil, nil
+	}
+	c.ID = "-" // given by the import
+	return c, c.Check()
 }
 
 // hermesKnown are the keys a hermes document's fields take, or that this
@@ -117,6 +140,9 @@ func parseHermesJSON(data []byte) (Session, error) {
 	}); err != nil {
 		return Session{}, err
 	}
+	if s.Totals, err = doc.totals(); err != nil {
+		return Session{}, invalidf(format, 0, "%v", err)
+	}
 	return s, nil
 }
 
@@ -145,6 +171,9 @@ func parseHermesJSONL(data []byte) ([]Session, error) {
 			return invalidf(format, n, "message %d: %v", i+1, err)
 		}); err != nil {
 			return nil, err
+		}
+		if s.Totals, err = doc.totals(); err != nil {
+			return nil, invalidf(format, n, "%v", err)
 		}
 		out = append(out, s)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/fsstore"
 	"github.com/hermes/hermes/fsstore/sessions"
+	"github.com/hermes/hermes/fsstore/usage"
 )
 
 // The formats Parse reads. Each name is what the user passes to
@@ -51,6 +52,11 @@ type Session struct {
 	// Skipped counts the source's lines or items, by type, that hold
 	// nothing a chat message keeps (Codex's event_msg, reasoning, …).
 	Skipped map[string]int
+	// Totals are the usage the source counts for the whole session, when
+	// it keeps no per-call record (the Python agent's running totals),
+	// with no id: the import counts what grew since it last counted them
+	// (cmd's sessions import). nil when the source says none.
+	Totals *usage.Call
 }
 
 // settleTimes gives a time to the messages without one, then takes the

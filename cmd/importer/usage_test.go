@@ -113,3 +113,25 @@ func TestCodexTokenCount(t *testing.T) {
 		t.Errorf("calls:\n got %+v\nwant %+v", got, want)
 	}
 }
+
+// TestHermesSessionTotals: the Python agent's session totals are the
+// session's Totals, a call of its model with no id (the import gives it
+// one); a session that counts no token has none.
+func TestHermesSessionTotals(t *testing.T) {
+	in := `{"id":"py1","model":"claude-sonnet-4","billing_provider":"anthropic","input_tokens":1200,"output_tokens":300,"cache_read_tokens":5000,"cache_write_tokens":700,"reasoning_tokens":40,"messages":[{"role":"user","content":"hi"}]}
+{"id":"py2","messages":[{"role":"user","content":"hi"}]}`
+	ss, err := Parse(strings.NewReader(in), FormatHermesJSONL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := usage.Call{ID: "-", Input: 1200, Output: 300, CacheRead: 5000, CacheWrite5m: 700, Reasoning: 40, Model: "claude-sonnet-4", Provider: "anthropic"}
+	if ss[0].Totals == nil || *ss[0].Totals != want {
+		t.Errorf("totals %+v, want %+v", ss[0].Totals, want)
+	}
+	if ss[1].Totals != nil {
+		t.Errorf("totals of a session with none: %+v", ss[1].Totals)
+	}
+	if _, err := Parse(strings.NewReader(`{"id":"py3","input_tokens":-5,"messages":[]}`), FormatHermesJSONL); err == nil {
+		t.Error("negative totals were taken")
+	}
+}
