@@ -32,11 +32,14 @@ func BenchmarkProviderTurn(b *testing.B) {
 			sessions.Message{Role: "assistant", Content: sessions.TextContent("it is sunny " + text)},
 		)
 	}
+	// openai-nousage is openai answering without usage: what recording
+	// the call's usage costs a turn is the difference (issue 42).
 	replies := map[string]string{
-		"openai":    `{"choices":[{"message":{"role":"assistant","content":"ok"}}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`,
-		"anthropic": `{"type":"message","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":1}}`,
+		"openai":         `{"choices":[{"message":{"role":"assistant","content":"ok"}}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`,
+		"openai-nousage": `{"choices":[{"message":{"role":"assistant","content":"ok"}}]}`,
+		"anthropic":      `{"type":"message","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":1}}`,
 	}
-	for _, name := range []string{"openai", "anthropic"} {
+	for _, name := range []string{"openai", "openai-nousage", "anthropic"} {
 		b.Run(name, func(b *testing.B) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				io.Copy(io.Discard, r.Body)
@@ -44,11 +47,11 @@ func BenchmarkProviderTurn(b *testing.B) {
 				io.WriteString(w, replies[name])
 			}))
 			defer srv.Close()
-			base := srv.URL
-			if name == "openai" {
+			base, kind := srv.URL, strings.TrimSuffix(name, "-nousage")
+			if kind == "openai" {
 				base += "/v1"
 			}
-			p, err := New(Config{Name: name, BaseURL: base, Model: "m"})
+			p, err := New(Config{Name: kind, BaseURL: base, Model: "m"})
 			if err != nil {
 				b.Fatal(err)
 			}
