@@ -23,6 +23,9 @@
 #            its own every 20-100 ms; every acknowledged append stored once
 #   memory   8 processes adding 100 memory entries each at once, 6 on one
 #            host and 2 on the other: all 800 there, once each
+#   usage    3 chats a host × 15 turns whose model reports 10 tokens in and
+#            1 out, with usage reports run on both hosts meanwhile: every
+#            acknowledged turn's call counted once, from each host
 #   fsck     hermes fsck from each host: clean
 #
 # It prints a Markdown table, tears the volume and the mounts down, and
@@ -30,7 +33,7 @@
 # machine cannot run it (not root, no /dev/fuse, GlusterFS not installable
 # or not starting), 2 on bad usage. It takes about 75 s on 2 cores.
 #
-# Usage: scripts/multihost.sh [STEP...]     steps: appends docs board cron kill memory fsck (default all)
+# Usage: scripts/multihost.sh [STEP...]     steps: appends docs board cron kill memory usage fsck (default all)
 #   MULTIHOST_VOLUME=defaults   leave the volume's options at GlusterFS's defaults
 #   MULTIHOST_OFF="OPT ..."     turn off these volume options instead of the seven
 #   MULTIHOST_MOUNT=OPTS        FUSE mount options (default: none; e.g.
@@ -44,7 +47,7 @@ tmp=$(mktemp -d "${TMPDIR:-/var/tmp}/hermes-multihost.XXXXXX")
 . scripts/benchlib.sh
 
 steps=("$@")
-((${#steps[@]})) || steps=(appends docs board cron kill memory fsck)
+((${#steps[@]})) || steps=(appends docs board cron kill memory usage fsck)
 writers=3 appends=200 tasks=60 work=2 kills=15 rounds=100 tick_for=16
 
 # The client-side caches that make one host's writes invisible to the
@@ -347,6 +350,41 @@ step_memory() {
   fi
 }
 
+step_usage() {
+  local side a model=$tmp/usage-model.sh
+  printf '%s\n' 'cat >/dev/null' 'echo '"'"'{"role":"assistant","content":"ok","usage":{"input":10,"output":1}}'"'" >"$model"
+  rm -f "$tmp/uack".*
+  # The profile and the chats' sessions first, one at a time: six first
+  # commands on a fresh profile from two hosts at once are another test.
+  for side in a b; do
+    host "$side" 'for w in 1 2 3; do hermes sessions new --id "usage-$SIDE-$w" >/dev/null; done'
+  done
+  for side in a b; do
+    host "$side" '
+      for w in 1 2 3; do
+        (for i in $(seq 15); do
+           if hermes chat --resume "usage-$SIDE-$w" --provider exec --exec-command "sh '"$model"'" -q "turn $i" >/dev/null 2>>"'"$tmp"'/uack.err"; then
+             echo "$SIDE-$w-$i" >>"'"$tmp"'/uack.$SIDE.$w"
+           fi
+         done) &
+      done
+      for r in 1 2 3; do hermes --json usage daily --since 1d >/dev/null 2>>"'"$tmp"'/uack.err"; sleep 0.5; done
+      wait' &
+  done
+  wait
+  local acked calls detail ok=ok
+  acked=$(cat "$tmp"/uack.[ab].* 2>/dev/null | wc -l)
+  detail="$acked of 90 turns acknowledged"
+  for side in a b; do
+    calls=$(host "$side" 'hermes --json usage daily --since 1d' | jq -s 'map(.calls) | add // 0')
+    input=$(host "$side" 'hermes --json usage daily --since 1d' | jq -s 'map(.input) | add // 0')
+    detail="$detail; host $side counts $calls calls, $input tokens in"
+    ((calls == acked && input == 10 * acked)) || ok=bad
+  done
+  ((acked == 90)) || ok=bad
+  check "usage: 3+3 chats × 15 turns, reports from both hosts" "$ok" "$detail"
+}
+
 step_fsck() {
   local side out rc
   for side in a b; do
@@ -358,8 +396,8 @@ step_fsck() {
 
 for s in "${steps[@]}"; do
   case $s in
-  appends | docs | board | cron | kill | memory | fsck) say "$s"; "step_$s" ;;
-  *) say "unknown step $s (appends docs board cron kill memory fsck)"; exit 2 ;;
+  appends | docs | board | cron | kill | memory | usage | fsck) say "$s"; "step_$s" ;;
+  *) say "unknown step $s (appends docs board cron kill memory usage fsck)"; exit 2 ;;
   esac
 done
 
