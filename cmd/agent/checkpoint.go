@@ -137,18 +137,22 @@ func (env *Env) checkpoint(ctx context.Context, p place, name string, fi fs.File
 	f = &inflight{done: make(chan error, 1), cc: cc}
 	f.wait = sync.OnceValue(func() error { return <-f.done })
 	// The hashes and the compression cost more than the write they
-	// precede (a 1 MB file: two SHA-256 and a gzip): done beside it.
+	// precede (a 1 MB file: two SHA-256 and a gzip): done beside it, each
+	// beside the others.
 	go func() {
-		c.After = checkpoints.Hash(after)
+		afterHash := make(chan string, 1)
+		go func() { afterHash <- checkpoints.Hash(after) }()
 		if fi != nil && c.NotCheckpointed == "" {
 			h, err := cc.store.Put(prior)
 			if err != nil {
+				<-afterHash
 				f.done <- fmt.Errorf("%s: its checkpoint could not be stored (%w); nothing written", name, err)
 				return
 			}
 			c.Before = h
 			checkpointStep("object")
 		}
+		c.After = <-afterHash
 		cc.mu.Lock()
 		defer cc.mu.Unlock()
 		list := append(slices.Clone(cc.list), c)

