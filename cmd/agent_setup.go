@@ -207,15 +207,10 @@ func newApprover(e *env, cfg profiles.Config, in *bufio.Reader, yes bool) (agent
 	if yes {
 		policy = agent.PolicyAuto
 	}
-	switch {
-	case policy == agent.PolicyAuto:
-		return agent.Fixed(true), nil
-	case policy == agent.PolicyAsk && e.stdinIsTerminal():
+	if policy == agent.PolicyAsk && e.stdinIsTerminal() {
 		return &agent.Prompter{In: in, Out: e.stderr}, nil
-	case policy == agent.PolicyDeny:
-		return agent.Deny{}, nil
 	}
-	return agent.Fixed(false), nil
+	return agent.Unattended(policy), nil
 }
 
 // serverAsks sends the calls of MCP servers whose approval is ask to ask,

@@ -233,7 +233,7 @@ func gatewayServe(e *env) error {
 			WriteTimeout:       writeTimeout,
 			ToolTimeout:        toolTimeout,
 			Tools:              tools,
-			Approver:           withServerApproval(e, gatewayApprover(policy), agent.Fixed(false), tools),
+			Approver:           withServerApproval(e, agent.Unattended(policy), agent.Fixed(false), tools),
 			ToolEnv:            *toolEnv,
 			MaxSteps:           steps,
 			Instructions:       instructions,
@@ -444,18 +444,4 @@ func gatewayMemory(e *env, cfg profiles.Config, toolEnv *agent.Env, logf func(st
 	}
 	toolEnv.Memory = mem
 	return mem, sk, nil
-}
-
-// gatewayApprover is tools.approval for the gateway, which has no one to
-// ask: auto runs the calls that need approval, deny refuses them by
-// policy (agent.Deny: a hook's allow does not run them), and ask refuses
-// them for want of a person (a hook's allow answers for one).
-func gatewayApprover(policy string) agent.Approver {
-	switch policy {
-	case agent.PolicyAuto:
-		return agent.Fixed(true)
-	case agent.PolicyDeny:
-		return agent.Deny{}
-	}
-	return agent.Fixed(false)
 }

@@ -40,6 +40,21 @@ type Fixed bool
 // Approve returns f.
 func (f Fixed) Approve(context.Context, provider.ToolCall) (bool, error) { return bool(f), nil }
 
+// Unattended is the Approver of policy where no one is there to ask (the
+// gateway, a worker, a chat without a terminal): auto runs the calls that
+// need approval, deny refuses them by policy (Deny: a hook's allow does
+// not run them), and ask refuses them for want of a person (a hook's
+// allow answers for one).
+func Unattended(policy string) Approver {
+	switch policy {
+	case PolicyAuto:
+		return Fixed(true)
+	case PolicyDeny:
+		return Deny{}
+	}
+	return Fixed(false)
+}
+
 // Deny refuses every call that needs approval, by policy (tools.approval:
 // deny). Unlike Fixed(false), which stands for a person who is not there
 // to ask, it is a Refuser: a PreToolUse hook's allow does not run what it
