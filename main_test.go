@@ -13,6 +13,7 @@ import (
 
 	"github.com/hermes/hermes/cmd"
 	"github.com/hermes/hermes/cmd/mcp/mcptest"
+	"github.com/hermes/hermes/fsstore/testtmp"
 )
 
 // TestMain lets the scripts run the real binary: testscript re-executes
@@ -50,7 +51,7 @@ func (r testsRun) Run() int {
 	if !set && !raceEnabled {
 		flag.Set("test.parallel", scriptsParallel)
 	}
-	code := r.m.Run()
+	code := testtmp.Main(r.m)
 	printLongLeftOut()
 	return code
 }

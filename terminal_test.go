@@ -67,12 +67,14 @@ func (tm *tmux) text(s string) {
 	tm.run("send-keys", "-t", "0", "-l", s)
 }
 
-// waitFor polls the screen until it shows want, and returns it.
+// waitFor polls the screen until it shows want, and returns it. Lines the
+// terminal wrapped are joined (-J), so that what is looked for does not
+// depend on the width of a path in it.
 func (tm *tmux) waitFor(want string) string {
 	tm.t.Helper()
 	deadline := time.Now().Add(watchdog)
 	for {
-		screen := tm.run("capture-pane", "-p", "-t", "0")
+		screen := tm.run("capture-pane", "-p", "-J", "-t", "0")
 		if strings.Contains(screen, want) {
 			return screen
 		}

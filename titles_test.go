@@ -22,6 +22,9 @@ import (
 // reads every document) takes long enough for the two to overlap.
 func TestTitleUniqueAcrossProcesses(t *testing.T) {
 	skipUnlessLong(t, "runs 160 processes")
+	if raceEnabled {
+		t.Skip("160 processes racing each other, which the run without -race covers: HERMES_TEST_LONG=1 go test . runs it")
+	}
 	home := filepath.Join(t.TempDir(), "hermes")
 	hermes := func(args ...string) *exec.Cmd {
 		c := exec.Command("hermes", append([]string{"--home", home}, args...)...)

@@ -18,6 +18,7 @@ import (
 	"github.com/hermes/hermes/cmd/agent"
 	"github.com/hermes/hermes/fsstore/gatewaystate"
 	"github.com/hermes/hermes/fsstore/sessions"
+	"github.com/hermes/hermes/fsstore/testtmp"
 )
 
 // These tests run the real binary, built once per test run, as a user or a
@@ -31,7 +32,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := testtmp.Main(m)
 	if binDir != "" {
 		os.RemoveAll(binDir)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/hermes/hermes/cmd/provider"
 	"github.com/hermes/hermes/fsstore"
 	"github.com/hermes/hermes/fsstore/sessions"
+	"github.com/hermes/hermes/fsstore/testtmp"
 )
 
 const fixtures = "../../testdata/import"
@@ -21,7 +22,7 @@ const fixtures = "../../testdata/import"
 // test says otherwise.
 func TestMain(m *testing.M) {
 	time.Local = time.UTC
-	os.Exit(m.Run())
+	os.Exit(testtmp.Main(m))
 }
 
 // TestTimesNaiveAndEpoch: a time without a zone is local time where the

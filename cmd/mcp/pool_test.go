@@ -13,6 +13,7 @@ import (
 
 	"github.com/hermes/hermes/cmd/agent"
 	"github.com/hermes/hermes/cmd/mcp/mcptest"
+	"github.com/hermes/hermes/fsstore/testtmp"
 	"github.com/hermes/hermes/profiles"
 )
 
@@ -23,7 +24,7 @@ func TestMain(m *testing.M) {
 		mcptest.Main()
 		return
 	}
-	os.Exit(m.Run())
+	os.Exit(testtmp.Main(m))
 }
 
 // testServer is a config entry that runs the test server, counting its
