@@ -16,9 +16,7 @@ import (
 // checks that --version and --json version name the checkout's commit and
 // its date.
 func TestVersionNamesCommit(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: builds the binary; go test . (without -short) runs it")
-	}
+	skipUnlessLong(t, "links a binary of its own with go build")
 	head, err := exec.Command("git", "rev-parse", "HEAD").Output()
 	if err != nil {
 		t.Skipf("not a git checkout (%v): nothing to stamp; go test . in a git clone runs it", err)

@@ -21,44 +21,29 @@ import (
 	"github.com/hermes/hermes/fsstore/testtmp"
 )
 
-// These tests run the real binary, built once per test run, as a user or a
-// service manager would: start, signal, kill -9, start again.
+// These tests run the real binary as a user or a service manager would:
+// start, signal, kill -9, start again. The binary is this test binary,
+// which is hermes when runHermesEnv is in its environment (hermes_test.go),
+// as the root package's scripts run it: no build of its own, and a race
+// build under -race.
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-	binDir    string
-)
+// runHermesEnv makes this test binary the hermes command (hermes_test.go).
+const runHermesEnv = "GATEWAY_TEST_RUN_HERMES=1"
 
-func TestMain(m *testing.M) {
-	code := testtmp.Main(m)
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
-	os.Exit(code)
-}
+// TestMain puts the tests' temporary files in memory where it may
+// (fsstore/testtmp).
+func TestMain(m *testing.M) { os.Exit(testtmp.Main(m)) }
 
 func hermesBinary(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
-		t.Skip("-short: builds and runs the binary; go test ./cmd/gateway/ (without -short) runs it")
+		t.Skip("-short: runs the binary; go test ./cmd/gateway/ (without -short) runs it")
 	}
-	buildOnce.Do(func() {
-		binDir, buildErr = os.MkdirTemp("", "hermes-gateway-test-")
-		if buildErr != nil {
-			return
-		}
-		binPath = filepath.Join(binDir, "hermes")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/hermes/hermes").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return binPath
+	return exe
 }
 
 // gatewayProc is one running `hermes gateway serve`.
@@ -132,10 +117,13 @@ func startGateway(t *testing.T, home string, args ...string) *gatewayProc {
 	return p
 }
 
+// cleanEnv is the environment of a hermes process: this binary as hermes,
+// without the caller's HERMES_ and OPENAI_ settings, and, under the race
+// detector, without its second's sleep at exit.
 func cleanEnv() []string {
-	var env []string
+	env := []string{runHermesEnv, "GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0")}
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "HERMES_") && !strings.HasPrefix(kv, "OPENAI_") {
+		if !strings.HasPrefix(kv, "HERMES_") && !strings.HasPrefix(kv, "OPENAI_") && !strings.HasPrefix(kv, "GORACE=") {
 			env = append(env, kv)
 		}
 	}
