@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/hermes/hermes/fsstore/internal/seam"
 )
@@ -101,15 +102,61 @@ func makeDirs(dir string) error {
 }
 
 // makeDir makes one directory 0700, whatever the umask, and commits it to
-// its parent.
+// its parent. It is called for a directory found missing: when another
+// process made it meanwhile (the mkdir finds it there), that process sets
+// its mode, and this one only waits until it can see it (madeElsewhere).
+//
+// On a shared filesystem, what another host is making is seen here in
+// pieces for some milliseconds: GlusterFS answers a mkdir with EEXIST
+// before a lookup finds the directory, a mkdir in a parent this host has
+// just seen with ENOENT, and one in a parent whose handle it cached before
+// the other host made it with ESTALE. Each failed one of six first
+// commands on a fresh profile from two hosts at once (scripts/multihost.sh,
+// step fresh); each is retried until dirVisibleWithin has passed.
 func makeDir(dir string) error {
-	if err := os.Mkdir(dir, DirMode); err != nil && !errors.Is(err, os.ErrExist) {
-		return err
+	deadline := time.Now().Add(dirVisibleWithin)
+	for wait := time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
+		err := seam.Mkdir(dir, DirMode)
+		switch {
+		case err == nil:
+			if err := os.Chmod(dir, DirMode); err != nil {
+				return err
+			}
+			return SyncDir(filepath.Dir(dir))
+		case errors.Is(err, os.ErrExist):
+			if err := madeElsewhere(dir, deadline); err != nil {
+				return err
+			}
+			return SyncDir(filepath.Dir(dir))
+		case !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ESTALE) || time.Now().After(deadline):
+			return err
+		}
+		time.Sleep(wait)
 	}
-	if err := os.Chmod(dir, DirMode); err != nil {
-		return err
+}
+
+// dirVisibleWithin bounds how long makeDir waits for another host's
+// directories to be seen here (a variable for its test).
+var dirVisibleWithin = 2 * time.Second
+
+// madeElsewhere waits until dir, which a mkdir found already there, can
+// be looked up, or deadline passes, and checks it is a directory and not
+// a link.
+func madeElsewhere(dir string, deadline time.Time) error {
+	for wait := time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
+		fi, err := os.Lstat(dir)
+		switch {
+		case err == nil && fi.Mode()&os.ModeSymlink != 0:
+			return Refusedf("%s is a symlink; refusing to write through it", dir)
+		case err == nil && !fi.IsDir():
+			return Refusedf("%s exists and is not a directory", dir)
+		case err == nil:
+			return nil
+		case !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ESTALE) || time.Now().After(deadline):
+			return err
+		}
+		time.Sleep(wait)
 	}
-	return SyncDir(filepath.Dir(dir))
 }
 
 // SyncDir fsyncs a directory, which commits the creates, renames and

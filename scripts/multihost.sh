@@ -26,6 +26,8 @@
 #   usage    3 chats a host × 15 turns whose model reports 10 tokens in and
 #            1 out, with usage reports run on both hosts meanwhile: every
 #            acknowledged turn's call counted once, from each host
+#   fresh    10 fresh profiles, 3 first commands a host on each at once:
+#            every one exits 0, 6 sessions, fsck clean
 #   fsck     hermes fsck from each host: clean
 #
 # It prints a Markdown table, tears the volume and the mounts down, and
@@ -33,7 +35,7 @@
 # machine cannot run it (not root, no /dev/fuse, GlusterFS not installable
 # or not starting), 2 on bad usage. It takes about 75 s on 2 cores.
 #
-# Usage: scripts/multihost.sh [STEP...]     steps: appends docs board cron kill memory usage fsck (default all)
+# Usage: scripts/multihost.sh [STEP...]     steps: appends docs board cron kill memory usage fresh fsck (default all)
 #   MULTIHOST_VOLUME=defaults   leave the volume's options at GlusterFS's defaults
 #   MULTIHOST_OFF="OPT ..."     turn off these volume options instead of the seven
 #   MULTIHOST_MOUNT=OPTS        FUSE mount options (default: none; e.g.
@@ -47,7 +49,7 @@ tmp=$(mktemp -d "${TMPDIR:-/var/tmp}/hermes-multihost.XXXXXX")
 . scripts/benchlib.sh
 
 steps=("$@")
-((${#steps[@]})) || steps=(appends docs board cron kill memory usage fsck)
+((${#steps[@]})) || steps=(appends docs board cron kill memory usage fresh fsck)
 writers=3 appends=200 tasks=60 work=2 kills=15 rounds=100 tick_for=16
 
 # The client-side caches that make one host's writes invisible to the
@@ -385,6 +387,38 @@ step_usage() {
   check "usage: 3+3 chats × 15 turns, reports from both hosts" "$ok" "$detail"
 }
 
+# step_fresh: first commands on a fresh profile from both hosts at once,
+# 3 a host, 10 rounds (a new profile each): every command exits 0, and
+# the profile holds its 6 sessions, fsck clean.
+step_fresh() {
+  local r side failures=0 made detail rc
+  for r in $(seq "${FRESH_ROUNDS:-10}"); do
+    for side in a b; do
+      host "$side" '
+        export HERMES_HOME='"$tmp"'/$SIDE/fresh'"$r"'
+        for w in 1 2 3; do
+          (case $w in
+             1) hermes sessions new --id "fresh-$SIDE-$w" --title "fresh $SIDE $w" ;;
+             2) hermes chat --title "fresh $SIDE $w" -q hi ;;
+             3) hermes --json usage daily --since 1d && hermes sessions new --id "fresh-$SIDE-$w" ;;
+           esac >/dev/null 2>>"'"$tmp"'/fresh.err" || echo "$SIDE-$w" >>"'"$tmp"'/fresh.failed") &
+        done
+        wait' &
+    done
+    wait
+    rc=0
+    made=$(host a 'HERMES_HOME='"$tmp"'/a/fresh'"$r"' hermes --json sessions list' | jq -s length) || rc=$?
+    ((rc == 0 && made == 6)) || failures=$((failures + 1))
+    host b 'HERMES_HOME='"$tmp"'/b/fresh'"$r"' hermes fsck >/dev/null 2>>'"$tmp"'/fresh.err' || failures=$((failures + 1))
+  done
+  detail="${FRESH_ROUNDS:-10} rounds of 3+3 first commands"
+  if [[ -s $tmp/fresh.failed ]]; then
+    failures=$((failures + $(wc -l <"$tmp/fresh.failed")))
+    detail+="; $(wc -l <"$tmp/fresh.failed") failed, e.g. \"$(grep -v 'warning:' "$tmp/fresh.err" | head -1 | cut -c1-160)\""
+  fi
+  if ((failures == 0)); then check "fresh profile: first commands from both hosts at once" ok "$detail"; else check "fresh profile: first commands from both hosts at once" bad "$detail"; fi
+}
+
 step_fsck() {
   local side out rc
   for side in a b; do
@@ -396,8 +430,8 @@ step_fsck() {
 
 for s in "${steps[@]}"; do
   case $s in
-  appends | docs | board | cron | kill | memory | usage | fsck) say "$s"; "step_$s" ;;
-  *) say "unknown step $s (appends docs board cron kill memory usage fsck)"; exit 2 ;;
+  appends | docs | board | cron | kill | memory | usage | fresh | fsck) say "$s"; "step_$s" ;;
+  *) say "unknown step $s (appends docs board cron kill memory usage fresh fsck)"; exit 2 ;;
   esac
 done
 

@@ -27,6 +27,8 @@ var (
 		observe(f.Name())
 		return fullSync(f)
 	}
+	// Mkdir makes one directory of a store or a profile.
+	Mkdir = os.Mkdir
 	// CreateLock makes a lock sidecar that is missing.
 	CreateLock = func(path string) (*os.File, error) {
 		return os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDONLY|syscall.O_NOFOLLOW, 0o600)

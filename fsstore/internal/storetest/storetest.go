@@ -112,6 +112,15 @@ func SetWrite(t testing.TB, write func(*os.File, []byte) (int, error)) {
 	seam.Write = write
 }
 
+// SetMkdir replaces, for the rest of the test, the making of one
+// directory.
+func SetMkdir(t testing.TB, mkdir func(string, os.FileMode) error) {
+	t.Helper()
+	old := seam.Mkdir
+	t.Cleanup(func() { seam.Mkdir = old })
+	seam.Mkdir = mkdir
+}
+
 // SetCreateLock replaces, for the rest of the test, the creation of a
 // missing lock sidecar.
 func SetCreateLock(t testing.TB, create func(string) (*os.File, error)) {
