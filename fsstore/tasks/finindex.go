@@ -82,9 +82,17 @@ import (
 // none.
 const finishedIndexName = ".finished.idx"
 
-// finishedIndexBlock is the least size of a block (a variable, so that
-// tests cut small logs into many blocks).
-var finishedIndexBlock int64 = 64 << 10
+// finishedIndexBlock is the least size of a block, unless the store's
+// indexBlock says (tests cut small logs into many blocks).
+const finishedIndexBlock int64 = 64 << 10
+
+// blockSize is the least size of a block of s's finished index.
+func (s *Store) blockSize() int64 {
+	if s.indexBlock > 0 {
+		return s.indexBlock
+	}
+	return finishedIndexBlock
+}
 
 // indexBlock is a line of the finished index: the block of the log from
 // Off to End, whose first line is of task First, and whose lines are of
@@ -195,7 +203,7 @@ func prefixEnd(prefix string) string {
 // finished log's lock, so no line is half-written and none is cut off
 // while it reads.
 func (s *Store) extendIndex(size int64, full bool) {
-	if end, ok := s.indexTailEnd(); !full && ok && size-end < finishedIndexBlock {
+	if end, ok := s.indexTailEnd(); !full && ok && size-end < s.blockSize() {
 		return
 	}
 	blocks, covered, whole := s.loadIndex(size, "", "")
@@ -210,7 +218,7 @@ func (s *Store) extendIndex(size int64, full bool) {
 		// Not the log the index was made of: it is made again whole.
 		blocks, covered, whole = nil, 0, false
 	}
-	more, err := indexBlocks(f, covered, size)
+	more, err := indexBlocks(f, covered, size, s.blockSize())
 	if err != nil || (len(more) == 0 && whole) {
 		return
 	}
@@ -271,9 +279,10 @@ func encodeBlocks(blocks []indexBlock) []byte {
 	return b
 }
 
-// indexBlocks cuts the log's bytes from from to size into blocks, leaving
-// out the last lines that do not make a whole block.
-func indexBlocks(f *os.File, from, size int64) ([]indexBlock, error) {
+// indexBlocks cuts the log's bytes from from to size into blocks of at
+// least blockSize bytes, leaving out the last lines that do not make a
+// whole block.
+func indexBlocks(f *os.File, from, size, blockSize int64) ([]indexBlock, error) {
 	r := bufio.NewReaderSize(io.NewSectionReader(f, from, size-from), 256<<10)
 	var blocks []indexBlock
 	cur := indexBlock{Off: from}
@@ -317,7 +326,7 @@ func indexBlocks(f *os.File, from, size int64) ([]indexBlock, error) {
 			}
 		}
 		pos += int64(len(line))
-		if pos-cur.Off >= finishedIndexBlock {
+		if pos-cur.Off >= blockSize {
 			cur.End = pos
 			blocks = append(blocks, cur)
 			cur = indexBlock{Off: pos}
@@ -384,7 +393,7 @@ func (s *Store) stillTheLog(f *os.File) bool {
 // it is damaged or behind by more than a few blocks.
 func (s *Store) indexFor(size int64, lo, hi string) (blocks []indexBlock, covered int64, whole bool) {
 	blocks, covered, whole = s.loadIndex(size, lo, hi)
-	if !whole || size-covered >= 4*finishedIndexBlock {
+	if !whole || size-covered >= 4*s.blockSize() {
 		s.catchUpIndex()
 		blocks, covered, whole = s.loadIndex(size, lo, hi)
 	}
@@ -457,7 +466,7 @@ func (s *Store) finishedWithPrefix(ref string) (ids []string, ok bool, err error
 	blocks, covered, whole := s.indexFor(size, ref, prefixEnd(ref))
 	// The lines after the index are read at once: at most a few blocks,
 	// unless the index could not be caught up.
-	if !whole || size-covered >= 4*finishedIndexBlock {
+	if !whole || size-covered >= 4*s.blockSize() {
 		return nil, false, nil
 	}
 	if ok, err := s.startsLine(f, covered); !ok || err != nil {

@@ -16,11 +16,7 @@ import (
 
 // smallBlocks cuts the finished log into blocks of about n bytes for the
 // test.
-func smallBlocks(t *testing.T, n int64) {
-	was := finishedIndexBlock
-	finishedIndexBlock = n
-	t.Cleanup(func() { finishedIndexBlock = was })
-}
+func smallBlocks(s *Store, n int64) { s.indexBlock = n }
 
 // scanRecords is the slow path: the last whole record of each task in
 // the log, read from its start.
@@ -75,11 +71,12 @@ func statusOf(r *Task) string {
 // every lookup equals the slow path's, and a task of the log is found
 // through a current index without reading the log backwards.
 func TestFinishedIndexProperty(t *testing.T) {
-	smallBlocks(t, 700)
 	for seed := range int64(4) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			t.Parallel()
 			rng := rand.New(rand.NewSource(seed))
 			s, _, _ := newTestTaskStore(t)
+			smallBlocks(s, 700)
 			if err := s.ensureDirs(); err != nil {
 				t.Fatal(err)
 			}
@@ -180,8 +177,8 @@ func TestFinishedIndexProperty(t *testing.T) {
 // Resolve of an old finished task find it; a prune drops the index and
 // the next Finish writes it again, whole.
 func TestFinishExtendsIndex(t *testing.T) {
-	smallBlocks(t, 2000)
 	s, clock, _ := newTestTaskStore(t)
+	smallBlocks(s, 2000)
 	var ids []string
 	for i := range 40 {
 		clock.Advance(time.Minute)
@@ -231,8 +228,8 @@ func TestFinishExtendsIndex(t *testing.T) {
 // minute apart, whose finished log is cut into blocks of 1,000 bytes.
 func thirtyFinished(t *testing.T) *Store {
 	t.Helper()
-	smallBlocks(t, 1000)
 	s, clock, _ := newTestTaskStore(t)
+	smallBlocks(s, 1000)
 	for i := range 30 {
 		clock.Advance(time.Minute)
 		id := fmt.Sprintf("t%03d", i)
@@ -263,7 +260,7 @@ func TestTornIndex(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Behind by more than a few blocks, so the lookup rewrites it.
-		smallBlocks(t, 200)
+		smallBlocks(s, 200)
 		for i := range 30 {
 			id := fmt.Sprintf("t%03d", i)
 			if got, err := s.Get(id); err != nil || got.ID != id || got.Status != Succeeded {
@@ -274,7 +271,7 @@ func TestTornIndex(t *testing.T) {
 		if blocks, _, whole := s.loadIndex(fi.Size(), "", ""); !whole || len(blocks) < 3 {
 			t.Fatalf("%s index: after lookups it has %d blocks, whole=%v", name, len(blocks), whole)
 		}
-		smallBlocks(t, 1000)
+		smallBlocks(s, 1000)
 	}
 }
 
@@ -341,9 +338,10 @@ func resolved(id string, err error) string {
 func TestResolveProperty(t *testing.T) {
 	for seed := range int64(6) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			t.Parallel()
 			rng := rand.New(rand.NewSource(seed))
-			smallBlocks(t, 400+rng.Int63n(600))
 			s, _, _ := newTestTaskStore(t)
+			smallBlocks(s, 400+rng.Int63n(600))
 			if err := s.ensureDirs(); err != nil {
 				t.Fatal(err)
 			}
@@ -474,7 +472,7 @@ func TestResolveProperty(t *testing.T) {
 func TestResolveShiftedIndex(t *testing.T) {
 	s := thirtyFinished(t)
 	// A line after the last block.
-	smallBlocks(t, 1<<20)
+	smallBlocks(s, 1<<20)
 	mustCreateTask(t, s, "t100", "job")
 	mustFinishTask(t, s, "t100", Succeeded, intp(0))
 	idx, err := os.ReadFile(s.finishedIndexPath())
@@ -505,7 +503,7 @@ func TestResolveShiftedIndex(t *testing.T) {
 	if err := os.WriteFile(s.finishedIndexPath(), shifted.appendTo(append([]byte{}, idx[:i]...)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	smallBlocks(t, 200)
+	smallBlocks(s, 200)
 	mustCreateTask(t, s, "t999", "job")
 	mustFinishTask(t, s, "t999", Succeeded, intp(0))
 	fi, _ := os.Stat(s.finishedPath())
@@ -537,7 +535,7 @@ func TestIndexOfRewrittenLog(t *testing.T) {
 	for _, id := range []string{"t00", "t01", "t02", "t03", "t04", "t04", "t05", "t06", "t07", "t08", "t09", "t10", "t11"} {
 		lines = append(lines, line(id))
 	}
-	smallBlocks(t, 4*int64(len(lines[0])+1))
+	smallBlocks(s, 4*int64(len(lines[0])+1))
 	appendLog(t, s, lines...)
 	f, size, err := fsstore.OpenSized(s.finishedPath())
 	if err != nil {

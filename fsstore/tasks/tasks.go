@@ -103,6 +103,10 @@ type Store struct {
 	// *fsstore.LockInterruptedError: a tool call's ctx.Done(). Nil never
 	// closes. A copy of the store with its own Cancel serves one call.
 	Cancel <-chan struct{}
+	// indexBlock, when not 0, is the least size of a block of the
+	// finished index instead of finishedIndexBlock: tests cut small logs
+	// into many blocks.
+	indexBlock int64
 }
 
 // NewStore returns the task store of the profile whose directory is
