@@ -200,7 +200,7 @@ func TestNoteAmidCallsWaitsForTheirResults(t *testing.T) {
 	st := newStore(t)
 	id := newSession(t, st)
 	c := calls("read_file", `{}`)
-	lateNote := note(sessions.Message{Role: "system", Content: sessions.TextContent(LateNote + "write_file (call x) changed /f.")})
+	lateNote := note(sessions.Message{Role: "system", Content: sessions.TextContent(checkpoints.LateNote + "write_file (call x) changed /f.")})
 	result := sessions.Message{Role: "tool", ToolCallID: "call_read_file_0", Content: sessions.TextContent("the result")}
 	if _, err := st.Append(id, append(user("go"), c, lateNote, result)); err != nil {
 		t.Fatal(err)
@@ -224,7 +224,7 @@ func TestNoteAmidCallsWaitsForTheirResults(t *testing.T) {
 func TestCrashedCallsBeforeANoteAreAnswered(t *testing.T) {
 	st := newStore(t)
 	id := newSession(t, st)
-	lateNote := note(sessions.Message{Role: "system", Content: sessions.TextContent(LateNote + "write_file (call x) changed /f.")})
+	lateNote := note(sessions.Message{Role: "system", Content: sessions.TextContent(checkpoints.LateNote + "write_file (call x) changed /f.")})
 	if _, err := st.Append(id, append(user("go"), calls("read_file", `{}`), lateNote)); err != nil {
 		t.Fatal(err)
 	}

@@ -211,30 +211,14 @@ func present(ctx context.Context, fsys fileSys, path string) (string, fs.FileInf
 
 // settlePending returns the changes of the pending record of call callID
 // of session sid (found false when it has none), each resolved against
-// its file (fsstore/checkpoints doc, "A change and a crash"): a file that
-// holds what the call was to write was changed; one that holds its prior
-// bytes, or is absent where the call was to create it, was not, and its
-// change is left out; one that holds neither was changed since, and is
-// kept, so that a restore reports it as a conflict. A change that was not
-// checkpointed is kept only where the file holds what the call wrote.
+// its file (checkpoints.Resolve).
 func settlePending(store *checkpoints.Store, sid, callID string) (_ []checkpoints.Change, found bool, _ error) {
 	p, found, err := store.PendingOf(sid, callID)
 	if err != nil || !found {
 		return nil, false, err
 	}
-	var out []checkpoints.Change
-	for _, c := range p.Changes {
-		h, fi, err := present(context.Background(), hostFiles{}, c.Path)
-		if err != nil {
-			// Neither what was there nor what the call wrote.
-			out = append(out, c)
-			continue
-		}
-		made := (fi == nil && c.Removed) || (fi != nil && h == c.After)
-		unmade := (fi == nil && c.Created) || (fi != nil && c.Before != "" && h == c.Before)
-		if made || (!unmade && c.NotCheckpointed == "") {
-			out = append(out, c)
-		}
-	}
-	return out, true, nil
+	return checkpoints.Resolve(p.Changes, func(path string) (string, bool, error) {
+		h, fi, err := present(context.Background(), hostFiles{}, path)
+		return h, fi != nil, err
+	}), true, nil
 }

@@ -770,24 +770,17 @@ func (e *Engine) runCall(ctx context.Context, env *Env, sid string, c provider.T
 	return resultText(o.out, o.err), false
 }
 
-// LateNote begins the note that records the file changes of an
-// abandoned call, made after the engine stopped waiting for it.
-const LateNote = "Note: a call abandoned earlier changed files after hermes stopped waiting for it: "
-
 // recordLate records the file changes call c (run with env) made, once it
 // ends after the engine abandoned it: its one result, stored already,
 // records none of them, so a note appended to session sid holds them
-// (fsstore/checkpoints: Field), and the call's pending record goes. A
+// (checkpoints.Late), and the call's pending record goes. A
 // failure leaves the pending record, which fsck --repair records.
 func (e *Engine) recordLate(sid string, env *Env, c provider.ToolCall) {
 	changes := env.call.changes()
 	if len(changes) == 0 {
 		return
 	}
-	m := note(sessions.Message{Role: "system", Content: sessions.TextContent(fmt.Sprintf("%s%s (call %s) changed %s.",
-		LateNote, c.Function.Name, c.ID, strings.Join(checkpoints.Paths(changes), ", ")))})
-	checkpoints.Attach(&m, changes)
-	if _, err := e.Sessions.Append(sid, []sessions.Message{m}); err != nil {
+	if _, err := e.Sessions.Append(sid, []sessions.Message{checkpoints.Late(c.ID, c.Function.Name, changes)}); err != nil {
 		return
 	}
 	_ = env.Checkpoints.ClearPending(sid, c.ID)

@@ -68,6 +68,16 @@
 // before-image. A crash between 5 and 6 leaves a Pending record whose
 // call has its result: it is stale, and the next turn removes it.
 //
+// A call the engine abandoned (it did not end within its grace after a
+// timeout or a cancelled turn) has its one result stored at once, which
+// records none of its changes; if it changes files afterwards, its
+// changes are recorded in a note appended to the session when it ends
+// (Late), and its Pending record goes. A process that ends before the
+// call does leaves the Pending record of a call that has its result but
+// not those changes: fsck reports it, and --repair records in such a
+// note the changes their files show were made (Resolve, the rule above),
+// then moves the record aside.
+//
 // # The cost of a checkpoint
 //
 // A change's before-image is on the tool's path: the tool waits for it
@@ -112,7 +122,9 @@
 // exists, can store the same bytes again) and marks the hash lost in
 // checkpoints/unrestorable.json, never touching the records. A pending
 // record whose call has its result is stale (moved to lost+found by
-// --repair); one whose call has none is left for the session's next turn;
+// --repair); one whose call has its result but whose changes no record
+// holds is an abandoned call's late changes (recorded by --repair, above);
+// one whose call has none is left for the session's next turn;
 // a restore's is a restore to run again, unless a record of its session
 // holds the same changes (a crash after the note): stale, moved aside.
 //
