@@ -64,7 +64,10 @@
 // is abandoned: answered once, as still running when hermes stopped
 // waiting, and the turn ends (or, for ToolTimeout, goes on) without it.
 // What it returns later is told to Late (a chat prints it, the gateway
-// logs it) and never stored: a call has one result, ever. ToolTimeout
+// logs it) and never stored: a call has one result, ever. The files it
+// changed meanwhile are recorded when it ends, in a note of the session
+// (checkpoints.Late), and a note stored amid another turn's calls reaches
+// the provider after their results (history). ToolTimeout
 // (the gateway's gateway.tool_timeout) bounds each call: past it the call
 // is cancelled and answered "timed out", and the model reads that.
 // "interrupted: … did not run it again" is written only where it is true:
