@@ -74,8 +74,9 @@ func decode(h string, b []byte) ([]byte, error) {
 
 // Compress compresses the objects Save stored as they are, each through
 // a temp file that is synced and renamed over it, and returns how many
-// it compressed. One whose gzip would not be smaller is left as it is;
-// one that does not hash to its name is left for fsck. A crash or a
+// it compressed. One whose gzip would not be smaller, or whose bytes
+// start as gzip's do (a .gz file saved as it is), is left as it is; one
+// that does not hash to its name is left for fsck. A crash or a
 // failure leaves each object whole, compressed or not, since either
 // reads back the same bytes (the rename is not synced: a crash may
 // bring back the uncompressed one).
@@ -97,16 +98,25 @@ func (s *Store) Compress() (int, error) {
 	return n, nil
 }
 
-// compress compresses object h if it is stored as it is.
+// compress compresses object h if it is stored as it is. A compressed
+// one is known by its first bytes, and not read further: a prune does
+// not read the whole store.
 func (s *Store) compress(h string) (bool, error) {
 	path, _ := s.objectPath(h)
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return false, nil
 	}
-	b, err := io.ReadAll(f)
+	head := make([]byte, 3)
+	n, _ := io.ReadFull(f, head)
+	if isGzip(head[:n]) {
+		f.Close()
+		return false, nil
+	}
+	rest, err := io.ReadAll(f)
 	f.Close()
-	if err != nil || isGzip(b) || Hash(b) != h {
+	b := append(head[:n], rest...)
+	if err != nil || Hash(b) != h {
 		return false, nil
 	}
 	z, err := gzipped(b)
