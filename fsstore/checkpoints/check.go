@@ -151,7 +151,7 @@ func (s *Store) Check(st *sessions.Store, repair bool, lostFound string) ([]fsst
 		case answered[p.SessionID][p.CallID] && len(unrecorded(p.Changes, each[p.SessionID])) > 0:
 			late := unrecorded(p.Changes, each[p.SessionID])
 			f := fsstore.Finding{Path: path, Problem: true,
-				What: fmt.Sprintf("call %s of session %s was abandoned, and its changes of %v are not recorded (its process ended before the call did)", p.CallID, p.SessionID, Paths(late))}
+				What: fmt.Sprintf("call %s of session %s has its result, which does not record its changes of %v (the call was abandoned, and its process ended before it did; or a write of it failed)", p.CallID, p.SessionID, Paths(late))}
 			if repair {
 				f.What, f.Repaired = s.recordLate(st, p, late, path, lostFound, f.What)
 			}
