@@ -70,6 +70,7 @@ type inflight struct {
 	wait   func() error
 	cc     *callChanges
 	change checkpoints.Change
+	after  []byte
 }
 
 // ready waits for the checkpoint; an error refuses the write.
@@ -81,9 +82,15 @@ func (f *inflight) ready() error {
 }
 
 // settle is called with the write's error, once the write is over: a
-// failed write takes its change back, after the checkpoint has ended.
+// failed write takes its change back, after the checkpoint has ended; a
+// write that succeeded tells the store what the file now holds, so that
+// its next change need not hash those bytes again (Store.HashOf).
 func (f *inflight) settle(err error) {
-	if f == nil || err == nil {
+	if f == nil {
+		return
+	}
+	if err == nil {
+		f.cc.store.Wrote(f.change.Path, f.after, f.change.After)
 		return
 	}
 	f.wait()
@@ -134,35 +141,50 @@ func (env *Env) checkpoint(ctx context.Context, p place, name string, fi fs.File
 	if c.NotCheckpointed != "" {
 		note = fmt.Sprintf(" (not checkpointed: %s is %s; this change cannot be taken back)", name, c.NotCheckpointed)
 	}
-	f = &inflight{done: make(chan error, 1), cc: cc}
+	f = &inflight{done: make(chan error, 1), cc: cc, after: after}
 	f.wait = sync.OnceValue(func() error { return <-f.done })
-	// The hashes and the compression cost more than the write they
-	// precede (a 1 MB file: two SHA-256 and a gzip): done beside it, each
-	// beside the others.
+	// The hashes cost more than the write they precede (a 1 MB file: a
+	// SHA-256 is 4 to 10 ms): done beside it. The prior bytes' hash is
+	// known without hashing them when they are what a change of this
+	// store last wrote there (HashOf); the object is stored as it is
+	// (Save: a gzip costs more than the write it spares), and the object
+	// and the pending record are written and synced at once
+	// (fsstore/checkpoints doc, "The cost of a checkpoint").
 	go func() {
 		afterHash := make(chan string, 1)
 		go func() { afterHash <- checkpoints.Hash(after) }()
+		var saved chan error
 		if fi != nil && c.NotCheckpointed == "" {
-			h, err := cc.store.Put(prior)
-			if err != nil {
-				<-afterHash
-				f.done <- fmt.Errorf("%s: its checkpoint could not be stored (%w); nothing written", name, err)
-				return
-			}
-			c.Before = h
-			checkpointStep("object")
+			c.Before = cc.store.HashOf(p.abs, prior)
+			saved = make(chan error, 1)
+			go func() {
+				err := cc.store.Save(c.Before, prior)
+				if err == nil {
+					checkpointStep("object")
+				}
+				saved <- err
+			}()
 		}
 		c.After = <-afterHash
 		cc.mu.Lock()
 		defer cc.mu.Unlock()
 		list := append(slices.Clone(cc.list), c)
-		if err := cc.store.SetPending(checkpoints.Pending{SessionID: cc.session, CallID: cc.call, Changes: list}); err != nil {
-			f.done <- fmt.Errorf("%s: its checkpoint could not be recorded (%w); nothing written", name, err)
+		perr := cc.store.SetPending(checkpoints.Pending{SessionID: cc.session, CallID: cc.call, Changes: list})
+		if perr == nil {
+			checkpointStep("pending")
+		}
+		if saved != nil {
+			if err := <-saved; err != nil {
+				f.done <- fmt.Errorf("%s: its checkpoint could not be stored (%w); nothing written", name, err)
+				return
+			}
+		}
+		if perr != nil {
+			f.done <- fmt.Errorf("%s: its checkpoint could not be recorded (%w); nothing written", name, perr)
 			return
 		}
 		cc.list = list
 		f.change = c
-		checkpointStep("pending")
 		f.done <- nil
 	}()
 	return note, f
@@ -189,30 +211,14 @@ func present(ctx context.Context, fsys fileSys, path string) (string, fs.FileInf
 
 // settlePending returns the changes of the pending record of call callID
 // of session sid (found false when it has none), each resolved against
-// its file (fsstore/checkpoints doc, "A change and a crash"): a file that
-// holds what the call was to write was changed; one that holds its prior
-// bytes, or is absent where the call was to create it, was not, and its
-// change is left out; one that holds neither was changed since, and is
-// kept, so that a restore reports it as a conflict. A change that was not
-// checkpointed is kept only where the file holds what the call wrote.
+// its file (checkpoints.Resolve).
 func settlePending(store *checkpoints.Store, sid, callID string) (_ []checkpoints.Change, found bool, _ error) {
 	p, found, err := store.PendingOf(sid, callID)
 	if err != nil || !found {
 		return nil, false, err
 	}
-	var out []checkpoints.Change
-	for _, c := range p.Changes {
-		h, fi, err := present(context.Background(), hostFiles{}, c.Path)
-		if err != nil {
-			// Neither what was there nor what the call wrote.
-			out = append(out, c)
-			continue
-		}
-		made := (fi == nil && c.Removed) || (fi != nil && h == c.After)
-		unmade := (fi == nil && c.Created) || (fi != nil && c.Before != "" && h == c.Before)
-		if made || (!unmade && c.NotCheckpointed == "") {
-			out = append(out, c)
-		}
-	}
-	return out, true, nil
+	return checkpoints.Resolve(p.Changes, func(path string) (string, bool, error) {
+		h, fi, err := present(context.Background(), hostFiles{}, path)
+		return h, fi != nil, err
+	}), true, nil
 }

@@ -228,3 +228,49 @@ func TestRestoreLeavesASwappedSymlink(t *testing.T) {
 		t.Fatalf("the link was replaced: %v, %v", fi, err)
 	}
 }
+
+// The before-image of each edit is the file's bytes as the edit found
+// them, whether they are what the agent's previous edit wrote (whose
+// hash the store remembers) or what the user wrote over them since, of
+// the same size, in place.
+func TestBeforeImageAfterTheUsersEdit(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f.txt")
+	if err := os.WriteFile(path, []byte("v aaaa\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := &Env{SessionID: "s", Cwd: dir, Checkpoints: checkpoints.Open(t.TempDir())}
+	edit := func(call, old, repl string) checkpoints.Change {
+		t.Helper()
+		cenv := env.withCall(call)
+		if _, err := (editFileTool{}).Run(context.Background(), cenv, []byte(args("path", "f.txt", "old_string", old, "new_string", repl))); err != nil {
+			t.Fatal(err)
+		}
+		cs := cenv.call.changes()
+		if len(cs) != 1 {
+			t.Fatalf("%s recorded %+v", call, cs)
+		}
+		return cs[0]
+	}
+	for _, step := range []struct{ old, repl, before, user string }{
+		{"aaaa", "bbbb", "v aaaa\n", ""},
+		{"cccc", "dddd", "v cccc\n", "v cccc\n"},
+		{"dddd", "eeee", "v dddd\n", ""},
+	} {
+		if step.user != "" {
+			f, err := os.OpenFile(path, os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.WriteString(step.user)
+			f.Close()
+		}
+		c := edit("call_"+step.old, step.old, step.repl)
+		if c.Before != checkpoints.Hash([]byte(step.before)) {
+			t.Fatalf("edit of %s: before %s, want the hash of %q", step.old, c.Before, step.before)
+		}
+		if b, err := env.Checkpoints.Get(c.Before); err != nil || string(b) != step.before {
+			t.Fatalf("edit of %s: before-image %q, %v; want %q", step.old, b, err, step.before)
+		}
+	}
+}

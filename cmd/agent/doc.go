@@ -64,7 +64,10 @@
 // is abandoned: answered once, as still running when hermes stopped
 // waiting, and the turn ends (or, for ToolTimeout, goes on) without it.
 // What it returns later is told to Late (a chat prints it, the gateway
-// logs it) and never stored: a call has one result, ever. ToolTimeout
+// logs it) and never stored: a call has one result, ever. The files it
+// changed meanwhile are recorded when it ends, in a note of the session
+// (checkpoints.Late), and a note stored amid another turn's calls reaches
+// the provider after their results (history). ToolTimeout
 // (the gateway's gateway.tool_timeout) bounds each call: past it the call
 // is cancelled and answered "timed out", and the model reads that.
 // "interrupted: … did not run it again" is written only where it is true:
@@ -165,7 +168,11 @@
 // (checkpoints.Plan), only where each still holds what the last change
 // left, storing their present bytes first and recording itself with a
 // note; a symbolic link or a non-regular file in a file's place is
-// always left. The terminal tool's writes are not seen, unless
+// always left. It reads and writes a file beneath the session's
+// directory through an os.Root of that directory, and a file elsewhere
+// (tools not confined) through an os.Root of the file's own directory,
+// checked not to be a symbolic link: a directory swapped for one since
+// the agent's write is a conflict, never followed. The terminal tool's writes are not seen, unless
 // Env.ShellGit (checkpoints.shell: git): then a command run in a git work
 // tree is preceded by a snapshot of the files git tracks or would add
 // (stored, and written as the call's pending record), and followed by a

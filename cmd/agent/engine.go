@@ -499,9 +499,11 @@ func resumeNote(reason string, missing []provider.ToolCall) string {
 		text, len(missing), strings.Join(names, ", "))
 }
 
+// onlyResults reports whether msgs are all tool results, or notes hermes
+// stored among them (an abandoned call's late change).
 func onlyResults(msgs []sessions.Message) bool {
 	for _, m := range msgs {
-		if m.Role != "tool" {
+		if m.Role != "tool" && !IsNote(m) {
 			return false
 		}
 	}
@@ -622,7 +624,8 @@ func (e *Engine) runCalls(ctx context.Context, env *Env, res *Result, calls []pr
 // storeResult stores the result of call c, run with env, and the file
 // changes it made (checkpoint.go), then removes the call's pending
 // record. An abandoned call may change files still: its pending record
-// stays, for fsck to report.
+// stays, and its changes are recorded in a note when it ends
+// (recordLate), or by fsck --repair if the process ends first.
 func (e *Engine) storeResult(res *Result, env *Env, c provider.ToolCall, text string, abandoned bool, recs []hooks.Record) error {
 	m := toolResult(c, text, false)
 	hooks.Attach(&m, recs...)
@@ -749,6 +752,7 @@ func (e *Engine) runCall(ctx context.Context, env *Env, sid string, c provider.T
 		case <-wait.C:
 			go func() {
 				o := <-done
+				e.recordLate(sid, env, c)
 				if e.Late != nil {
 					e.Late(sid, c, resultText(o.out, o.err))
 				}
@@ -764,6 +768,22 @@ func (e *Engine) runCall(ctx context.Context, env *Env, sid string, c provider.T
 		return fmt.Sprintf("error: timed out after %s (tool_timeout): the call was cancelled; it may have taken effect in part: %v", e.ToolTimeout, o.err), false
 	}
 	return resultText(o.out, o.err), false
+}
+
+// recordLate records the file changes call c (run with env) made, once it
+// ends after the engine abandoned it: its one result, stored already,
+// records none of them, so a note appended to session sid holds them
+// (checkpoints.Late), and the call's pending record goes. A
+// failure leaves the pending record, which fsck --repair records.
+func (e *Engine) recordLate(sid string, env *Env, c provider.ToolCall) {
+	changes := env.call.changes()
+	if len(changes) == 0 {
+		return
+	}
+	if _, err := e.Sessions.Append(sid, []sessions.Message{checkpoints.Late(c.ID, c.Function.Name, changes)}); err != nil {
+		return
+	}
+	_ = env.Checkpoints.ClearPending(sid, c.ID)
 }
 
 // resultText is the result the model reads of a tool's run.

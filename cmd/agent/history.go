@@ -14,7 +14,8 @@ import (
 // no pending call is left out. The engine stores such results for a
 // transcript that ends with calls; this covers the rest (a message
 // appended after unanswered calls by another writer, an import), so that
-// no request is one the API would refuse.
+// no request is one the API would refuse. A note hermes stored amid a
+// turn's calls and their results is passed on after those results.
 type history struct {
 	store *sessions.Store
 	id    string
@@ -33,6 +34,10 @@ func (h history) Each(fn func(sessions.Message) error) error {
 	}
 	defer t.Close()
 	var pending []provider.ToolCall
+	// held are notes hermes stored amid pending calls' results (an
+	// abandoned call's late change, recorded while another turn runs its
+	// calls): they follow those results.
+	var held []sessions.Message
 	flush := func() error {
 		for _, c := range pending {
 			if err := fn(toolResult(c, interruptedResult, true)); err != nil {
@@ -40,6 +45,12 @@ func (h history) Each(fn func(sessions.Message) error) error {
 			}
 		}
 		pending = nil
+		for _, m := range held {
+			if err := fn(m); err != nil {
+				return err
+			}
+		}
+		held = nil
 		return nil
 	}
 	err = t.Each(func(m sessions.Message) error {
@@ -50,9 +61,16 @@ func (h history) Each(fn func(sessions.Message) error) error {
 			for i, c := range pending {
 				if c.ID == m.ToolCallID {
 					pending = append(pending[:i], pending[i+1:]...)
-					return fn(m)
+					if err := fn(m); err != nil || len(pending) > 0 {
+						return err
+					}
+					return flush()
 				}
 			}
+			return nil
+		}
+		if len(pending) > 0 && IsNote(m) {
+			held = append(held, m)
 			return nil
 		}
 		if err := flush(); err != nil {

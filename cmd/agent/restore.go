@@ -229,40 +229,110 @@ func restoreFile(fsys fileSys, name string, t checkpoints.Target, data []byte) e
 // restoreFS is where a restore reads and writes its files (sessionFiles).
 type restoreFS struct {
 	root *rootFiles // the session's directory; nil when it has none
+	// dirs holds, for a file outside the session's directory, its own
+	// directory's file system (nil: the whole file system), opened once.
+	mu   *sync.Mutex
+	dirs map[string]fileSys
 }
 
 // of is the file system and name of path: beneath the session's
 // directory, that directory's os.Root and the path in it; elsewhere (a
-// file the agent was let write outside it), the whole file system.
+// file the agent was let write outside it), an os.Root of the file's own
+// directory and its name, so that this directory swapped for a symbolic
+// link since is refused, never followed (linkedDir). A directory that is
+// gone is made again where it was: the whole file system, and the path.
 func (r restoreFS) of(path string) (fileSys, string) {
 	if r.root != nil {
 		if rel, ok := beneath(r.root.dir, path); ok {
 			return *r.root, rel
 		}
 	}
-	return hostFiles{}, path
+	dir := filepath.Dir(path)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fsys, ok := r.dirs[dir]
+	if !ok {
+		fsys = openDir(dir)
+		r.dirs[dir] = fsys
+	}
+	if fsys == nil {
+		return hostFiles{}, path
+	}
+	return fsys, filepath.Base(path)
 }
+
+// close closes the directories of opened.
+func (r restoreFS) close() {
+	if r.root != nil {
+		r.root.root.Close()
+	}
+	for _, fsys := range r.dirs {
+		if rf, ok := fsys.(rootFiles); ok {
+			rf.root.Close()
+		}
+	}
+}
+
+// openDir is the os.Root of dir, checked to be the directory dir names
+// without following a symbolic link at its end (os.OpenRoot would): a
+// link there is a linkedDir; nil when dir is gone, or cannot be opened
+// (the whole file system, whose errors then say why).
+func openDir(dir string) fileSys {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return nil
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		dest, _ := os.Readlink(dir)
+		return linkedDir{dir, dest}
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil
+	}
+	if opened, err := root.Stat("."); err != nil || !os.SameFile(fi, opened) {
+		// Swapped between the two looks.
+		root.Close()
+		dest, _ := os.Readlink(dir)
+		return linkedDir{dir, dest}
+	}
+	return rootFiles{root, dir}
+}
+
+// linkedDir is a directory that is now a symbolic link (to dest): every
+// operation in it is refused.
+type linkedDir struct{ dir, dest string }
+
+func (l linkedDir) err() error {
+	return fmt.Errorf("its directory %s is now a symbolic link (to %s): not followed", l.dir, l.dest)
+}
+func (l linkedDir) OpenFile(string, int, fs.FileMode) (*os.File, error) { return nil, l.err() }
+func (l linkedDir) Stat(string) (fs.FileInfo, error)                    { return nil, l.err() }
+func (l linkedDir) Lstat(string) (fs.FileInfo, error)                   { return nil, l.err() }
+func (l linkedDir) MkdirAll(string, fs.FileMode) error                  { return l.err() }
+func (l linkedDir) Rename(string, string) error                         { return l.err() }
+func (l linkedDir) Remove(string) error                                 { return l.err() }
 
 // sessionFiles is the restoreFS of session sid: a file beneath its
 // working directory is read and written through that directory, as
 // confined file tools use it, so that a directory of its path swapped for
 // a symbolic link that leads out of it (after the agent wrote there) is
-// refused, never written through. done closes the directory.
+// refused, never written through; a file elsewhere through its own
+// directory (restoreFS.of). done closes the directories.
 func sessionFiles(st *sessions.Store, sid string) (_ restoreFS, done func(), _ error) {
 	sess, err := st.Get(sid)
 	if err != nil {
 		return restoreFS{}, nil, err
 	}
-	if sess.Cwd == "" {
-		return restoreFS{}, func() {}, nil
+	r := restoreFS{mu: &sync.Mutex{}, dirs: map[string]fileSys{}}
+	if sess.Cwd != "" {
+		// A directory gone, or not a directory now: its files are put
+		// back where they were, their directories made again.
+		if root, err := os.OpenRoot(sess.Cwd); err == nil {
+			r.root = &rootFiles{root, sess.Cwd}
+		}
 	}
-	root, err := os.OpenRoot(sess.Cwd)
-	if err != nil {
-		// Gone, or not a directory now: its files are put back where
-		// they were, their directories made again.
-		return restoreFS{}, func() {}, nil
-	}
-	return restoreFS{root: &rootFiles{root, sess.Cwd}}, func() { root.Close() }, nil
+	return r, r.close, nil
 }
 
 // maxRestoreRead bounds the present bytes a restore reads to store them

@@ -45,6 +45,7 @@ func (s *Store) Check(st *sessions.Store, repair bool, lostFound string) ([]fsst
 	refs := map[string][]string{} // hash -> the records naming it
 	answered := map[string]map[string]bool{}
 	recorded := map[string]map[string]bool{} // session -> its records' changes (changeKey)
+	each := map[string]map[string]bool{}     // session -> each change its records hold (changeKey)
 	for _, id := range ids {
 		msgs, err := st.Messages(id)
 		if err != nil {
@@ -57,8 +58,12 @@ func (s *Store) Check(st *sessions.Store, repair bool, lostFound string) ([]fsst
 			return []fsstore.Finding{{Path: id, What: err.Error(), Problem: true}}, nil
 		}
 		recorded[id] = map[string]bool{}
+		each[id] = map[string]bool{}
 		for _, r := range recs {
 			recorded[id][changeKey(r.Changes)] = true
+			for _, c := range r.Changes {
+				each[id][changeKey([]Change{c})] = true
+			}
 			for _, c := range r.Changes {
 				if c.Before != "" {
 					refs[c.Before] = append(refs[c.Before], r.ID())
@@ -143,6 +148,14 @@ func (s *Store) Check(st *sessions.Store, repair bool, lostFound string) ([]fsst
 		case p.CallID == RestoreCall:
 			out = append(out, fsstore.Finding{Path: path, Problem: true,
 				What: fmt.Sprintf("a restore in session %s was interrupted (files %v): run the same restore again to finish and record it", p.SessionID, Paths(p.Changes))})
+		case answered[p.SessionID][p.CallID] && len(unrecorded(p.Changes, each[p.SessionID])) > 0:
+			late := unrecorded(p.Changes, each[p.SessionID])
+			f := fsstore.Finding{Path: path, Problem: true,
+				What: fmt.Sprintf("call %s of session %s has its result, which does not record its changes of %v (the call was abandoned, and its process ended before it did; or a write of it failed)", p.CallID, p.SessionID, Paths(late))}
+			if repair {
+				f.What, f.Repaired = s.recordLate(st, p, late, path, lostFound, f.What)
+			}
+			out = append(out, f)
 		case answered[p.SessionID][p.CallID]:
 			f := fsstore.Finding{Path: path, Problem: true,
 				What: fmt.Sprintf("stale pending change of call %s of session %s: the call's result records its changes", p.CallID, p.SessionID)}
@@ -156,6 +169,37 @@ func (s *Store) Check(st *sessions.Store, repair bool, lostFound string) ([]fsst
 		}
 	}
 	return out, nil
+}
+
+// unrecorded are the changes of cs that no record holds (recorded: each
+// recorded change's changeKey).
+func unrecorded(cs []Change, recorded map[string]bool) []Change {
+	var out []Change
+	for _, c := range cs {
+		if !recorded[changeKey([]Change{c})] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// recordLate is fsck --repair of the pending record at path, whose call
+// was abandoned and whose changes late no record holds: those their files
+// show were made (Resolve) are recorded in a note of the session (Late),
+// then the record is moved to lostFound. It returns the finding's text
+// and whether it was repaired.
+func (s *Store) recordLate(st *sessions.Store, p Pending, late []Change, path, lostFound, what string) (string, bool) {
+	made := Resolve(late, presentHash)
+	if len(made) > 0 {
+		if _, err := st.Append(p.SessionID, []sessions.Message{Late(p.CallID, "", made)}); err != nil {
+			return fmt.Sprintf("%s; not recorded: %v", what, err), false
+		}
+		what += fmt.Sprintf("; recorded %v in a note", Paths(made))
+	} else {
+		what += "; their files show none was made"
+	}
+	moved, what := fsstore.MoveToLostFound(path, lostFound, what)
+	return what, moved
 }
 
 // changeKey is a list of changes in a form equal for equal lists in any

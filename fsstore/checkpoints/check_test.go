@@ -1,6 +1,7 @@
 package checkpoints
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -9,8 +10,8 @@ import (
 	"github.com/hermes/hermes/fsstore/sessions"
 )
 
-// fsck sorts pending records: one whose call has its result is stale
-// (moved to lost+found by --repair), one whose call has none is settled by
+// fsck sorts pending records: one whose call has its result, which
+// records its changes, is stale (moved to lost+found by --repair), one whose call has none is settled by
 // the next turn (a note), an interrupted restore is a problem to finish.
 func TestCheckPending(t *testing.T) {
 	profile := t.TempDir()
@@ -20,10 +21,12 @@ func TestCheckPending(t *testing.T) {
 		t.Fatal(err)
 	}
 	calls := `[{"id":"c1","type":"function","function":{"name":"write_file","arguments":"{}"}},{"id":"c2","type":"function","function":{"name":"write_file","arguments":"{}"}}]`
+	result := sessions.Message{Role: "tool", ToolCallID: "c1", Content: sessions.TextContent("ok")}
+	Attach(&result, []Change{{Path: "/stale"}})
 	if _, err := st.Append(sess.ID, []sessions.Message{
 		{Role: "user", Content: sessions.TextContent("go")},
 		{Role: "assistant", ToolCalls: []byte(calls)},
-		{Role: "tool", ToolCallID: "c1", Content: sessions.TextContent("ok")},
+		result,
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -74,5 +77,70 @@ func TestCheckPending(t *testing.T) {
 	}
 	if len(check(false)) != 2 {
 		t.Errorf("after repair: %q", check(false))
+	}
+}
+
+// A pending record whose call has a result that does not record its
+// changes (the call was abandoned, and its process ended before it could
+// record them) is a problem: --repair records, in a note of the session,
+// each change its file shows was made, leaves out one whose file holds
+// its prior bytes, and moves the record aside; fsck is clean after.
+func TestCheckRecordsLateChanges(t *testing.T) {
+	profile := t.TempDir()
+	st := sessions.NewStore(profile, "default", time.Second, func(string) {})
+	sess, _, err := st.Create(sessions.Session{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := `[{"id":"c1","type":"function","function":{"name":"write_file","arguments":"{}"}}]`
+	if _, err := st.Append(sess.ID, []sessions.Message{
+		{Role: "user", Content: sessions.TextContent("go")},
+		{Role: "assistant", ToolCalls: []byte(calls)},
+		{Role: "tool", ToolCallID: "c1", Content: sessions.TextContent("cancelled: abandoned")},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s := Open(profile)
+	dir := t.TempDir()
+	made, unmade := filepath.Join(dir, "made"), filepath.Join(dir, "unmade")
+	os.WriteFile(made, []byte("new"), 0o644)
+	os.WriteFile(unmade, []byte("old"), 0o644)
+	before, err := s.Put([]byte("old"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	changes := []Change{
+		{Path: made, Before: before, After: Hash([]byte("new")), Mode: "0644"},
+		{Path: unmade, Before: before, After: Hash([]byte("newer")), Mode: "0644"},
+	}
+	if err := s.SetPending(Pending{SessionID: sess.ID, CallID: "c1", Changes: changes}); err != nil {
+		t.Fatal(err)
+	}
+	lost := filepath.Join(profile, "lost+found")
+	findings, err := s.Check(st, false, lost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(findings) != 1 || !findings[0].Problem || !strings.Contains(findings[0].What, "abandoned") {
+		t.Fatalf("findings %+v, want one problem: the call's late changes", findings)
+	}
+	if findings, err = s.Check(st, true, lost); err != nil || len(findings) != 1 || !findings[0].Repaired {
+		t.Fatalf("repair: %+v, %v", findings, err)
+	}
+	msgs, err := st.Messages(sess.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := Records(sess.ID, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := msgs[len(msgs)-1]
+	if len(recs) != 1 || recs[0].Seq != last.Seq || len(recs[0].Changes) != 1 || recs[0].Changes[0] != changes[0] ||
+		last.Role != "system" || string(last.Extra[noteMarker]) != "true" || !strings.Contains(last.Text(), "c1") {
+		t.Fatalf("records %+v; last message %+v", recs, last)
+	}
+	if findings, err = s.Check(st, false, lost); err != nil || len(findings) != 0 {
+		t.Fatalf("after repair: %+v, %v", findings, err)
 	}
 }

@@ -94,11 +94,18 @@ func (s *Store) references(st *sessions.Store, now time.Time) (map[string]time.T
 // then those whose newest checkpoint is older than MaxAge, then, oldest
 // first, those past MaxBytes. An object removed while a checkpoint still
 // refers to it is marked unrestorable (fsck then notes it rather than
-// call it lost); the records are never touched.
+// call it lost); the records are never touched. Before all that, the
+// objects stored as they are (Save) are compressed, so that MaxBytes
+// counts them compressed; a dry run counts them as they are.
 func (s *Store) Prune(st *sessions.Store, o PruneOptions) ([]Pruned, error) {
 	refs, err := s.references(st, o.Now)
 	if err != nil {
 		return nil, err
+	}
+	if !o.DryRun {
+		if _, err := s.Compress(); err != nil {
+			return nil, err
+		}
 	}
 	objs, err := s.Objects()
 	if err != nil {

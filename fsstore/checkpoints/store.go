@@ -1,8 +1,6 @@
 package checkpoints
 
 import (
-	"bytes"
-	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -28,12 +26,14 @@ type Store struct {
 	// MaxFile bounds the bytes of a before-image (checkpoints.max_file);
 	// 0 is DefaultMaxFile.
 	MaxFile int64
+
+	recent *recent
 }
 
 // Open returns the checkpoint store of the profile directory dir. Nothing
 // is made until the first write.
 func Open(profileDir string) *Store {
-	return &Store{Dir: filepath.Join(profileDir, "checkpoints")}
+	return &Store{Dir: filepath.Join(profileDir, "checkpoints"), recent: &recent{files: map[string]recentFile{}}}
 }
 
 // Limit is the store's MaxFile, or DefaultMaxFile.
@@ -82,13 +82,7 @@ func (s *Store) objectPath(h string) (string, error) {
 func (s *Store) Put(data []byte) (string, error) {
 	hashed := make(chan string, 1)
 	go func() { hashed <- Hash(data) }()
-	var z bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&z, gzip.BestSpeed)
-	if err == nil {
-		if _, err = zw.Write(data); err == nil {
-			err = zw.Close()
-		}
-	}
+	z, err := gzipped(data)
 	h := <-hashed
 	if err != nil {
 		return "", fmt.Errorf("store checkpoint object: %w", err)
@@ -130,18 +124,11 @@ func (s *Store) Get(h string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	z, err := gzip.NewReader(f)
+	b, err := io.ReadAll(f)
 	if err != nil {
-		return nil, fmt.Errorf("%w %s: %v", ErrCorrupt, h, err)
+		return nil, err
 	}
-	var b bytes.Buffer
-	if _, err := io.Copy(&b, z); err != nil {
-		return nil, fmt.Errorf("%w %s: %v", ErrCorrupt, h, err)
-	}
-	if Hash(b.Bytes()) != h {
-		return nil, fmt.Errorf("%w %s: its bytes hash to %s", ErrCorrupt, h, Hash(b.Bytes()))
-	}
-	return b.Bytes(), nil
+	return decode(h, b)
 }
 
 // Objects returns the hashes of the stored objects, and the total size

@@ -1,0 +1,204 @@
+package checkpoints
+
+import (
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
+
+	"github.com/hermes/hermes/fsstore"
+)
+
+// Save stores data, whose hash the caller knows to be h (Hash, HashOf),
+// as Put does but as it is, uncompressed: the before-image a tool waits
+// for before it renames its file over the old one, where a gzip would
+// cost more than the write it spares (package doc, "The cost of a
+// checkpoint"). Compress compresses it later. An object already stored
+// is not written again.
+func (s *Store) Save(h string, data []byte) error {
+	path, err := s.objectPath(h)
+	if err != nil {
+		return err
+	}
+	if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() {
+		return nil
+	}
+	if err := fsstore.EnsureDir(filepath.Dir(path)); err != nil {
+		return err
+	}
+	if err := fsstore.WriteFileAtomic(path, data); err != nil {
+		return fmt.Errorf("store checkpoint object: %w", err)
+	}
+	return nil
+}
+
+// isGzip reports whether b starts as a gzip stream does. An object that
+// does may still be stored as it is (Save of a .gz file): Get tells them
+// apart by the hash.
+func isGzip(b []byte) bool {
+	return len(b) >= 3 && b[0] == 0x1f && b[1] == 0x8b && b[2] == 8
+}
+
+// decode returns the bytes of object h from its file's content b: the
+// gzip stream's bytes when they hash to h, else b itself when it does.
+func decode(h string, b []byte) ([]byte, error) {
+	var why string
+	if isGzip(b) {
+		z, err := gzip.NewReader(bytes.NewReader(b))
+		if err == nil {
+			var out bytes.Buffer
+			if _, err = io.Copy(&out, z); err == nil {
+				if got := Hash(out.Bytes()); got == h {
+					return out.Bytes(), nil
+				} else {
+					why = "its bytes hash to " + got
+				}
+			}
+		}
+		if err != nil {
+			why = err.Error()
+		}
+	}
+	if got := Hash(b); got == h {
+		return b, nil
+	} else if why == "" {
+		why = "its bytes hash to " + got
+	}
+	return nil, fmt.Errorf("%w %s: %s", ErrCorrupt, h, why)
+}
+
+// Compress compresses the objects Save stored as they are, each through
+// a temp file that is synced and renamed over it, and returns how many
+// it compressed. One whose gzip would not be smaller, or whose bytes
+// start as gzip's do (a .gz file saved as it is), is left as it is; one
+// that does not hash to its name is left for fsck. A crash or a
+// failure leaves each object whole, compressed or not, since either
+// reads back the same bytes (the rename is not synced: a crash may
+// bring back the uncompressed one).
+func (s *Store) Compress() (int, error) {
+	objs, err := s.Objects()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for h := range objs {
+		done, err := s.compress(h)
+		if err != nil {
+			return n, err
+		}
+		if done {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// compress compresses object h if it is stored as it is. A compressed
+// one is known by its first bytes, and not read further: a prune does
+// not read the whole store.
+func (s *Store) compress(h string) (bool, error) {
+	path, _ := s.objectPath(h)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return false, nil
+	}
+	head := make([]byte, 3)
+	n, _ := io.ReadFull(f, head)
+	if isGzip(head[:n]) {
+		f.Close()
+		return false, nil
+	}
+	rest, err := io.ReadAll(f)
+	f.Close()
+	b := append(head[:n], rest...)
+	if err != nil || Hash(b) != h {
+		return false, nil
+	}
+	z, err := gzipped(b)
+	if err != nil || z.Len() >= len(b) {
+		return false, err
+	}
+	if err := fsstore.ReplaceFile(path, func(w io.Writer) error {
+		_, err := w.Write(z.Bytes())
+		return err
+	}); err != nil {
+		return false, fmt.Errorf("compress checkpoint object: %w", err)
+	}
+	return true, nil
+}
+
+// gzipped is data gzip-compressed at the fastest level.
+func gzipped(data []byte) (*bytes.Buffer, error) {
+	var z bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&z, gzip.BestSpeed)
+	if err == nil {
+		if _, err = zw.Write(data); err == nil {
+			err = zw.Close()
+		}
+	}
+	return &z, err
+}
+
+// recentBytes bounds the bytes HashOf remembers.
+const recentBytes = 64 << 20
+
+// recent remembers, for the files a change last wrote, their bytes and
+// the hash of them: the next change of such a file finds its prior bytes
+// there (a comparison of the bytes, a fraction of the cost of a SHA-256)
+// and need not hash them again.
+type recent struct {
+	mu    sync.Mutex
+	files map[string]recentFile
+	order []string // oldest first
+	size  int
+}
+
+type recentFile struct {
+	data []byte
+	hash string
+}
+
+// Wrote tells the store that the file at path now holds data, whose hash
+// is h: a change wrote it. data must not change afterwards. The store
+// keeps the last bytes of each file, up to recentBytes in all, the
+// oldest forgotten first.
+func (s *Store) Wrote(path string, data []byte, h string) {
+	r := s.recent
+	if r == nil || len(data) > recentBytes {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if old, ok := r.files[path]; ok {
+		r.size -= len(old.data)
+		r.order = slices.DeleteFunc(r.order, func(p string) bool { return p == path })
+	}
+	r.files[path] = recentFile{data: data, hash: h}
+	r.order = append(r.order, path)
+	r.size += len(data)
+	for r.size > recentBytes {
+		oldest := r.order[0]
+		r.order = r.order[1:]
+		r.size -= len(r.files[oldest].data)
+		delete(r.files, oldest)
+	}
+}
+
+// HashOf is Hash(data), data being the bytes the file at path holds: the
+// hash Wrote was told when they are the bytes it was told the file holds.
+func (s *Store) HashOf(path string, data []byte) string {
+	if r := s.recent; r != nil {
+		r.mu.Lock()
+		f, ok := r.files[path]
+		r.mu.Unlock()
+		if ok && bytes.Equal(f.data, data) {
+			return f.hash
+		}
+	}
+	return Hash(data)
+}
