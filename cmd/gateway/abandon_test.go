@@ -91,6 +91,8 @@ func checkAnsweredOnce(t *testing.T, msgs []sessions.Message) {
 // or abandoned when the tool does not stop), and the retry carries that
 // reply on; a result the tool returns later is never a second one.
 func TestClientLeavesMidToolAndRetries(t *testing.T) {
+	// Not in parallel: the time limits and connection slots it
+	// tests need the package to itself.
 	for _, stubborn := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stubborn=%v", stubborn), func(t *testing.T) {
 			t.Parallel()
@@ -144,6 +146,8 @@ func TestClientLeavesMidToolAndRetries(t *testing.T) {
 // slot once abandoned: with more such clients than gateway.max_connections
 // gone, /health is answered every time, and each call has one result.
 func TestAbandonedCallsDoNotLockOut(t *testing.T) {
+	// Not in parallel: the time limits and connection slots it
+	// tests need the package to itself.
 	tool := &workTool{stubborn: true, started: make(chan struct{}, 400), release: make(chan struct{})}
 	t.Cleanup(func() { close(tool.release) })
 	e := newServedEnv(t, func(o *Options) {

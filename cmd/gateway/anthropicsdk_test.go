@@ -52,6 +52,7 @@ func anthropicSessionOf(sid *string) option.RequestOption {
 var messagesClientTool = []anthropic.ToolUnionParam{{OfTool: &anthropic.ToolParam{Name: "client_fn", InputSchema: anthropic.ToolInputSchemaParam{Properties: map[string]any{}}}}}
 
 func TestAnthropicSDK(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	send := func(e *testEnv, stream bool, sid *string, tools []anthropic.ToolUnionParam, msgs ...anthropic.MessageParam) *anthropic.Message {
 		t.Helper()
@@ -153,6 +154,7 @@ func TestAnthropicSDK(t *testing.T) {
 // Errors on the Messages API's routes have its shape, also those the
 // router and the key check answer.
 func TestMessagesErrorShape(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, func(o *Options) { o.APIKey = "sekret" })
 	for _, c := range []struct {
 		path, typ string
@@ -181,6 +183,7 @@ func TestMessagesErrorShape(t *testing.T) {
 // turn; the upstream accepts every history (each thinking block sent back
 // as it came), and the conversation is one session.
 func TestMessagesOnAnthropicUpstream(t *testing.T) {
+	t.Parallel()
 	fake := &anthropictest.Server{SplitJSON: 1, Reply: func(r *anthropictest.Request) []anthropictest.Block {
 		last := r.Messages[len(r.Messages)-1].Content
 		if last[0].Type == "tool_result" {
@@ -257,6 +260,7 @@ func TestMessagesOnAnthropicUpstream(t *testing.T) {
 // client re-sends (its compaction replaces it with a summary), as a
 // client's thread does on the Responses API.
 func TestMessagesClaudeCodeSession(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil)
 	send := func(thread, text string) string {
 		t.Helper()
@@ -284,6 +288,7 @@ func TestMessagesClaudeCodeSession(t *testing.T) {
 // its session named) are answered and stored nowhere: the conversation's
 // session holds its turns only.
 func TestMessagesSideRequests(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil)
 	h := map[string]string{"X-Claude-Code-Session-Id": "0b7d6f1c-2a9e-4c55-9a3e-2d8f1b7c4e10"}
 	for _, stream := range []string{"false", "true"} {
@@ -308,6 +313,7 @@ func TestMessagesSideRequests(t *testing.T) {
 // transcript holds the user's message and nothing half-made (hermes's
 // note of the failed call's usage).
 func TestMessagesUpstreamStreamBroken(t *testing.T) {
+	t.Parallel()
 	head := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"m\",\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}}\n\n" +
 		"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n" +
 		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"hel\"}}\n\n"
@@ -351,6 +357,7 @@ func TestMessagesUpstreamStreamBroken(t *testing.T) {
 // A retry with the same Idempotency-Key gets the stored reply and runs
 // nothing; the key with another request is refused, in the API's shape.
 func TestMessagesIdempotencyKey(t *testing.T) {
+	t.Parallel()
 	var calls atomic.Int64
 	e := newTestEnv(t, countingEcho(&calls))
 	key := map[string]string{IdempotencyHeader: "k-1"}
@@ -374,6 +381,7 @@ func TestMessagesIdempotencyKey(t *testing.T) {
 // another provider an estimate that errs high: on the same request, 1.34x
 // the fake's count (which counts 4 bytes a token, as English text runs).
 func TestMessagesCountTokensUpstream(t *testing.T) {
+	t.Parallel()
 	fake := &anthropictest.Server{}
 	up := httptest.NewServer(fake)
 	defer up.Close()
@@ -413,6 +421,7 @@ func TestMessagesCountTokensUpstream(t *testing.T) {
 // values after the configured ones, each once. A count_tokens request
 // carries its thinking too.
 func TestMessagesForwardsClientSettings(t *testing.T) {
+	t.Parallel()
 	fake := &anthropictest.Server{}
 	up := httptest.NewServer(fake)
 	defer up.Close()

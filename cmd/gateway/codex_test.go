@@ -30,6 +30,7 @@ const (
 // function_call_output are; reasoning and web_search_call are skipped. The
 // provider gets a history the chat API accepts: every call answered.
 func TestCodexInputItems(t *testing.T) {
+	t.Parallel()
 	var got []sessions.Message
 	e := newTestEnv(t, func(o *Options) {
 		o.Provider = &funcProvider{name: "rec", fn: func(ctx context.Context, req provider.Request) (provider.Reply, error) {
@@ -99,6 +100,7 @@ func TestCodexInputItems(t *testing.T) {
 // assistant message of the calls before it, whatever their item types, as
 // the chat API holds parallel calls in one message.
 func TestCodexParallelCallsAreOneMessage(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil)
 	input := "[" + strings.Join([]string{
 		codexUser, codexReasoning, codexShell, codexPatch,
@@ -122,6 +124,7 @@ func TestCodexParallelCallsAreOneMessage(t *testing.T) {
 // nothing is stored: a local_shell_call that names no call cannot be
 // answered, and an input of skipped items only has nothing to answer.
 func TestCodexItemsRefused(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil)
 	for _, tc := range []struct{ input, param string }{
 		{`[` + codexUser + `,{"type":"local_shell_call","call_id":null,"status":"completed","action":{"type":"exec","command":["ls"]}}]`, "input[1]"},

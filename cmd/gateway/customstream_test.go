@@ -18,6 +18,7 @@ import (
 // ends with the one response.completed carries. A function tool's call
 // beside it streams as a function_call.
 func TestResponsesStreamCustomToolCall(t *testing.T) {
+	t.Parallel()
 	patch := "*** Begin Patch\n*** Add File: b.txt\n+hi \"there\"\n*** End Patch\n"
 	calls, _ := json.Marshal([]provider.ToolCall{
 		{ID: "call_p", Type: "function", Function: provider.ToolFunction{Name: "apply_patch", Arguments: customArguments(patch)}},

@@ -12,6 +12,7 @@ import (
 // system message, whether the role is written plainly or with JSON
 // escapes; a role the API does not have is a 400.
 func TestChatDeveloperRole(t *testing.T) {
+	t.Parallel()
 	for _, role := range []string{`"developer"`, `"\u0064eveloper"`, `"dev\u0065loper"`} {
 		var got []sessions.Message
 		e := newTestEnv(t, func(o *Options) {

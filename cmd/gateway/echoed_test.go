@@ -38,6 +38,7 @@ func checkEchoed(t *testing.T, where string, obj map[string]json.RawMessage, wan
 // and read back (GET /v1/responses/{id}); a request that sends none gets
 // the API's defaults.
 func TestResponseReportsRequestFields(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil)
 	defaults := map[string]any{
 		"temperature": 1, "top_p": 1, "parallel_tool_calls": true, "max_output_tokens": nil,

@@ -36,6 +36,7 @@ func (l *logged) String() string {
 // a failure of the store is a 500 saying "internal error", with the
 // detail (path included) in the server's log.
 func TestInternalErrorNamesNoPath(t *testing.T) {
+	t.Parallel()
 	var log logged
 	e := newTestEnv(t, func(o *Options) { o.Logf = log.logf })
 	elsewhere := t.TempDir()
@@ -56,6 +57,7 @@ func TestInternalErrorNamesNoPath(t *testing.T) {
 
 // A lock wait that times out says which kind of lock, not its path.
 func TestLockTimeoutNamesNoPath(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, func(o *Options) { o.Store.LockTimeout = 10 * time.Millisecond })
 	unlock, err := e.store.LockConversation("busy")
 	if err != nil {
@@ -72,6 +74,7 @@ func TestLockTimeoutNamesNoPath(t *testing.T) {
 // A provider failure is a 502 that names what failed, but not a local
 // file the provider used.
 func TestProviderErrorNamesNoPath(t *testing.T) {
+	t.Parallel()
 	var log logged
 	const secret = "/srv/hermes/secret/tools-123.json"
 	e := newTestEnv(t, func(o *Options) {
@@ -95,6 +98,7 @@ func TestProviderErrorNamesNoPath(t *testing.T) {
 // A deleted session takes its replies with it: its stored responses
 // answer 404, as an unknown one does, and cannot be chained from.
 func TestResponsesOfDeletedSessionNotFound(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil)
 	resp, out := e.send("POST", "/v1/responses", "", `{"input":"private"}`, map[string]string{"Content-Type": jsonType})
 	mustStatus(t, resp, out, 200)

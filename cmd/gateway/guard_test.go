@@ -79,6 +79,7 @@ const jsonType = "application/json"
 // A DNS-rebinding page reaches the gateway under its own name: refused
 // whatever the route, before anything is read or stored.
 func TestForeignHostRefused(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, func(o *Options) { o.AllowedHosts = []string{"hermes.lan"} })
 	body := `{"input":"hi"}`
 	for _, host := range []string{"evil.example", "evil.example:8642", "127.0.0.1.evil.example", "localhost.evil.example:80", "hermes.lan.evil.example"} {
@@ -98,6 +99,7 @@ func TestForeignHostRefused(t *testing.T) {
 // Host may name it (a gateway on 0.0.0.0 reached at 192.0.2.7); a name
 // that resolves to it may not.
 func TestHostAllowed(t *testing.T) {
+	t.Parallel()
 	local := netip.MustParseAddr("192.0.2.7")
 	mapped := netip.MustParseAddr("::ffff:192.0.2.7")
 	allowed := []string{"hermes.lan"}
@@ -117,6 +119,7 @@ func TestHostAllowed(t *testing.T) {
 // A web page's request carries its Origin: refused unless listed, and
 // never answered with a CORS header, whatever its content type.
 func TestForeignOriginRefused(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, func(o *Options) { o.AllowedOrigins = []string{"http://app.test"} })
 	for _, origin := range []string{"http://evil.example", "null", "http://app.test:8080", "https://app.test", "http://127.0.0.1:8642"} {
 		for _, ct := range []string{"text/plain", jsonType} {
@@ -144,6 +147,7 @@ func TestForeignOriginRefused(t *testing.T) {
 // headers the API and the official SDKs use, before any API key is asked
 // for, and the origin echoed on every response.
 func TestAllowedOriginCORS(t *testing.T) {
+	t.Parallel()
 	const origin = "http://localhost:5173"
 	e := newTestEnv(t, func(o *Options) {
 		o.AllowedOrigins = []string{origin}
@@ -196,6 +200,7 @@ func TestAllowedOriginCORS(t *testing.T) {
 // A "simple" request (text/plain, form, no type) needs no preflight, so a
 // page could send one from anywhere: the API takes JSON only.
 func TestContentTypeMustBeJSON(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil)
 	paths := []string{"/v1/responses", "/v1/chat/completions"}
 	body := `{"input":"hi","messages":[{"role":"user","content":"hi"}]}`
@@ -215,6 +220,7 @@ func TestContentTypeMustBeJSON(t *testing.T) {
 }
 
 func TestParseAllowedHostsAndOrigins(t *testing.T) {
+	t.Parallel()
 	hosts, err := ParseAllowedHosts([]string{"Hermes.LAN.", "[::1]", "192.0.2.7", "::ffff:192.0.2.8", "my_box"})
 	if err != nil || !slices.Equal(hosts, []string{"hermes.lan", "::1", "192.0.2.7", "192.0.2.8", "my_box"}) {
 		t.Fatalf("ParseAllowedHosts: %q, %v", hosts, err)
@@ -239,6 +245,7 @@ func TestParseAllowedHostsAndOrigins(t *testing.T) {
 // gateway serve applies the settings of config.yaml: the names and
 // origins it allows, and refuses the others.
 func TestProcessAllowedHostsAndOrigins(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	writeConfig(t, home, "gateway:\n  allowed_hosts: [hermes.test]\n  allowed_origins: [\"http://app.test\"]\n"+
 		"  read_timeout: 5s\n  write_timeout: 5s\n  max_connections: 16\n")
@@ -258,6 +265,7 @@ func TestProcessAllowedHostsAndOrigins(t *testing.T) {
 }
 
 func TestListenHost(t *testing.T) {
+	t.Parallel()
 	for addr, want := range map[string][]string{
 		"Hermes.LAN:8642": {"hermes.lan"}, "[::1]:1": {"::1"}, "192.0.2.7:80": {"192.0.2.7"}, ":8642": nil, "nonsense": nil,
 	} {
@@ -270,6 +278,7 @@ func TestListenHost(t *testing.T) {
 // The scheme of Authorization is case-insensitive (RFC 9110 11.1), and
 // one or more spaces may follow it: clients that send "bearer" are let in.
 func TestBearerSchemeAnyCase(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, func(o *Options) { o.APIKey = "s3cret" })
 	chat := map[string]any{"messages": []any{userMsg("x")}}
 	for _, auth := range []string{"Bearer s3cret", "bearer s3cret", "BEARER s3cret", "bEaReR  s3cret"} {

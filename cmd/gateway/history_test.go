@@ -65,6 +65,7 @@ func statelessChat(e *testEnv, texts ...string) (string, []any) {
 // A client that re-sends its whole conversation and names none (the SDKs'
 // stateless loops) has one session, across a restart.
 func TestStatelessChatIsOneSession(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil)
 	var history []any
 	var sid string
@@ -94,6 +95,7 @@ func TestStatelessChatIsOneSession(t *testing.T) {
 // The same over /v1/responses with store:false and the whole input re-sent
 // (Codex CLI's way), with the assistant's items as a client echoes them.
 func TestStatelessResponsesIsOneSession(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil)
 	var input []any
 	var sid string
@@ -127,6 +129,7 @@ func TestStatelessResponsesIsOneSession(t *testing.T) {
 // parent is the original, holding the history up to the point they
 // depart; the original is never touched.
 func TestStatelessRegenerateAndEditFork(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil)
 	sid, history := statelessChat(e, "one", "two", "three")
 	original := texts(messages(t, e.sessions, sid))
@@ -159,6 +162,7 @@ func TestStatelessRegenerateAndEditFork(t *testing.T) {
 // A turn that failed after its message was stored, retried with the same
 // conversation: the same session, the message stored once.
 func TestStatelessRetryAfterAFailedTurn(t *testing.T) {
+	t.Parallel()
 	var failing atomic.Bool
 	e := newTestEnv(t, func(o *Options) {
 		echo, _ := provider.New(provider.Config{Name: "echo"})
@@ -191,6 +195,7 @@ func TestStatelessRetryAfterAFailedTurn(t *testing.T) {
 // The index is a cache: an entry whose session no longer holds that
 // history is not used, and the request starts a new session.
 func TestStaleHistoryIndexIsNotTrusted(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil)
 	history := []any{userMsg("one")}
 	resp, body := e.do("POST", "/v1/chat/completions", map[string]any{"messages": history}, nil)
@@ -215,6 +220,7 @@ func TestStaleHistoryIndexIsNotTrusted(t *testing.T) {
 // cache reached the disk), RebuildHistory (fsck --repair) writes it again
 // from the transcripts, and the conversation goes on in its session.
 func TestRebuildHistory(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil)
 	sid, history := statelessChat(e, "one", "two", "three")
 	if err := os.RemoveAll(filepath.Join(e.store.Dir, "history")); err != nil {
@@ -240,6 +246,7 @@ func TestRebuildHistory(t *testing.T) {
 // compacted one, which no digest finds), and a thread not seen before is
 // still found by its history.
 func TestThreadHeader(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil)
 	item := func(role, text string) map[string]any {
 		kind := "input_text"
@@ -286,6 +293,7 @@ func TestThreadHeader(t *testing.T) {
 // shares nothing with any stored conversation and starts a new session
 // (cmd/gateway/doc.go).
 func TestEditedFirstMessageForks(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil)
 	resp, body := e.do("POST", "/v1/chat/completions", map[string]any{"messages": []any{userMsg("one")}}, nil)
 	mustStatus(t, resp, body, 200)

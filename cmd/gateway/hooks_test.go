@@ -18,6 +18,7 @@ import (
 // does not hold and still continues the same session. A refused prompt
 // is a 400 and stores nothing.
 func TestGatewayHooks(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	set, err := hooks.New("gateway.hooks", profiles.Hooks{
 		hooks.SessionStart:     {{Command: `cat >> events.jsonl; echo >> events.jsonl; echo 'the project is hermes'`}},
@@ -67,6 +68,7 @@ func TestGatewayHooks(t *testing.T) {
 // A conversation the gateway ends as idle runs its SessionEnd hooks
 // (reason idle).
 func TestGatewayIdleSessionEnd(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	set, err := hooks.New("gateway.hooks", profiles.Hooks{hooks.SessionEnd: {{Command: `cat >> ended.jsonl; echo >> ended.jsonl`}}})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 // names the session or re-sends the history; one a request holds is left
 // for the next sweep, and a recent one is not touched.
 func TestIdleSessionsEndAndReopen(t *testing.T) {
+	t.Parallel()
 	var now time.Time
 	e := newTestEnv(t, func(o *Options) {
 		o.IdleEnd = time.Hour

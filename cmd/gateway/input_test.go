@@ -13,6 +13,7 @@ import (
 // a client's message would be taken for hermes's own: skipped when its
 // history is compared, and shown as hermes's note.
 func TestClientCannotSendHermesMarkers(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil)
 	for _, field := range []string{agent.NoteMarker, instructionsMarker, "hermes_anything"} {
 		for _, tc := range []struct{ path, body, param string }{
@@ -34,6 +35,7 @@ func TestClientCannotSendHermesMarkers(t *testing.T) {
 // command line refuses it (exit 2), never stored with U+FFFD in their
 // place.
 func TestInvalidUTF8Refused(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil)
 	for path, body := range map[string]string{
 		"/v1/responses":        "{\"input\":\"caf\xe9 au lait\"}",
@@ -55,6 +57,7 @@ func TestInvalidUTF8Refused(t *testing.T) {
 // session could no longer be read by jq. It is refused as invalid UTF-8
 // is, naming where it is, and nothing is stored; a pair is taken.
 func TestLoneSurrogateRefused(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil)
 	for _, tc := range []struct{ path, body, param, esc string }{
 		{"/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"},{"role":"user","content":"a \ud800 b"}]}`, "messages[1].content", `\ud800`},

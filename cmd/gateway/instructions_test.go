@@ -13,6 +13,7 @@ import (
 // which does not hold it, still continues the same session, and the note
 // is not stored again.
 func TestInstructionsAtTheFirstTurn(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, agent.InstructionsFile), []byte("run the tests\n"), 0o644)
 	e := newTestEnv(t, func(o *Options) {

@@ -12,6 +12,7 @@ import (
 // conversation continues its session. An id no stored response holds is a
 // 400 naming it, and nothing is stored.
 func TestItemReference(t *testing.T) {
+	t.Parallel()
 	u := newUpstream(t)
 	e := newTestEnv(t, func(o *Options) { o.Provider = u.provider() })
 	userItem := func(text string) map[string]any {

@@ -13,6 +13,7 @@ import (
 // namespace, whole and streamed, and the call Codex re-sends (with its
 // namespace) continues the same session.
 func TestNamespaceToolRoundTrip(t *testing.T) {
+	t.Parallel()
 	for _, stream := range []bool{false, true} {
 		t.Run(map[bool]string{false: "whole", true: "stream"}[stream], func(t *testing.T) {
 			u := newUpstream(t)
@@ -74,6 +75,7 @@ func TestNamespaceToolRoundTrip(t *testing.T) {
 // A namespace tool without tools, or holding one that is not a function
 // or custom tool, is refused with a 400 naming it, and nothing is sent.
 func TestNamespaceToolRefused(t *testing.T) {
+	t.Parallel()
 	u := newUpstream(t)
 	e := newTestEnv(t, func(o *Options) { o.Provider = u.provider() })
 	for _, tool := range []map[string]any{

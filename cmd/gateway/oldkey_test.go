@@ -20,6 +20,7 @@ import (
 // the key's stored reply and nothing runs. Another request with that key
 // is still refused.
 func TestKeyRecordOfAnOlderBuild(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name, path  string
 		body, other map[string]any

@@ -40,6 +40,7 @@ func sessionOf(sid *string) option.RequestOption {
 }
 
 func TestOpenAIGoChat(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	// clientFn is the function tool the tool subtests offer: their model
 	// calls it, and refuses a request that does not offer it.
@@ -154,6 +155,7 @@ func TestOpenAIGoChat(t *testing.T) {
 }
 
 func TestOpenAIGoResponses(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	// fnTool is the function tool the tool subtests offer (see clientFn).
 	fnTool := []responses.ToolUnionParam{responses.ToolParamOfFunction("client_fn", map[string]any{"type": "object", "properties": map[string]any{}}, false)}

@@ -58,6 +58,7 @@ func clientTool(name string) map[string]any {
 // sent as soon as the first had read its reply, is what the delivered record
 // written after the send let through.)
 func TestIdenticalOpeningsAreTheirOwn(t *testing.T) {
+	t.Parallel()
 	for _, stream := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
 			t.Parallel()
@@ -122,6 +123,7 @@ func TestIdenticalOpeningsAreTheirOwn(t *testing.T) {
 // opens with the same words and tools of its own gets its own turn, in its
 // own session, with its tools offered.
 func TestUndeliveredOpeningReplyGoesToItsRequestOnly(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name   string
 		tool   string
@@ -175,6 +177,7 @@ func TestUndeliveredOpeningReplyGoesToItsRequestOnly(t *testing.T) {
 // there; it used to start a new session at each attempt, each able to run
 // the turn's tools again.
 func TestOpeningRetriedAfterItsResumeNote(t *testing.T) {
+	t.Parallel()
 	model := &toolsSeen{}
 	e := newTestEnv(t, func(o *Options) { o.Provider = model.provider() })
 	sess, _, err := e.sessions.Create(sessions.Session{ID: "20261128_000000_aaaaaa", Source: "gateway"})
@@ -211,6 +214,7 @@ func TestOpeningRetriedAfterItsResumeNote(t *testing.T) {
 // request used to make one more successor of the suspended session, each
 // starting the turn (and its tools) again.
 func TestHistoryFollowsTheSuccessor(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil)
 	resp, rbody := e.do("POST", "/v1/chat/completions", map[string]any{"messages": []any{userMsg("hello")}}, nil)
 	mustStatus(t, resp, rbody, 200)
@@ -253,6 +257,7 @@ func TestHistoryFollowsTheSuccessor(t *testing.T) {
 // from the start. (The opening's index entry counted the carried call, which
 // the routing view cuts, so the entry no longer held.)
 func TestOpeningRetriedThroughSuccessors(t *testing.T) {
+	t.Parallel()
 	flaky, _ := failsOnce()
 	e := newTestEnv(t, func(o *Options) {
 		o.Provider = flaky
@@ -302,6 +307,7 @@ func TestOpeningRetriedThroughSuccessors(t *testing.T) {
 // history belongs to a session the gateway replaced goes on from the
 // successor, as a request naming no thread does.
 func TestNewThreadFollowsTheSuccessor(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil)
 	resp, rbody := e.do("POST", "/v1/chat/completions", map[string]any{"messages": []any{userMsg("hello")}}, nil)
 	mustStatus(t, resp, rbody, 200)

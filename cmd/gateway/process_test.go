@@ -175,6 +175,7 @@ func writeConfig(t *testing.T, home, yaml string) {
 // One conversation, one session: across a restart and the eviction of the
 // response it was keyed by.
 func TestProcessConversationSurvivesRestartAndEviction(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	writeConfig(t, home, "gateway:\n  max_stored_responses: 2\n")
 	sessionStore, store := profileStores(home)
@@ -251,6 +252,7 @@ func TestProcessConversationSurvivesRestartAndEviction(t *testing.T) {
 // (restart_timeout); the next start does not count it twice, and the next
 // turn continues it with the note.
 func TestProcessDrainTimeoutResumes(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	sessionStore, store := profileStores(home)
 	slow := `sleep 3; printf '%s\n' '{"role":"assistant","content":"slow reply"}'`
@@ -316,6 +318,7 @@ func TestProcessDrainTimeoutResumes(t *testing.T) {
 // flight (its message stored, its reply not): suspended; the next request
 // gets a new session whose parent is the old.
 func TestProcessThreeInterruptedRestartsSuspend(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	sessionStore, _ := profileStores(home)
 	g := startGateway(t, home)

@@ -34,6 +34,7 @@ func reads() *funcProvider {
 // conversation stayed wedged in the FIFO's open, even after the client
 // left).
 func TestGatewayReadFileSpecialFiles(t *testing.T) {
+	t.Parallel()
 	tools, err := agent.Select([]string{"read_file"}, false)
 	if err != nil {
 		t.Fatal(err)

@@ -43,6 +43,7 @@ func texts(msgs []sessions.Message) string {
 // response document, the conversation's mapping) cannot be written: the
 // client gets 200 with the reply, and the turn is stored once.
 func TestStoredReplyIsAnsweredWhenItsDocumentsFail(t *testing.T) {
+	t.Parallel()
 	var calls atomic.Int64
 	e := newTestEnv(t, countingEcho(&calls))
 	// The responses directory cannot be made: a file has its name.
@@ -68,6 +69,7 @@ func TestStoredReplyIsAnsweredWhenItsDocumentsFail(t *testing.T) {
 // request is refused; a key whose turn failed before its reply runs the
 // turn again without storing its message twice.
 func TestIdempotencyKey(t *testing.T) {
+	t.Parallel()
 	var calls atomic.Int64
 	failing := atomic.Bool{}
 	e := newTestEnv(t, func(o *Options) {
@@ -169,6 +171,7 @@ func (e *testEnv) cut(path string, body any, header map[string]string) string {
 // stored reply, and nothing runs; once a reply was delivered, the same
 // message again is a new turn.
 func TestRetryOfAnUndeliveredReply(t *testing.T) {
+	t.Parallel()
 	var calls atomic.Int64
 	e := newTestEnv(t, countingEcho(&calls))
 
@@ -247,6 +250,7 @@ func TestRetryOfAnUndeliveredReply(t *testing.T) {
 // the message before it. The crash loop's gateway phase found a retry
 // answered with the previous turn's reply.
 func TestIdempotencyKeyBeforeTheInputWasStored(t *testing.T) {
+	t.Parallel()
 	var calls atomic.Int64
 	e := newTestEnv(t, countingEcho(&calls))
 	for _, c := range []struct {

@@ -31,6 +31,7 @@ func failsOnce() (*funcProvider, *atomic.Int32) {
 // one session, holding the message once and its reply, on both
 // endpoints.
 func TestSDKRetryOfAFailedFirstTurn(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, api := range []string{"chat", "responses"} {
 		t.Run(api, func(t *testing.T) {
@@ -89,6 +90,7 @@ func TestSDKRetryOfAFailedFirstTurn(t *testing.T) {
 // the failed attempt's session; later and unmarked, it is a new
 // conversation.
 func TestRetriedFirstTurnOrNewConversation(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name   string
 		header map[string]string

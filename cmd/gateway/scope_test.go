@@ -9,6 +9,7 @@ import (
 // keys and histories. The same requests sent with two keys give two of
 // everything, and naming the other key's session or response is a 404.
 func TestKeysKeepConversationsApart(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, func(o *Options) {
 		o.APIKey = "k0"
 		o.Keys = []Key{{Name: "alice", Secret: "ka"}, {Name: "bob", Secret: "kb"}}

@@ -70,6 +70,7 @@ func userMsg(text string) map[string]any { return map[string]any{"role": "user",
 func asstMsg(text string) map[string]any { return map[string]any{"role": "assistant", "content": text} }
 
 func TestHealthAndModels(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil)
 	resp, body := e.do("GET", "/health", nil, nil)
 	mustStatus(t, resp, body, 200)
@@ -84,6 +85,7 @@ func TestHealthAndModels(t *testing.T) {
 }
 
 func TestChatCompletionsNewThenContinue(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil)
 	resp, body := e.do("POST", "/v1/chat/completions", map[string]any{
 		"model": "anything", "messages": []any{map[string]any{"role": "system", "content": "be brief"}, userMsg("hi")},
@@ -129,6 +131,7 @@ func TestChatCompletionsNewThenContinue(t *testing.T) {
 }
 
 func TestChatCompletionsContradictionForks(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil)
 	resp, body := e.do("POST", "/v1/chat/completions", map[string]any{"messages": []any{userMsg("one")}}, nil)
 	mustStatus(t, resp, body, 200)
@@ -167,6 +170,7 @@ func TestChatCompletionsContradictionForks(t *testing.T) {
 }
 
 func TestChatCompletionsRetryAfterProviderError(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	failing := true
 	e := newTestEnv(t, func(o *Options) {
@@ -201,6 +205,7 @@ func TestChatCompletionsRetryAfterProviderError(t *testing.T) {
 }
 
 func TestChatCompletionsUnknownAndInvalidSession(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil)
 	resp, body := e.do("POST", "/v1/chat/completions", map[string]any{"messages": []any{userMsg("x")}}, map[string]string{SessionHeader: "20990101_000000_abcdef"})
 	if c := mustError(t, resp, body, 404, "invalid_request_error").Error.Code; c == nil || *c != "session_not_found" {
@@ -214,6 +219,7 @@ func TestChatCompletionsUnknownAndInvalidSession(t *testing.T) {
 }
 
 func TestChatCompletionsStream(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil)
 	resp, body := e.do("POST", "/v1/chat/completions", map[string]any{
 		"messages": []any{userMsg("stream me")}, "stream": true, "stream_options": map[string]any{"include_usage": true},
@@ -276,6 +282,7 @@ func TestChatCompletionsStream(t *testing.T) {
 }
 
 func TestResponsesConversationAndChain(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil)
 	resp, body := e.do("POST", "/v1/responses", map[string]any{"model": "m", "input": "first", "conversation": "c1", "instructions": "be kind"}, nil)
 	mustStatus(t, resp, body, 200)
@@ -348,6 +355,7 @@ func TestResponsesConversationAndChain(t *testing.T) {
 }
 
 func TestResponsesStream(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil)
 	resp, body := e.do("POST", "/v1/responses", map[string]any{"input": "hello", "conversation": "s1", "stream": true}, nil)
 	mustStatus(t, resp, body, 200)
@@ -402,6 +410,7 @@ func TestResponsesStream(t *testing.T) {
 }
 
 func TestResponsesEvictionKeepsConversation(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, func(o *Options) { o.MaxStoredResponses = 2 })
 	post := func(body map[string]any) (*http.Response, respObj) {
 		resp, b := e.do("POST", "/v1/responses", body, nil)
@@ -439,6 +448,7 @@ func TestResponsesEvictionKeepsConversation(t *testing.T) {
 // store:false keeps no response document, but the turn is in the session
 // like any other: hermes keeps transcripts.
 func TestResponsesStoreFalse(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil)
 	resp, body := e.do("POST", "/v1/responses", map[string]any{"input": "secret", "store": false}, nil)
 	mustStatus(t, resp, body, 200)
@@ -453,6 +463,7 @@ func TestResponsesStoreFalse(t *testing.T) {
 }
 
 func TestResponsesInputItems(t *testing.T) {
+	t.Parallel()
 	var got []sessions.Message
 	e := newTestEnv(t, func(o *Options) {
 		o.Provider = &funcProvider{name: "rec", fn: func(ctx context.Context, req provider.Request) (provider.Reply, error) {
@@ -489,6 +500,7 @@ func TestResponsesInputItems(t *testing.T) {
 }
 
 func TestErrors(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, func(o *Options) { o.MaxBodyBytes = 1024 })
 	for _, path := range []string{"/v1/chat/completions", "/v1/responses"} {
 		t.Run(path, func(t *testing.T) {
@@ -530,6 +542,7 @@ func TestErrors(t *testing.T) {
 }
 
 func TestBearerAuth(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, func(o *Options) { o.APIKey = "s3cret" })
 	chat := map[string]any{"messages": []any{userMsg("x")}}
 	for name, hdr := range map[string]map[string]string{
@@ -558,6 +571,7 @@ func TestBearerAuth(t *testing.T) {
 }
 
 func TestIsLoopback(t *testing.T) {
+	t.Parallel()
 	for addr, want := range map[string]bool{
 		"127.0.0.1:8642": true, "[::1]:1": true, "localhost:80": true, "127.5.5.5:1": true,
 		"0.0.0.0:8642": false, ":8642": false, "192.168.1.2:80": false, "[::]:1": false, "example.com:80": false, "nonsense": false,
@@ -617,6 +631,7 @@ func (r *resumeEnv) interrupt(id, reason string, n int) {
 // with the note in its transcript before the new message, and is active
 // again after the turn.
 func TestResumePendingContinues(t *testing.T) {
+	t.Parallel()
 	e := newResumeEnv(t)
 	fresh := e.start("fresh")
 	e.interrupt(fresh, "restart_timeout", 1)
@@ -639,6 +654,7 @@ func TestResumePendingContinues(t *testing.T) {
 // Chat completions: the client's history does not have the resume note,
 // and is not taken for a contradiction.
 func TestResumeNoteIsNotAContradiction(t *testing.T) {
+	t.Parallel()
 	e := newResumeEnv(t)
 	resp, body := e.do("POST", "/v1/chat/completions", map[string]any{"messages": []any{userMsg("a")}}, nil)
 	mustStatus(t, resp, body, 200)
@@ -664,6 +680,7 @@ func TestResumeNoteIsNotAContradiction(t *testing.T) {
 // (resume_pending_expired); the conversation goes on in a new session
 // whose parent is the old one.
 func TestResumePendingExpiredStartsANewSession(t *testing.T) {
+	t.Parallel()
 	e := newResumeEnv(t)
 	stale := e.start("stale")
 	e.interrupt(stale, "restart_interrupted", 1)
@@ -691,6 +708,7 @@ func TestResumePendingExpiredStartsANewSession(t *testing.T) {
 // request, by conversation or by header, goes to a new session whose
 // parent is the old one, which ends (suspended).
 func TestSuspendedStartsANewSession(t *testing.T) {
+	t.Parallel()
 	e := newResumeEnv(t)
 	stuck := e.start("stuck")
 	e.interrupt(stuck, "restart_interrupted", SuspendAfter)
@@ -729,6 +747,7 @@ func TestSuspendedStartsANewSession(t *testing.T) {
 // continues in the session that replaced it, with the same history: one
 // successor, whatever the number of requests.
 func TestSuspendedSessionIsFollowed(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil)
 	resp, body := e.do("POST", "/v1/chat/completions", map[string]any{"messages": []any{userMsg("a")}}, nil)
 	mustStatus(t, resp, body, 200)
@@ -759,6 +778,7 @@ func TestSuspendedSessionIsFollowed(t *testing.T) {
 // Abandon (a drain that timed out) marks the sessions with turns in flight,
 // cancels the turns, and a turn ending afterwards does not clear the mark.
 func TestAbandonMarksTurnsInFlight(t *testing.T) {
+	t.Parallel()
 	entered := make(chan string, 1)
 	e := newTestEnv(t, func(o *Options) {
 		o.Provider = &funcProvider{name: "slow", fn: func(ctx context.Context, req provider.Request) (provider.Reply, error) {
@@ -806,6 +826,7 @@ func TestAbandonMarksTurnsInFlight(t *testing.T) {
 // but not the ones the last run's drain already marked, and suspends at the
 // third interruption in a row.
 func TestRecover(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil)
 	mk := func(source string) string {
 		s, _, err := e.sessions.Create(sessions.Session{Source: source})
@@ -869,6 +890,7 @@ func TestRecover(t *testing.T) {
 // 16 clients on 4 conversations: one session per conversation, seq without
 // gaps, each user message directly followed by its own reply.
 func TestConcurrentConversations(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil)
 	const clients, convs, turns = 16, 4, 6
 	var wg sync.WaitGroup
@@ -919,6 +941,7 @@ func TestConcurrentConversations(t *testing.T) {
 }
 
 func TestKeyedMutexWaitEndsWithContext(t *testing.T) {
+	t.Parallel()
 	var k keyedMutex
 	unlock, err := k.lock(context.Background(), "a")
 	if err != nil {

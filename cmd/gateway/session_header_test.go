@@ -8,6 +8,7 @@ import (
 // completions: an unknown id is a 404, an id that cannot be one a 400, and
 // nothing is made for either.
 func TestResponsesSessionHeader(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil)
 	resp, body := e.do("POST", "/v1/responses", map[string]any{"input": "first"}, nil)
 	mustStatus(t, resp, body, 200)
@@ -46,6 +47,7 @@ func TestResponsesSessionHeader(t *testing.T) {
 // goes to the named session, and the conversation's mapping stays where it
 // was.
 func TestResponsesSessionHeaderWins(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil)
 	resp, body := e.do("POST", "/v1/responses", map[string]any{"input": "in c1", "conversation": "c1"}, nil)
 	mustStatus(t, resp, body, 200)
@@ -82,6 +84,7 @@ func TestResponsesSessionHeaderWins(t *testing.T) {
 // history that departs from the stored one (a regenerate, an edit) goes to
 // a new session whose parent is the named one, which stays as it was.
 func TestResponsesSessionHeaderWholeHistory(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil)
 	resp, body := e.do("POST", "/v1/responses", map[string]any{"input": "one", "instructions": "be brief", "store": false}, nil)
 	mustStatus(t, resp, body, 200)

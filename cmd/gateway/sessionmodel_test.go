@@ -10,6 +10,7 @@ import (
 // the configured one: a new conversation on either endpoint, a fork of an
 // edited history, and the successor of a suspended session.
 func TestSessionRecordsRequestModel(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, func(o *Options) { o.Model = "configured" })
 	model := func(sid string) string { return getSession(t, e.sessions, sid).Model }
 

@@ -53,6 +53,8 @@ func slowClients(t *testing.T, addr string, n int, gap time.Duration) (stop func
 // keeps answering, and a slow connection is closed once the header
 // timeout passes.
 func TestSlowlorisDoesNotLockOut(t *testing.T) {
+	// Not in parallel: the time limits and connection slots it
+	// tests need the package to itself.
 	var log logged
 	e := newServedEnv(t, func(o *Options) {
 		o.HeaderTimeout = time.Second
@@ -95,6 +97,8 @@ func TestSlowlorisDoesNotLockOut(t *testing.T) {
 // A connection whose headers are not all there within the header timeout
 // is closed, unanswered, even when they keep coming.
 func TestHeaderTimeout(t *testing.T) {
+	// Not in parallel: the time limits and connection slots it
+	// tests need the package to itself.
 	e := newServedEnv(t, func(o *Options) { o.HeaderTimeout = 200 * time.Millisecond }, 100, 0)
 	c := e.rawClient()
 	io.WriteString(c, "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n")

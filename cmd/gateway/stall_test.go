@@ -128,6 +128,8 @@ func flooding(after func(ctx context.Context) error) *funcProvider {
 // conversation (or the session) is served while the stalled response is
 // still waiting for its reader.
 func TestStalledReaderDoesNotHoldItsConversation(t *testing.T) {
+	// Not in parallel: the time limits and connection slots it
+	// tests need the package to itself.
 	// streamed says the flood's turn has streamed its text (its client has
 	// stopped reading by then), so that the next request comes after it.
 	streamed := make(chan struct{}, 1)
@@ -184,6 +186,8 @@ func TestStalledReaderDoesNotHoldItsConversation(t *testing.T) {
 // timeout: its turn is cancelled as if it had gone away (the input stays
 // stored), and the conversation is served at once.
 func TestStalledReaderDroppedAfterWriteTimeout(t *testing.T) {
+	// Not in parallel: the time limits and connection slots it
+	// tests need the package to itself.
 	dropped := make(chan struct{})
 	e := newServedEnv(t, func(o *Options) {
 		o.Provider = flooding(func(ctx context.Context) error {
@@ -217,6 +221,8 @@ func TestStalledReaderDroppedAfterWriteTimeout(t *testing.T) {
 // on a keyed gateway, and every other refusal made before the body is
 // read) and the connection is closed: it holds nothing.
 func TestRefusedBeforeTheBody(t *testing.T) {
+	// Not in parallel: the time limits and connection slots it
+	// tests need the package to itself.
 	e := newServedEnv(t, func(o *Options) { o.APIKey = "s3cret" }, 100, 0)
 	for _, tc := range []struct {
 		name, head, status string
@@ -246,6 +252,8 @@ func TestRefusedBeforeTheBody(t *testing.T) {
 // its connection closed; headers that do likewise get the connection
 // closed.
 func TestSlowRequestDropped(t *testing.T) {
+	// Not in parallel: the time limits and connection slots it
+	// tests need the package to itself.
 	e := newServedEnv(t, func(o *Options) { o.ReadTimeout = 50 * time.Millisecond }, 100, 0)
 	c := e.rawClient()
 	io.WriteString(c, "POST /v1/responses HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"input\":")
@@ -261,6 +269,8 @@ func TestSlowRequestDropped(t *testing.T) {
 // The read timeout bounds the request, not the turn: a turn that takes
 // longer than it is not cancelled.
 func TestReadTimeoutDoesNotCancelTheTurn(t *testing.T) {
+	// Not in parallel: the time limits and connection slots it
+	// tests need the package to itself.
 	cancelled := make(chan bool, 1)
 	e := newServedEnv(t, func(o *Options) {
 		o.ReadTimeout = 20 * time.Millisecond
@@ -289,6 +299,8 @@ func TestReadTimeoutDoesNotCancelTheTurn(t *testing.T) {
 // the new one is refused at once (closed unanswered), not queued; once one
 // closes, a new one is served.
 func TestConnectionLimit(t *testing.T) {
+	// Not in parallel: the time limits and connection slots it
+	// tests need the package to itself.
 	var log logged
 	release, started := make(chan struct{}), make(chan struct{}, 2)
 	e := newServedEnv(t, func(o *Options) {
@@ -385,6 +397,7 @@ func waitIdle(t *testing.T, ln net.Listener, n int) {
 
 // A whole response (not a stream) is sent with its length.
 func TestWholeResponseHasLength(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil)
 	resp, out := e.send("POST", "/v1/responses", "", `{"input":"hi"}`, map[string]string{"Content-Type": jsonType})
 	mustStatus(t, resp, out, 200)

@@ -16,6 +16,7 @@ import (
 // mid-stream (it drops the connection) retries with the same messages: the
 // retry continues the session that holds them, which stores them once.
 func TestStatelessFirstTurnCutAndRetried(t *testing.T) {
+	t.Parallel()
 	var calls atomic.Int64
 	e := newTestEnv(t, func(o *Options) {
 		o.Provider = &funcProvider{name: "slow", fn: func(ctx context.Context, req provider.Request) (provider.Reply, error) {

@@ -69,6 +69,7 @@ type outItem struct {
 // does (the added item, plus each delta appended to its arguments), ends
 // with the response that response.completed carries.
 func TestResponsesStreamFunctionCallArguments(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, func(o *Options) { o.Provider = replyOf(textAndCalls()) })
 	resp, body := e.do("POST", "/v1/responses", map[string]any{"input": "look around", "stream": true}, nil)
 	mustStatus(t, resp, body, 200)
@@ -132,6 +133,7 @@ func TestResponsesStreamFunctionCallArguments(t *testing.T) {
 // usage is in a reply when the provider reported it, and left out (not
 // null) when it did not, in every shape of both APIs.
 func TestUsageGivenOrLeftOut(t *testing.T) {
+	t.Parallel()
 	counted := assistant("counted")
 	counted.Usage = &provider.Usage{PromptTokens: 7, CompletionTokens: 3, TotalTokens: 10}
 	for _, tc := range []struct {

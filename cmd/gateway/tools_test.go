@@ -63,6 +63,7 @@ func roles(msgs []sessions.Message) string {
 // client's copy of the conversation (its user message and the reply text)
 // still continues the same session.
 func TestGatewayRunsItsTools(t *testing.T) {
+	t.Parallel()
 	tool := &lookupTool{}
 	e := newTestEnv(t, func(o *Options) {
 		o.Provider = callsOrAnswers("lookup")
@@ -97,6 +98,7 @@ func TestGatewayRunsItsTools(t *testing.T) {
 // Without gateway.tools, a call goes back to the client, which answers it
 // in its next request: stored once, never answered "interrupted".
 func TestGatewayReturnsClientCalls(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, func(o *Options) { o.Provider = callsOrAnswers("client_fn") })
 	resp, body := e.do("POST", "/v1/chat/completions", map[string]any{
 		"messages": []any{map[string]any{"role": "user", "content": "go"}},
@@ -131,6 +133,7 @@ func TestGatewayReturnsClientCalls(t *testing.T) {
 // is refused as the API refuses it (a 400 naming the message), and nothing
 // is stored: neither a session nor the message.
 func TestGatewayRefusesAnOrphanToolMessage(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, func(o *Options) { o.Provider = callsOrAnswers("client_fn") })
 	call := map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{
 		map[string]any{"id": "call_1", "type": "function", "function": map[string]any{"name": "client_fn", "arguments": "{}"}},
@@ -167,6 +170,7 @@ func TestGatewayRefusesAnOrphanToolMessage(t *testing.T) {
 // on with a new user message) is answered, before the next model call, as
 // not answered by the client: hermes did not stop, and did not run it.
 func TestGatewayClientCallNotAnswered(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, func(o *Options) { o.Provider = callsOrAnswers("client_fn") })
 	resp, body := e.do("POST", "/v1/chat/completions", map[string]any{
 		"messages": []any{map[string]any{"role": "user", "content": "go"}},

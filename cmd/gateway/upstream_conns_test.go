@@ -17,6 +17,8 @@ import (
 // where Go's default kept 2 and about 0.4 of the turns opened one. The
 // upstream takes a moment to answer, so that turns are in flight together.
 func TestUpstreamConnectionsKept(t *testing.T) {
+	// Not in parallel: the time limits and connection slots it
+	// tests need the package to itself.
 	const clients, turns = 16, 25
 	u := &upstream{t: t}
 	var opened atomic.Int64

@@ -192,6 +192,7 @@ func canonicalJSON(t *testing.T, raw json.RawMessage) string {
 // completions name, on both endpoints, streamed and not; one left out is
 // not sent.
 func TestParametersReachTheModel(t *testing.T) {
+	t.Parallel()
 	u := newUpstream(t)
 	e := newTestEnv(t, func(o *Options) { o.Provider = u.provider() })
 	for _, c := range paramCases {
@@ -239,6 +240,7 @@ func TestParametersReachTheModel(t *testing.T) {
 // tool named as one of the gateway's is a 400 naming it, on both
 // endpoints, and nothing reaches the model or the store.
 func TestClientToolsBesideTheGatewaysOwn(t *testing.T) {
+	t.Parallel()
 	u := newUpstream(t)
 	e := newTestEnv(t, func(o *Options) {
 		o.Provider = u.provider()
@@ -295,6 +297,7 @@ func TestClientToolsBesideTheGatewaysOwn(t *testing.T) {
 // as that status with the upstream's message and code, not as a 502 that a
 // client library would retry; a 5xx stays a 502.
 func TestUpstreamRefusalPassedOn(t *testing.T) {
+	t.Parallel()
 	u := newUpstream(t)
 	e := newTestEnv(t, func(o *Options) { o.Provider = u.provider() })
 	for _, status := range []int{400, 404, 422, 500} {
@@ -325,6 +328,7 @@ func TestUpstreamRefusalPassedOn(t *testing.T) {
 // call comes back as a custom_tool_call with that input; the input sent
 // back with the result continues the same session.
 func TestCustomToolRoundTrip(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		args   string
 		header map[string]string
@@ -377,6 +381,7 @@ func customToolRoundTrip(t *testing.T, args string, header map[string]string) {
 // that answered; with models_only a model not listed is a 404
 // model_not_found, and a request naming none gets the configured one.
 func TestGatewayModels(t *testing.T) {
+	t.Parallel()
 	def, other := newUpstream(t), newUpstream(t)
 	e := newTestEnv(t, func(o *Options) {
 		o.Provider, o.Model = def.provider(), "configured"
@@ -435,6 +440,7 @@ func TestGatewayModels(t *testing.T) {
 // Idempotency-Key, or the same opening messages) sends the model the
 // tools and parameters it carries, as the first attempt did.
 func TestRetrySendsTheSameToolsAndParameters(t *testing.T) {
+	t.Parallel()
 	for _, header := range []map[string]string{{IdempotencyHeader: "k-1"}, nil} {
 		u := newUpstream(t)
 		e := newTestEnv(t, func(o *Options) { o.Provider = u.provider() })
