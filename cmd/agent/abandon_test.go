@@ -47,6 +47,7 @@ func (l late) tell(sid string, c provider.ToolCall, result string) { l <- c.ID +
 // still running, and the result it returns later is never stored (Late is
 // told of it): the call is answered once, ever.
 func TestAbandonedCallIsAnsweredOnce(t *testing.T) {
+	t.Parallel()
 	st := newStore(t)
 	id := newSession(t, st)
 	tool := newStubborn()
@@ -82,6 +83,7 @@ func TestAbandonedCallIsAnsweredOnce(t *testing.T) {
 // is abandoned after CancelGrace, as on a cancelled turn, and its late
 // result is not stored.
 func TestToolTimeout(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name string
 		tool func() (Tool, func())
@@ -141,6 +143,7 @@ func (w lateWriter) Run(_ context.Context, env *Env, raw json.RawMessage) (strin
 // session (its call keeps its one result): the late change can be taken
 // back like any other, and no pending record is left.
 func TestAbandonedCallsLateWriteIsRecorded(t *testing.T) {
+	t.Parallel()
 	st := newStore(t)
 	id := newSession(t, st)
 	dir := t.TempDir()
@@ -197,6 +200,7 @@ func TestAbandonedCallsLateWriteIsRecorded(t *testing.T) {
 // its calls) reaches the provider after those results, which it reads
 // as they are, not as interrupted.
 func TestNoteAmidCallsWaitsForTheirResults(t *testing.T) {
+	t.Parallel()
 	st := newStore(t)
 	id := newSession(t, st)
 	c := calls("read_file", `{}`)
@@ -222,6 +226,7 @@ func TestNoteAmidCallsWaitsForTheirResults(t *testing.T) {
 // note stored after them (an abandoned call's late change): the next
 // turn still stores a result for each of those calls.
 func TestCrashedCallsBeforeANoteAreAnswered(t *testing.T) {
+	t.Parallel()
 	st := newStore(t)
 	id := newSession(t, st)
 	lateNote := note(sessions.Message{Role: "system", Content: sessions.TextContent(checkpoints.LateNote + "write_file (call x) changed /f.")})

@@ -40,6 +40,7 @@ func run(t *testing.T, tool Tool, env *Env, args string) (string, error) {
 }
 
 func TestSelect(t *testing.T) {
+	t.Parallel()
 	names := func(ts []Tool) string {
 		var out []string
 		for _, t := range ts {
@@ -75,6 +76,7 @@ func TestSelect(t *testing.T) {
 }
 
 func TestSchemas(t *testing.T) {
+	t.Parallel()
 	for _, tool := range Builtin() {
 		var s struct {
 			Type     string `json:"type"`
@@ -94,6 +96,7 @@ func TestSchemas(t *testing.T) {
 }
 
 func TestApprovalNeeds(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		tool Tool
 		args string
@@ -118,6 +121,7 @@ func TestApprovalNeeds(t *testing.T) {
 }
 
 func TestCut(t *testing.T) {
+	t.Parallel()
 	s := strings.Repeat("a", 5000) + strings.Repeat("z", 5000)
 	got := cut(s, 1000)
 	if len(got) > 1000 || !strings.HasPrefix(got, "aaaa") || !strings.HasSuffix(got, "zzzz") {
@@ -133,6 +137,7 @@ func TestCut(t *testing.T) {
 }
 
 func TestTerminalOutput(t *testing.T) {
+	t.Parallel()
 	env := toolEnv(t)
 	out, err := run(t, terminalTool{}, env, `{"command":"echo out; echo err >&2; exit 3"}`)
 	if err != nil {
@@ -156,6 +161,7 @@ func TestTerminalOutput(t *testing.T) {
 }
 
 func TestTerminalOutputCut(t *testing.T) {
+	t.Parallel()
 	env := toolEnv(t)
 	env.MaxOutput = 1024
 	out, err := run(t, terminalTool{}, env, `{"command":"echo BEGIN; head -c 100000 /dev/zero | tr '\\0' x; echo; echo END; echo small >&2"}`)
@@ -171,6 +177,7 @@ func TestTerminalOutputCut(t *testing.T) {
 // A timeout kills the whole process group, a grandchild included, and the
 // call returns long before the grandchild would have ended.
 func TestTerminalTimeoutKillsTheGroup(t *testing.T) {
+	t.Parallel()
 	env := toolEnv(t)
 	start := time.Now()
 	out, err := run(t, terminalTool{}, env, `{"command":"sleep 300 & echo $! > gc.pid; echo started; wait","timeout":1}`)
@@ -188,6 +195,7 @@ func TestTerminalTimeoutKillsTheGroup(t *testing.T) {
 
 // Ctrl-C (a cancelled context) kills the group and fails the call.
 func TestTerminalCancel(t *testing.T) {
+	t.Parallel()
 	env := toolEnv(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
@@ -238,6 +246,7 @@ func waitGone(t *testing.T, pid int) {
 }
 
 func TestTerminalBackground(t *testing.T) {
+	t.Parallel()
 	env := toolEnv(t)
 	var got []string
 	env.StartTask = func(_ context.Context, name string, argv []string, cwd, sessionID string) (tasks.Task, error) {
@@ -271,6 +280,7 @@ func finishedTask(t *testing.T, env *Env, sid, log string) string {
 }
 
 func TestProcess(t *testing.T) {
+	t.Parallel()
 	env := toolEnv(t)
 	mine := finishedTask(t, env, "s1", "line 1\nline 2\n")
 	theirs := finishedTask(t, env, "other", "secret\n")
@@ -298,6 +308,7 @@ func TestProcess(t *testing.T) {
 }
 
 func TestReadFile(t *testing.T) {
+	t.Parallel()
 	env := toolEnv(t)
 	os.WriteFile(filepath.Join(env.Cwd, "f.txt"), []byte("one\ntwo\nthree\nfour\n"), 0o644)
 	for args, want := range map[string]string{
@@ -323,6 +334,7 @@ func TestReadFile(t *testing.T) {
 }
 
 func TestWriteFile(t *testing.T) {
+	t.Parallel()
 	env := toolEnv(t)
 	out, err := run(t, writeFileTool{}, env, `{"path":"a/b/new.txt","content":"hello\n"}`)
 	path := filepath.Join(env.Cwd, "a", "b", "new.txt")
@@ -356,6 +368,7 @@ func TestWriteFile(t *testing.T) {
 }
 
 func TestSessionSearch(t *testing.T) {
+	t.Parallel()
 	env := toolEnv(t)
 	s, _, err := env.Sessions.Create(sessions.Session{Title: "plans"})
 	if err != nil {
@@ -399,6 +412,7 @@ func (w *fakeWorker) Create(_ context.Context, title, body, assignee string, sub
 }
 
 func TestKanbanTools(t *testing.T) {
+	t.Parallel()
 	env := toolEnv(t)
 	w := &fakeWorker{}
 	env.Kanban = w

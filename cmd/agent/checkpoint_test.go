@@ -52,6 +52,7 @@ func args(kv ...string) string {
 // file, and its tool message records path, before, after, mode and
 // whether it created the file; no pending record is left.
 func TestToolChangesAreCheckpointed(t *testing.T) {
+	t.Parallel()
 	e, env, id := ckEngine(t,
 		calls("write_file", args("path", "new.txt", "content", "one\n"),
 			"edit_file", args("path", "old.bin", "old_string", "b", "new_string", "B"),
@@ -89,6 +90,7 @@ func TestToolChangesAreCheckpointed(t *testing.T) {
 // A file over checkpoints.max_file is changed, recorded as not
 // checkpointed, and the result says so; a failed call records nothing.
 func TestTooBigIsNotCheckpointed(t *testing.T) {
+	t.Parallel()
 	e, env, id := ckEngine(t,
 		calls("write_file", args("path", "big", "content", "small"),
 			"edit_file", args("path", "big", "old_string", "missing", "new_string", "x")),
@@ -116,6 +118,7 @@ func TestTooBigIsNotCheckpointed(t *testing.T) {
 // A store that cannot be written refuses the change: never a change
 // without its checkpoint.
 func TestUnwritableStoreRefusesTheWrite(t *testing.T) {
+	t.Parallel()
 	env := toolEnv(t)
 	bad := filepath.Join(t.TempDir(), "checkpoints")
 	if err := os.WriteFile(bad, nil, 0o600); err != nil { // a file where the store's directory goes
@@ -151,6 +154,7 @@ func TestUnwritableStoreRefusesTheWrite(t *testing.T) {
 // not (the file holds its prior bytes, or is absent where it was to be
 // created).
 func TestPendingChangesAreSettledAfterACrash(t *testing.T) {
+	t.Parallel()
 	e, env, id := ckEngine(t, text("resumed"))
 	if _, err := e.Sessions.Append(id, append(user("go"), calls("write_file", `{}`))); err != nil {
 		t.Fatal(err)
@@ -199,6 +203,7 @@ func TestPendingChangesAreSettledAfterACrash(t *testing.T) {
 // cannot be read, is a conflict, listed and left, even with force: the
 // link's target is never written through.
 func TestRestoreLeavesASwappedSymlink(t *testing.T) {
+	t.Parallel()
 	e, env, id := ckEngine(t, calls("write_file", args("path", "f", "content", "agent\n")), text("done"))
 	path := filepath.Join(env.Cwd, "f")
 	os.WriteFile(path, []byte("mine\n"), 0o644)
@@ -234,6 +239,7 @@ func TestRestoreLeavesASwappedSymlink(t *testing.T) {
 // hash the store remembers) or what the user wrote over them since, of
 // the same size, in place.
 func TestBeforeImageAfterTheUsersEdit(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "f.txt")
 	if err := os.WriteFile(path, []byte("v aaaa\n"), 0o644); err != nil {

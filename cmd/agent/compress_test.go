@@ -35,6 +35,7 @@ func compressible(t *testing.T, st *sessions.Store) string {
 // so a call keeps its result; the summary request is the instruction, the
 // summarised messages and the prompt; the parent ends naming the child.
 func TestCompressKeepsWholeTurns(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		keep       int
 		summarised int64 // the messages before the kept turns
@@ -86,6 +87,7 @@ func TestCompressKeepsWholeTurns(t *testing.T) {
 // compression of the same session, a session that grew meanwhile: an
 // error, and no new session.
 func TestCompressRefusals(t *testing.T) {
+	t.Parallel()
 	st := newStore(t)
 	id := compressible(t, st)
 	e := &Engine{Sessions: st, Provider: &scripted{t: t, replies: []sessions.Message{text("s1"), text("s2")}}}

@@ -14,6 +14,7 @@ import (
 // reads the outside file, and not one writes outside. A check of the path
 // followed by its open had a window there; the root's os.Root has none.
 func TestConfinedSymlinkSwapRace(t *testing.T) {
+	t.Parallel()
 	env := toolEnv(t)
 	root := filepath.Join(env.Cwd, "root")
 	outside := filepath.Join(env.Cwd, "outside")

@@ -11,6 +11,7 @@ import (
 // hands a call to the client, or stopped at the step limit, ended its
 // turn; so did nothing at all.
 func TestCutAt(t *testing.T) {
+	t.Parallel()
 	e := &Engine{Tools: []Tool{&fakeTool{name: "terminal"}}, ClientTools: true}
 	u := user("go")[0]
 	result := func(s string) sessions.Message {

@@ -102,6 +102,7 @@ func newDelegateStore(t *testing.T) *sessions.Store {
 // call and its task, starts with its prompt alone, and is offered the
 // parent's tools but delegate.
 func TestDelegateRunsChildrenInParallel(t *testing.T) {
+	t.Parallel()
 	st := newDelegateStore(t)
 	id := newSession(t, st)
 	p := newByPrompt(t, map[string][]sessions.Message{
@@ -192,6 +193,7 @@ func TestDelegateRunsChildrenInParallel(t *testing.T) {
 
 // At most Engine.MaxSubagents children run at once.
 func TestDelegateBoundsParallelChildren(t *testing.T) {
+	t.Parallel()
 	st := newDelegateStore(t)
 	id := newSession(t, st)
 	replies := map[string][]sessions.Message{"go": {delegateCall(`{"prompt":"1"}`, `{"prompt":"2"}`, `{"prompt":"3"}`, `{"prompt":"4"}`), text("ok")}}
@@ -226,6 +228,7 @@ func TestDelegateBoundsParallelChildren(t *testing.T) {
 
 // Bad arguments are refused with a tool error and no child is made.
 func TestDelegateRefusesBadArguments(t *testing.T) {
+	t.Parallel()
 	for name, c := range map[string]struct{ args, want string }{
 		"no tasks":       {`{"tasks":[]}`, "tasks is required"},
 		"missing tasks":  {`{}`, "tasks is required"},
@@ -258,6 +261,7 @@ func TestDelegateRefusesBadArguments(t *testing.T) {
 // A task's tools are its child's tools; with agent.subagent_depth 2 a
 // child is offered delegate, and its own child is not.
 func TestDelegateChildTools(t *testing.T) {
+	t.Parallel()
 	st := newDelegateStore(t)
 	id := newSession(t, st)
 	p := newByPrompt(t, map[string][]sessions.Message{
@@ -288,6 +292,7 @@ func TestDelegateChildTools(t *testing.T) {
 // called off, the delegate call is answered as cancelled, the turn ends
 // with the context's error, and no child's claim is left held.
 func TestDelegateCancelStopsChildren(t *testing.T) {
+	t.Parallel()
 	st := newDelegateStore(t)
 	id := newSession(t, st)
 	p := newByPrompt(t, map[string][]sessions.Message{
@@ -332,6 +337,7 @@ func TestDelegateCancelStopsChildren(t *testing.T) {
 // chat, which offers it) still may not delegate past
 // agent.subagent_depth.
 func TestDelegateDepthOfResumedChild(t *testing.T) {
+	t.Parallel()
 	st := newDelegateStore(t)
 	s, _, err := st.Create(sessions.Session{ID: "p-task-00000000-1", ParentSessionID: "p", Source: SourceDelegate,
 		Delegation: &sessions.Delegation{ToolCallID: "call_x", Depth: 1}})
@@ -355,6 +361,7 @@ func TestDelegateDepthOfResumedChild(t *testing.T) {
 // A child runs on its task's model, else on its parent's turn's, and on
 // the turn's provider when the turn names one (the gateway's routing).
 func TestDelegateChildModelAndProvider(t *testing.T) {
+	t.Parallel()
 	st := newDelegateStore(t)
 	id := newSession(t, st)
 	p := newByPrompt(t, map[string][]sessions.Message{
@@ -378,6 +385,7 @@ func TestDelegateChildModelAndProvider(t *testing.T) {
 // tool it was not given is answered as unknown, and it goes on to its
 // answer.
 func TestDelegateChildHasNoClientTools(t *testing.T) {
+	t.Parallel()
 	st := newDelegateStore(t)
 	id := newSession(t, st)
 	p := newByPrompt(t, map[string][]sessions.Message{
@@ -401,6 +409,7 @@ func TestDelegateChildHasNoClientTools(t *testing.T) {
 // and the child's as agent_id; a block keeps the child going once, with
 // the reason, as Stop does for a turn.
 func TestDelegateFiresSubagentStop(t *testing.T) {
+	t.Parallel()
 	st := newDelegateStore(t)
 	id := newSession(t, st)
 	p := newByPrompt(t, map[string][]sessions.Message{

@@ -10,6 +10,7 @@ import (
 )
 
 func TestEditFile(t *testing.T) {
+	t.Parallel()
 	const start = "alpha\nbeta\ngamma\nbeta\n"
 	for _, c := range []struct {
 		name, args string
@@ -57,6 +58,7 @@ func TestEditFile(t *testing.T) {
 }
 
 func TestEditFileKeepsModeAndCRLF(t *testing.T) {
+	t.Parallel()
 	env := toolEnv(t)
 	path := filepath.Join(env.Cwd, "dos.txt")
 	os.WriteFile(path, []byte("one\r\ntwo\r\nthree\r\n"), 0o600)
@@ -90,6 +92,7 @@ func TestEditFileKeepsModeAndCRLF(t *testing.T) {
 }
 
 func TestEditFileRefuses(t *testing.T) {
+	t.Parallel()
 	env := toolEnv(t)
 	target := filepath.Join(env.Cwd, "target.txt")
 	os.WriteFile(target, []byte("keep"), 0o644)

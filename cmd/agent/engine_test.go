@@ -179,6 +179,7 @@ func resultOf(t *testing.T, msgs []sessions.Message, id string) string {
 }
 
 func TestSeveralCallsInOneMessage(t *testing.T) {
+	t.Parallel()
 	st := newStore(t)
 	id := newSession(t, st)
 	echo := &fakeTool{name: "echo"}
@@ -211,6 +212,7 @@ func TestSeveralCallsInOneMessage(t *testing.T) {
 }
 
 func TestCallsAreStoredBeforeTheyRun(t *testing.T) {
+	t.Parallel()
 	st := newStore(t)
 	id := newSession(t, st)
 	var during []sessions.Message
@@ -230,6 +232,7 @@ func TestCallsAreStoredBeforeTheyRun(t *testing.T) {
 }
 
 func TestStepLimit(t *testing.T) {
+	t.Parallel()
 	st := newStore(t)
 	id := newSession(t, st)
 	loop := &fakeTool{name: "loop"}
@@ -262,6 +265,7 @@ func TestStepLimit(t *testing.T) {
 }
 
 func TestFailingUnknownAndMalformedCalls(t *testing.T) {
+	t.Parallel()
 	st := newStore(t)
 	id := newSession(t, st)
 	fail := &fakeTool{name: "fail", run: func(context.Context, json.RawMessage) (string, error) {
@@ -296,6 +300,7 @@ func TestFailingUnknownAndMalformedCalls(t *testing.T) {
 }
 
 func TestApproval(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		approver Approver
@@ -330,6 +335,7 @@ func TestApproval(t *testing.T) {
 }
 
 func TestPrompterAlways(t *testing.T) {
+	t.Parallel()
 	out := &strings.Builder{}
 	p := &Prompter{In: bufio.NewReader(strings.NewReader("always\n")), Out: out}
 	c := provider.ToolCall{Function: provider.ToolFunction{Name: "terminal", Arguments: `{"command": "rm -rf build"}`}}
@@ -351,6 +357,7 @@ func TestPrompterAlways(t *testing.T) {
 // answers the call as interrupted, runs nothing again, and the provider
 // gets a valid history.
 func TestInterruptedCallIsAnsweredOnce(t *testing.T) {
+	t.Parallel()
 	st := newStore(t)
 	id := newSession(t, st)
 	if _, err := st.Append(id, append(user("build it"), calls("build", `{}`, "build", `{"n":2}`))); err != nil {
@@ -388,6 +395,7 @@ func TestInterruptedCallIsAnsweredOnce(t *testing.T) {
 // A resume_pending session's note names the interrupted calls, comes after
 // their results, and the session is active after the turn.
 func TestResumePendingNoteCoversInterruptedCalls(t *testing.T) {
+	t.Parallel()
 	st := newStore(t)
 	id := newSession(t, st)
 	if _, err := st.Append(id, append(user("deploy"), calls("deploy", `{}`))); err != nil {
@@ -421,6 +429,7 @@ func TestResumePendingNoteCoversInterruptedCalls(t *testing.T) {
 // A failed provider call after the note leaves it stored; the retry does
 // not add a second one.
 func TestResumeNoteOnceAcrossAFailedTurn(t *testing.T) {
+	t.Parallel()
 	st := newStore(t)
 	id := newSession(t, st)
 	st.Append(id, append(user("a"), text("b")))
@@ -450,6 +459,7 @@ func TestResumeNoteOnceAcrossAFailedTurn(t *testing.T) {
 // Calls left unanswered in the middle of a transcript (another writer
 // appended after them) are answered in the provider's view only.
 func TestHistoryIsMadeValid(t *testing.T) {
+	t.Parallel()
 	st := newStore(t)
 	id := newSession(t, st)
 	st.Append(id, append(user("a"), calls("x", `{}`)))
@@ -473,6 +483,7 @@ func TestHistoryIsMadeValid(t *testing.T) {
 // "cancelled by the user", the rest "not run", and the turn fails with
 // context.Canceled, leaving the session valid.
 func TestCancelDuringACall(t *testing.T) {
+	t.Parallel()
 	st := newStore(t)
 	id := newSession(t, st)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -505,6 +516,7 @@ func TestCancelDuringACall(t *testing.T) {
 // The gateway's clients run their own tools: a call naming none of the
 // engine's tools ends the turn unanswered.
 func TestClientTools(t *testing.T) {
+	t.Parallel()
 	st := newStore(t)
 	id := newSession(t, st)
 	p := &scripted{t: t, replies: []sessions.Message{calls("client_fn", `{}`), text("thanks")}}
@@ -527,6 +539,7 @@ func TestClientTools(t *testing.T) {
 }
 
 func TestEndedSessionIsReopened(t *testing.T) {
+	t.Parallel()
 	st := newStore(t)
 	id := newSession(t, st)
 	if _, err := st.End(id, "done"); err != nil {
@@ -556,6 +569,7 @@ func (p *streamer) Complete(ctx context.Context, req provider.Request) (provider
 // The text of a step that follows a step with text starts on a new line;
 // a step that only calls tools adds no blank line.
 func TestStreamSeparatesSteps(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		first sessions.Message
 		want  string

@@ -26,6 +26,7 @@ func writeTree(t *testing.T, dir string, files map[string]string) {
 }
 
 func TestSearchFilesGitignore(t *testing.T) {
+	t.Parallel()
 	env := toolEnv(t)
 	writeTree(t, env.Cwd, map[string]string{
 		".git/HEAD":                "needle in .git\n",
@@ -74,6 +75,7 @@ func TestSearchFilesGitignore(t *testing.T) {
 }
 
 func TestParseIgnore(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		pattern, path string
 		isDir, match  bool
@@ -113,6 +115,7 @@ func TestParseIgnore(t *testing.T) {
 }
 
 func TestSearchFilesBinaryAndOptions(t *testing.T) {
+	t.Parallel()
 	env := toolEnv(t)
 	long := strings.Repeat("x", 5000) + "NEEDLE" + strings.Repeat("y", 5000)
 	writeTree(t, env.Cwd, map[string]string{
@@ -161,6 +164,7 @@ func TestSearchFilesBinaryAndOptions(t *testing.T) {
 }
 
 func TestSearchFilesLimits(t *testing.T) {
+	t.Parallel()
 	env := toolEnv(t)
 	files := map[string]string{}
 	for i := range 30 {
@@ -191,6 +195,7 @@ func TestSearchFilesLimits(t *testing.T) {
 }
 
 func TestSearchFileChunks(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	// Lines across the chunk boundaries, and one longer than a chunk.
 	var b strings.Builder
@@ -222,6 +227,7 @@ func TestSearchFileChunks(t *testing.T) {
 }
 
 func TestFindFiles(t *testing.T) {
+	t.Parallel()
 	env := toolEnv(t)
 	writeTree(t, env.Cwd, map[string]string{
 		".gitignore":          "vendor/\n",

@@ -44,6 +44,7 @@ func hookRecords(t *testing.T, msgs []sessions.Message, id string) []hooks.Recor
 // A PreToolUse hook that exits 2 answers the call with its stderr, the
 // tool never runs, and the block is on record with the hook's command.
 func TestPreToolUseBlocks(t *testing.T) {
+	t.Parallel()
 	st := newStore(t)
 	id := newSession(t, st)
 	echo := &fakeTool{name: "terminal"}
@@ -70,6 +71,7 @@ func TestPreToolUseBlocks(t *testing.T) {
 // updatedInput changes the call that runs (and asks approval of what
 // runs); the record keeps the input the hook gave.
 func TestPreToolUseUpdatedInput(t *testing.T) {
+	t.Parallel()
 	st := newStore(t)
 	id := newSession(t, st)
 	echo := &fakeTool{name: "terminal", approval: true}
@@ -99,6 +101,7 @@ func (f approverFunc) Approve(_ context.Context, c provider.ToolCall) (bool, err
 // A PreToolUse hook's allow answers for a person, never for a policy:
 // with tools.approval: deny (Deny), the call it allows is not run.
 func TestPreToolUseAllowNeverOverridesDeny(t *testing.T) {
+	t.Parallel()
 	st := newStore(t)
 	id := newSession(t, st)
 	tool := &fakeTool{name: "write_file", approval: true}
@@ -116,6 +119,7 @@ func TestPreToolUseAllowNeverOverridesDeny(t *testing.T) {
 // permissionDecision allow runs a call that needs approval without
 // asking; ask asks about one that does not need it; deny blocks.
 func TestPreToolUsePermission(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		decision string
 		approval bool
@@ -153,6 +157,7 @@ func TestPreToolUsePermission(t *testing.T) {
 // PostToolUse sees the result; its block reason and context reach the
 // model with the result, on record. PostToolUseFailure sees the error.
 func TestPostToolUse(t *testing.T) {
+	t.Parallel()
 	st := newStore(t)
 	id := newSession(t, st)
 	dir := t.TempDir()
@@ -202,6 +207,7 @@ func readJSON(t *testing.T, path string, v any) {
 // A hook's "continue": false stops the turn: the call is not run, a note
 // says why, and the turn has ended (a resume carries nothing on).
 func TestHookStopsTheTurn(t *testing.T) {
+	t.Parallel()
 	st := newStore(t)
 	id := newSession(t, st)
 	tool := &fakeTool{name: "terminal"}
@@ -238,6 +244,7 @@ func TestHookStopsTheTurn(t *testing.T) {
 // then or on resume; the next turn answers the call as interrupted,
 // before its provider call, and does not ask the hook or run it again.
 func TestKilledDuringPreToolUse(t *testing.T) {
+	t.Parallel()
 	if dir := os.Getenv("HERMES_TEST_HOOK_DIR"); dir != "" {
 		st := sessions.NewStore(filepath.Join(dir, "profile"), "default", time.Second, func(string) {})
 		tool := &fakeTool{name: "terminal", run: func(context.Context, json.RawMessage) (string, error) {
@@ -298,6 +305,7 @@ func TestKilledDuringPreToolUse(t *testing.T) {
 // A Stop hook that blocks keeps the turn going once with its reason as a
 // note, on record; the second Stop sees stop_hook_active and lets it end.
 func TestStopHookKeepsGoing(t *testing.T) {
+	t.Parallel()
 	st := newStore(t)
 	id := newSession(t, st)
 	dir := t.TempDir()
@@ -328,6 +336,7 @@ func TestStopHookKeepsGoing(t *testing.T) {
 // UserPromptSubmit: exit 2 refuses the prompt (ErrRefused, nothing
 // returned to store); stdout is context, in a note before the prompt.
 func TestSubmitPrompt(t *testing.T) {
+	t.Parallel()
 	st := newStore(t)
 	sess := sessions.Session{ID: "s1", Cwd: t.TempDir()}
 	e := &Engine{Sessions: st, Hooks: hookSet(t, profiles.Hooks{hooks.UserPromptSubmit: {{Command: `jq -e '.prompt | test("secret")' >/dev/null && { echo 'no secrets' >&2; exit 2; }; echo 'it is noon'`}}})}
@@ -353,6 +362,7 @@ func TestSubmitPrompt(t *testing.T) {
 // the child's SessionStart, in that order; the child ends with the note
 // holding the SessionStart hooks' context.
 func TestCompressHooks(t *testing.T) {
+	t.Parallel()
 	st := newStore(t)
 	id := compressible(t, st)
 	dir := t.TempDir()
@@ -389,6 +399,7 @@ func TestCompressHooks(t *testing.T) {
 // SubagentStop gives a child's hooks the parent's session and the
 // child's id and transcript; its outcome is the caller's to act on.
 func TestSubagentStop(t *testing.T) {
+	t.Parallel()
 	st := newStore(t)
 	dir := t.TempDir()
 	parent := sessions.Session{ID: "parent1", Cwd: dir}

@@ -30,6 +30,7 @@ func project(t *testing.T) (profile, cwd string) {
 }
 
 func TestInstructionsOrder(t *testing.T) {
+	t.Parallel()
 	profile, cwd := project(t)
 	in := &Instructions{ProfileDir: profile}
 	m, ok := in.Note(context.Background(), cwd)
@@ -65,6 +66,7 @@ func TestInstructionsOrder(t *testing.T) {
 }
 
 func TestInstructionsBounded(t *testing.T) {
+	t.Parallel()
 	profile, cwd := project(t)
 	os.WriteFile(filepath.Join(profile, InstructionsFile), []byte(strings.Repeat("p", 3*MaxInstructions)), 0o644)
 	var warned []string
@@ -92,6 +94,7 @@ func TestInstructionsBounded(t *testing.T) {
 }
 
 func TestInstructionsStoredOnceAtTheFirstTurn(t *testing.T) {
+	t.Parallel()
 	profile, cwd := project(t)
 	st := newStore(t)
 	id := newSession(t, st)
@@ -120,6 +123,7 @@ func TestInstructionsStoredOnceAtTheFirstTurn(t *testing.T) {
 // A compression keeps the instructions as the child's first message, not
 // in the summary alone: no later turn would store them again.
 func TestInstructionsSurviveCompression(t *testing.T) {
+	t.Parallel()
 	profile, cwd := project(t)
 	st := newStore(t)
 	id := newSession(t, st)

@@ -19,6 +19,7 @@ import (
 // beyond the test's deadline, so only the turn's cancellation can end the
 // wait; the turn is cancelled as the call starts.
 func TestToolLockWaitEndsWithTheTurn(t *testing.T) {
+	t.Parallel()
 	st := newStore(t)
 	id := newSession(t, st)
 	taskStore := tasks.NewStore(t.TempDir(), time.Hour, func(msg string) { t.Log(msg) })

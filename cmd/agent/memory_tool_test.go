@@ -25,6 +25,7 @@ func memoryCall(t *testing.T, env *Env, args string) (string, error) {
 // TestMemoryTool: each action, the notice at 90%, the refusal past the
 // bound (what MemoryAlert tells the user), and a memory that is off.
 func TestMemoryTool(t *testing.T) {
+	t.Parallel()
 	mem := newMemory(t)
 	mem.UserMaxChars = 20
 	env := &Env{SessionID: "20261121_020734_a1b2c3", Memory: mem, MaxOutput: DefaultMaxOutput}
@@ -75,6 +76,7 @@ func TestMemoryTool(t *testing.T) {
 // instructions; a later turn, after the memory changed, neither stores it
 // again nor changes the copy; a compression keeps both notes.
 func TestMemorySnapshot(t *testing.T) {
+	t.Parallel()
 	profile, cwd := project(t)
 	mem := newMemory(t)
 	if _, err := mem.Add(memory.Memory, "uses make", memory.Who{By: memory.ByUser}); err != nil {

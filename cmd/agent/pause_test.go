@@ -17,6 +17,7 @@ import (
 // the turn's end: the paused message is stored and sent back as it is, and
 // the model goes on from it in the same turn, within MaxSteps.
 func TestPauseTurnContinues(t *testing.T) {
+	t.Parallel()
 	n := 0
 	fake := &anthropictest.Server{
 		Reply: func(r *anthropictest.Request) []anthropictest.Block {
@@ -63,6 +64,7 @@ func TestPauseTurnContinues(t *testing.T) {
 
 // The step limit bounds continuations as it bounds tool calls.
 func TestPauseTurnWithinMaxSteps(t *testing.T) {
+	t.Parallel()
 	fake := &anthropictest.Server{Stop: func(*anthropictest.Request) string { return "pause_turn" }}
 	up := httptest.NewServer(fake)
 	defer up.Close()
@@ -87,6 +89,7 @@ func TestPauseTurnWithinMaxSteps(t *testing.T) {
 // (usage.OtherField), and a turn whose retry succeeded keeps it on the
 // reply; the report counts both.
 func TestFailedCallUsageStored(t *testing.T) {
+	t.Parallel()
 	const head = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"m\",\"usage\":{\"input_tokens\":11,\"output_tokens\":1}}}\n\n"
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")

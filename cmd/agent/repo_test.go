@@ -78,6 +78,7 @@ func sameTree(t *testing.T, got, want map[string]string) {
 // recorded it just before turn 3, and rewinding that rewind gives the
 // tree as it was after turn 10.
 func TestRewindARealRepository(t *testing.T) {
+	t.Parallel()
 	dir := gitRepo(t, 50)
 	st := newStore(t)
 	id := newSession(t, st)

@@ -19,6 +19,7 @@ import (
 // nothing outside is written, even where the file there holds what the
 // agent wrote (no conflict by content).
 func TestRestoreRefusesALinkOutOfTheSession(t *testing.T) {
+	t.Parallel()
 	st := newStore(t)
 	cwd := t.TempDir()
 	s, _, err := st.Create(sessions.Session{Cwd: cwd})
@@ -81,6 +82,7 @@ func TestRestoreRefusesALinkOutOfTheSession(t *testing.T) {
 // what the agent wrote; a file outside whose directory is as it was is
 // restored.
 func TestRestoreRefusesALinkedDirectoryOutsideTheSession(t *testing.T) {
+	t.Parallel()
 	st := newStore(t)
 	cwd, elsewhere := t.TempDir(), t.TempDir()
 	s, _, err := st.Create(sessions.Session{Cwd: cwd})

@@ -43,6 +43,7 @@ func sameState(a, b state) bool { return (a == nil) == (b == nil) && string(a) =
 // left as it is); files nobody rewound are untouched; and taking the
 // rewind back gives the files as they were before it.
 func TestRewindProperty(t *testing.T) {
+	t.Parallel()
 	for seed := range uint64(15) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) { rewindRounds(t, rand.New(rand.NewPCG(seed, 41))) })
 	}

@@ -12,6 +12,7 @@ import (
 // exists or to one a write would create, is refused, and nothing is
 // written outside.
 func TestFileToolsKeepToRoot(t *testing.T) {
+	t.Parallel()
 	env := toolEnv(t)
 	outside := t.TempDir()
 	root := filepath.Join(env.Cwd, "root")
@@ -100,6 +101,7 @@ func TestFileToolsKeepToRoot(t *testing.T) {
 // A root reached through a symbolic link is the directory it names: the
 // files under it are inside.
 func TestRootThroughSymlink(t *testing.T) {
+	t.Parallel()
 	env := toolEnv(t)
 	real := filepath.Join(env.Cwd, "real")
 	os.Mkdir(real, 0o755)

@@ -28,6 +28,7 @@ func writeSkill(t *testing.T, dir, name, desc, body string) {
 // body, cut to MaxSkillsNote with a line saying how many were left out;
 // a project skill of a name the profile has is the profile's.
 func TestSkillsNoteBounded(t *testing.T) {
+	t.Parallel()
 	st := skills.NewStore(filepath.Join(t.TempDir(), "profile"), 5*time.Second, nil)
 	for i := range 300 {
 		writeSkill(t, st.Dir, fmt.Sprintf("skill-%03d", i), strings.Repeat("d", 400), "BODY\n")
@@ -58,6 +59,7 @@ func TestSkillsNoteBounded(t *testing.T) {
 // TestSkillView: a skill's body and files, a file, a path out of the
 // skill (by name or by a symbolic link) refused.
 func TestSkillView(t *testing.T) {
+	t.Parallel()
 	st := skills.NewStore(filepath.Join(t.TempDir(), "profile"), 5*time.Second, nil)
 	writeSkill(t, st.Dir, "pdf", "PDF forms", "Use forms.md.\n")
 	os.WriteFile(filepath.Join(st.Dir, "pdf", "forms.md"), []byte("fill them\n"), 0o600)
@@ -87,6 +89,7 @@ func TestSkillView(t *testing.T) {
 // TestSkillManageApproval: creating, and changing the agent's own skill,
 // need no approval; changing the user's does.
 func TestSkillManageApproval(t *testing.T) {
+	t.Parallel()
 	st := skills.NewStore(filepath.Join(t.TempDir(), "profile"), 5*time.Second, nil)
 	writeSkill(t, st.Dir, "users", "the user's", "x\n")
 	if _, err := st.Create("mine", "---\nname: mine\ndescription: d\n---\nx\n", skills.Who{By: skills.ByAgent}); err != nil {
@@ -111,6 +114,7 @@ func TestSkillManageApproval(t *testing.T) {
 // only while the file is as it was read; an edited skill is read again,
 // a removed one leaves the index, and a damaged index is an empty one.
 func TestCatalogIndex(t *testing.T) {
+	t.Parallel()
 	st := skills.NewStore(filepath.Join(t.TempDir(), "profile"), 5*time.Second, nil)
 	writeSkill(t, st.Dir, "a", "first words", "x\n")
 	writeSkill(t, st.Dir, "b", "other", "x\n")

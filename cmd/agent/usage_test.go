@@ -12,6 +12,7 @@ import (
 // summary message, marked as a compression's; the kept messages keep
 // their own calls, whose ids are the parent's (counted once).
 func TestCompressRecordsItsCall(t *testing.T) {
+	t.Parallel()
 	st := newStore(t)
 	id := newSession(t, st)
 	answered := text("a2")
