@@ -505,8 +505,9 @@ func tasksLog(e *env) error {
 		return err
 	}
 	tail := e.c.Int("tail")
+	var printed int64
 	if tail >= 0 {
-		if err := printTail(store.LogPath(id), tail, e.stdout); err != nil {
+		if printed, err = printTail(store.LogPath(id), tail, e.stdout); err != nil {
 			return err
 		}
 	}
@@ -515,8 +516,9 @@ func tasksLog(e *env) error {
 		defer stop()
 		w := e.stdout
 		if tail >= 0 {
-			// The tail is printed; follow what comes after it.
-			w = skipWriter(e.stdout, fileSize(store.LogPath(id)))
+			// The tail is printed; follow what comes after it, from
+			// where the tail ended (the log may have grown since).
+			w = skipWriter(e.stdout, printed)
 		}
 		err := supervisor.Follow(ctx, store, id, w)
 		if errors.Is(err, context.Canceled) {
@@ -534,14 +536,6 @@ func tasksLog(e *env) error {
 	defer f.Close()
 	_, err = io.Copy(e.stdout, f)
 	return err
-}
-
-func fileSize(path string) int64 {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return 0
-	}
-	return fi.Size()
 }
 
 // skipWriter drops the first n bytes written to it.
@@ -566,21 +560,26 @@ func (s *skipper) Write(p []byte) (int, error) {
 	return total, err
 }
 
-// printTail writes the last n lines of the file at path.
-func printTail(path string, n int, w io.Writer) error {
-	if n == 0 {
-		return nil
-	}
+// printTail writes the last n lines of the file at path, and returns the
+// offset it wrote up to: the file's size when it began, whatever was
+// appended while it wrote.
+func printTail(path string, n int, w io.Writer) (int64, error) {
 	f, err := os.Open(path)
+	if n == 0 && errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	size := fi.Size()
+	if n == 0 {
+		return size, nil
+	}
 	start := size
 	lines := 0
 	buf := make([]byte, 64<<10)
@@ -589,7 +588,7 @@ func printTail(path string, n int, w io.Writer) error {
 	for start > 0 {
 		k := min(int64(len(buf)), start)
 		if _, err := f.ReadAt(buf[:k], start-k); err != nil {
-			return err
+			return 0, err
 		}
 		for i := k - 1; i >= 0; i-- {
 			if buf[i] == '\n' && start-k+i != size-1 {
@@ -604,7 +603,7 @@ func printTail(path string, n int, w io.Writer) error {
 	}
 copy:
 	_, err = io.Copy(w, io.NewSectionReader(f, start, size-start))
-	return err
+	return size, err
 }
 
 func tasksWait(e *env) error {
