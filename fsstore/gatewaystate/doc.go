@@ -20,7 +20,9 @@
 // session and where the key's turn lies in it), written and synced before
 // the turn runs, and the delivery mark of each session
 // (delivered/<session>.json: how much of its transcript a client received
-// whole), written after a reply is sent. The keys of `hermes sessions
+// whole), written after a reply is sent, without a sync: a record a power
+// cut loses or empties reads as none, so a repeat of the turn gets its
+// stored reply again and runs nothing. The keys of `hermes sessions
 // append --key` are kept with the idempotency keys (the digest of
 // "sessions append", a NUL and the key, which no header's key can be).
 //
