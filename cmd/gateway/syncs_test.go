@@ -50,7 +50,9 @@ func (c *syncCounter) take() (int, string) {
 // are caches too), and rewrites the document with the preview of its
 // first user message: at most 5. A Responses turn adds its response
 // document (2: a client chains from it, so it and its name are durable
-// before the reply is sent).
+// before the reply is sent); one in a conversation moves the
+// conversation's mapping to it (1: its name is committed), after the
+// mapping's first write (2) on the conversation's first turn.
 func TestTurnSyncs(t *testing.T) {
 	const first, later, responseDoc = 5, 2, 2
 	for _, stream := range []bool{false, true} {
@@ -90,6 +92,20 @@ func TestTurnSyncs(t *testing.T) {
 			prev = decode[struct{ ID string }](t, body).ID
 			delivered(t, e, resp.Header.Get(SessionHeader))
 			c.check(t, turn, first+responseDoc, later+responseDoc)
+		}
+	})
+	t.Run("responses/conversation", func(t *testing.T) {
+		const made, moved = 2, 1
+		e := newTestEnv(t, nil)
+		resp, body := e.do("POST", "/v1/responses", map[string]any{"input": "warm up", "conversation": "warm"}, nil)
+		mustStatus(t, resp, body, 200)
+		delivered(t, e, resp.Header.Get(SessionHeader))
+		c := countSyncs(t, e.dir)
+		for turn := range 5 {
+			resp, body := e.do("POST", "/v1/responses", map[string]any{"input": fmt.Sprint("question ", turn), "conversation": "c1"}, nil)
+			mustStatus(t, resp, body, 200)
+			delivered(t, e, resp.Header.Get(SessionHeader))
+			c.check(t, turn, first+responseDoc+made+moved, later+responseDoc+moved)
 		}
 	})
 }

@@ -11,6 +11,12 @@
 // the index lacks: such documents are found from a directory listing when
 // the index is first loaded, and evicted first.
 //
+// A conversation's mapping (conversations/<slug>.json) is written, its
+// directory synced, when its session changes, before the turn; after each
+// turn it is moved to the turn's response synced without its directory
+// (UpdateConversation): it names the same session, and a crash leaves
+// the mapping before, which the next turn moves on.
+//
 // state.json names the run's host and pid. Whether a gateway runs is
 // never judged by that pid, which means nothing on another host that
 // shares the profile: the serve lock (flock) says, on every host.
