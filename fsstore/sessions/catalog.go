@@ -140,9 +140,9 @@ func (s *Store) touchCatalogThen(sess *Session, at, now time.Time, commit func()
 }
 
 // addCatalogThen is touchCatalogThen for a new session (create, fork),
-// whose line is not synced: a crash can lose it only with no line of the
-// session left behind it, a catalog that lacks the session, which Check
-// reports and repair levels. The line is taken back if commit fails.
+// whose line is not synced: a power cut may lose it and keep the
+// document, leaving a catalog that lacks the session, which Check reports
+// and repair levels. The line is taken back if commit fails.
 func (s *Store) addCatalogThen(sess *Session, at, now time.Time, commit func() error) error {
 	e := s.entryOf(sess, at, now)
 	f, due, err := s.appendCatalog(e)

@@ -36,7 +36,8 @@ import (
 // line is not synced (the index is a cache, and a new session's first
 // turn in the gateway makes no sync it can spare): a power cut may lose
 // it with its document kept, which is then found by its exact id but not
-// by a prefix until fsck, which reports it, --repair rebuilds the index.
+// by a prefix until fsck --repair, which reports it and rebuilds the
+// index.
 // A create that fails after its entry takes it back; a crash between the
 // two leaves an entry without a document; a removal's
 // "-ID" is not synced, and a crash may lose it. Both leave a stale
