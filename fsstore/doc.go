@@ -102,10 +102,12 @@
 // index a reader checks against the records.
 //
 //	operation                 files, in order                        commit point      a crash before it leaves       cleaned by
-//	session create            transcript (empty), catalog (cache),   document          a transcript without a         fsck --repair: a document
-//	                          document                                                 document                       made from it (recovered)
-//	session import (new)      transcript with the messages,          document          the same, with the messages    the same: nothing is lost
-//	                          catalog (cache), document
+//	session create            id index (cache), transcript (empty),  document          a transcript without a         fsck --repair: a document
+//	                          catalog (cache), document (the caches                    document                       made from it (recovered)
+//	                          unsynced)
+//	session import (new)      id index (cache), transcript with the  document          the same, with the messages    the same: nothing is lost
+//	                          messages, catalog (cache), document
+//	                          (the caches unsynced)
 //	session append            transcript, catalog (cache, after the  transcript sync,  a torn tail; a catalog line   the next append moves it
 //	                          transcript's sync, unsynced);          or the document   lost (behind the transcript)   aside; fsck --repair
 //	                          document at the first user message                                                      levels the catalog

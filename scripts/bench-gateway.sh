@@ -13,7 +13,8 @@
 #   CPU per turn                       the server process's user+system
 #                                      time (/proc/PID/stat) over turns
 #   new upstream connections per turn  as the upstream counted them
-#   fsyncs per turn                    strace -c -f on one more round
+#   fsyncs per turn                    fsync, fdatasync and syncfs calls,
+#                                      strace -c -f on one more round
 #                                      (when strace is there; it slows
 #                                      the server, so that round is not
 #                                      timed)
@@ -113,7 +114,7 @@ round() {
 fsyncs() {
   command -v strace >/dev/null || { echo "-"; return; }
   target "$1"
-  strace -c -f -e trace=fsync,fdatasync -p "$pid" -o "$tmp/strace.txt" 2>/dev/null &
+  strace -c -f -e trace=fsync,fdatasync,syncfs -p "$pid" -o "$tmp/strace.txt" 2>/dev/null &
   local st=$!
   sleep 0.5
   local out
@@ -121,7 +122,7 @@ fsyncs() {
   kill -INT "$st" 2>/dev/null
   wait "$st" 2>/dev/null || true
   stop "$pid"
-  awk -v t="$(awk '{print $2}' <<<"$out")" '$NF ~ /^(fsync|fdatasync)$/ {n += $4} END {printf "%.2f\n", n / t}' "$tmp/strace.txt"
+  awk -v t="$(awk '{print $2}' <<<"$out")" '$NF ~ /^(fsync|fdatasync|syncfs)$/ {n += $4} END {printf "%.2f\n", n / t}' "$tmp/strace.txt"
 }
 
 echo "machine: $(nproc) cores, $(uname -sr), load average $(cut -d' ' -f1-3 /proc/loadavg)"

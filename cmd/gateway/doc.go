@@ -211,9 +211,13 @@
 //     same input is a person saying the same thing twice, and is a new
 //     turn. For chat completions the repeat is a history that ends with
 //     that turn's input (without the reply), which would otherwise fork.
-//     The mark is written after the send without a sync of its directory:
-//     lost in a crash right after a send, the next repeat of that turn's
-//     input counts as a retry.
+//     The mark is written after the send without a sync (a cache: a
+//     process killed loses nothing): lost in a power cut right after a
+//     send, or left empty by one, the next repeat of that turn's input
+//     counts as a retry and gets the stored reply again, which runs
+//     nothing. A turn syncs the client's message and the reply, and a
+//     conversation's first turn also its session's document, its
+//     directory and its preview (TestTurnSyncs).
 //
 // A turn cut short inside one of the gateway's own tools (the gateway was
 // killed while the tool ran, the client left during the call, the
@@ -461,8 +465,8 @@
 // session's interrupt_count; the third in a row makes it suspended (a stuck
 // loop) instead. A successful turn makes the session active and clears the
 // count and resume_pending_at. An append's catalog line is written after
-// its transcript is synced, unsynced (package sessions): a crash between
-// the two, or a power cut that loses the line, leaves the session's
+// its transcript is synced, unsynced, as is a new session's (package
+// sessions): a crash between the two, or a power cut that loses the line, leaves the session's
 // activity at its write before, so a session whose last write before the
 // crash was its first in 2 minutes is not marked (its turn is retried as
 // any other, without the restart note).

@@ -457,7 +457,8 @@ func orDefault(s, def string) string {
 }
 
 // storeResponse stores the response document (unless store is false) and
-// moves the conversation's mapping to it.
+// moves the conversation's mapping to it (synced without its directory:
+// the mapping was written before the turn when its session changed).
 func (s *Server) storeResponse(doc gatewaystate.Response, store bool, mapping *gatewaystate.Conversation, out turnOutcome) error {
 	if store {
 		if _, err := s.opts.Store.PutResponse(doc, s.opts.MaxStoredResponses); err != nil {
@@ -466,7 +467,7 @@ func (s *Server) storeResponse(doc gatewaystate.Response, store bool, mapping *g
 	}
 	if mapping != nil {
 		mapping.ResponseID, mapping.MessageCount = doc.ID, out.count
-		return s.opts.Store.PutConversation(*mapping)
+		return s.opts.Store.UpdateConversation(*mapping)
 	}
 	return nil
 }

@@ -41,16 +41,20 @@ func (c *syncCounter) take() (int, string) {
 	return n, names
 }
 
-// TestTurnSyncs: a turn of a conversation a chat client re-sends makes at
-// most 3 syncs (the client's message, the reply, the record of its
-// delivery), streamed or not; the catalog, the history index and the
-// response index are caches, written unsynced. A Responses turn adds its
-// response document (2: a client chains from it, so it and its name are
-// durable before the reply is sent). A conversation's first turn also
-// makes the session (its id index entry, its catalog line, its document
-// and their directory) and writes its preview: 8, where issue 47 asks 5.
+// TestTurnSyncs: a turn of a conversation a chat client re-sends makes 2
+// syncs (the client's message and the reply; issue 47 asks at most 3),
+// streamed or not; the catalog, the history index, the response
+// index and the record of the reply's delivery are caches, written
+// unsynced. A conversation's first turn also makes the session: its
+// document and their directory (the id index entry and the catalog line
+// are caches too), and rewrites the document with the preview of its
+// first user message: at most 5. A Responses turn adds its response
+// document (2: a client chains from it, so it and its name are durable
+// before the reply is sent); one in a conversation moves the
+// conversation's mapping to it (1: its name is committed), after the
+// mapping's first write (2) on the conversation's first turn.
 func TestTurnSyncs(t *testing.T) {
-	const first, later, responseDoc = 8, 3, 2
+	const first, later, responseDoc = 5, 2, 2
 	for _, stream := range []bool{false, true} {
 		t.Run(fmt.Sprintf("chat/stream=%v", stream), func(t *testing.T) {
 			e := newTestEnv(t, nil)
@@ -88,6 +92,20 @@ func TestTurnSyncs(t *testing.T) {
 			prev = decode[struct{ ID string }](t, body).ID
 			delivered(t, e, resp.Header.Get(SessionHeader))
 			c.check(t, turn, first+responseDoc, later+responseDoc)
+		}
+	})
+	t.Run("responses/conversation", func(t *testing.T) {
+		const made, moved = 2, 1
+		e := newTestEnv(t, nil)
+		resp, body := e.do("POST", "/v1/responses", map[string]any{"input": "warm up", "conversation": "warm"}, nil)
+		mustStatus(t, resp, body, 200)
+		delivered(t, e, resp.Header.Get(SessionHeader))
+		c := countSyncs(t, e.dir)
+		for turn := range 5 {
+			resp, body := e.do("POST", "/v1/responses", map[string]any{"input": fmt.Sprint("question ", turn), "conversation": "c1"}, nil)
+			mustStatus(t, resp, body, 200)
+			delivered(t, e, resp.Header.Get(SessionHeader))
+			c.check(t, turn, first+responseDoc+made+moved, later+responseDoc+moved)
 		}
 	})
 }

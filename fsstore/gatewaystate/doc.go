@@ -11,6 +11,12 @@
 // the index lacks: such documents are found from a directory listing when
 // the index is first loaded, and evicted first.
 //
+// A conversation's mapping (conversations/<slug>.json) is written, its
+// directory synced, when its session changes, before the turn; after each
+// turn it is moved to the turn's response synced without its directory
+// (UpdateConversation): it names the same session, and a crash leaves
+// the mapping before, which the next turn moves on.
+//
 // state.json names the run's host and pid. Whether a gateway runs is
 // never judged by that pid, which means nothing on another host that
 // shares the profile: the serve lock (flock) says, on every host.
@@ -20,7 +26,9 @@
 // session and where the key's turn lies in it), written and synced before
 // the turn runs, and the delivery mark of each session
 // (delivered/<session>.json: how much of its transcript a client received
-// whole), written after a reply is sent. The keys of `hermes sessions
+// whole), written after a reply is sent, without a sync: a record a power
+// cut loses or empties reads as none, so a repeat of the turn gets its
+// stored reply again and runs nothing. The keys of `hermes sessions
 // append --key` are kept with the idempotency keys (the digest of
 // "sessions append", a NUL and the key, which no header's key can be).
 //

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -443,6 +444,39 @@ func (g *Store) PutConversation(c Conversation) error {
 	}
 	c.UpdatedAt = now
 	return fsstore.WriteDoc(filepath.Join(g.conversationsDir(), c.Conversation+".json"), &c)
+}
+
+// UpdateConversation rewrites the mapping of c.Conversation after a turn
+// (the last response in it): synced, not its directory, since the mapping
+// names the same session as before the turn, and was written, its
+// directory synced, when the session changed. A crash leaves the mapping
+// before it, which the next turn brings on. A mapping not there is
+// written as PutConversation writes it. The caller holds
+// LockConversation.
+func (g *Store) UpdateConversation(c Conversation) error {
+	if err := fsstore.CheckID("conversation", c.Conversation); err != nil {
+		return err
+	}
+	if err := fsstore.CheckID("session id", c.SessionID); err != nil {
+		return err
+	}
+	path := filepath.Join(g.conversationsDir(), c.Conversation+".json")
+	if _, err := os.Lstat(path); err != nil {
+		return g.PutConversation(c)
+	}
+	now := fsstore.TimeOf(g.Now())
+	if c.CreatedAt == "" {
+		c.CreatedAt = now
+	}
+	c.UpdatedAt = now
+	b, err := fsstore.EncodeDoc(path, &c)
+	if err != nil {
+		return err
+	}
+	return fsstore.ReplaceFile(path, func(w io.Writer) error {
+		_, err := w.Write(b)
+		return err
+	})
 }
 
 // ReadState reads state.json; ok is false when no run was ever recorded. A

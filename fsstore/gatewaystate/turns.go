@@ -4,7 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"io"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -135,12 +135,13 @@ func (g *Store) deliveredPath(sid string) string {
 
 // SetDelivered records that a client received the transcript of session
 // sid up to count messages. It is written after the reply was sent, and
-// its loss (a crash right after the send) only makes a repeated message
-// of that turn count as a retry. So the record is synced, so that a
-// crash never leaves it empty, but not its directory
-// (fsstore.ReplaceFile): a crash may leave the name on the record before
-// it, or on none for a session's first, both of which a reader takes as
-// a record lost. That is one sync a turn instead of two.
+// its loss (a power cut right after the send) only makes a repeat of that
+// turn count as a retry, which gets the stored reply again and runs
+// nothing (invariant 12 forbids running a turn twice, not sending a
+// stored reply twice). So it is a cache, written without a sync
+// (fsstore.WriteCacheFile): a process killed loses nothing, and a power
+// cut may leave the record before it, none, or an empty one, all of which
+// Delivered reads as a record lost. That is no sync a turn instead of one.
 func (g *Store) SetDelivered(sid string, count int64) error {
 	if err := fsstore.CheckID("session id", sid); err != nil {
 		return err
@@ -153,20 +154,23 @@ func (g *Store) SetDelivered(sid string, count int64) error {
 	if err != nil {
 		return err
 	}
-	return fsstore.ReplaceFile(path, func(w io.Writer) error {
-		_, err := w.Write(b)
-		return err
-	})
+	return fsstore.WriteCacheFile(path, b)
 }
 
 // Delivered returns how many messages of session sid a client received
-// whole: 0 when nothing was recorded. An unreadable record counts as 0 (a
-// repeat then counts as a retry) and is quarantined.
+// whole: 0 when nothing was recorded. An unreadable record (what a power
+// cut may leave of it) counts as 0, so a repeat counts as a retry; it is
+// quarantined and warned of, not returned as an error, which would fail
+// the request that asked.
 func (g *Store) Delivered(sid string) (int64, error) {
 	if err := fsstore.CheckID("session id", sid); err != nil {
 		return 0, err
 	}
 	d, _, err := readDoc(g, g.deliveredPath(sid), "the delivery of session "+sid, func(d *Delivery) bool { return d.SessionID == sid })
+	if errors.As(err, new(*fsstore.CorruptError)) {
+		g.Warn(fmt.Sprintf("the delivery of session %s counts as none: %v", sid, err))
+		return 0, nil
+	}
 	return d.MessageCount, err
 }
 

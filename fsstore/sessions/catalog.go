@@ -30,8 +30,12 @@ import (
 // it are serialized by .catalog.lock, held only for the one write and sync.
 // An append's line (Append) is written after its transcript is synced and
 // is not synced itself: a crash can lose it, leaving the catalog behind
-// the transcript, never ahead, which Check reports and repair levels; the
-// lines of the other writes are synced before their document is written.
+// the transcript, never ahead, which Check reports and repair levels. A
+// new session's line (Create, Fork) is written before its document and
+// not synced either: a crash can lose it, leaving a catalog that lacks
+// the session (found by its id, not listed), which Check reports and
+// repair levels. The lines of the other writes are synced before their
+// document is written.
 //
 // "at" is the session's activity, which is the moment of the write except
 // for an import: a session whose history ended 200 days ago was last
@@ -131,6 +135,29 @@ func (s *Store) touchCatalogThen(sess *Session, at, now time.Time, commit func()
 	if err := commit(); err != nil {
 		s.retract(e)
 		return err
+	}
+	return nil
+}
+
+// addCatalogThen is touchCatalogThen for a new session (create, fork),
+// whose line is not synced: a power cut may lose it and keep the
+// document, leaving a catalog that lacks the session, which Check reports
+// and repair levels. The line is taken back if commit fails.
+func (s *Store) addCatalogThen(sess *Session, at, now time.Time, commit func() error) error {
+	e := s.entryOf(sess, at, now)
+	f, due, err := s.appendCatalog(e)
+	if err != nil {
+		return err
+	}
+	if f != nil {
+		f.Close()
+	}
+	if err := commit(); err != nil {
+		s.retract(e)
+		return err
+	}
+	if due {
+		s.compactCatalogIfDue()
 	}
 	return nil
 }

@@ -64,6 +64,14 @@
 // repairs. An append reads the last line of the transcript, not the whole
 // file, so its cost does not grow with the history.
 //
+// A create syncs its document and their directory and nothing else: its
+// id index entry and its catalog line are written before the document,
+// unsynced. A power cut may lose them and keep the document: the session
+// is read by its id but not found by a prefix nor listed until fsck,
+// which reports "id index lacks session …" and "activity catalog lacks
+// session …", repairs both (a later append's line, if it survived, lists
+// it sooner). A process killed loses neither (the kernel has the write).
+//
 // # Keyed appends
 //
 // AppendKeyed stores an append at most once for an idempotency key, so

@@ -108,7 +108,7 @@ func (s *Store) Fork(parentID string, at int64, title string) (Session, error) {
 		return err
 	})
 	if err == nil {
-		err = s.touchCatalogThen(&child, now, now, func() error { return fsstore.WriteDoc(s.docPath(child.ID), &child) })
+		err = s.addCatalogThen(&child, now, now, func() error { return fsstore.WriteDoc(s.docPath(child.ID), &child) })
 	}
 	if err != nil {
 		os.Remove(path)

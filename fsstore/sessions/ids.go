@@ -30,10 +30,15 @@ import (
 // guards every write of the index and is taken last (never with another
 // lock taken after it).
 //
-// A new session's "+ID" is synced before its document is written (Create,
+// A new session's "+ID" is written before its document (Create,
 // CreateWith, Fork), so every document hermes writes has its entry: a
-// lookup trusts the index for a miss and never lists the directory. A
-// create that fails after its entry takes it back; a crash between the
+// lookup trusts the index for a miss and never lists the directory. The
+// line is not synced (the index is a cache, and a new session's first
+// turn in the gateway makes no sync it can spare): a power cut may lose
+// it with its document kept, which is then found by its exact id but not
+// by a prefix until fsck --repair, which reports it and rebuilds the
+// index.
+// A create that fails after its entry takes it back; a crash between the
 // two leaves an entry without a document; a removal's
 // "-ID" is not synced, and a crash may lose it. Both leave a stale
 // entry, which is harmless: a lookup counts an id only when its document
@@ -71,7 +76,7 @@ func (s *Store) lockIDs() (func(), error) {
 	return fsstore.LockUntil(filepath.Join(s.Dir, idsLockName), s.LockTimeout, s.Cancel)
 }
 
-// indexNewID records the new session id in the index, synced, building
+// indexNewID records the new session id in the index, unsynced, building
 // the index first on a profile from before it. The caller holds the
 // session's lock and writes the document after it; if that fails, it
 // calls undo, which takes the entry back, so that a failed create (a full
@@ -91,7 +96,7 @@ func (s *Store) indexNewID(id string) (undo func(), err error) {
 	}
 	_, err = os.Lstat(s.idsRecentPath())
 	made := errors.Is(err, os.ErrNotExist)
-	if err := s.appendIDLocked('+', id, true); err != nil {
+	if err := s.appendIDLocked('+', id); err != nil {
 		s.takeBackIDLocked(id, built, made)
 		return nil, err
 	}
@@ -151,7 +156,7 @@ func (s *Store) unindexID(id string) {
 	}
 	unlock, err := s.lockIDs()
 	if err == nil {
-		err = s.appendIDLocked('-', id, false)
+		err = s.appendIDLocked('-', id)
 		unlock()
 	}
 	if err != nil {
@@ -159,9 +164,10 @@ func (s *Store) unindexID(id string) {
 	}
 }
 
-// appendIDLocked appends op and id to the log, and merges the log into
-// .ids once it passes idsRecentMax. The caller holds the ids lock.
-func (s *Store) appendIDLocked(op byte, id string, sync bool) error {
+// appendIDLocked appends op and id to the log, unsynced, and merges the
+// log into .ids once it passes idsRecentMax. The caller holds the ids
+// lock.
+func (s *Store) appendIDLocked(op byte, id string) error {
 	f, moved, err := fsstore.OpenAppend(s.idsRecentPath(), s.Now())
 	if err != nil {
 		return err
@@ -170,11 +176,6 @@ func (s *Store) appendIDLocked(op byte, id string, sync bool) error {
 	s.warnMoved(moved)
 	if err := fsstore.WriteLines(f, [][]byte{[]byte(string(op) + id + "\n")}); err != nil {
 		return err
-	}
-	if sync {
-		if err := fsstore.SyncLog(f); err != nil {
-			return err
-		}
 	}
 	fi, err := f.Stat()
 	if err != nil || fi.Size() <= idsRecentMax {

@@ -276,7 +276,8 @@ func (s *Store) Create(sess Session) (Session, bool, error) {
 // session appears whole or not at all. The messages are appended and
 // synced, then the catalog line, then the document, the commit point; a
 // failure before it cuts the transcript back (removes it, if this call
-// made it). A session that exists is returned as it is with
+// made it). The catalog line and the id index entry are not synced
+// (caches: see doc.go). A session that exists is returned as it is with
 // created=false, and msgs are not written. msgs are checked (their ts
 // included) before anything is written.
 // A new id must pass fsstore.CheckNewID.
@@ -404,7 +405,7 @@ func (s *Store) createWith(sess Session, msgs []Message) (_ Session, created boo
 	}
 	sess.MessageCount = seq
 	err = fsstore.AppendThen(f, made, lines, func() error {
-		return s.touchCatalogThen(&sess, active, now, func() error { return s.writeDoc(&sess, nil) })
+		return s.addCatalogThen(&sess, active, now, func() error { return s.writeDoc(&sess, nil) })
 	})
 	if err != nil {
 		return Session{}, false, err
