@@ -201,7 +201,7 @@ func (ro *router) routeHistory(ctx context.Context, model string, msgs []session
 		rt = route{history: rt.history}
 	}
 	sess, err := ro.newSession(ctx, &rt, "", "", model)
-	rt.a = admission{sess: sess, fresh: true}
+	rt.a = admission{sess: sess, fresh: true, history: digest}
 	return rt, msgs, err
 }
 
@@ -364,6 +364,37 @@ func (ro *router) indexOpening(a admission) {
 	}
 	if err != nil {
 		ro.opts.Logf("session %s: recording its opening in the history index: %v", a.sess.ID, err)
+	}
+}
+
+// indexCopied records, once the first turn of a session made for a
+// history the index did not have has stored the conversation, that
+// history (a.history) as the session's, at the end of its last reply
+// there: a retry of the turn (the gateway killed in it, or its client
+// gone) then continues in this session, where its calls are answered
+// once, rather than in a new session that would run them again. A failure
+// is reported, not returned, as indexOpening's.
+func (ro *router) indexCopied(ctx context.Context, a admission) {
+	if a.history == "" {
+		return
+	}
+	msgs, err := ro.opts.Sessions.Messages(a.sess.ID)
+	if err != nil {
+		ro.opts.Logf("session %s: recording its history in the index: %v", a.sess.ID, err)
+		return
+	}
+	h := newDigest(scopeOf(ctx))
+	at := 0
+	walkConversation(h, msgs, func(end int) {
+		if at == 0 && hex.EncodeToString(h.Sum(nil)) == a.history {
+			at = end
+		}
+	})
+	if at == 0 {
+		return
+	}
+	if err := ro.opts.Store.PutHistory(gatewaystate.History{Digest: a.history, SessionID: a.sess.ID, MessageCount: int64(at), LastTS: msgs[at-1].TS}); err != nil {
+		ro.opts.Logf("session %s: recording its history in the index: %v", a.sess.ID, err)
 	}
 }
 

@@ -238,15 +238,20 @@ type route struct {
 // engine's turn on what it adds, after which the key's record and the
 // history index are brought up to date.
 func (s *Server) run(ctx context.Context, rt *route, req request, stream io.Writer, started func()) (turnOutcome, error) {
+	var out turnOutcome
 	if rt.replay != nil {
-		return replay(rt.replay, rt.replayCount, stream, started), nil
-	}
-	out, err := s.runTurn(ctx, rt.a, rt.add, req, stream, started)
-	if err != nil {
-		return out, err
-	}
-	if err := rt.key.recordEnd(s.opts.Store, out); err != nil {
-		s.opts.Logf("session %s: recording the end of a keyed turn: %v", rt.a.sess.ID, err)
+		// The history is indexed again: a kill between the reply's store
+		// and its entry leaves the entry out, and the client's next turn
+		// would find no session.
+		out = replay(rt.replay, rt.replayCount, stream, started)
+	} else {
+		var err error
+		if out, err = s.runTurn(ctx, rt.a, rt.add, req, stream, started); err != nil {
+			return out, err
+		}
+		if err := rt.key.recordEnd(s.opts.Store, out); err != nil {
+			s.opts.Logf("session %s: recording the end of a keyed turn: %v", rt.a.sess.ID, err)
+		}
 	}
 	if req.chat || rt.byHistory {
 		s.router.indexHistory(scopeOf(ctx), req.msgs, rt.history, out, rt.a.sess.ID)

@@ -46,6 +46,10 @@ type admission struct {
 	// indexed once the turn has stored it (see indexOpening), with
 	// request, the digest of the request that stored it (attempt).
 	opening, request string
+	// history is the digest of the history a fresh session was made for
+	// when the index had none, indexed once the turn has stored it (see
+	// indexCopied).
+	history string
 }
 
 func isUser(m sessions.Message) bool { return m.Role == "user" }
@@ -346,6 +350,7 @@ func (s *Server) runTurn(ctx context.Context, a admission, add []sessions.Messag
 		Provider:  req.provider,
 		Started: func() {
 			s.router.indexOpening(a)
+			s.router.indexCopied(ctx, a)
 			if started != nil {
 				started()
 			}
