@@ -204,22 +204,46 @@ func (r Result) Text() string {
 // stores at a session's first turn. A front end that creates a session
 // together with its first messages, so that a failed create leaves none
 // (chat), stores these.
+//
+// The memory's snapshot is made while the instructions and the skills are
+// read (each reads files of its own), its warnings said after them.
 func (e *Engine) Opening(ctx context.Context, cwd string, msgs []sessions.Message) []sessions.Message {
+	var (
+		mem     sessions.Message
+		memOK   bool
+		memWarn []string
+		done    = make(chan struct{})
+	)
+	if e.Memory != nil {
+		go func() {
+			defer close(done)
+			mem, memOK = MemoryNote(e.Memory, func(msg string) { memWarn = append(memWarn, msg) })
+		}()
+	} else {
+		close(done)
+	}
 	var head []sessions.Message
 	if e.Instructions != nil {
 		if m, ok := e.Instructions.Note(ctx, cwd); ok {
 			head = append(head, m)
 		}
 	}
-	if e.Memory != nil {
-		if m, ok := MemoryNote(e.Memory, e.Warn); ok {
-			head = append(head, m)
+	var skillsNote sessions.Message
+	skillsOK := false
+	if e.Skills != nil {
+		skillsNote, skillsOK = e.Skills.Note(ctx, cwd)
+	}
+	<-done
+	if e.Warn != nil {
+		for _, msg := range memWarn {
+			e.Warn(msg)
 		}
 	}
-	if e.Skills != nil {
-		if m, ok := e.Skills.Note(ctx, cwd); ok {
-			head = append(head, m)
-		}
+	if memOK {
+		head = append(head, mem)
+	}
+	if skillsOK {
+		head = append(head, skillsNote)
 	}
 	if head == nil {
 		return msgs

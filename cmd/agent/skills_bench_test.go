@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -34,6 +35,12 @@ func benchProfile(b *testing.B) (*memory.Store, *Skills) {
 			b.Fatal(err)
 		}
 		if _, err := st.Patch(name, "examples.md", "", "an example\n", skills.Who{By: skills.ByUser}); err != nil {
+			b.Fatal(err)
+		}
+		// Written an hour ago, as a profile's skills are: the index
+		// holds no file younger than skills.RacyWindow.
+		earlier := time.Now().Add(-time.Hour)
+		if err := os.Chtimes(filepath.Join(st.Path(name), skills.FileName), earlier, earlier); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -114,6 +114,10 @@ func TestCatalogIndex(t *testing.T) {
 	st := skills.NewStore(filepath.Join(t.TempDir(), "profile"), 5*time.Second, nil)
 	writeSkill(t, st.Dir, "a", "first words", "x\n")
 	writeSkill(t, st.Dir, "b", "other", "x\n")
+	earlier := time.Now().Add(-time.Hour) // older than skills.RacyWindow
+	for _, name := range []string{"a", "b"} {
+		os.Chtimes(filepath.Join(st.Dir, name, skills.FileName), earlier, earlier)
+	}
 	sk := &Skills{Store: st, Warn: func(s string) { t.Error(s) }}
 	cwd := t.TempDir()
 	desc := func() string {
@@ -139,5 +143,29 @@ func TestCatalogIndex(t *testing.T) {
 	os.WriteFile(filepath.Join(st.Dir, ".index.cache"), []byte("{garbage"), 0o600)
 	if got := desc(); got != "a=later words" {
 		t.Errorf("with a damaged index: %s", got)
+	}
+}
+
+// TestCatalogIndexSameTick: a SKILL.md rewritten in place to the same
+// size within the clock tick of its last write (a coarse file clock gives
+// both writes one modification time) is read again, never taken from the
+// index: the index holds no file written within the last moments.
+func TestCatalogIndexSameTick(t *testing.T) {
+	st := skills.NewStore(filepath.Join(t.TempDir(), "profile"), 5*time.Second, nil)
+	sk := &Skills{Store: st, Warn: func(s string) { t.Error(s) }}
+	cwd := t.TempDir()
+	path := filepath.Join(st.Dir, "a", skills.FileName)
+	tick := time.Now()
+	writeSkill(t, st.Dir, "a", "first words", "x\n")
+	os.Chtimes(path, tick, tick)
+	if got := sk.Catalog(context.Background(), cwd); len(got) != 1 || got[0].Description != "first words" {
+		t.Fatalf("catalog %+v", got)
+	}
+	if err := os.WriteFile(path, []byte("---\nname: a\ndescription: other words\n---\nx\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.Chtimes(path, tick, tick)
+	if got := sk.Catalog(context.Background(), cwd); len(got) != 1 || got[0].Description != "other words" {
+		t.Errorf("after a same-size edit in the same tick: %+v", got)
 	}
 }
