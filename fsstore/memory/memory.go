@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -616,25 +615,24 @@ func (s *Store) changeOf(withLog bool, decide func(State, []Change) (string, Cha
 // what the log said before this change (edited outside hermes, or left
 // behind by a crash) is first copied aside as <file>.replaced-<unix>, so
 // that nothing a user wrote there is lost. The file is a view of the log,
-// which holds the change already: it is synced before its rename, so it
-// is never seen empty, but its directory is not, so a power cut may give
-// back the version before (which the next change copies aside).
+// which holds the change already (synced: the commit point), so it is
+// written like a cache: renamed into place whole, neither it nor its
+// directory synced. A power cut may give back the version before, or an
+// empty file; the next change writes it again (copying the version
+// before aside), as fsck --repair does.
 func (s *Store) writeView(target string, before, entries []Entry) error {
 	path := s.Path(target)
 	if err := s.keepEdited(path, Render(before)); err != nil {
 		return err
 	}
-	text := Render(entries)
-	return fsstore.ReplaceFile(path, func(w io.Writer) error {
-		_, err := io.WriteString(w, text)
-		return err
-	})
+	return fsstore.WriteCacheFile(path, []byte(Render(entries)))
 }
 
-// keepEdited copies the file at path aside when it holds other than want.
+// keepEdited copies the file at path aside when it holds other than want;
+// an empty file holds nothing to keep.
 func (s *Store) keepEdited(path, want string) error {
 	have, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) || err == nil && string(have) == want {
+	if errors.Is(err, os.ErrNotExist) || err == nil && (string(have) == want || len(have) == 0) {
 		return nil
 	}
 	if err != nil {

@@ -245,6 +245,34 @@ func TestEditedFileKept(t *testing.T) {
 	}
 }
 
+// TestChangeSyncsTheLogOnly: a change's one sync is its line in the log
+// (the commit point); the file it writes again is a view of the log, not
+// synced, and a view a power cut left empty is written again by the next
+// change with nothing kept aside, since it holds nothing.
+func TestChangeSyncsTheLogOnly(t *testing.T) {
+	s, w := newStore(t)
+	s.Add(Memory, "one", agent)
+	var synced []string
+	stop := fsstore.ObserveSyncs(s.Dir, func(name string) { synced = append(synced, filepath.Base(name)) })
+	if _, err := s.Add(Memory, "two", agent); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	if len(synced) != 1 || synced[0] != "log.jsonl" {
+		t.Errorf("synced %q, want the log alone", synced)
+	}
+	storetest.MustWrite(t, s.Path(Memory), nil)
+	if _, err := s.Add(Memory, "three", agent); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(storetest.MustRead(t, s.Path(Memory))); got != "one\n§\ntwo\n§\nthree\n" {
+		t.Errorf("MEMORY.md %q", got)
+	}
+	if copies, _ := fsstore.CopiesAside(s.Dir, "MEMORY.md"); len(copies) != 0 || len(w.List()) != 0 {
+		t.Errorf("an empty view kept aside: %q, warnings %q", copies, w.List())
+	}
+}
+
 // TestCheckRepairsStaleFile: a crash after the commit point leaves the
 // file behind the log; fsck --repair writes it again.
 func TestCheckRepairsStaleFile(t *testing.T) {
