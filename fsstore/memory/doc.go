@@ -13,7 +13,8 @@
 //	log.lock    the lock every change holds
 //	MEMORY.md   the memory entries, separated by lines of only "§"
 //	USER.md     the user entries, likewise
-//	state.cache both files' entries as of a log of a given size (a cache, gob)
+//	state.cache both files' entries as of a log of a given size (a cache,
+//	            in the engine's cache format: fsstore.CacheEncoder)
 //
 // The log is the truth; the two files are views of it. A change takes the
 // lock, reads the state the log makes, applies the change, checks the
@@ -35,7 +36,9 @@
 // and the size of the log it was made from, without a sync. A reader (or
 // the next change) uses it only while the log has that size, read fresh
 // (fsstore.FreshSize); a cache that is missing, does not parse (a power
-// cut) or is for another size is passed over and the log folded. fsck
+// cut, another version of hermes) or is for another size is passed over
+// and the log folded, and a reader that folded it writes the cache (under
+// the shared lock no change appends, so the size is the one folded). fsck
 // reports a cache for the log's size whose state is not the log's, and
 // --repair writes it again. A revert folds the log, which it needs.
 //

@@ -1,8 +1,6 @@
 package memory
 
 import (
-	"bytes"
-	"encoding/gob"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -210,7 +208,17 @@ func (s *Store) Read() (State, error) {
 	if st, ok := s.cached(); ok {
 		return st, nil
 	}
-	return s.fold(nil)
+	st, err := s.fold(nil)
+	if err != nil {
+		return st, err
+	}
+	// No writer appends while the lock is held: the size is the one
+	// folded.
+	if f, size, err := fsstore.OpenSized(s.LogPath()); err == nil && f != nil {
+		f.Close()
+		s.writeCache(st, size)
+	}
+	return st, nil
 }
 
 // cache is the state the log makes, as of a log of LogSize bytes: written
@@ -238,24 +246,56 @@ func (s *Store) cached() (State, bool) {
 	return c.State, true
 }
 
-// readCache reads the cache, in gob (its JSON took longer to decode than
-// the rest of a session's start).
+// cacheMagic begins the cache; another version's cache does not decode.
+const cacheMagic = "hermes memory cache 1\n"
+
+// readCache reads the cache, in the engine's cache format
+// (fsstore.CacheDecoder: gob's decoding was most of a session's start):
+// the log's size, the last seq, then MEMORY.md's entries and USER.md's,
+// each a count then each entry's text, seq and author.
 func (s *Store) readCache() (cache, bool) {
-	var c cache
 	b, err := os.ReadFile(s.CachePath())
-	if err != nil || gob.NewDecoder(bytes.NewReader(b)).Decode(&c) != nil {
+	if err != nil {
+		return cache{}, false
+	}
+	d := fsstore.NewCacheDecoder(b, cacheMagic)
+	c := cache{LogSize: d.Int()}
+	c.Seq = d.Int()
+	c.Memory = readEntries(d)
+	c.User = readEntries(d)
+	if !d.Done() {
 		return cache{}, false
 	}
 	return c, true
 }
 
+func readEntries(d *fsstore.CacheDecoder) []Entry {
+	n := d.Count()
+	if n == 0 {
+		return nil
+	}
+	out := make([]Entry, n)
+	for i := range out {
+		out[i] = Entry{Text: d.String(), Seq: d.Int(), By: d.String()}
+	}
+	return out
+}
+
 // writeCache writes the cache of st for a log of size bytes. A cache
 // that cannot be written is only slower reads: the error is dropped.
 func (s *Store) writeCache(st State, size int64) {
-	var b bytes.Buffer
-	if gob.NewEncoder(&b).Encode(cache{LogSize: size, State: st}) == nil {
-		fsstore.WriteCacheFile(s.CachePath(), b.Bytes())
+	e := fsstore.NewCacheEncoder(cacheMagic)
+	e.Int(size)
+	e.Int(st.Seq)
+	for _, entries := range [][]Entry{st.Memory, st.User} {
+		e.Uint(uint64(len(entries)))
+		for _, x := range entries {
+			e.String(x.Text)
+			e.Int(x.Seq)
+			e.String(x.By)
+		}
 	}
+	fsstore.WriteCacheFile(s.CachePath(), e.Bytes())
 }
 
 // Log calls fn with each change, oldest first.

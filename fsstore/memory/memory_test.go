@@ -526,3 +526,42 @@ func TestCache(t *testing.T) {
 		t.Errorf("after repair: %s", got)
 	}
 }
+
+// TestReadWritesCache: a read that finds no cache for the log (none, a
+// damaged one, or one from another version of hermes) folds the log and
+// writes the cache, so the next session's start reads the cache.
+func TestReadWritesCache(t *testing.T) {
+	s, _ := newStore(t)
+	s.Add(Memory, "one", agent)
+	s.Add(User, "two", agent)
+	storetest.MustWrite(t, s.CachePath(), []byte("{garbage"))
+	if got := mustRead(t, s); strings.Join(texts(got.Memory), "|") != "one" || strings.Join(texts(got.User), "|") != "two" {
+		t.Fatalf("read %+v", got)
+	}
+	c, ok := s.cached()
+	if !ok || strings.Join(texts(c.Memory), "|") != "one" || strings.Join(texts(c.User), "|") != "two" || c.Seq != 2 {
+		t.Errorf("cache after the read: %+v %v", c, ok)
+	}
+}
+
+// TestCacheEncoding: the cache reads back what it wrote, and a file cut
+// at any byte is no cache.
+func TestCacheEncoding(t *testing.T) {
+	s, _ := newStore(t)
+	if err := fsstore.EnsureDir(s.Dir); err != nil {
+		t.Fatal(err)
+	}
+	st := State{Memory: []Entry{{Text: "é\n§ no", Seq: 3, By: ByAgent}, {Text: "b", Seq: 9, By: ByUser}}, Seq: 12}
+	s.writeCache(st, 4096)
+	c, ok := s.readCache()
+	if !ok || c.LogSize != 4096 || fmt.Sprint(c.State) != fmt.Sprint(st) || c.User != nil {
+		t.Fatalf("read back %+v %v", c, ok)
+	}
+	b := storetest.MustRead(t, s.CachePath())
+	for n := range len(b) {
+		storetest.MustWrite(t, s.CachePath(), b[:n])
+		if c, ok := s.readCache(); ok {
+			t.Fatalf("cut at %d of %d: read %+v", n, len(b), c)
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package skills
 
 import (
-	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -191,90 +190,50 @@ func (idx *Index) Save() {
 	fsstore.WriteCacheFile(idx.path, encodeIndex(idx.entries))
 }
 
-// encodeIndex writes the entries as indexMagic, their count, then for
-// each: path, size, modification time, inode, name, description, the
-// count of allowed tools and each; a string is its length and its bytes,
-// a number a varint.
+// encodeIndex writes the entries in the engine's cache format
+// (fsstore.CacheEncoder): their count, then for each its path, size,
+// modification time, inode, name, description, and its allowed tools
+// (a count, then each).
 func encodeIndex(entries map[string]indexEntry) []byte {
-	b := []byte(indexMagic)
-	b = binary.AppendUvarint(b, uint64(len(entries)))
-	str := func(s string) {
-		b = binary.AppendUvarint(b, uint64(len(s)))
-		b = append(b, s...)
-	}
-	for p, e := range entries {
-		str(p)
-		b = binary.AppendVarint(b, e.Stamp.Size)
-		b = binary.AppendVarint(b, e.Stamp.MTime)
-		b = binary.AppendUvarint(b, e.Stamp.Inode)
-		str(e.Meta.Name)
-		str(e.Meta.Description)
-		b = binary.AppendUvarint(b, uint64(len(e.Meta.AllowedTools)))
-		for _, t := range e.Meta.AllowedTools {
-			str(t)
+	e := fsstore.NewCacheEncoder(indexMagic)
+	e.Uint(uint64(len(entries)))
+	for p, x := range entries {
+		e.String(p)
+		e.Int(x.Stamp.Size)
+		e.Int(x.Stamp.MTime)
+		e.Uint(x.Stamp.Inode)
+		e.String(x.Meta.Name)
+		e.String(x.Meta.Description)
+		e.Uint(uint64(len(x.Meta.AllowedTools)))
+		for _, t := range x.Meta.AllowedTools {
+			e.String(t)
 		}
 	}
-	return b
+	return e.Bytes()
 }
 
 // decodeIndex reads what encodeIndex wrote; nil when b is not that, whole.
-// The strings are slices of one copy of b.
 func decodeIndex(b []byte) map[string]indexEntry {
-	if !strings.HasPrefix(string(b), indexMagic) {
+	d := fsstore.NewCacheDecoder(b, indexMagic)
+	n := d.Count()
+	if !d.OK() {
 		return nil
 	}
-	all, pos, bad := string(b), len(indexMagic), false
-	uvarint := func() uint64 {
-		v, n := binary.Uvarint(b[pos:])
-		if n <= 0 {
-			bad = true
-			return 0
+	entries := make(map[string]indexEntry, n)
+	for range n {
+		p := d.String()
+		var x indexEntry
+		x.Stamp = Stamp{Size: d.Int(), MTime: d.Int(), Inode: d.Uint()}
+		x.Meta.Name, x.Meta.Description = d.String(), d.String()
+		for range d.Count() {
+			x.Meta.AllowedTools = append(x.Meta.AllowedTools, d.String())
 		}
-		pos += n
-		return v
-	}
-	varint := func() int64 {
-		v, n := binary.Varint(b[pos:])
-		if n <= 0 {
-			bad = true
-			return 0
-		}
-		pos += n
-		return v
-	}
-	str := func() string {
-		n := uvarint()
-		if bad || n > uint64(len(b)-pos) {
-			bad = true
-			return ""
-		}
-		s := all[pos : pos+int(n)]
-		pos += int(n)
-		return s
-	}
-	count := uvarint()
-	if bad || count > uint64(len(b)-pos) {
-		return nil
-	}
-	entries := make(map[string]indexEntry, count)
-	for range count {
-		p := str()
-		var e indexEntry
-		e.Stamp = Stamp{Size: varint(), MTime: varint(), Inode: uvarint()}
-		e.Meta.Name, e.Meta.Description = str(), str()
-		tools := uvarint()
-		if bad || tools > uint64(len(b)-pos) {
+		if !d.OK() {
 			return nil
 		}
-		for range tools {
-			e.Meta.AllowedTools = append(e.Meta.AllowedTools, str())
-		}
-		if bad {
-			return nil
-		}
-		entries[p] = e
+		entries[p] = x
 	}
-	if pos != len(b) {
+	if !d.Done() {
 		return nil
 	}
 	return entries
