@@ -57,12 +57,13 @@ func Scan(dir string) ([]Found, error) {
 	}
 	slices.Sort(names)
 	fd := int(d.Fd())
+	prefix := filepath.Clean(dir) + string(filepath.Separator) // a Join a skill cost a tenth of the scan
 	found := make([]Found, len(names))
 	stat := func(lo, hi int) {
 		var st unix.Stat_t
 		for i := lo; i < hi; i++ {
 			if lstatAt(fd, names[i]+"/"+FileName, &st) == nil && uint32(st.Mode)&unix.S_IFMT == unix.S_IFREG {
-				found[i] = Found{Name: names[i], Path: filepath.Join(dir, names[i], FileName),
+				found[i] = Found{Name: names[i], Path: prefix + names[i] + string(filepath.Separator) + FileName,
 					Stamp: Stamp{Size: st.Size, MTime: st.Mtim.Nano(), Inode: uint64(st.Ino)}}
 			}
 		}
