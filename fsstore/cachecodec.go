@@ -7,7 +7,7 @@ import (
 
 // CacheEncoder writes a cache file's records in the engine's cache
 // format: a magic line naming the cache and its version, then numbers as
-// varints and strings as their length and bytes, in an order the cache's
+// varints and strings (Text) as their length and bytes, in an order the cache's
 // owner decides. It exists because decoding with gob or JSON (reflection,
 // and gob's type descriptors in every file) was most of what a session's
 // start paid to read its caches; this format reads a few hundred
@@ -27,8 +27,8 @@ func (e *CacheEncoder) Uint(v uint64) { e.b = binary.AppendUvarint(e.b, v) }
 // Int appends v.
 func (e *CacheEncoder) Int(v int64) { e.b = binary.AppendVarint(e.b, v) }
 
-// String appends s.
-func (e *CacheEncoder) String(s string) {
+// Text appends s.
+func (e *CacheEncoder) Text(s string) {
 	e.Uint(uint64(len(s)))
 	e.b = append(e.b, s...)
 }
@@ -85,8 +85,8 @@ func (d *CacheDecoder) Int() int64 {
 	return v
 }
 
-// String reads a string String wrote.
-func (d *CacheDecoder) String() string {
+// Text reads a string Text wrote.
+func (d *CacheDecoder) Text() string {
 	n := d.Uint()
 	if d.bad || n > uint64(len(d.b)-d.pos) {
 		d.bad = true

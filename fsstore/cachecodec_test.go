@@ -9,22 +9,22 @@ func TestCacheCodec(t *testing.T) {
 	const magic = "hermes test cache 1\n"
 	e := NewCacheEncoder(magic)
 	e.Uint(2)
-	e.String("é§\x00")
+	e.Text("é§\x00")
 	e.Int(-1 << 62)
 	e.Uint(1 << 63)
-	e.String("")
+	e.Text("")
 	b := e.Bytes()
 	d := NewCacheDecoder(b, magic)
-	if n, s, i, u, empty := d.Count(), d.String(), d.Int(), d.Uint(), d.String(); n != 2 || s != "é§\x00" || i != -1<<62 || u != 1<<63 || empty != "" || !d.Done() {
+	if n, s, i, u, empty := d.Count(), d.Text(), d.Int(), d.Uint(), d.Text(); n != 2 || s != "é§\x00" || i != -1<<62 || u != 1<<63 || empty != "" || !d.Done() {
 		t.Fatalf("read back %d %q %d %d %q, done %v", n, s, i, u, empty, d.Done())
 	}
 	read := func(b []byte, magic string) bool {
 		d := NewCacheDecoder(b, magic)
 		d.Count()
-		d.String()
+		d.Text()
 		d.Int()
 		d.Uint()
-		d.String()
+		d.Text()
 		return d.Done()
 	}
 	for n := range len(b) {

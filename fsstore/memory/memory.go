@@ -276,7 +276,7 @@ func readEntries(d *fsstore.CacheDecoder) []Entry {
 	}
 	out := make([]Entry, n)
 	for i := range out {
-		out[i] = Entry{Text: d.String(), Seq: d.Int(), By: d.String()}
+		out[i] = Entry{Text: d.Text(), Seq: d.Int(), By: d.Text()}
 	}
 	return out
 }
@@ -290,9 +290,9 @@ func (s *Store) writeCache(st State, size int64) {
 	for _, entries := range [][]Entry{st.Memory, st.User} {
 		e.Uint(uint64(len(entries)))
 		for _, x := range entries {
-			e.String(x.Text)
+			e.Text(x.Text)
 			e.Int(x.Seq)
-			e.String(x.By)
+			e.Text(x.By)
 		}
 	}
 	fsstore.WriteCacheFile(s.CachePath(), e.Bytes())

@@ -199,15 +199,15 @@ func encodeIndex(entries map[string]indexEntry) []byte {
 	e := fsstore.NewCacheEncoder(indexMagic)
 	e.Uint(uint64(len(entries)))
 	for p, x := range entries {
-		e.String(p)
+		e.Text(p)
 		e.Int(x.Stamp.Size)
 		e.Int(x.Stamp.MTime)
 		e.Uint(x.Stamp.Inode)
-		e.String(x.Meta.Name)
-		e.String(x.Meta.Description)
+		e.Text(x.Meta.Name)
+		e.Text(x.Meta.Description)
 		e.Uint(uint64(len(x.Meta.AllowedTools)))
 		for _, t := range x.Meta.AllowedTools {
-			e.String(t)
+			e.Text(t)
 		}
 	}
 	return e.Bytes()
@@ -222,12 +222,12 @@ func decodeIndex(b []byte) map[string]indexEntry {
 	}
 	entries := make(map[string]indexEntry, n)
 	for range n {
-		p := d.String()
+		p := d.Text()
 		var x indexEntry
 		x.Stamp = Stamp{Size: d.Int(), MTime: d.Int(), Inode: d.Uint()}
-		x.Meta.Name, x.Meta.Description = d.String(), d.String()
+		x.Meta.Name, x.Meta.Description = d.Text(), d.Text()
 		for range d.Count() {
-			x.Meta.AllowedTools = append(x.Meta.AllowedTools, d.String())
+			x.Meta.AllowedTools = append(x.Meta.AllowedTools, d.Text())
 		}
 		if !d.OK() {
 			return nil
