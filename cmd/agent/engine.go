@@ -206,18 +206,29 @@ func (r Result) Text() string {
 // (chat), stores these.
 //
 // The memory's snapshot is made while the instructions and the skills are
-// read (each reads files of its own), its warnings said after them.
+// read (each reads files of its own); its warnings, the store's and the
+// note's, are held and said after them, so that no Warn is called from
+// two goroutines at once.
 func (e *Engine) Opening(ctx context.Context, cwd string, msgs []sessions.Message) []sessions.Message {
 	var (
 		mem     sessions.Message
 		memOK   bool
-		memWarn []string
+		memWarn []func()
 		done    = make(chan struct{})
 	)
 	if e.Memory != nil {
+		held := func(warn func(string)) func(string) {
+			return func(msg string) {
+				if warn != nil {
+					memWarn = append(memWarn, func() { warn(msg) })
+				}
+			}
+		}
+		store := *e.Memory
+		store.Warn = held(e.Memory.Warn)
 		go func() {
 			defer close(done)
-			mem, memOK = MemoryNote(e.Memory, func(msg string) { memWarn = append(memWarn, msg) })
+			mem, memOK = MemoryNote(&store, held(e.Warn))
 		}()
 	} else {
 		close(done)
@@ -234,10 +245,8 @@ func (e *Engine) Opening(ctx context.Context, cwd string, msgs []sessions.Messag
 		skillsNote, skillsOK = e.Skills.Note(ctx, cwd)
 	}
 	<-done
-	if e.Warn != nil {
-		for _, msg := range memWarn {
-			e.Warn(msg)
-		}
+	for _, warn := range memWarn {
+		warn()
 	}
 	if memOK {
 		head = append(head, mem)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes/hermes/fsstore/memory"
 	"github.com/hermes/hermes/fsstore/skills"
 )
 
@@ -167,5 +168,40 @@ func TestCatalogIndexSameTick(t *testing.T) {
 	os.Chtimes(path, tick, tick)
 	if got := sk.Catalog(context.Background(), cwd); len(got) != 1 || got[0].Description != "other words" {
 		t.Errorf("after a same-size edit in the same tick: %+v", got)
+	}
+}
+
+// TestOpeningWarnings: the memory's snapshot is made beside the list of
+// skills, yet every warning of both (a torn tail of the memory's log, a
+// SKILL.md that does not parse) reaches the one Warn they share, never
+// from two goroutines at once (go test -race), and the notes are there.
+func TestOpeningWarnings(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "profile")
+	var warnings []string
+	warn := func(msg string) { warnings = append(warnings, msg) }
+	mem := memory.NewStore(dir, 5*time.Second, warn)
+	if _, err := mem.Add(memory.Memory, "one fact", memory.Who{By: memory.ByUser}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(mem.LogPath(), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"seq":2,"op":"ad`)
+	f.Close()
+	st := skills.NewStore(dir, 5*time.Second, nil)
+	writeSkill(t, st.Dir, "good", "fine", "x\n")
+	if err := os.MkdirAll(filepath.Join(st.Dir, "bad"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(st.Dir, "bad", skills.FileName), []byte("no frontmatter\n"), 0o600)
+	e := &Engine{Memory: mem, Skills: &Skills{Store: st, Warn: warn}, Warn: warn}
+	msgs := e.Opening(context.Background(), t.TempDir(), nil)
+	if len(msgs) != 2 || !IsMemory(msgs[0]) || !strings.Contains(msgs[1].Text(), "- good: fine") {
+		t.Errorf("notes %+v", msgs)
+	}
+	all := strings.Join(warnings, "\n")
+	if !strings.Contains(all, "log.jsonl") || !strings.Contains(all, "skill "+filepath.Join(st.Dir, "bad")+" left out") {
+		t.Errorf("warnings %q", warnings)
 	}
 }
