@@ -464,7 +464,15 @@ func (e *Engine) store(res *Result, msgs ...sessions.Message) error {
 // A call of a Resumer is not answered but returned, in resumed, for the
 // turn to run again before it stores the rest.
 func (e *Engine) prelude(sess sessions.Session, input []sessions.Message, ck *checkpoints.Store) (_ []sessions.Message, settled []string, resumed []provider.ToolCall, _ error) {
-	tail, err := e.Sessions.Tail(sess.ID, func(m sessions.Message) bool { return m.Role == "assistant" && !IsNote(m) })
+	// Calls are pending only when nothing but results follows the last
+	// reply: a user message after it says none is, so the tail stops there
+	// too, and a new session's opening notes (tens of KB) are not parsed
+	// again. A resumed session's tail goes back to its reply, since a
+	// failed turn may have stored the resume note before its input.
+	resuming := sess.State == sessions.StateResumePending || sess.State == sessions.StateSuspended
+	tail, err := e.Sessions.Tail(sess.ID, func(m sessions.Message) bool {
+		return m.Role == "assistant" && !IsNote(m) || m.Role == "user" && !resuming
+	})
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -502,7 +510,7 @@ func (e *Engine) prelude(sess sessions.Session, input []sessions.Message, ck *ch
 		}
 		out = append(out, m)
 	}
-	if sess.State == sessions.StateResumePending || sess.State == sessions.StateSuspended {
+	if resuming {
 		// A turn that failed after storing the note left it there.
 		noted := false
 		for _, m := range tail {
