@@ -204,22 +204,55 @@ func (r Result) Text() string {
 // stores at a session's first turn. A front end that creates a session
 // together with its first messages, so that a failed create leaves none
 // (chat), stores these.
+//
+// The memory's snapshot is made while the instructions and the skills are
+// read (each reads files of its own); its warnings, the store's and the
+// note's, are held and said after them, so that no Warn is called from
+// two goroutines at once.
 func (e *Engine) Opening(ctx context.Context, cwd string, msgs []sessions.Message) []sessions.Message {
+	var (
+		mem     sessions.Message
+		memOK   bool
+		memWarn []func()
+		done    = make(chan struct{})
+	)
+	if e.Memory != nil {
+		held := func(warn func(string)) func(string) {
+			return func(msg string) {
+				if warn != nil {
+					memWarn = append(memWarn, func() { warn(msg) })
+				}
+			}
+		}
+		store := *e.Memory
+		store.Warn = held(e.Memory.Warn)
+		go func() {
+			defer close(done)
+			mem, memOK = MemoryNote(&store, held(e.Warn))
+		}()
+	} else {
+		close(done)
+	}
 	var head []sessions.Message
 	if e.Instructions != nil {
 		if m, ok := e.Instructions.Note(ctx, cwd); ok {
 			head = append(head, m)
 		}
 	}
-	if e.Memory != nil {
-		if m, ok := MemoryNote(e.Memory, e.Warn); ok {
-			head = append(head, m)
-		}
-	}
+	var skillsNote sessions.Message
+	skillsOK := false
 	if e.Skills != nil {
-		if m, ok := e.Skills.Note(ctx, cwd); ok {
-			head = append(head, m)
-		}
+		skillsNote, skillsOK = e.Skills.Note(ctx, cwd)
+	}
+	<-done
+	for _, warn := range memWarn {
+		warn()
+	}
+	if memOK {
+		head = append(head, mem)
+	}
+	if skillsOK {
+		head = append(head, skillsNote)
 	}
 	if head == nil {
 		return msgs
@@ -431,7 +464,15 @@ func (e *Engine) store(res *Result, msgs ...sessions.Message) error {
 // A call of a Resumer is not answered but returned, in resumed, for the
 // turn to run again before it stores the rest.
 func (e *Engine) prelude(sess sessions.Session, input []sessions.Message, ck *checkpoints.Store) (_ []sessions.Message, settled []string, resumed []provider.ToolCall, _ error) {
-	tail, err := e.Sessions.Tail(sess.ID, func(m sessions.Message) bool { return m.Role == "assistant" && !IsNote(m) })
+	// Calls are pending only when nothing but results follows the last
+	// reply: a user message after it says none is, so the tail stops there
+	// too, and a new session's opening notes (tens of KB) are not parsed
+	// again. A resumed session's tail goes back to its reply, since a
+	// failed turn may have stored the resume note before its input.
+	resuming := sess.State == sessions.StateResumePending || sess.State == sessions.StateSuspended
+	tail, err := e.Sessions.Tail(sess.ID, func(m sessions.Message) bool {
+		return m.Role == "assistant" && !IsNote(m) || m.Role == "user" && !resuming
+	})
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -469,7 +510,7 @@ func (e *Engine) prelude(sess sessions.Session, input []sessions.Message, ck *ch
 		}
 		out = append(out, m)
 	}
-	if sess.State == sessions.StateResumePending || sess.State == sessions.StateSuspended {
+	if resuming {
 		// A turn that failed after storing the note left it there.
 		noted := false
 		for _, m := range tail {

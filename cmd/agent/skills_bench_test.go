@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hermes/hermes/fsstore"
 	"github.com/hermes/hermes/fsstore/memory"
+	"github.com/hermes/hermes/fsstore/sessions"
 	"github.com/hermes/hermes/fsstore/skills"
 )
 
@@ -34,6 +37,12 @@ func benchProfile(b *testing.B) (*memory.Store, *Skills) {
 			b.Fatal(err)
 		}
 		if _, err := st.Patch(name, "examples.md", "", "an example\n", skills.Who{By: skills.ByUser}); err != nil {
+			b.Fatal(err)
+		}
+		// Written an hour ago, as a profile's skills are: the index
+		// holds no file younger than skills.RacyWindow.
+		earlier := time.Now().Add(-time.Hour)
+		if err := os.Chtimes(filepath.Join(st.Path(name), skills.FileName), earlier, earlier); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -67,6 +76,30 @@ func BenchmarkSkillView(b *testing.B) {
 	for b.Loop() {
 		if _, err := (skillViewTool{}).Run(context.Background(), env, args); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkFirstTurn is a session's first turn after its opening (the
+// full memory's snapshot and the list of 200 skills, about 20 KB, stored
+// with the user's message as chat stores them), the model excluded: the
+// prelude, the reply stored. The notes are not read back by the turn (the
+// model here reads none of the history).
+func BenchmarkFirstTurn(b *testing.B) {
+	mem, sk := benchProfile(b)
+	dir := filepath.Dir(mem.Dir)
+	st := sessions.NewStore(dir, "default", 10*time.Second, func(msg string) { b.Fatal(msg) })
+	opening := (&Engine{Memory: mem, Skills: sk}).Opening(context.Background(), b.TempDir(), user("hi"))
+	e := &Engine{Sessions: st, Provider: &stepper{}}
+	for b.Loop() {
+		b.StopTimer()
+		sess, _, err := st.CreateWith(sessions.Session{ID: fsstore.NewID(time.Now()), Source: "chat"}, opening)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if res, err := e.Run(context.Background(), Turn{SessionID: sess.ID}); err != nil || res.Text() != "done" {
+			b.Fatalf("text %q: %v", res.Text(), err)
 		}
 	}
 }

@@ -90,23 +90,32 @@ func projectRoot(cwd string) string {
 // read comes from the profile's index (skills.Index), so that a session's
 // start with hundreds of skills reads and parses none of them.
 func (sk *Skills) Catalog(ctx context.Context, cwd string) []SkillRef {
-	var out []SkillRef
-	seen := map[string]bool{}
-	var idx *skills.Index
+	// The index is read while the directories are listed.
+	var loaded chan *skills.Index
 	if sk.Store != nil {
-		idx = skills.LoadIndex(sk.Store.Dir)
+		loaded = make(chan *skills.Index, 1)
+		go func() { loaded <- skills.LoadIndex(sk.Store.Dir) }()
 	}
-	read := map[string]bool{}
 	dirs := sk.Dirs(cwd)
+	founds := make([][]skills.Found, len(dirs))
 	for i, dir := range dirs {
-		source := skills.SourceProject
-		if i == 0 && sk.Store != nil {
-			source = skills.SourceProfile
-		}
 		found, err := skills.Scan(dir)
 		if err != nil {
 			sk.warn(fmt.Sprintf("skills of %s left out: %v", dir, err))
-			continue
+		}
+		founds[i] = found
+	}
+	var idx *skills.Index
+	if loaded != nil {
+		idx = <-loaded
+	}
+	var out []SkillRef
+	seen := map[string]bool{}
+	read := map[string]bool{}
+	for i, found := range founds {
+		source := skills.SourceProject
+		if i == 0 && sk.Store != nil {
+			source = skills.SourceProfile
 		}
 		for _, f := range found {
 			read[f.Path] = true
@@ -115,9 +124,10 @@ func (sk *Skills) Catalog(ctx context.Context, cwd string) []SkillRef {
 			}
 			meta, ok := skills.Meta{}, false
 			if idx != nil {
-				meta, ok = idx.Lookup(f.Path, f.Info)
+				meta, ok = idx.Lookup(f.Path, f.Stamp)
 			}
 			if !ok {
+				var err error
 				meta, err = readSkillHead(ctx, f.Path)
 				if err == nil && meta.Name != f.Name {
 					err = fmt.Errorf("its name is %q, not its directory's", meta.Name)
@@ -127,7 +137,7 @@ func (sk *Skills) Catalog(ctx context.Context, cwd string) []SkillRef {
 					continue
 				}
 				if idx != nil {
-					idx.Put(f.Path, f.Info, meta)
+					idx.Put(f.Path, f.Stamp, meta)
 				}
 			}
 			seen[f.Name] = true

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes/hermes/fsstore/memory"
 	"github.com/hermes/hermes/fsstore/skills"
 )
 
@@ -118,6 +119,10 @@ func TestCatalogIndex(t *testing.T) {
 	st := skills.NewStore(filepath.Join(t.TempDir(), "profile"), 5*time.Second, nil)
 	writeSkill(t, st.Dir, "a", "first words", "x\n")
 	writeSkill(t, st.Dir, "b", "other", "x\n")
+	earlier := time.Now().Add(-time.Hour) // older than skills.RacyWindow
+	for _, name := range []string{"a", "b"} {
+		os.Chtimes(filepath.Join(st.Dir, name, skills.FileName), earlier, earlier)
+	}
 	sk := &Skills{Store: st, Warn: func(s string) { t.Error(s) }}
 	cwd := t.TempDir()
 	desc := func() string {
@@ -143,5 +148,64 @@ func TestCatalogIndex(t *testing.T) {
 	os.WriteFile(filepath.Join(st.Dir, ".index.cache"), []byte("{garbage"), 0o600)
 	if got := desc(); got != "a=later words" {
 		t.Errorf("with a damaged index: %s", got)
+	}
+}
+
+// TestCatalogIndexSameTick: a SKILL.md rewritten in place to the same
+// size within the clock tick of its last write (a coarse file clock gives
+// both writes one modification time) is read again, never taken from the
+// index: the index holds no file written within the last moments.
+func TestCatalogIndexSameTick(t *testing.T) {
+	st := skills.NewStore(filepath.Join(t.TempDir(), "profile"), 5*time.Second, nil)
+	sk := &Skills{Store: st, Warn: func(s string) { t.Error(s) }}
+	cwd := t.TempDir()
+	path := filepath.Join(st.Dir, "a", skills.FileName)
+	tick := time.Now()
+	writeSkill(t, st.Dir, "a", "first words", "x\n")
+	os.Chtimes(path, tick, tick)
+	if got := sk.Catalog(context.Background(), cwd); len(got) != 1 || got[0].Description != "first words" {
+		t.Fatalf("catalog %+v", got)
+	}
+	if err := os.WriteFile(path, []byte("---\nname: a\ndescription: other words\n---\nx\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.Chtimes(path, tick, tick)
+	if got := sk.Catalog(context.Background(), cwd); len(got) != 1 || got[0].Description != "other words" {
+		t.Errorf("after a same-size edit in the same tick: %+v", got)
+	}
+}
+
+// TestOpeningWarnings: the memory's snapshot is made beside the list of
+// skills, yet every warning of both (a torn tail of the memory's log, a
+// SKILL.md that does not parse) reaches the one Warn they share, never
+// from two goroutines at once (go test -race), and the notes are there.
+func TestOpeningWarnings(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "profile")
+	var warnings []string
+	warn := func(msg string) { warnings = append(warnings, msg) }
+	mem := memory.NewStore(dir, 5*time.Second, warn)
+	if _, err := mem.Add(memory.Memory, "one fact", memory.Who{By: memory.ByUser}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(mem.LogPath(), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"seq":2,"op":"ad`)
+	f.Close()
+	st := skills.NewStore(dir, 5*time.Second, nil)
+	writeSkill(t, st.Dir, "good", "fine", "x\n")
+	if err := os.MkdirAll(filepath.Join(st.Dir, "bad"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(st.Dir, "bad", skills.FileName), []byte("no frontmatter\n"), 0o600)
+	e := &Engine{Memory: mem, Skills: &Skills{Store: st, Warn: warn}, Warn: warn}
+	msgs := e.Opening(context.Background(), t.TempDir(), nil)
+	if len(msgs) != 2 || !IsMemory(msgs[0]) || !strings.Contains(msgs[1].Text(), "- good: fine") {
+		t.Errorf("notes %+v", msgs)
+	}
+	all := strings.Join(warnings, "\n")
+	if !strings.Contains(all, "log.jsonl") || !strings.Contains(all, "skill "+filepath.Join(st.Dir, "bad")+" left out") {
+		t.Errorf("warnings %q", warnings)
 	}
 }

@@ -55,8 +55,8 @@ func benchStore(b *testing.B) *Store {
 
 // BenchmarkAdd is a memory add on a log of 1,000 changes and a nearly
 // full MEMORY.md: lock, read the state (the cache), check the bound,
-// append a line (synced), write MEMORY.md again (synced, with its
-// directory) and the cache. Each op is an add and the remove that makes
+// append a line (synced: the one sync), write MEMORY.md again and the
+// cache (neither synced). Each op is an add and the remove that makes
 // room for the next; ms/change is one of them.
 func BenchmarkAdd(b *testing.B) {
 	s := benchStore(b)

@@ -13,16 +13,19 @@
 //	log.lock    the lock every change holds
 //	MEMORY.md   the memory entries, separated by lines of only "§"
 //	USER.md     the user entries, likewise
-//	state.cache both files' entries as of a log of a given size (a cache, gob)
+//	state.cache both files' entries as of a log of a given size (a cache,
+//	            in the engine's cache format: fsstore.CacheEncoder)
 //
 // The log is the truth; the two files are views of it. A change takes the
 // lock, reads the state the log makes, applies the change, checks the
-// bound, appends one line, synced (the commit point), and then writes the
-// target's file again (synced, then renamed over the old one) and the
-// cache. Two writers never both read the same state and append after it,
+// bound, appends one line, synced (the commit point, and the change's one
+// sync), and then writes the target's file again and the cache, each
+// renamed over the old one whole but not synced: they are rebuilt from the
+// log. Two writers never both read the same state and append after it,
 // so a change is never lost to another; a change that passes the bound is
-// refused before anything is written. A crash after the commit point
-// leaves the file behind the log: the next change and fsck --repair write
+// refused before anything is written. A crash after the commit point, or
+// a power cut before the disk has the file, leaves the file behind the log
+// (the version before, or empty): the next change and fsck --repair write
 // it again. Readers (a session's snapshot, the memory tool's view,
 // `hermes memory show`) read the state from the log, never from the two
 // files, so a stale file misleads nobody but a person reading it.
@@ -33,14 +36,17 @@
 // and the size of the log it was made from, without a sync. A reader (or
 // the next change) uses it only while the log has that size, read fresh
 // (fsstore.FreshSize); a cache that is missing, does not parse (a power
-// cut) or is for another size is passed over and the log folded. fsck
+// cut, another version of hermes) or is for another size is passed over
+// and the log folded, and a reader that folded it writes the cache (under
+// the shared lock no change appends, so the size is the one folded). fsck
 // reports a cache for the log's size whose state is not the log's, and
 // --repair writes it again. A revert folds the log, which it needs.
 //
 // Nothing a user wrote is lost by a change. A file that does not hold
 // what the log said before a change (a person edited it, or a crash left
 // it behind) is copied aside as <file>.replaced-<unix> before it is
-// written again, and the change warns, naming the copy; fsck reports the
+// written again (an empty one holds nothing to keep), and the change
+// warns, naming the copy; fsck reports the
 // copies as notes. Every replaced or removed entry stays in the log, and
 // Revert brings it back with a change of its own.
 //

@@ -1,12 +1,9 @@
 package memory
 
 import (
-	"bytes"
-	"encoding/gob"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -211,7 +208,17 @@ func (s *Store) Read() (State, error) {
 	if st, ok := s.cached(); ok {
 		return st, nil
 	}
-	return s.fold(nil)
+	st, err := s.fold(nil)
+	if err != nil {
+		return st, err
+	}
+	// No writer appends while the lock is held: the size is the one
+	// folded.
+	if f, size, err := fsstore.OpenSized(s.LogPath()); err == nil && f != nil {
+		f.Close()
+		s.writeCache(st, size)
+	}
+	return st, nil
 }
 
 // cache is the state the log makes, as of a log of LogSize bytes: written
@@ -239,24 +246,56 @@ func (s *Store) cached() (State, bool) {
 	return c.State, true
 }
 
-// readCache reads the cache, in gob (its JSON took longer to decode than
-// the rest of a session's start).
+// cacheMagic begins the cache; another version's cache does not decode.
+const cacheMagic = "hermes memory cache 1\n"
+
+// readCache reads the cache, in the engine's cache format
+// (fsstore.CacheDecoder: gob's decoding was most of a session's start):
+// the log's size, the last seq, then MEMORY.md's entries and USER.md's,
+// each a count then each entry's text, seq and author.
 func (s *Store) readCache() (cache, bool) {
-	var c cache
 	b, err := os.ReadFile(s.CachePath())
-	if err != nil || gob.NewDecoder(bytes.NewReader(b)).Decode(&c) != nil {
+	if err != nil {
+		return cache{}, false
+	}
+	d := fsstore.NewCacheDecoder(b, cacheMagic)
+	c := cache{LogSize: d.Int()}
+	c.Seq = d.Int()
+	c.Memory = readEntries(d)
+	c.User = readEntries(d)
+	if !d.Done() {
 		return cache{}, false
 	}
 	return c, true
 }
 
+func readEntries(d *fsstore.CacheDecoder) []Entry {
+	n := d.Count()
+	if n == 0 {
+		return nil
+	}
+	out := make([]Entry, n)
+	for i := range out {
+		out[i] = Entry{Text: d.Text(), Seq: d.Int(), By: d.Text()}
+	}
+	return out
+}
+
 // writeCache writes the cache of st for a log of size bytes. A cache
 // that cannot be written is only slower reads: the error is dropped.
 func (s *Store) writeCache(st State, size int64) {
-	var b bytes.Buffer
-	if gob.NewEncoder(&b).Encode(cache{LogSize: size, State: st}) == nil {
-		fsstore.WriteCacheFile(s.CachePath(), b.Bytes())
+	e := fsstore.NewCacheEncoder(cacheMagic)
+	e.Int(size)
+	e.Int(st.Seq)
+	for _, entries := range [][]Entry{st.Memory, st.User} {
+		e.Uint(uint64(len(entries)))
+		for _, x := range entries {
+			e.Text(x.Text)
+			e.Int(x.Seq)
+			e.Text(x.By)
+		}
 	}
+	fsstore.WriteCacheFile(s.CachePath(), e.Bytes())
 }
 
 // Log calls fn with each change, oldest first.
@@ -616,25 +655,24 @@ func (s *Store) changeOf(withLog bool, decide func(State, []Change) (string, Cha
 // what the log said before this change (edited outside hermes, or left
 // behind by a crash) is first copied aside as <file>.replaced-<unix>, so
 // that nothing a user wrote there is lost. The file is a view of the log,
-// which holds the change already: it is synced before its rename, so it
-// is never seen empty, but its directory is not, so a power cut may give
-// back the version before (which the next change copies aside).
+// which holds the change already (synced: the commit point), so it is
+// written like a cache: renamed into place whole, neither it nor its
+// directory synced. A power cut may give back the version before, or an
+// empty file; the next change writes it again (copying the version
+// before aside), as fsck --repair does.
 func (s *Store) writeView(target string, before, entries []Entry) error {
 	path := s.Path(target)
 	if err := s.keepEdited(path, Render(before)); err != nil {
 		return err
 	}
-	text := Render(entries)
-	return fsstore.ReplaceFile(path, func(w io.Writer) error {
-		_, err := io.WriteString(w, text)
-		return err
-	})
+	return fsstore.WriteCacheFile(path, []byte(Render(entries)))
 }
 
-// keepEdited copies the file at path aside when it holds other than want.
+// keepEdited copies the file at path aside when it holds other than want;
+// an empty file holds nothing to keep.
 func (s *Store) keepEdited(path, want string) error {
 	have, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) || err == nil && string(have) == want {
+	if errors.Is(err, os.ErrNotExist) || err == nil && (string(have) == want || len(have) == 0) {
 		return nil
 	}
 	if err != nil {

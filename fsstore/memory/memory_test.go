@@ -245,6 +245,34 @@ func TestEditedFileKept(t *testing.T) {
 	}
 }
 
+// TestChangeSyncsTheLogOnly: a change's one sync is its line in the log
+// (the commit point); the file it writes again is a view of the log, not
+// synced, and a view a power cut left empty is written again by the next
+// change with nothing kept aside, since it holds nothing.
+func TestChangeSyncsTheLogOnly(t *testing.T) {
+	s, w := newStore(t)
+	s.Add(Memory, "one", agent)
+	var synced []string
+	stop := fsstore.ObserveSyncs(s.Dir, func(name string) { synced = append(synced, filepath.Base(name)) })
+	if _, err := s.Add(Memory, "two", agent); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	if len(synced) != 1 || synced[0] != "log.jsonl" {
+		t.Errorf("synced %q, want the log alone", synced)
+	}
+	storetest.MustWrite(t, s.Path(Memory), nil)
+	if _, err := s.Add(Memory, "three", agent); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(storetest.MustRead(t, s.Path(Memory))); got != "one\n§\ntwo\n§\nthree\n" {
+		t.Errorf("MEMORY.md %q", got)
+	}
+	if copies, _ := fsstore.CopiesAside(s.Dir, "MEMORY.md"); len(copies) != 0 || len(w.List()) != 0 {
+		t.Errorf("an empty view kept aside: %q, warnings %q", copies, w.List())
+	}
+}
+
 // TestCheckRepairsStaleFile: a crash after the commit point leaves the
 // file behind the log; fsck --repair writes it again.
 func TestCheckRepairsStaleFile(t *testing.T) {
@@ -496,5 +524,44 @@ func TestCache(t *testing.T) {
 	}
 	if got := strings.Join(texts(mustRead(t, s).Memory), "|"); got != "one|two|three" {
 		t.Errorf("after repair: %s", got)
+	}
+}
+
+// TestReadWritesCache: a read that finds no cache for the log (none, a
+// damaged one, or one from another version of hermes) folds the log and
+// writes the cache, so the next session's start reads the cache.
+func TestReadWritesCache(t *testing.T) {
+	s, _ := newStore(t)
+	s.Add(Memory, "one", agent)
+	s.Add(User, "two", agent)
+	storetest.MustWrite(t, s.CachePath(), []byte("{garbage"))
+	if got := mustRead(t, s); strings.Join(texts(got.Memory), "|") != "one" || strings.Join(texts(got.User), "|") != "two" {
+		t.Fatalf("read %+v", got)
+	}
+	c, ok := s.cached()
+	if !ok || strings.Join(texts(c.Memory), "|") != "one" || strings.Join(texts(c.User), "|") != "two" || c.Seq != 2 {
+		t.Errorf("cache after the read: %+v %v", c, ok)
+	}
+}
+
+// TestCacheEncoding: the cache reads back what it wrote, and a file cut
+// at any byte is no cache.
+func TestCacheEncoding(t *testing.T) {
+	s, _ := newStore(t)
+	if err := fsstore.EnsureDir(s.Dir); err != nil {
+		t.Fatal(err)
+	}
+	st := State{Memory: []Entry{{Text: "é\n§ no", Seq: 3, By: ByAgent}, {Text: "b", Seq: 9, By: ByUser}}, Seq: 12}
+	s.writeCache(st, 4096)
+	c, ok := s.readCache()
+	if !ok || c.LogSize != 4096 || fmt.Sprint(c.State) != fmt.Sprint(st) || c.User != nil {
+		t.Fatalf("read back %+v %v", c, ok)
+	}
+	b := storetest.MustRead(t, s.CachePath())
+	for n := range len(b) {
+		storetest.MustWrite(t, s.CachePath(), b[:n])
+		if c, ok := s.readCache(); ok {
+			t.Fatalf("cut at %d of %d: read %+v", n, len(b), c)
+		}
 	}
 }

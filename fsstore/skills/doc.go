@@ -15,6 +15,7 @@
 //	.lock                the lock every change holds
 //	.removed/<name>.<unix>/   a skill deleted or removed, whole
 //	.tmp-<name>-*/       a skill being made (renamed into place)
+//	.index.cache         the frontmatter of each SKILL.md by its stamp (Index)
 //
 // Names are checked before they touch a path (CheckName: fsstore.CheckID's
 // rules, at most 64 bytes): no path separator, no "..", no leading dot.
@@ -39,6 +40,17 @@
 // reverted by a new change: a create or an add is deleted, a delete
 // restored (while the name is free), a patch taken back (while the file
 // still holds what the patch wrote).
+//
+// What a session sees. Each session's list of skills is made at its
+// start from the SKILL.md files as they are then: every SKILL.md is
+// stat'ed (relative to its skills directory, a few goroutines at once),
+// and one whose size, modification time and inode are those the index
+// holds is not read again. A directory's modification time would say only
+// that a skill was added or removed, not that a SKILL.md was edited in
+// place, and an edited description must be in the next session's list:
+// so the stats, not the directory's time. A file younger than RacyWindow
+// is not indexed (a coarse file clock can give two writes of one size the
+// same time), and is read at each start until it is older.
 //
 // Adding and importing. Add copies a directory (regular files and
 // directories; a symbolic link, a device, a .git directory and a marker
