@@ -85,6 +85,14 @@ const (
 	catalogCompactRatio    = 2
 )
 
+// compactAt is catalogCompactMin, or the store's compactMin when set.
+func (s *Store) compactAt() int64 {
+	if s.compactMin > 0 {
+		return s.compactMin
+	}
+	return catalogCompactMin
+}
+
 type catalogEntry struct {
 	SessionID string       `json:"session_id"`
 	At        fsstore.Time `json:"at"`
@@ -294,7 +302,7 @@ func (s *Store) appendCatalog(e catalogEntry) (_ *os.File, due bool, _ error) {
 	}
 	if fi, err := f.Stat(); err == nil {
 		size := fi.Size()
-		due = size/catalogCompactMin != (size-int64(len(line))-1)/catalogCompactMin
+		due = size/s.compactAt() != (size-int64(len(line))-1)/s.compactAt()
 	}
 	return f, due, nil
 }
@@ -305,7 +313,7 @@ func (s *Store) appendCatalog(e catalogEntry) (_ *os.File, due bool, _ error) {
 // whole without it.
 func (s *Store) compactCatalogIfDue() {
 	fi, err := os.Lstat(s.catalogPath())
-	if err != nil || fi.Size() < catalogCompactRatio*s.catalogBase()+catalogCompactMin {
+	if err != nil || fi.Size() < catalogCompactRatio*s.catalogBase()+s.compactAt() {
 		return
 	}
 	unlock, err := fsstore.Lock(filepath.Join(s.Dir, catalogCompactLockName), 0)

@@ -14,9 +14,10 @@ import (
 // hotCatalog makes a store of 20 sessions, two of them removed, and
 // appends n messages to one, without syncs (the subject is the catalog's
 // content, not durability). It returns the store and the hot session.
-func hotCatalog(t *testing.T, n int) (*Store, string) {
+func hotCatalog(t *testing.T, n int, compactMin int64) (*Store, string) {
 	t.Helper()
 	s, _, _ := newTestStore(t)
+	s.compactMin = compactMin
 	storetest.SetSeams(t, nil, nil, func(*os.File) error { return nil })
 	for i := range 20 {
 		id := fmt.Sprintf("s%02d", i)
@@ -55,17 +56,32 @@ func live(t *testing.T, s *Store) map[string]catalogEntry {
 }
 
 // TestCatalogCompactsByRatio: appends to one session keep the catalog
-// within catalogCompactRatio times its compacted size plus
-// catalogCompactMin (before, it grew to 64 MB), and what its lines say of
-// each session is unchanged by the compactions.
+// within catalogCompactRatio times its compacted size plus twice the least
+// size of a compaction (it is looked at each time the catalog passes a
+// multiple of that; before, it grew to 64 MB), and what its lines say of
+// each session is unchanged by the compactions. The least size is a
+// thirty-second of catalogCompactMin, so that three compactions take a few
+// thousand appends.
 func TestCatalogCompactsByRatio(t *testing.T) {
-	s, _ := hotCatalog(t, 12000)
-	fi, err := os.Stat(s.catalogPath())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if limit := catalogCompactRatio*s.catalogBase() + catalogCompactMin; s.catalogBase() == 0 || fi.Size() > limit {
-		t.Fatalf("catalog is %d bytes after 12,000 appends; base %d, limit %d", fi.Size(), s.catalogBase(), limit)
+	s, hot := hotCatalog(t, 0, catalogCompactMin/32)
+	compactions, base := 0, s.catalogBase()
+	for i := 0; compactions < 3; i++ {
+		if i == 10000 {
+			t.Fatalf("%d compactions in %d appends", compactions, i)
+		}
+		if _, err := s.Append(hot, []Message{textMsg("user", "again")}); err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Stat(s.catalogPath())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b := s.catalogBase(); b != base {
+			compactions, base = compactions+1, b
+		}
+		if limit := catalogCompactRatio*base + 2*s.compactAt(); fi.Size() > limit {
+			t.Fatalf("catalog is %d bytes after %d appends; base %d, limit %d", fi.Size(), i+1, base, limit)
+		}
 	}
 	before := live(t, s)
 	if err := s.compactCatalog(); err != nil {
@@ -99,7 +115,7 @@ func assertFsckClean(t *testing.T, s *Store) {
 // (a failed write's retract) makes the compaction give up, and leaves the
 // catalog as the retract left it.
 func TestCatalogCompactionKeepsConcurrentWrites(t *testing.T) {
-	s, _ := hotCatalog(t, 50)
+	s, _ := hotCatalog(t, 50, 0)
 	hooked := false
 	storetest.SetSeams(t, nil, nil, func(f *os.File) error {
 		if !hooked && filepath.Dir(f.Name()) == s.Dir && f.Name() != s.catalogPath() {
@@ -154,7 +170,7 @@ func TestCatalogCompactionKeepsConcurrentWrites(t *testing.T) {
 // file, or the whole new one), and fsck finds nothing.
 func TestCatalogCompactionFaults(t *testing.T) {
 	for n := 1; ; n++ {
-		s, _ := hotCatalog(t, 100)
+		s, _ := hotCatalog(t, 100, 0)
 		before := live(t, s)
 		step := 0
 		fail := func() error {
@@ -197,7 +213,7 @@ func TestCatalogCompactionFaults(t *testing.T) {
 // 1 MB compacts it, as an append does (an import extends sessions with
 // Save).
 func TestCatalogCompactsAfterSave(t *testing.T) {
-	s, hot := hotCatalog(t, 0)
+	s, hot := hotCatalog(t, 0, 0)
 	msgs, err := s.Messages(hot)
 	if err != nil {
 		t.Fatal(err)

@@ -161,6 +161,9 @@ type Store struct {
 	// Warn receives reports of recovered damage (a torn tail skipped or
 	// moved aside, a document repaired). It must not be nil.
 	Warn func(msg string)
+	// compactMin, when not 0, stands for catalogCompactMin: tests compact
+	// a catalog of a few hundred lines.
+	compactMin int64
 }
 
 // NewStore returns the store of the profile whose directory is
