@@ -52,6 +52,40 @@ func CutArray(b []byte, each func(elem []byte)) (bool, error) {
 	}
 }
 
+// CutObject calls each with the bytes of each key (its quotes included)
+// and value of the JSON object b, which must be valid JSON, in order and
+// without copying them. It reports false, having called each for none,
+// for any other value than an object.
+func CutObject(b []byte, each func(key, value []byte)) bool {
+	p := skipSpace(b)
+	if len(p) == 0 || p[0] != '{' {
+		return false
+	}
+	p = skipSpace(p[1:])
+	for len(p) > 0 && p[0] == '"' {
+		k := stringEnd(p)
+		if k == 0 {
+			return false
+		}
+		key := p[:k:k]
+		p = skipSpace(p[k:])
+		if len(p) == 0 || p[0] != ':' {
+			return false
+		}
+		p = skipSpace(p[1:])
+		n := validValueEnd(p)
+		if n <= 0 {
+			return false
+		}
+		each(key, p[:n:n])
+		p = skipSpace(p[n:])
+		if len(p) > 0 && p[0] == ',' {
+			p = skipSpace(p[1:])
+		}
+	}
+	return true
+}
+
 // decodeCommon is UnmarshalJSON's fast path for the messages clients send
 // most (an object of role, content, tool_calls, tool_call_id and name, in
 // any order, spaced or not): it cuts the values out of b with one scan
