@@ -297,18 +297,18 @@
 // transcript it names (the digest of its first messages) and not used
 // when they differ. What a turn costs beyond that grows with the history
 // only by reading what the client sent once: the body is checked once
-// (json.Valid), the messages member is cut out of it before encoding/json
-// decodes the rest (decodeChatBody), the messages are cut out of that
-// without being decoded or copied (rawList) and each is read by the
-// store's fast path (sessions.ParseValidMessage), then hashed once for the
-// lookup, each text that is a JSON string without escapes from the bytes
-// the client sent (walkConversation): the stored history is matched by
-// that digest (one index file), never by encoding what is stored again. A 1,000-message conversation's turn costs
-// 2.6 ms of CPU more than a 20-message one's, where it cost 3.0 ms more,
-// and 3.3 ms more in time, where it cost 4.2 ms more
-// (BenchmarkStatelessTurn, cpu-ns/op and ns/op). Then (routeHistory): the session continues; or, when
-// it already holds the new messages and no reply, the turn is retried
-// without storing them again; or, when it answered them and the answer
+// (sessions.ValidJSON), its messages member is cut out of it before
+// encoding/json decodes the rest (decodeChatBody), the messages are cut
+// out of that without being decoded or copied (rawList) and each is read
+// by the store's fast path (sessions.ParseValidMessage), then hashed once
+// for the lookup, each text that is a JSON string without escapes from
+// the bytes the client sent (walkConversation): the stored history is
+// matched by that digest (one index file), never by encoding what is
+// stored again. A 1,000-message conversation's turn costs 2.5 ms of CPU
+// more than a 20-message one's, where it cost 2.9 ms more
+// (BenchmarkStatelessTurn, cpu-ns/op). Then (routeHistory): the session
+// continues; or, when it already holds the new messages and no reply, the
+// turn is retried without storing them again; or, when it answered them and the answer
 // was never delivered, the stored reply is returned; or, when it moved on
 // otherwise (a regenerate, an edited message), the conversation forks: a
 // new session, parent the old, holding the history up to that point. A
