@@ -24,8 +24,11 @@
 # @hono/node-server are pinned to its lock file's versions.
 #
 # Usage: scripts/bench-gateway.sh
-# Environment: ROUNDS (5), TURNS (turns of each client, 30), DELAY (the
-# model's answer time, 0ms), STREAM=1 (streamed replies), HERMES (a hermes
+# Environment: ROUNDS (5), TURNS (turns of each client, 30), CLIENTS
+# (the client counts to run, "16 1"), DELAY (the
+# model's answer time, 0ms), STREAM=1 (streamed replies), HISTORY
+# (messages each client's conversation holds before its first turn, 0:
+# run it at 20 and at 1,000 to see what a long history adds), HERMES (a hermes
 # binary to measure instead of the build of this tree, e.g. an older
 # one), KEEP=1 (keep the scratch directory).
 set -euo pipefail
@@ -36,6 +39,7 @@ TURNS=${TURNS:-30}
 DELAY=${DELAY:-0ms}
 stream=()
 [[ ${STREAM:-} == 1 ]] && stream=(-stream)
+HISTORY=${HISTORY:-0}
 
 pids=()
 cleanup() {
@@ -100,7 +104,7 @@ round() {
   local c0 k0 out turns
   c0=$(conns)
   k0=$(cpu_ticks "$pid")
-  out=$("$gw" load -url "$url" -clients "$2" -turns "$TURNS" "${stream[@]}")
+  out=$("$gw" load -url "$url" -clients "$2" -turns "$TURNS" -history "$HISTORY" "${stream[@]}")
   local k1 c1
   k1=$(cpu_ticks "$pid")
   c1=$(conns)
@@ -118,7 +122,7 @@ fsyncs() {
   local st=$!
   sleep 0.5
   local out
-  out=$("$gw" load -url "$url" -clients "$2" -turns "$TURNS" "${stream[@]}")
+  out=$("$gw" load -url "$url" -clients "$2" -turns "$TURNS" -history "$HISTORY" "${stream[@]}")
   kill -INT "$st" 2>/dev/null
   wait "$st" 2>/dev/null || true
   stop "$pid"
@@ -126,11 +130,11 @@ fsyncs() {
 }
 
 echo "machine: $(nproc) cores, $(uname -sr), load average $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "clients re-send their history; $TURNS turns each, model answers after $DELAY, ${STREAM:+streamed, }$ROUNDS rounds alternated, medians"
+echo "clients re-send their history (of $HISTORY messages before their first turn); $TURNS turns each, model answers after $DELAY, ${STREAM:+streamed, }$ROUNDS rounds alternated, medians"
 echo
 echo "| target | clients | turns/s | p50 | p99 | CPU per turn | new upstream connections per turn | fsyncs per turn |"
 echo "|---|---|---|---|---|---|---|---|"
-for clients in 16 1; do
+for clients in ${CLIENTS:-16 1}; do
   : >"$tmp/hermes.$clients" >"$tmp/proxy.$clients"
   for _ in $(seq "$ROUNDS"); do
     for name in hermes proxy; do round "$name" "$clients" >>"$tmp/$name.$clients"; done

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/hex"
@@ -37,53 +38,140 @@ func conversationDigest(scope string, msgs []sessions.Message) string {
 // walkConversation writes the canonical form of msgs to h (see
 // conversationDigest) and, when atEnd is set, calls it after each reply:
 // n is the index after the reply's last message, and h then holds the
-// digest of msgs[:n].
+// digest of msgs[:n]. A text that is a JSON string without escapes (most
+// are) goes to h as the bytes it has in the message, without being
+// decoded or copied into a string, and the elements are gathered into
+// few writes: a conversation re-sent whole is hashed at every turn.
 func walkConversation(h hash.Hash, msgs []sessions.Message, atEnd func(n int)) {
+	c := canonical{h: h}
 	for i := 0; i < len(msgs); {
 		m := msgs[i]
 		switch {
 		case agent.IsNote(m) || marked(m, instructionsMarker):
 			i++
 		case isReplyRole(m.Role):
-			var run []sessions.Message
-			end := i
+			start, end, notes := i, i, false
 			for ; i < len(msgs) && (isReplyRole(msgs[i].Role) || agent.IsNote(msgs[i])); i++ {
-				if !agent.IsNote(msgs[i]) {
-					run = append(run, msgs[i])
+				if agent.IsNote(msgs[i]) {
+					notes = true
+				} else {
 					end = i + 1
 				}
 			}
-			atom(h, "assistant", replyText(run))
-			for _, c := range pendingToolCalls(run) {
-				atom(h, "call", c.ID, c.Function.Name, callArguments(c.Function.Arguments))
+			run := msgs[start:end]
+			if notes {
+				run = slices.DeleteFunc(slices.Clone(run), agent.IsNote)
+			}
+			c.reply(run)
+			for _, call := range pendingToolCalls(run) {
+				c.atom("call", call.ID, call.Function.Name, callArguments(call.Function.Arguments))
 			}
 			if atEnd != nil {
+				c.flush()
 				atEnd(end)
 			}
 		default:
-			atom(h, m.Role, m.Text())
+			c.text(m.Role, m.Content)
 			i++
 		}
 	}
+	c.flush()
 }
 
-// atom adds one element of a conversation to h, each field prefixed by its
-// length so that no two conversations write the same bytes.
-// The fields are written to h in one call, from one buffer: a
-// conversation re-sent whole is hashed at every turn, and a write (and a
-// copy) per field was a third of its cost.
-func atom(h hash.Hash, fields ...string) {
-	size := 8
+// canonical gathers the elements of a conversation's canonical form,
+// each field prefixed by its length so that no two conversations write
+// the same bytes, for h.
+type canonical struct {
+	h   hash.Hash
+	buf []byte
+}
+
+// atom adds one element of a conversation.
+func (c *canonical) atom(fields ...string) {
+	c.buf = binary.BigEndian.AppendUint64(c.buf, uint64(len(fields)))
 	for _, f := range fields {
-		size += 8 + len(f)
+		c.buf = binary.BigEndian.AppendUint64(c.buf, uint64(len(f)))
+		c.buf = append(c.buf, f...)
 	}
-	b := make([]byte, 0, size)
-	b = binary.BigEndian.AppendUint64(b, uint64(len(fields)))
-	for _, f := range fields {
-		b = binary.BigEndian.AppendUint64(b, uint64(len(f)))
-		b = append(b, f...)
+	c.spill()
+}
+
+// text adds a message of role whose text (sessions.ContentText) is that
+// of content.
+func (c *canonical) text(role string, content []byte) {
+	t, ok := plainText(content)
+	if !ok {
+		c.atom(role, sessions.ContentText(content))
+		return
 	}
-	h.Write(b)
+	c.buf = binary.BigEndian.AppendUint64(c.buf, 2)
+	c.buf = binary.BigEndian.AppendUint64(c.buf, uint64(len(role)))
+	c.buf = append(c.buf, role...)
+	c.buf = binary.BigEndian.AppendUint64(c.buf, uint64(len(t)))
+	c.buf = append(c.buf, t...)
+	c.spill()
+}
+
+// reply adds a reply, run: its text as replyText joins it.
+func (c *canonical) reply(run []sessions.Message) {
+	size, n := 0, 0
+	for _, m := range run {
+		if m.Role != "assistant" {
+			continue
+		}
+		t, ok := plainText(m.Content)
+		if !ok {
+			c.atom("assistant", replyText(run))
+			return
+		}
+		if len(t) > 0 {
+			size, n = size+len(t), n+1
+		}
+	}
+	if n > 1 {
+		size += n - 1
+	}
+	c.buf = binary.BigEndian.AppendUint64(c.buf, 2)
+	c.buf = binary.BigEndian.AppendUint64(c.buf, uint64(len("assistant")))
+	c.buf = append(c.buf, "assistant"...)
+	c.buf = binary.BigEndian.AppendUint64(c.buf, uint64(size))
+	first := true
+	for _, m := range run {
+		if t, _ := plainText(m.Content); m.Role == "assistant" && len(t) > 0 {
+			if !first {
+				c.buf = append(c.buf, '\n')
+			}
+			first = false
+			c.buf = append(c.buf, t...)
+		}
+	}
+	c.spill()
+}
+
+// plainText is the text of content when it is empty or a JSON string
+// without escapes, whose text is its bytes between the quotes.
+func plainText(content []byte) ([]byte, bool) {
+	switch {
+	case len(content) == 0:
+		return nil, true
+	case len(content) >= 2 && content[0] == '"' && bytes.IndexByte(content, '\\') < 0:
+		return content[1 : len(content)-1], true
+	}
+	return nil, false
+}
+
+// spill writes what is gathered to h once it is worth a write.
+func (c *canonical) spill() {
+	if len(c.buf) >= 32<<10 {
+		c.flush()
+	}
+}
+
+func (c *canonical) flush() {
+	if len(c.buf) > 0 {
+		c.h.Write(c.buf)
+		c.buf = c.buf[:0]
+	}
 }
 
 // OpeningRetryWindow is how long after a conversation's opening messages

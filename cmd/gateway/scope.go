@@ -64,7 +64,9 @@ func scopedName(ctx context.Context, name string) string {
 func newDigest(scope string) hash.Hash {
 	h := sha256.New()
 	if scope != "" {
-		atom(h, "gateway_key", scope)
+		c := canonical{h: h}
+		c.atom("gateway_key", scope)
+		c.flush()
 	}
 	return h
 }

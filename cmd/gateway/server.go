@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -451,34 +452,49 @@ func marshal(v any) ([]byte, error) {
 // decoder would store U+FFFD in place of its bytes) or JSON that does not
 // parse.
 func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
-	if err := checkJSONType(r); err != nil {
+	body, err := s.readBody(w, r)
+	if err != nil {
 		return err
 	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return notJSON(err)
+	}
+	return refuseLoneSurrogate(body)
+}
+
+// readBody is decodeBody's reading of the body and its checks before
+// decoding: the body, UTF-8 and not empty.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if err := checkJSONType(r); err != nil {
+		return nil, err
+	}
 	if r.ContentLength > s.opts.MaxBodyBytes {
-		return tooLarge(s.opts.MaxBodyBytes)
+		return nil, tooLarge(s.opts.MaxBodyBytes)
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
 	var maxErr *http.MaxBytesError
 	if errors.As(err, &maxErr) {
-		return tooLarge(s.opts.MaxBodyBytes)
+		return nil, tooLarge(s.opts.MaxBodyBytes)
 	}
 	if isTimeout(err) {
-		return &apiError{status: http.StatusRequestTimeout, typ: "invalid_request_error", code: "request_timeout",
+		return nil, &apiError{status: http.StatusRequestTimeout, typ: "invalid_request_error", code: "request_timeout",
 			msg: fmt.Sprintf("the request body did not arrive within %s (gateway.read_timeout)", s.opts.ReadTimeout)}
 	}
 	if err != nil {
-		return badRequest("", "reading the request body: %v", err)
+		return nil, badRequest("", "reading the request body: %v", err)
 	}
 	if !utf8.Valid(body) {
-		return badRequest("", "the request body is not valid UTF-8 (at byte %d); JSON text must be UTF-8", invalidUTF8At(body))
+		return nil, badRequest("", "the request body is not valid UTF-8 (at byte %d); JSON text must be UTF-8", invalidUTF8At(body))
 	}
-	if len(strings.TrimSpace(string(body))) == 0 {
-		return badRequest("", "the request body is empty; expected a JSON object")
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, badRequest("", "the request body is empty; expected a JSON object")
 	}
-	if err := json.Unmarshal(body, v); err != nil {
-		return badRequest("", "the request body is not valid JSON: %v", err)
-	}
-	return refuseLoneSurrogate(body)
+	return body, nil
+}
+
+// notJSON is the error of a body that encoding/json does not decode.
+func notJSON(err error) error {
+	return badRequest("", "the request body is not valid JSON: %v", err)
 }
 
 // invalidUTF8At is the offset of the first byte of b that is not UTF-8.

@@ -4,7 +4,7 @@
 //
 //	gwbench upstream -addr 127.0.0.1:0 [-delay 20ms]
 //	gwbench proxy -addr 127.0.0.1:0 -upstream http://127.0.0.1:PORT
-//	gwbench load -url http://127.0.0.1:PORT -clients 16 -turns 50 [-stream]
+//	gwbench load -url http://127.0.0.1:PORT -clients 16 -turns 50 [-stream] [-history N]
 //
 // upstream answers POST /v1/chat/completions (whole or streamed) with a
 // short reply after delay, counts the connections it accepted, and tells
@@ -47,6 +47,7 @@ func main() {
 	clients := fs.Int("clients", 16, "load: clients at once")
 	turns := fs.Int("turns", 50, "load: turns of each client")
 	stream := fs.Bool("stream", false, "load: ask for streamed replies")
+	history := fs.Int("history", 0, "load: messages each client's conversation holds before its first turn")
 	fs.Parse(os.Args[2:])
 	var err error
 	switch os.Args[1] {
@@ -55,7 +56,7 @@ func main() {
 	case "proxy":
 		err = serveProxy(*addr, *upstream)
 	case "load":
-		err = load(*target, *clients, *turns, *stream)
+		err = load(*target, *clients, *turns, *history, *stream)
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}
@@ -132,7 +133,7 @@ func serveProxy(addr, upstream string) error {
 	return http.Serve(ln, proxy)
 }
 
-func load(target string, clients, turns int, stream bool) error {
+func load(target string, clients, turns, history int, stream bool) error {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
 	var mu sync.Mutex
 	var lat []time.Duration
@@ -142,6 +143,11 @@ func load(target string, clients, turns int, stream bool) error {
 	for c := range clients {
 		wg.Go(func() {
 			var msgs []map[string]string
+			for i := range history / 2 {
+				msgs = append(msgs,
+					map[string]string{"role": "user", "content": fmt.Sprintf("client %d at %d, earlier question %d: %s", c, start.UnixNano(), i, strings.Repeat("x", 150))},
+					map[string]string{"role": "assistant", "content": "ok"})
+			}
 			for t := range turns {
 				msgs = append(msgs, map[string]string{"role": "user", "content": fmt.Sprintf("client %d at %d, turn %d: what next?", c, start.UnixNano(), t)})
 				body, _ := json.Marshal(map[string]any{"model": "m", "messages": msgs, "stream": stream})
