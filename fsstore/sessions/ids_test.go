@@ -62,7 +62,7 @@ func TestPrefixIndexMatchesListing(t *testing.T) {
 	// share only this, set for all of them and restored once they have all
 	// run: they run in parallel.
 	storetest.SetSeams(t, nil, nil, func(*os.File) error { return nil })
-	for seed := int64(1); seed <= 6; seed++ {
+	for seed := int64(1); seed <= int64(storetest.Seeds(6)); seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			t.Parallel()
 			rng := rand.New(rand.NewSource(seed))

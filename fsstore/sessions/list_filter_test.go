@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/internal/storetest"
 )
 
 // wantFiltered is the slow path of a filtered list: the unfiltered list,
@@ -60,7 +61,7 @@ func checkFilters(t *testing.T, s *Store, step string) {
 // rebuild), every list filtered by state or source, with and without a
 // limit, equals the unfiltered list filtered on the documents.
 func TestListFilterProperty(t *testing.T) {
-	for seed := range int64(8) {
+	for seed := range int64(storetest.Seeds(8)) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			t.Parallel()
 			listFilterProperty(t, seed, false)
@@ -73,7 +74,7 @@ func TestListFilterProperty(t *testing.T) {
 // are also torn, filled with garbage, emptied or removed at random steps.
 func TestListFilterPropertyThroughValueIndex(t *testing.T) {
 	forceValueIndex(t)
-	for seed := range int64(8) {
+	for seed := range int64(storetest.Seeds(8)) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			t.Parallel()
 			listFilterProperty(t, seed, true)

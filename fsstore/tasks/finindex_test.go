@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/internal/storetest"
 )
 
 // smallBlocks cuts the finished log into blocks of about n bytes for the
@@ -336,7 +337,7 @@ func resolved(id string, err error) string {
 // task has answers as the slow path does; and with a current index it
 // answers a prefix without reading the log.
 func TestResolveProperty(t *testing.T) {
-	for seed := range int64(6) {
+	for seed := range int64(storetest.Seeds(6)) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			t.Parallel()
 			rng := rand.New(rand.NewSource(seed))
