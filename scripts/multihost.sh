@@ -21,6 +21,11 @@
 #            missing, none lost
 #   kill     the appends again while each host SIGKILLs a random hermes of
 #            its own every 20-100 ms; every acknowledged append stored once
+#   clientkill  the appends, keyed (sessions append --key), while host
+#            b's FUSE client is killed with kill -9, 5 rounds, b mounted
+#            again after each and its failed appends run again with their
+#            keys: every acknowledged append stored once, seq contiguous,
+#            the failed ones that were stored counted; fsck from each host
 #   memory   8 processes adding 100 memory entries each at once, 6 on one
 #            host and 2 on the other: all 800 there, once each
 #   usage    3 chats a host × 15 turns whose model reports 10 tokens in and
@@ -35,7 +40,7 @@
 # machine cannot run it (not root, no /dev/fuse, GlusterFS not installable
 # or not starting), 2 on bad usage. It takes about 75 s on 2 cores.
 #
-# Usage: scripts/multihost.sh [STEP...]     steps: appends docs board cron kill memory usage fresh fsck (default all)
+# Usage: scripts/multihost.sh [STEP...]     steps: appends docs board cron kill clientkill memory usage fresh fsck (default all)
 #   MULTIHOST_VOLUME=defaults   leave the volume's options at GlusterFS's defaults
 #   MULTIHOST_OFF="OPT ..."     turn off these volume options instead of the seven
 #   MULTIHOST_MOUNT=OPTS        FUSE mount options (default: none; e.g.
@@ -49,8 +54,9 @@ tmp=$(mktemp -d "${TMPDIR:-/var/tmp}/hermes-multihost.XXXXXX")
 . scripts/benchlib.sh
 
 steps=("$@")
-((${#steps[@]})) || steps=(appends docs board cron kill memory usage fresh fsck)
+((${#steps[@]})) || steps=(appends docs board cron kill clientkill memory usage fresh fsck)
 writers=3 appends=200 tasks=60 work=2 kills=15 rounds=100 tick_for=16
+clientkill_rounds=5 clientkill_appends=30
 
 # The client-side caches that make one host's writes invisible to the
 # other for about a second, turned off; README says why each.
@@ -298,6 +304,82 @@ step_kill() {
   check "kill -9: $kills kills a host under the appends" "${out%% *}" "${out#* }"
 }
 
+# The writer loop of step_clientkill: WRITERS loops of CLIENTKILL_APPENDS
+# appends to $SID from $ROUND, each with a key of its own and tried again
+# with it 3 times; a content acknowledged goes to $ACK.$SIDE.$w, one that
+# failed at first to $ACK.failed.$SIDE, one whose retry stored nothing (the
+# failed run had stored it) to $ACK.stored.$SIDE, one still failing to
+# $ACK.pending.$SIDE, and then the loop stops: its mount is gone.
+keyed_writer_loop='
+for w in $(seq '$writers'); do
+  (for i in $(seq '$clientkill_appends'); do
+     c="$SIDE-$ROUND-$w-$i"
+     if hermes sessions append "$SID" --key "$c" --role user --content "$c" >/dev/null 2>>"$ACK.err"; then
+       echo "$c" >>"$ACK.$SIDE.$w"
+       continue
+     fi
+     echo "$c" >>"$ACK.failed.$SIDE"
+     ok=false
+     for _ in 1 2 3; do
+       sleep 0.2
+       if out=$(hermes --json sessions append "$SID" --key "$c" --role user --content "$c" 2>>"$ACK.err"); then
+         case $out in *"\"appended\":0"*) echo "$c" >>"$ACK.stored.$SIDE" ;; esac
+         echo "$c" >>"$ACK.$SIDE.$w"
+         ok=true
+         break
+       fi
+     done
+     $ok || { echo "$c" >>"$ACK.pending.$SIDE"; break; }
+   done) &
+done
+wait'
+
+# remount_b: host b's FUSE client started again on its mount point.
+remount_b() {
+  umount -l "$tmp/b" 2>/dev/null || true
+  mount -t glusterfs ${MULTIHOST_MOUNT:+-o "$MULTIHOST_MOUNT"} "127.0.0.2:/$vol" "$tmp/b"
+}
+
+# Host b's FUSE client (the glusterfs process of mount b) killed with kill
+# -9 while both hosts append to one session, CLIENTKILL_ROUNDS rounds; b
+# is mounted again after each, and the appends left failing there are run
+# again with their keys from the new mount: each stored once.
+step_clientkill() {
+  local sid r pid kills=0 pending out
+  sid=$(host a 'hermes sessions new')
+  rm -f "$tmp/ack".*
+  for r in $(seq "$clientkill_rounds"); do
+    host a "SID=$sid ACK=$tmp/ack ROUND=$r; $keyed_writer_loop" &
+    host b "SID=$sid ACK=$tmp/ack ROUND=$r; $keyed_writer_loop" &
+    sleep "0.$((RANDOM % 8 + 2))"
+    pid=$(pgrep -f -- "glusterfs.* $tmp/b\$" | head -1) || true
+    if [[ -n $pid ]] && kill -9 "$pid" 2>/dev/null; then kills=$((kills + 1)); fi
+    wait
+    remount_b || { check "client kill -9 under the appends" bad "host b could not be mounted again after kill $kills"; return; }
+    if [[ -s $tmp/ack.pending.b ]]; then
+      mv "$tmp/ack.pending.b" "$tmp/ack.retry"
+      host b 'while read -r c; do
+          if out=$(hermes --json sessions append '"$sid"' --key "$c" --role user --content "$c" 2>>"'"$tmp"'/ack.err"); then
+            case $out in *"\"appended\":0"*) echo "$c" >>"'"$tmp"'/ack.stored.b" ;; esac
+            echo "$c" >>"'"$tmp"'/ack.b.retried"
+          else
+            echo "$c" >>"'"$tmp"'/ack.pending.b"
+          fi
+        done <"'"$tmp"'/ack.retry"'
+      # The retried ones counted with b's acknowledged: .b.retried ends in
+      # no digit, so it is renamed to one.
+      [[ -f $tmp/ack.b.retried ]] && cat "$tmp/ack.b.retried" >>"$tmp/ack.b.0" && rm "$tmp/ack.b.retried"
+    fi
+  done
+  out=$(verify_appends b "$sid" "$tmp/ack")
+  local verdict=${out%% *} stored=0 left=0
+  [[ -f $tmp/ack.stored.a || -f $tmp/ack.stored.b ]] && stored=$(cat "$tmp"/ack.stored.* | wc -l)
+  [[ -f $tmp/ack.pending.a || -f $tmp/ack.pending.b ]] && left=$(cat "$tmp"/ack.pending.* | wc -l)
+  ((left == 0 && kills == clientkill_rounds)) || verdict=bad
+  check "client kill -9: host b's FUSE client killed under the appends, $clientkill_rounds rounds" "$verdict" "${out#* }; $stored of them stored by the run that failed, stored once with their key; $left still failing after the remount; $kills kills"
+  step_fsck
+}
+
 # One host changes a document, the other changes it next, at once: the
 # second must read the first's change (a document replaced by rename, read
 # through a name the other mount may have cached).
@@ -430,8 +512,8 @@ step_fsck() {
 
 for s in "${steps[@]}"; do
   case $s in
-  appends | docs | board | cron | kill | memory | usage | fresh | fsck) say "$s"; "step_$s" ;;
-  *) say "unknown step $s (appends docs board cron kill memory usage fresh fsck)"; exit 2 ;;
+  appends | docs | board | cron | kill | clientkill | memory | usage | fresh | fsck) say "$s"; "step_$s" ;;
+  *) say "unknown step $s (appends docs board cron kill clientkill memory usage fresh fsck)"; exit 2 ;;
   esac
 done
 
