@@ -26,6 +26,12 @@
 #            again after each and its failed appends run again with their
 #            keys: every acknowledged append stored once, seq contiguous,
 #            the failed ones that were stored counted; fsck from each host
+#   skew     host b's clock 5 minutes ahead (HERMES_TEST_CLOCK_AHEAD, a
+#            test-only time source): 8 tasks that fail a first 2 s run and
+#            are retried after 4 s, a dispatcher on each host: none with
+#            two live workers or retried early; a cron daemon on each host
+#            for 10 s, three every 2s jobs: no occurrence run early or
+#            twice; profile show and fsck from each host report b's skew
 #   memory   8 processes adding 100 memory entries each at once, 6 on one
 #            host and 2 on the other: all 800 there, once each
 #   usage    3 chats a host × 15 turns whose model reports 10 tokens in and
@@ -40,7 +46,7 @@
 # machine cannot run it (not root, no /dev/fuse, GlusterFS not installable
 # or not starting), 2 on bad usage. It takes about 75 s on 2 cores.
 #
-# Usage: scripts/multihost.sh [STEP...]     steps: appends docs board cron kill clientkill memory usage fresh fsck (default all)
+# Usage: scripts/multihost.sh [STEP...]     steps: appends docs board cron kill clientkill skew memory usage fresh fsck (default all)
 #   MULTIHOST_VOLUME=defaults   leave the volume's options at GlusterFS's defaults
 #   MULTIHOST_OFF="OPT ..."     turn off these volume options instead of the seven
 #   MULTIHOST_MOUNT=OPTS        FUSE mount options (default: none; e.g.
@@ -54,9 +60,10 @@ tmp=$(mktemp -d "${TMPDIR:-/var/tmp}/hermes-multihost.XXXXXX")
 . scripts/benchlib.sh
 
 steps=("$@")
-((${#steps[@]})) || steps=(appends docs board cron kill clientkill memory usage fresh fsck)
+((${#steps[@]})) || steps=(appends docs board cron kill clientkill skew memory usage fresh fsck)
 writers=3 appends=200 tasks=60 work=2 kills=15 rounds=100 tick_for=16
 clientkill_rounds=5 clientkill_appends=30
+skew_tasks=8 skew_backoff=4 skew_tick_for=10
 
 # The client-side caches that make one host's writes invisible to the
 # other for about a second, turned off; README says why each.
@@ -380,6 +387,89 @@ step_clientkill() {
   step_fsck
 }
 
+# Host b's clock 5 minutes ahead (the test-only time source
+# HERMES_TEST_CLOCK_AHEAD moves every hermes there, not the FUSE client's
+# stamps): a board whose tasks each fail a first 2 s run and are retried
+# after a 4 s backoff, a dispatcher on each host; then three every 2s cron
+# jobs with a daemon on each host. No task has two live workers or a retry
+# brought forward, no occurrence is run early or twice, and hermes from b
+# reports b's skew; fsck from each host finds nothing else.
+step_skew() {
+  local prof=$tmp/a/home/profiles/default side ahead
+  local ids="export HERMES_HOST_ID=host-\$SIDE; [ \$SIDE = b ] && export HERMES_TEST_CLOCK_AHEAD=5m;"
+  host a 'HERMES_HOST_ID=host-a hermes sessions list >/dev/null'
+  mkdir -p "$prof" "$tmp/marks"
+  # The worker notes when it starts and when its failing first run ends by
+  # this machine's real clock (a run's own stamps are the clock of the
+  # host that wrote them).
+  local m="$tmp/marks/\\\$HERMES_KANBAN_TASK"
+  printf 'kanban:\n  retry_backoff: %ss\n  worker_command: sh -c "date +%%s.%%N >>%s.start; sleep %s; if [ -e %s ]; then hermes kanban complete --result done; else touch %s; date +%%s.%%N >%s.end; exit 1; fi"\n' \
+    "$skew_backoff" "$m" "$work" "$m" "$m" "$m" >"$prof/config.yaml"
+  host a "$ids for i in \$(seq $skew_tasks); do hermes kanban create \"task \$i\" >/dev/null; done"
+  for side in a b; do
+    host "$side" "$ids"'
+      for _ in $(seq 200); do
+        hermes kanban dispatch --max-workers 8 >/dev/null 2>>"'"$tmp"'/skew.$SIDE.err" || true
+        [ "$(hermes --json kanban list --status done | wc -l)" -ge '"$skew_tasks"' ] && break
+        sleep 0.5
+      done' &
+  done
+  wait
+  local done_n bad=0 early=0 overlap=0 id runs claims=0 by_b=0 stamped_b=0
+  done_n=$(host a 'HERMES_HOST_ID=host-a hermes --json kanban list --status done' | wc -l)
+  for id in $(jq -r .id "$prof"/kanban/tasks/*.json); do
+    runs=$(jq '.runs | length' "$prof/kanban/tasks/$id.json")
+    claims=$((claims + $(jq -r 'select(.type=="claimed") | .type' "$prof/kanban/tasks/$id.events.jsonl" | wc -l)))
+    ((runs == 2)) || bad=$((bad + 1))
+    # The second worker starts after the first ended (no two live
+    # workers) and after the backoff (no retry brought forward).
+    local second first_end
+    second=$(sed -n 2p "$tmp/marks/$id.start" 2>/dev/null)
+    first_end=$(cat "$tmp/marks/$id.end" 2>/dev/null)
+    if [[ -n $second && -n $first_end ]]; then
+      awk -v s="$second" -v e="$first_end" 'BEGIN { exit !(s < e) }' && overlap=$((overlap + 1))
+      awk -v s="$second" -v e="$first_end" -v b="$skew_backoff" 'BEGIN { exit !(s < e + b) }' && early=$((early + 1))
+    fi
+    stamped_b=$((stamped_b + $(jq -r '.runs[].ended_at' "$prof/kanban/tasks/$id.json" | awk -v now="$(date -u +%FT%T)" '$1 > now' | wc -l)))
+  done
+  by_b=$(cat "$prof"/kanban/tasks/*.events.jsonl | jq -r 'select(.type=="claimed") | .host // empty' | grep -c 'host-b' || true)
+  local refused
+  refused=$(grep -c 'it claims nothing' "$tmp/skew.b.err" || true)
+  local detail="$done_n of $skew_tasks done after a failed first run each; $claims claims ($by_b by host b, which refused $refused dispatches: past 15s it claims nothing); $bad tasks not run twice; $overlap with two live workers; $early retried before their ${skew_backoff}s backoff (by this machine's clock); $stamped_b run ends recorded by host b, stamped 5 minutes ahead"
+  if ((done_n == skew_tasks && bad == 0 && overlap == 0 && early == 0 && by_b == 0 && refused > 0)); then ahead=ok; else ahead=bad; fi
+  check "clock skew: host b 5m ahead, board of $skew_tasks tasks, a dispatcher on each host" "$ahead" "$detail"
+
+  local j log=$prof/cron/runs.jsonl
+  for j in x y z; do host a "$ids hermes cron add $j --schedule 'every 2s' --catch-up all -- true" >/dev/null 2>&1; done
+  for side in a b; do
+    host "$side" "$ids"'timeout -s TERM '"$skew_tick_for"' hermes cron daemon --every 250ms 2>>"'"$tmp"'/skewcron.$SIDE.err"
+      for _ in $(seq 200); do hermes cron list | grep -q -e running -e claimed || break; sleep 0.1; done' &
+  done
+  wait
+  local occ twice early_c cron_b
+  jq -r 'select(.event=="claimed") | [.job_id, .occurrence, .host, .at // .time // ""] | @tsv' "$log" >"$tmp/claims" 2>/dev/null || true
+  occ=$(wc -l <"$tmp/claims")
+  twice=$(cut -f1,2 "$tmp/claims" | sort | uniq -d | wc -l)
+  cron_b=$(cut -f3 "$tmp/claims" | grep -c host-b || true)
+  # An occurrence run early: claimed before its time by the real clock
+  # (host a's claims are stamped by it).
+  early_c=$(awk -F'\t' '$4 != "" { cmd = "date -d \"" $2 "\" +%s.%N"; cmd | getline o; close(cmd); cmd = "date -d \"" $4 "\" +%s.%N"; cmd | getline c; close(cmd); if (c < o) n++ } END { print n + 0 }' "$tmp/claims")
+  detail="$occ occurrences of 3 jobs in $skew_tick_for s, $cron_b claimed by host b; $twice claimed twice; $early_c claimed before their time"
+  if ((occ >= 9 && twice == 0 && early_c == 0 && cron_b == 0)); then ahead=ok; else ahead=bad; fi
+  check "clock skew: host b 5m ahead, a cron daemon on each host, 3 every 2s jobs" "$ahead" "$detail"
+
+  local shown fsck_out rc
+  shown=$(host b "$ids hermes profile show" 2>&1 | grep '^clock of host-b' || true)
+  if [[ $shown == *"5m0s ahead"* ]]; then ahead=ok; else ahead=bad; fi
+  check "clock skew: profile show from host b" "$ahead" "${shown:-no clock of host-b}"
+  for side in a b; do
+    rc=0
+    fsck_out=$(host "$side" "$ids hermes fsck" 2>&1) || rc=$?
+    if grep -q 'clock of host-b: 5m0s ahead' <<<"$fsck_out" && ! grep '^problem' <<<"$fsck_out" | grep -qv 'clock of host-b'; then ahead=ok; else ahead=bad; fi
+    check "clock skew: fsck from host $side" "$ahead" "exit $rc: $(grep -m1 'clock of host-b' <<<"$fsck_out" | sed 's/^problem: [^ ]*: //'); no other problem"
+  done
+}
+
 # One host changes a document, the other changes it next, at once: the
 # second must read the first's change (a document replaced by rename, read
 # through a name the other mount may have cached).
@@ -512,8 +602,8 @@ step_fsck() {
 
 for s in "${steps[@]}"; do
   case $s in
-  appends | docs | board | cron | kill | clientkill | memory | usage | fresh | fsck) say "$s"; "step_$s" ;;
-  *) say "unknown step $s (appends docs board cron kill clientkill memory usage fresh fsck)"; exit 2 ;;
+  appends | docs | board | cron | kill | clientkill | skew | memory | usage | fresh | fsck) say "$s"; "step_$s" ;;
+  *) say "unknown step $s (appends docs board cron kill clientkill skew memory usage fresh fsck)"; exit 2 ;;
   esac
 done
 
