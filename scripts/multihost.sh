@@ -32,6 +32,14 @@
 #            two live workers or retried early; a cron daemon on each host
 #            for 10 s, three every 2s jobs: no occurrence run early or
 #            twice; profile show and fsck from each host report b's skew
+#   cut      host b's FUSE client, in a network namespace of its own and
+#            reaching the brick over a veth pair, cut off from it with
+#            nftables (drop) for 20 s under keyed appends from both hosts
+#            (b's 50 messages an append): every acknowledged append stored
+#            once; b's commands exit within --fs-timeout 10s naming the
+#            path; a's appends that wait for the lock b held give up
+#            within --lock-timeout naming b's host and pid; fsck from each
+#            host (not in the default list: nftables, iproute2, 45 s)
 #   memory   8 processes adding 100 memory entries each at once, 6 on one
 #            host and 2 on the other: all 800 there, once each
 #   usage    3 chats a host × 15 turns whose model reports 10 tokens in and
@@ -44,9 +52,11 @@
 # It prints a Markdown table, tears the volume and the mounts down, and
 # exits 1 when a check failed (the brick is kept for a look), 3 when this
 # machine cannot run it (not root, no /dev/fuse, GlusterFS not installable
-# or not starting), 2 on bad usage. It takes about 75 s on 2 cores.
+# or not starting; for cut, nftables or a network namespace missing), 2 on
+# bad usage. It takes about 2 minutes on 2 cores.
 #
-# Usage: scripts/multihost.sh [STEP...]     steps: appends docs board cron kill clientkill skew memory usage fresh fsck (default all)
+# Usage: scripts/multihost.sh [STEP...]     steps: appends docs board cron kill clientkill skew cut memory usage fresh fsck
+#                                           (default all but cut)
 #   MULTIHOST_VOLUME=defaults   leave the volume's options at GlusterFS's defaults
 #   MULTIHOST_OFF="OPT ..."     turn off these volume options instead of the seven
 #   MULTIHOST_MOUNT=OPTS        FUSE mount options (default: none; e.g.
@@ -63,7 +73,7 @@ steps=("$@")
 ((${#steps[@]})) || steps=(appends docs board cron kill clientkill skew memory usage fresh fsck)
 writers=3 appends=200 tasks=60 work=2 kills=15 rounds=100 tick_for=16
 clientkill_rounds=5 clientkill_appends=30
-skew_tasks=8 skew_backoff=4 skew_tick_for=10
+skew_tasks=8 skew_backoff=4 skew_tick_for=10 cut_for=20
 
 # The client-side caches that make one host's writes invisible to the
 # other for about a second, turned off; README says why each.
@@ -92,6 +102,7 @@ export PATH=$tmp/bin:$PATH
 vol=hermes$$
 brick=$tmp/brick
 started_glusterd=false
+server=127.0.0.2 bnet=() netns="" veth=""
 failed=0
 rows=()
 
@@ -103,6 +114,8 @@ teardown() {
     gluster --mode=script volume delete "$vol" >/dev/null 2>&1 || true
   fi
   if $started_glusterd && [[ -f $tmp/glusterd.pid ]]; then kill "$(cat "$tmp/glusterd.pid")" 2>/dev/null || true; fi
+  [[ -z $netns ]] || ip netns del "$netns" 2>/dev/null || true
+  [[ -z $veth ]] || ip link del "${veth}a" 2>/dev/null || true
   if ((failed)); then
     say "failed; the brick is kept in $brick"
   else
@@ -111,22 +124,47 @@ teardown() {
 }
 trap teardown EXIT
 
+# remount_b: host b's FUSE client (re)started on its mount point, in b's
+# network namespace when it has one.
+remount_b() {
+  umount -l "$tmp/b" 2>/dev/null || true
+  "${bnet[@]}" mount -t glusterfs ${MULTIHOST_MOUNT:+-o "$MULTIHOST_MOUNT"} "$server:/$vol" "$tmp/b"
+}
+
 # A brick must not be named by 127.0.0.1 (the CLI refuses it); any other
-# loopback address reaches this machine.
+# loopback address reaches this machine. The steps that cut host b off
+# (cut) need its FUSE client in a network namespace of its own, reaching
+# the brick over a veth pair: the brick is then named by this side's
+# address of the pair, which both namespaces route to.
+for s in "${steps[@]}"; do
+  [[ $s == cut ]] || continue
+  bench_install nft:nftables ip:iproute2 nsenter:util-linux || cannot "nftables and iproute2 could not be installed"
+  netns=hermes-mh$$ veth=mh$$
+  ip netns add "$netns" || cannot "no network namespace (ip netns add failed)"
+  ip link add "${veth}a" type veth peer name "${veth}b" || cannot "no veth pair (ip link add failed)"
+  ip link set "${veth}b" netns "$netns"
+  ip addr add 10.199.0.1/30 dev "${veth}a"
+  ip link set "${veth}a" up
+  ip netns exec "$netns" ip addr add 10.199.0.2/30 dev "${veth}b"
+  ip netns exec "$netns" ip link set "${veth}b" up
+  ip netns exec "$netns" ip link set lo up
+  ip netns exec "$netns" nft list ruleset >/dev/null 2>&1 || cannot "nftables does not work in a network namespace"
+  server=10.199.0.1 bnet=(nsenter "--net=/run/netns/$netns")
+  break
+done
 if ! pgrep -x glusterd >/dev/null; then
   glusterd -p "$tmp/glusterd.pid" || cannot "glusterd did not start"
   started_glusterd=true
   for _ in $(seq 50); do gluster volume list >/dev/null 2>&1 && break; sleep 0.1; done
 fi
 mkdir -p "$brick" "$tmp/a" "$tmp/b" "$tmp/local"
-gluster --mode=script volume create "$vol" "127.0.0.2:$brick" force >/dev/null || cannot "no volume"
+gluster --mode=script volume create "$vol" "$server:$brick" force >/dev/null || cannot "no volume"
 if [[ ${MULTIHOST_VOLUME:-} != defaults ]]; then
   for o in "${volume_off[@]}"; do gluster --mode=script volume set "$vol" "$o" off >/dev/null; done
 fi
 gluster --mode=script volume start "$vol" >/dev/null || cannot "the volume did not start"
-for m in a b; do
-  mount -t glusterfs ${MULTIHOST_MOUNT:+-o "$MULTIHOST_MOUNT"} "127.0.0.2:/$vol" "$tmp/$m" || cannot "the FUSE mount failed"
-done
+mount -t glusterfs ${MULTIHOST_MOUNT:+-o "$MULTIHOST_MOUNT"} "$server:/$vol" "$tmp/a" || cannot "the FUSE mount failed"
+remount_b || cannot "the FUSE mount failed"
 say "volume $vol (options: ${MULTIHOST_VOLUME:-documented}; mount: ${MULTIHOST_MOUNT:-defaults}) on $tmp/a and $tmp/b"
 
 # host SIDE SCRIPT: run SCRIPT with bash in a new PID namespace, with
@@ -341,12 +379,6 @@ for w in $(seq '$writers'); do
 done
 wait'
 
-# remount_b: host b's FUSE client started again on its mount point.
-remount_b() {
-  umount -l "$tmp/b" 2>/dev/null || true
-  mount -t glusterfs ${MULTIHOST_MOUNT:+-o "$MULTIHOST_MOUNT"} "127.0.0.2:/$vol" "$tmp/b"
-}
-
 # Host b's FUSE client (the glusterfs process of mount b) killed with kill
 # -9 while both hosts append to one session, CLIENTKILL_ROUNDS rounds; b
 # is mounted again after each, and the appends left failing there are run
@@ -395,9 +427,11 @@ step_clientkill() {
 # brought forward, no occurrence is run early or twice, and hermes from b
 # reports b's skew; fsck from each host finds nothing else.
 step_skew() {
-  local prof=$tmp/a/home/profiles/default side ahead
-  local ids="export HERMES_HOST_ID=host-\$SIDE; [ \$SIDE = b ] && export HERMES_TEST_CLOCK_AHEAD=5m;"
-  host a 'HERMES_HOST_ID=host-a hermes sessions list >/dev/null'
+  # A profile of its own: the board and cron steps' tasks and runs are not
+  # this step's.
+  local prof=$tmp/a/skew/profiles/default side ahead
+  local ids="export HERMES_HOME=$tmp/\$SIDE/skew HERMES_HOST_ID=host-\$SIDE; [ \$SIDE = b ] && export HERMES_TEST_CLOCK_AHEAD=5m;"
+  host a "$ids hermes sessions list >/dev/null"
   mkdir -p "$prof" "$tmp/marks"
   # The worker notes when it starts and when its failing first run ends by
   # this machine's real clock (a run's own stamps are the clock of the
@@ -416,7 +450,7 @@ step_skew() {
   done
   wait
   local done_n bad=0 early=0 overlap=0 id runs claims=0 by_b=0 stamped_b=0
-  done_n=$(host a 'HERMES_HOST_ID=host-a hermes --json kanban list --status done' | wc -l)
+  done_n=$(host a "$ids hermes --json kanban list --status done" | wc -l)
   for id in $(jq -r .id "$prof"/kanban/tasks/*.json); do
     runs=$(jq '.runs | length' "$prof/kanban/tasks/$id.json")
     claims=$((claims + $(jq -r 'select(.type=="claimed") | .type' "$prof/kanban/tasks/$id.events.jsonl" | wc -l)))
@@ -424,8 +458,8 @@ step_skew() {
     # The second worker starts after the first ended (no two live
     # workers) and after the backoff (no retry brought forward).
     local second first_end
-    second=$(sed -n 2p "$tmp/marks/$id.start" 2>/dev/null)
-    first_end=$(cat "$tmp/marks/$id.end" 2>/dev/null)
+    second=$(sed -n 2p "$tmp/marks/$id.start" 2>/dev/null) || second=""
+    first_end=$(cat "$tmp/marks/$id.end" 2>/dev/null) || first_end=""
     if [[ -n $second && -n $first_end ]]; then
       awk -v s="$second" -v e="$first_end" 'BEGIN { exit !(s < e) }' && overlap=$((overlap + 1))
       awk -v s="$second" -v e="$first_end" -v b="$skew_backoff" 'BEGIN { exit !(s < e + b) }' && early=$((early + 1))
@@ -468,6 +502,97 @@ step_skew() {
     if grep -q 'clock of host-b: 5m0s ahead' <<<"$fsck_out" && ! grep '^problem' <<<"$fsck_out" | grep -qv 'clock of host-b'; then ahead=ok; else ahead=bad; fi
     check "clock skew: fsck from host $side" "$ahead" "exit $rc: $(grep -m1 'clock of host-b' <<<"$fsck_out" | sed 's/^problem: [^ ]*: //'); no other problem"
   done
+}
+
+# The writer loop of step_cut: WRITERS loops appending to $SID until
+# $ACK.stop exists, host b's 50 messages an append (its lock held most of
+# the time), host a's one, each with a key of its own and run again with it
+# until it succeeds. Each failed run is noted in $ACK.times as "SIDE EXIT
+# SECONDS-TO-EXIT SECONDS-TO-MESSAGE MESSAGE".
+cut_writer_loop='
+n=1; [ $SIDE = b ] && n=50
+for w in $(seq '$writers'); do
+  (i=0
+   while [ ! -e "$ACK.stop" ]; do
+     i=$((i + 1)); c="$SIDE-$w-$i" in="$ACK-in.$SIDE.$w" e="$ACK-e.$SIDE.$w"
+     seq $n | sed "s/.*/{\"role\":\"user\",\"content\":\"$c-&\"}/" >"$in"
+     try=0
+     while :; do
+       t0=$(date +%s.%N)
+       if out=$(hermes --json --fs-timeout 10s sessions append "$SID" --key "$c" <"$in" 2> >(while IFS= read -r l; do echo "$(date +%s.%N) $l"; done >"$e")); then
+         [ $try -gt 0 ] && case $out in *"\"appended\":0"*) echo "$c" >>"$ACK.stored.$SIDE" ;; esac
+         sed "s/.*\"content\":\"\([^\"]*\)\".*/\1/" "$in" >>"$ACK.$SIDE.$w"
+         break
+       else
+         rc=$?
+       fi
+       t1=$(date +%s.%N)
+       sleep 0.2
+       msg=$(grep -v warning: "$e" | head -1)
+       echo "$SIDE $rc $(awk -v a=$t0 -v b=$t1 -v m="${msg%% *}" "BEGIN { printf \"%.1f %.1f\", b - a, m - a }") ${msg#* }" >>"$ACK.times"
+       cut -d" " -f2- "$e" >>"$ACK.err"
+       [ $try -eq 0 ] && echo "$c" >>"$ACK.failed.$SIDE"
+       try=$((try + 1))
+       sleep 0.3
+     done
+   done) &
+done
+wait'
+
+# Host b cut off from the brick for cut_for seconds (nftables, drop, in its
+# network namespace) while both hosts append to one session: every
+# acknowledged append stored once; b's commands exit within their
+# --fs-timeout (10 s) naming the profile's path; a's appends that wait for
+# the lock b held give up within their --lock-timeout (10 s) naming b's
+# host and pid.
+step_cut() {
+  local sid ids="export HERMES_HOST_ID=host-\$SIDE;"
+  sid=$(host a 'HERMES_HOST_ID=host-a hermes sessions new' 2>/dev/null)
+  rm -f "$tmp/ack".*
+  host a "$ids SID=$sid ACK=$tmp/ack; $cut_writer_loop" &
+  host b "$ids SID=$sid ACK=$tmp/ack; $cut_writer_loop" &
+  sleep 3
+  ip netns exec "$netns" nft -f - <<'NFT'
+table inet hermescut {
+  chain in { type filter hook input priority 0; policy drop; }
+  chain out { type filter hook output priority 0; policy drop; }
+}
+NFT
+  sleep "$cut_for"
+  ip netns exec "$netns" nft delete table inet hermescut
+  sleep 5
+  touch "$tmp/ack.stop"
+  wait
+  local out verdict
+  out=$(verify_appends b "$sid" "$tmp/ack")
+  verdict=${out%% *}
+  local stored=0
+  [[ -f $tmp/ack.stored.a || -f $tmp/ack.stored.b ]] && stored=$(cat "$tmp"/ack.stored.* | wc -l)
+  check "cut: host b cut off from the brick for $cut_for s under the appends of both hosts" "$verdict" "${out#* }; $stored of them stored by the run that failed, stored once with their key"
+  touch "$tmp/ack.times"
+  # b's failed runs: within --fs-timeout, naming the profile's path.
+  local bn bslow bnamed amax
+  bn=$(awk '$1 == "b"' "$tmp/ack.times" | wc -l)
+  bslow=$(awk '$1 == "b" && $3 > 11' "$tmp/ack.times" | wc -l)
+  bnamed=$(awk '$1 == "b"' "$tmp/ack.times" | grep -c "$tmp/b/home" || true)
+  local bmax bmsg
+  bmax=$(awk '$1 == "b" { if ($3 > m) m = $3 } END { print m + 0 }' "$tmp/ack.times")
+  bmsg=$(awk '$1 == "b" { if ($4 > m) m = $4 } END { print m + 0 }' "$tmp/ack.times")
+  verdict=ok
+  ((bn > 0 && bslow == 0 && bnamed == bn)) || verdict=bad
+  check "cut: host b's commands during the cut (--fs-timeout 10s)" "$verdict" "$bn runs failed, $bnamed of them naming the path, each saying so within $bmsg s but exiting within $bmax s, $bslow past 11 s; e.g. \"$(awk '$1 == "b"' "$tmp/ack.times" | head -1 | cut -d' ' -f5- | cut -c1-200)\""
+  # a's: exit 5 within --lock-timeout, naming b's host and pid.
+  local an aslow anamed
+  an=$(awk '$1 == "a"' "$tmp/ack.times" | wc -l)
+  aslow=$(awk '$1 == "a" && $3 > 11' "$tmp/ack.times" | wc -l)
+  anamed=$(awk '$1 == "a" && $2 == 5' "$tmp/ack.times" | grep -c 'pid [0-9]* on host host-b' || true)
+  amax=$(awk '$1 == "a" { if ($3 > m) m = $3 } END { print m + 0 }' "$tmp/ack.times")
+  verdict=ok
+  ((aslow == 0 && anamed == an)) || verdict=bad
+  local why="b held the session's lock when it was cut off"
+  ((an > 0)) || why="b held no lock when it was cut off: nothing waited"
+  check "cut: host a's appends to the session meanwhile (--lock-timeout 10s)" "$verdict" "$why; $an runs failed, the longest after $amax s, $aslow past 11 s, $anamed exit 5 naming host-b and its pid; e.g. \"$(awk '$1 == "a"' "$tmp/ack.times" | head -1 | cut -d' ' -f5- | cut -c1-200)\""
+  step_fsck
 }
 
 # One host changes a document, the other changes it next, at once: the
@@ -602,8 +727,8 @@ step_fsck() {
 
 for s in "${steps[@]}"; do
   case $s in
-  appends | docs | board | cron | kill | clientkill | skew | memory | usage | fresh | fsck) say "$s"; "step_$s" ;;
-  *) say "unknown step $s (appends docs board cron kill clientkill skew memory usage fresh fsck)"; exit 2 ;;
+  appends | docs | board | cron | kill | clientkill | skew | cut | memory | usage | fresh | fsck) say "$s"; "step_$s" ;;
+  *) say "unknown step $s (appends docs board cron kill clientkill skew cut memory usage fresh fsck)"; exit 2 ;;
   esac
 done
 
