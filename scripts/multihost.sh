@@ -40,6 +40,12 @@
 #            path; a's appends that wait for the lock b held give up
 #            within --lock-timeout naming b's host and pid; fsck from each
 #            host (not in the default list: nftables, iproute2, 45 s)
+#   paused   host b's append of 30000 messages stopped (SIGSTOP) once it
+#            holds the session's lock and has written a line, b cut off
+#            for 45 s (past the bricks' keepalive, 38 s), a appends, b
+#            reconnected and resumed: b exits non-zero, none of its lines
+#            after a's, seq contiguous, fsck clean (not in the default
+#            list: nftables, iproute2, 60 s)
 #   memory   8 processes adding 100 memory entries each at once, 6 on one
 #            host and 2 on the other: all 800 there, once each
 #   usage    3 chats a host × 15 turns whose model reports 10 tokens in and
@@ -52,11 +58,12 @@
 # It prints a Markdown table, tears the volume and the mounts down, and
 # exits 1 when a check failed (the brick is kept for a look), 3 when this
 # machine cannot run it (not root, no /dev/fuse, GlusterFS not installable
-# or not starting; for cut, nftables or a network namespace missing), 2 on
+# or not starting; for cut and paused, nftables or a network namespace
+# missing), 2 on
 # bad usage. It takes about 2 minutes on 2 cores.
 #
-# Usage: scripts/multihost.sh [STEP...]     steps: appends docs board cron kill clientkill skew cut memory usage fresh fsck
-#                                           (default all but cut)
+# Usage: scripts/multihost.sh [STEP...]     steps: appends docs board cron kill clientkill skew cut paused memory usage
+#                                           fresh fsck (default all but cut and paused)
 #   MULTIHOST_VOLUME=defaults   leave the volume's options at GlusterFS's defaults
 #   MULTIHOST_OFF="OPT ..."     turn off these volume options instead of the seven
 #   MULTIHOST_MOUNT=OPTS        FUSE mount options (default: none; e.g.
@@ -73,7 +80,7 @@ steps=("$@")
 ((${#steps[@]})) || steps=(appends docs board cron kill clientkill skew memory usage fresh fsck)
 writers=3 appends=200 tasks=60 work=2 kills=15 rounds=100 tick_for=16
 clientkill_rounds=5 clientkill_appends=30
-skew_tasks=8 skew_backoff=4 skew_tick_for=10 cut_for=20
+skew_tasks=8 skew_backoff=4 skew_tick_for=10 cut_for=20 paused_cut=45 paused_lines=30000
 
 # The client-side caches that make one host's writes invisible to the
 # other for about a second, turned off; README says why each.
@@ -137,7 +144,7 @@ remount_b() {
 # the brick over a veth pair: the brick is then named by this side's
 # address of the pair, which both namespaces route to.
 for s in "${steps[@]}"; do
-  [[ $s == cut ]] || continue
+  [[ $s == cut || $s == paused ]] || continue
   bench_install nft:nftables ip:iproute2 nsenter:util-linux || cannot "nftables and iproute2 could not be installed"
   netns=hermes-mh$$ veth=mh$$
   ip netns add "$netns" || cannot "no network namespace (ip netns add failed)"
@@ -603,6 +610,77 @@ NFT
   step_fsck
 }
 
+# A lock holder paused across a cut: host b's append of 30000 messages to
+# a session is stopped (SIGSTOP) once it holds the session's lock and has
+# written a line, b is cut off from the brick for paused_cut seconds
+# (longer than the bricks' keepalive, 38 s, so that they drop b's flock),
+# host a appends meanwhile, and b is reconnected and resumed (SIGCONT): b's
+# append exits non-zero and stores nothing more, or its lines are moved
+# aside (SID.jsonl.fenced-*) and named; seq contiguous; fsck clean.
+step_paused() {
+  local sid ids="export HERMES_HOST_ID=host-\$SIDE;" pid="" i
+  sid=$(host a 'HERMES_HOST_ID=host-a hermes sessions new' 2>/dev/null)
+  local dir=$tmp/a/home/profiles/default/sessions
+  host a "$ids hermes sessions append $sid --role user --content a-0" >/dev/null 2>&1
+  seq "$paused_lines" | sed 's/.*/{"role":"user","content":"b-&"}/' >"$tmp/paused.in"
+  host b "$ids hermes --lock-timeout 60s sessions append $sid --key paused <$tmp/paused.in >$tmp/paused.out 2>$tmp/paused.err; echo \$? >$tmp/paused.rc" &
+  local bside=$!
+  for _ in $(seq 2000); do
+    pid=$(pgrep -f "^hermes .*--key paused") && break
+    sleep 0.005
+  done
+  for _ in $(seq 2000); do
+    [[ -n $pid ]] || break
+    if grep -q host-b "$dir/$sid.lock" 2>/dev/null && (($(wc -l <"$dir/$sid.jsonl") > 1)); then
+      kill -STOP "$pid"
+      break
+    fi
+    sleep 0.005
+  done
+  [[ $(ps -o stat= -p "$pid" 2>/dev/null) == T* ]] || pid=""
+  if [[ -z $pid ]]; then
+    wait "$bside" || true
+    check "paused: a lock holder stopped across a cut" bad "host b's append could not be stopped while it held the lock ($(cat "$tmp/paused.rc" 2>/dev/null))"
+    return
+  fi
+  local before
+  before=$(wc -l <"$dir/$sid.jsonl")
+  ip netns exec "$netns" nft -f - <<'NFT'
+table inet hermescut {
+  chain in { type filter hook input priority 0; policy drop; }
+  chain out { type filter hook output priority 0; policy drop; }
+}
+NFT
+  local t0 t1
+  t0=$(date +%s.%N)
+  rm -f "$tmp/pack".*
+  host a "$ids for i in 1 2 3; do hermes --lock-timeout 60s sessions append $sid --role user --content a-\$i >/dev/null 2>>$tmp/pack.err && echo a-\$i >>$tmp/pack.a.1; done" &
+  local aside=$!
+  sleep "$paused_cut"
+  ip netns exec "$netns" nft delete table inet hermescut
+  wait "$aside" || true
+  t1=$(date +%s.%N)
+  sleep 3
+  kill -CONT "$pid"
+  local rc=none
+  for _ in $(seq 600); do [[ -s $tmp/paused.rc ]] && break; sleep 0.1; done
+  wait "$bside" || true
+  rc=$(cat "$tmp/paused.rc" 2>/dev/null || echo none)
+  echo a-0 >>"$tmp/pack.a.1"
+  local out fenced bstored verdict
+  out=$(verify_appends a "$sid" "$tmp/pack")
+  verdict=${out%% *}
+  fenced=$(find "$dir" -name "$sid.jsonl.fenced-*" | wc -l)
+  bstored=$(grep -c $'\tb-' "$tmp/stored" || true)
+  # b's lines stored are those before the pause, all before a's.
+  local bafter
+  bafter=$(awk -F'\t' '$2 ~ /^a-[1-9]/ { seen = 1 } seen && $2 ~ /^b-/' "$tmp/stored" | wc -l)
+  [[ $rc != 0 && $rc != none && $bafter == 0 ]] || verdict=bad
+  ((fenced == 0)) || grep -q 'fenced-' "$tmp/paused.err" || verdict=bad
+  check "paused: host b's append stopped holding the lock, b cut off for $paused_cut s, a appends, b resumed" "$verdict" "${out#* }; host a's appends waited $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.0f", b-a}') s; b's append exit $rc: \"$(grep -v warning: "$tmp/paused.err" | head -1 | cut -c1-240)\"; $bstored of b's lines stored ($((before - 2)) when it was stopped), $bafter after a's; $fenced moved aside"
+  step_fsck
+}
+
 # One host changes a document, the other changes it next, at once: the
 # second must read the first's change (a document replaced by rename, read
 # through a name the other mount may have cached).
@@ -735,8 +813,8 @@ step_fsck() {
 
 for s in "${steps[@]}"; do
   case $s in
-  appends | docs | board | cron | kill | clientkill | skew | cut | memory | usage | fresh | fsck) say "$s"; "step_$s" ;;
-  *) say "unknown step $s (appends docs board cron kill clientkill skew cut memory usage fresh fsck)"; exit 2 ;;
+  appends | docs | board | cron | kill | clientkill | skew | cut | paused | memory | usage | fresh | fsck) say "$s"; "step_$s" ;;
+  *) say "unknown step $s (appends docs board cron kill clientkill skew cut paused memory usage fresh fsck)"; exit 2 ;;
   esac
 done
 
