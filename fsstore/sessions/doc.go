@@ -81,7 +81,12 @@
 // append, saying where the append begins, and completes it after. A
 // record left begun (the append's outcome unknown) is settled by the
 // transcript: the lines after where the append began are its messages
-// (compared without seq and ts) or they are not, and then it is made.
+// (compared without seq and ts) or they are not, and then it is made. An
+// append of several messages writes each line by itself, so one stopped
+// between its lines (killed, or its filesystem gone silent) leaves the
+// first of them: the lines after where it began that are its first
+// messages are kept, and only the rest are appended, after whatever
+// other writers appended since, so that each is stored once.
 //
 // # The truncation guard
 //

@@ -36,7 +36,8 @@ type KeyRecords interface {
 // before the append and completed after it. A record that says an append
 // began but not that it ended (its outcome was unknown) is settled by
 // the transcript: the lines after where it began are the messages (it
-// was stored: again=true) or not (they are appended now).
+// was stored: again=true), or the first of them (it was stopped between
+// its lines: the rest are appended now), or not (they are appended now).
 func (s *Store) AppendKeyed(id, key string, msgs []Message, keys KeyRecords) (count int64, again bool, err error) {
 	if err := fsstore.CheckID("session id", id); err != nil {
 		return 0, false, err
@@ -65,8 +66,10 @@ func (s *Store) AppendKeyed(id, key string, msgs []Message, keys KeyRecords) (co
 		unlock()
 		return rec.To, true, nil
 	}
+	rest := msgs
 	if found {
-		if stored, err := s.storedAt(id, rec.From, msgs); err != nil || stored {
+		stored, err := s.storedAt(id, rec.From, msgs)
+		if err != nil || stored == len(msgs) {
 			unlock()
 			if err == nil {
 				rec.To = rec.From + int64(len(msgs))
@@ -76,17 +79,24 @@ func (s *Store) AppendKeyed(id, key string, msgs []Message, keys KeyRecords) (co
 			}
 			return rec.To, err == nil, err
 		}
+		// The first append was stopped between its lines (each is a
+		// write of its own): the rest is appended, after the lines any
+		// other writer appended since, and the record keeps where the
+		// append began.
+		rest = msgs[stored:]
 	}
-	from, err := s.transcriptCount(id)
-	if err == nil {
-		rec = KeyRecord{SessionID: id, Digest: digest, From: from}
-		err = keys.PutKey(key, rec)
+	if len(rest) == len(msgs) {
+		from, err := s.transcriptCount(id)
+		if err == nil {
+			rec = KeyRecord{SessionID: id, Digest: digest, From: from}
+			err = keys.PutKey(key, rec)
+		}
+		if err != nil {
+			unlock()
+			return 0, false, err
+		}
 	}
-	if err != nil {
-		unlock()
-		return 0, false, err
-	}
-	seq, due, err := s.appendLocked(&sess, msgs)
+	seq, due, err := s.appendLocked(&sess, rest)
 	unlock()
 	if due {
 		s.compactCatalogIfDue()
@@ -102,12 +112,13 @@ func (s *Store) AppendKeyed(id, key string, msgs []Message, keys KeyRecords) (co
 	return seq, false, nil
 }
 
-// storedAt reports whether the lines of id's transcript after seq from
-// are msgs, as a keyed append would have stored them.
-func (s *Store) storedAt(id string, from int64, msgs []Message) (bool, error) {
+// storedAt is how many of msgs the lines of id's transcript after seq
+// from begin with, as a keyed append would have stored them: all of them
+// when the append was stored, fewer when it was stopped between lines.
+func (s *Store) storedAt(id string, from int64, msgs []Message) (int, error) {
 	tail, err := s.Tail(id, func(m Message) bool { return m.Seq <= from+1 })
 	if err != nil {
-		return false, err
+		return 0, err
 	}
 	var after []Message
 	for _, m := range tail {
@@ -115,10 +126,11 @@ func (s *Store) storedAt(id string, from int64, msgs []Message) (bool, error) {
 			after = append(after, m)
 		}
 	}
-	if len(after) < len(msgs) {
-		return false, nil
+	n := 0
+	for n < len(msgs) && n < len(after) && keyDigest(after[n:n+1]) == keyDigest(msgs[n:n+1]) {
+		n++
 	}
-	return keyDigest(after[:len(msgs)]) == keyDigest(msgs), nil
+	return n, nil
 }
 
 // keyDigest is the digest of what msgs say, without their seq and ts,

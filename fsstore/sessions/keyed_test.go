@@ -124,3 +124,38 @@ func TestAppendKeyedAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendKeyedAfterPart: a first append of several messages killed
+// between its lines (each line is its own write) left the first of them
+// stored, and another writer appended after them: the retry with the key
+// appends only the rest, so that each message is stored once.
+func TestAppendKeyedAfterPart(t *testing.T) {
+	s, _, _ := newTestStore(t)
+	id := mustCreate(t, s, "k1")
+	keys := mapKeys{}
+	batch := []Message{textMsg("user", "b1"), textMsg("user", "b2"), textMsg("user", "b3")}
+	keys["k"] = KeyRecord{SessionID: id, Digest: keyDigest(batch), From: 0}
+	mustAppend(t, s, id, textMsg("user", "b1"))
+	mustAppend(t, s, id, textMsg("user", "other"))
+	n, again, err := s.AppendKeyed(id, "k", batch, keys)
+	if err != nil || n != 4 || again {
+		t.Fatalf("retry of an append whose first line is stored = %d, %v, %v; want 4, false, nil", n, again, err)
+	}
+	want := []string{"b1", "other", "b2", "b3"}
+	got := texts(readMessages(t, s, id))
+	if len(got) != len(want) {
+		t.Fatalf("transcript holds %q, want %q", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("transcript holds %q, want %q", got, want)
+		}
+	}
+	if keys["k"].To != 4 {
+		t.Errorf("the key's record says it ended at %d, want 4", keys["k"].To)
+	}
+	n, again, err = s.AppendKeyed(id, "k", batch, keys)
+	if err != nil || n != 4 || !again {
+		t.Fatalf("a second retry = %d, %v, %v; want 4, true, nil", n, again, err)
+	}
+}
