@@ -248,7 +248,13 @@
 // back, and lines of this writer that landed after another writer's are
 // moved to <log>.fenced-<unix> and the append refused, naming the copy;
 // lines that landed where their writer read the end stand (the other
-// writer's check moves its own aside). An append that fails later (its
+// writer's check moves its own aside). A batch is written a line at a
+// time, so a holder paused between two of its lines leaves its first lines
+// where it read the end, the other writer's after them (numbered after
+// those first lines, which it read), and its other lines at the end: those
+// are moved aside, the first stay, and the refusal says how many of each
+// (splitLanding). Lines mixed any other way are reported as an unknown
+// outcome, for fsck. An append that fails later (its
 // sync, its commit) is cut back only while the log still ends with its
 // lines: a cut after another writer's lines would remove them.
 //

@@ -117,13 +117,21 @@ type FencedError struct {
 	Want  int64
 	Found int64
 	Aside string
+	// Stored, of Lines, are the writer's first lines that had landed
+	// where it read the log's end before it lost its lock between two of
+	// its writes: they stay (the other writer numbered after them), and
+	// the rest are aside. 0 when none stayed.
+	Stored, Lines int
 }
 
 func (e *FencedError) Error() string {
 	msg := fmt.Sprintf("append to %s refused: its lock was lost (the log ends at byte %d, not at %d where this writer read it: another host or process took the lock and appended)", e.Path, e.Found, e.Want)
-	if e.Aside != "" {
+	switch {
+	case e.Stored > 0:
+		msg += fmt.Sprintf("; its first %d of %d lines had landed before the other writer's and stay, the other %d were moved aside to %s", e.Stored, e.Lines, e.Lines-e.Stored, e.Aside)
+	case e.Aside != "":
 		msg += "; the lines were moved aside to " + e.Aside
-	} else {
+	default:
 		msg += "; nothing was written"
 	}
 	return msg

@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -183,5 +184,40 @@ func TestAppendOutcomeUnknown(t *testing.T) {
 				t.Fatalf("AppendLines = %v, want an *UnknownOutcomeError naming %s and wrapping the cause", err, path)
 			}
 		})
+	}
+}
+
+// TestSplitLanding: a batch whose first lines landed where its writer
+// read the log's end, another writer's lines after them, and its other
+// lines at the end is split there; lines mixed any other way are not.
+func TestSplitLanding(t *testing.T) {
+	ours := [][]byte{[]byte("{\"seq\":3,\"a\":1}\n"), []byte("{\"seq\":4,\"a\":2}\n"), []byte("{\"seq\":5,\"a\":3}\n")}
+	theirs := []byte("{\"seq\":4,\"b\":1}\n")
+	before := []byte("{\"seq\":1}\n{\"seq\":2}\n")
+	for _, c := range []struct {
+		name string
+		log  [][]byte
+		j    int
+		tail int64
+	}{
+		{"one stayed", [][]byte{ours[0], theirs, ours[1], ours[2]}, 1, int64(len(ours[1]) + len(ours[2]))},
+		{"two stayed", [][]byte{ours[0], ours[1], theirs, ours[2]}, 2, int64(len(ours[2]))},
+		{"mixed", [][]byte{ours[0], theirs, ours[1], theirs, ours[2]}, 0, 0},
+		{"theirs only after", [][]byte{ours[0], ours[1], ours[2], theirs}, 0, 0},
+	} {
+		path := filepath.Join(t.TempDir(), "log.jsonl")
+		content := append(append([]byte{}, before...), bytes.Join(c.log, nil)...)
+		if err := os.WriteFile(path, content, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j, tail := splitLanding(f, int64(len(before)), int64(len(content)), ours, bytes.Join(ours, nil))
+		f.Close()
+		if j != c.j || tail != c.tail {
+			t.Errorf("%s: split at %d, tail %d bytes; want %d, %d", c.name, j, tail, c.j, c.tail)
+		}
 	}
 }

@@ -424,8 +424,51 @@ func landed(f *os.File, start, end int64, lines [][]byte) error {
 			return fenced
 		}
 	}
+	if j, tail := splitLanding(f, start, size, lines, want); j > 0 {
+		aside, err := MoveTailAside(f, size-tail, fmt.Sprintf(".fenced-%d", time.Now().Unix()))
+		if err != nil {
+			return &UnknownOutcomeError{Path: f.Name(), Err: fmt.Errorf("append to %s: its lock was lost while appending; moving its last lines aside failed: %w", f.Name(), err),
+				Why: "its lines are mixed with another writer's: hermes fsck reports the log"}
+		}
+		return &FencedError{Path: f.Name(), Want: start, Found: size - tail, Aside: aside, Stored: j, Lines: len(lines)}
+	}
 	return &UnknownOutcomeError{Path: f.Name(), Err: fmt.Errorf("append to %s: its lock was lost while appending", f.Name()),
 		Why: "its lines are mixed with another writer's: hermes fsck reports the log"}
+}
+
+// splitLanding finds how a writer's lines landed when it lost its lock
+// between two of its writes: its first j where it read the log's end
+// (start), another writer's after them, and its other lines at the log's
+// end (size), tail bytes of them. j is 0 when the log does not read so.
+// The other writer read the log with the first j lines in it and numbered
+// after them: they stay, and the tail is what must go aside.
+func splitLanding(f *os.File, start, size int64, lines [][]byte, want []byte) (j int, tail int64) {
+	if size-start <= int64(len(want)) || len(lines) < 2 {
+		return 0, 0
+	}
+	region := make([]byte, size-start)
+	if _, err := f.ReadAt(region, start); err != nil {
+		return 0, 0
+	}
+	p := 0 // the bytes of want the log holds from start
+	for p < len(want) && want[p] == region[p] {
+		p++
+	}
+	q := 0 // the bytes of want's end the log ends with
+	for q < len(want) && want[len(want)-1-q] == region[len(region)-1-q] {
+		q++
+	}
+	head := 0
+	for j = 1; j < len(lines); j++ {
+		head += len(lines[j-1])
+		if head > p {
+			break
+		}
+		if len(want)-head <= q {
+			return j, int64(len(want) - head)
+		}
+	}
+	return 0, 0
 }
 
 // CutBack truncates f to size, syncs it, and returns err: it undoes the
