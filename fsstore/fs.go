@@ -200,7 +200,7 @@ func WriteAtomic(path string, fill func(io.Writer) error) error {
 // a crash makes harmless (a task's pids), and for writers that sync the
 // directory once after several of them.
 func ReplaceFile(path string, fill func(io.Writer) error) error {
-	return replaceFile(path, fill, true)
+	return replaceFile(path, fill, true, true)
 }
 
 // WriteCacheFile is WriteFileAtomic for a cache its owner can rebuild: the
@@ -213,10 +213,25 @@ func WriteCacheFile(path string, data []byte) error {
 	return replaceFile(path, func(w io.Writer) error {
 		_, err := w.Write(data)
 		return err
-	}, false)
+	}, false, false)
 }
 
-func replaceFile(path string, fill func(io.Writer) error, sync bool) (err error) {
+// writeAside is WriteFileAtomic for a copy kept aside, which no lock
+// guards: it is not fenced (CheckHeld), since a writer that lost its lock
+// must still be able to move its own lines out of the log.
+func writeAside(path string, data []byte) error {
+	if err := replaceFile(path, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	}, true, false); err != nil {
+		return err
+	}
+	return SyncDir(filepath.Dir(path))
+}
+
+// replaceFile writes path atomically: synced (and fenced by its lock,
+// CheckHeld, when fenced) or as a cache.
+func replaceFile(path string, fill func(io.Writer) error, sync, fenced bool) (err error) {
 	dir := filepath.Dir(path)
 	f, err := seam.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -243,7 +258,7 @@ func replaceFile(path string, fill func(io.Writer) error, sync bool) (err error)
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("write %s: close: %w", path, err)
 	}
-	if sync {
+	if fenced {
 		// The commit point of a document: fenced by its lock (CheckHeld).
 		if err := CheckHeld(path); err != nil {
 			return err

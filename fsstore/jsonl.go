@@ -266,7 +266,7 @@ func MoveTailAside(f *os.File, keep int64, suffix string) (string, error) {
 		return "", PathErr("read", f.Name(), err)
 	}
 	aside := freeName(f.Name(), suffix)
-	if err := WriteAtomic(aside, func(w io.Writer) error { _, err := w.Write(tail); return err }); err != nil {
+	if err := writeAside(aside, tail); err != nil {
 		return "", err
 	}
 	if err := f.Truncate(keep); err != nil {
