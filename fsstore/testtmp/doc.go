@@ -13,6 +13,8 @@
 //   - TMPDIR is not set: a TMPDIR the user set is theirs;
 //   - HERMES_TEST_DISK is not 1: CI's main run sets it, so that every test
 //     also runs on a real disk;
+//   - no benchmark was asked for (-bench): benchmarks measure what a change
+//     costs on the disk a user has, its syncs included;
 //   - /dev/shm is a tmpfs with at least 2 GiB free (a container's 64 MB
 //     /dev/shm is not), and hermes-test-UID under it is this user's own
 //     directory, not a link.
