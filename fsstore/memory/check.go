@@ -82,8 +82,8 @@ func (s *Store) checkCache(st State, repair bool) *fsstore.Finding {
 	if !ok || c.LogSize != size {
 		return nil
 	}
-	want, _ := json.Marshal(st)
-	have, _ := json.Marshal(c.State)
+	want, _ := json.Marshal(st.comparable())
+	have, _ := json.Marshal(c.State.comparable())
 	if string(want) == string(have) {
 		return nil
 	}
@@ -93,4 +93,17 @@ func (s *Store) checkCache(st State, repair bool) *fsstore.Finding {
 		fd.Repaired, fd.What = true, fd.What+"; written again from the log"
 	}
 	return fd
+}
+
+// comparable is st with its empty lists as none: a file emptied by a
+// change and one never written hold the same entries, whichever way the
+// fold or the cache keeps them.
+func (st State) comparable() State {
+	if len(st.Memory) == 0 {
+		st.Memory = nil
+	}
+	if len(st.User) == 0 {
+		st.User = nil
+	}
+	return st
 }

@@ -565,3 +565,28 @@ func TestCacheEncoding(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckCleanAfterAFileEmptied: a revert that empties a file leaves the
+// cache and the log agreeing: fsck finds nothing (before: "cache disagrees
+// with log.jsonl", exit 1, the cache's empty list against the log's none).
+func TestCheckCleanAfterAFileEmptied(t *testing.T) {
+	s, _ := newStore(t)
+	if _, err := s.Add(Memory, "the user prefers tabs", agent); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Add(User, "name: Sam", agent); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Revert(1, Who{By: ByUser}); err != nil {
+		t.Fatal(err)
+	}
+	findings, err := s.Check(false, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range findings {
+		if f.Problem {
+			t.Errorf("fsck after the revert: %s: %s", f.Path, f.What)
+		}
+	}
+}
