@@ -286,7 +286,7 @@ func (d *Dispatcher) reconcile(t kanban.Task) (bool, error) {
 		if err := d.Board.FailRun(t.ID, r.ID, outcome, reason, w.ExitCode, w.Signal); err != nil {
 			return false, err
 		}
-		d.sayFailed(t.ID, outcome+" ("+reason+")")
+		d.sayFailed(t.ID, r.ID, outcome, outcome+" ("+reason+")")
 		return false, nil
 	}
 	// Its claim is judged by what this host has watched of it, never by
@@ -329,17 +329,25 @@ func (d *Dispatcher) reconcile(t kanban.Task) (bool, error) {
 		return false, err
 	}
 	if unseen {
-		d.sayFailed(t.ID, fmt.Sprintf("reclaimed (its claim expired; its worker task %s, of host %s, has no record here and is not stopped)", r.WorkerTaskID, r.Host))
+		d.sayFailed(t.ID, r.ID, kanban.OutcomeReclaimed, fmt.Sprintf("reclaimed (its claim expired; its worker task %s, of host %s, has no record here and is not stopped)", r.WorkerTaskID, r.Host))
 	} else {
-		d.sayFailed(t.ID, "reclaimed (its claim expired)")
+		d.sayFailed(t.ID, r.ID, kanban.OutcomeReclaimed, "reclaimed (its claim expired)")
 	}
 	return false, nil
 }
 
-// sayFailed says what became of task id after a failed run (what): a
-// retry, or the task given up (retry.go).
-func (d *Dispatcher) sayFailed(id, what string) {
+// sayFailed says what became of task id after the tick ended its run
+// runID with outcome (what): a retry, or the task given up (retry.go).
+// A run that ended otherwise meanwhile (its worker completed the task
+// between the tick's read and its FailRun, which then changed nothing) is
+// not the tick's to report.
+func (d *Dispatcher) sayFailed(id, runID, outcome, what string) {
 	t, err := d.Board.Get(id)
+	if err == nil {
+		if r := t.RunByID(runID); r == nil || r.Outcome != outcome {
+			return
+		}
+	}
 	switch {
 	case err != nil:
 		d.say("%s %s", what, id)

@@ -362,3 +362,35 @@ func TestArgvOnePass(t *testing.T) {
 		t.Fatalf("prompt %q", p)
 	}
 }
+
+// A run its worker completed between the tick's read and the tick's
+// FailRun (a no-op then) is not reported as retried or blocked: only the
+// run the tick itself ended is.
+func TestSayFailedOnlyForTheRunItEnded(t *testing.T) {
+	r := newRig(t)
+	id := r.task("work")
+	r.tick()
+	task := r.get(id)
+	run := task.CurrentRun().ID
+	if _, err := r.d.Board.Complete(id, nil, "done"); err != nil {
+		t.Fatal(err)
+	}
+	r.out.Reset()
+	r.d.sayFailed(id, run, kanban.OutcomeProtocolViolation, "protocol_violation (the worker exited without completing or blocking the task)")
+	if r.out.Len() != 0 {
+		t.Fatalf("said %q for a task its worker completed", r.out)
+	}
+
+	id = r.task("fails")
+	r.tick()
+	task = r.get(id)
+	run = task.CurrentRun().ID
+	if err := r.d.Board.FailRun(id, run, kanban.OutcomeCrashed, "the worker exited with status 3", nil, ""); err != nil {
+		t.Fatal(err)
+	}
+	r.out.Reset()
+	r.d.sayFailed(id, run, kanban.OutcomeCrashed, "crashed (the worker exited with status 3)")
+	if !strings.HasPrefix(r.out.String(), "retry "+id+" at ") {
+		t.Fatalf("said %q, want a retry", r.out)
+	}
+}
