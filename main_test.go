@@ -68,6 +68,7 @@ func TestScripts(t *testing.T) {
 			"openai-server":    openAIServerCmd(&servers),
 			"anthropic-server": anthropicServerCmd(new(sync.Map)),
 			"unix-socket":      unixSocketCmd,
+			"free-port":        freePortCmd,
 		},
 		Condition: func(cond string) (bool, error) {
 			if cond == "race" {
