@@ -28,9 +28,11 @@ func (e *fsTimeoutError) Error() string {
 // quarter of timeout, whether it answers (fsProbe). A probe without an
 // answer after three quarters of timeout ends the command with an
 // *fsTimeoutError, so that a filesystem that stopped answering just after
-// one probe was answered is told within timeout: the action, blocked in
-// the filesystem, is left to end with the process (a FUSE call is ended
-// by the process's death). A command that works longer than timeout on a
+// one probe was answered is told within timeout. The action, blocked in
+// the filesystem, is left behind: a process cannot finish exiting while a
+// thread of it is inside a FUSE request, so on a network or FUSE
+// filesystem the command runs in a watched child whose parent exits at
+// once (fschild.go). A command that works longer than timeout on a
 // filesystem that answers is left to finish. A timeout of 0 watches
 // nothing.
 func watchFS(dir string, timeout time.Duration, action func() error) error {
