@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -146,14 +147,26 @@ func runWatched(args []string, timeout time.Duration, dir string) error {
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); close(exited) }()
 	reported := make(chan string, 1)
+	closed := make(chan struct{})
 	go func() {
-		line, _ := bufio.NewReader(r).ReadString('\n')
+		br := bufio.NewReader(r)
+		line, _ := br.ReadString('\n')
 		reported <- strings.TrimSuffix(line, "\n")
+		io.Copy(io.Discard, br)
+		close(closed)
 	}()
 	for {
 		select {
 		case msg := <-reported:
 			if msg != "" {
+				// The child closes the pipe once it has let go of its
+				// streams, which this exit's signal would keep it from
+				// doing; a stream that is a file on the filesystem in
+				// question may keep it waiting, not this process.
+				select {
+				case <-closed:
+				case <-time.After(time.Second):
+				}
 				return errors.New(msg)
 			}
 			reported = nil // the child ended, or is ending, without a report
@@ -212,10 +225,13 @@ func fromTerminal(sig os.Signal) bool {
 
 // runFSChild runs the command as the watched child: the whole of it under
 // watchFS. When the filesystem stops answering, the child tells its parent
-// (the message, one line, on the pipe), then lets go of stdin, stdout and
-// stderr (/dev/null in their place): a shell reading its output waits for
-// every holder of the pipe to close it, and this process cannot close them
-// by exiting while a thread of it waits in the filesystem. A spec that
+// (the message, one line, on the pipe), lets go of stdin, stdout, stderr
+// and the other descriptors it was given (/dev/null in their place: a
+// shell's 2> >(…) is one), then closes the pipe: a shell reading its
+// output waits for every holder of the pipe to close it, and this process
+// cannot close them by exiting while a thread of it waits in the
+// filesystem; the parent waits for the pipe's end (at most a second)
+// before it exits, since its exit's SIGKILL would stop the child before. A spec that
 // does not parse runs the command unwatched, as a local disk's would.
 func runFSChild(app *cli.App, args []string, spec string) int {
 	f := strings.SplitN(spec, " ", 3)
@@ -247,13 +263,15 @@ func runFSChild(app *cli.App, args []string, spec string) int {
 		return finish(app, err)
 	}
 	fmt.Fprintln(parent, errorText(err))
-	parent.Close()
 	if null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0); err == nil {
-		for std := 0; std <= 2; std++ {
-			unix.Dup2(int(null.Fd()), std)
+		for given := 0; given < fd; given++ {
+			if flags, err := unix.FcntlInt(uintptr(given), unix.F_GETFD, 0); err == nil && flags&unix.FD_CLOEXEC == 0 {
+				unix.Dup2(int(null.Fd()), given)
+			}
 		}
 		null.Close()
 	}
+	parent.Close()
 	if stall != nil {
 		stall() // the exit of a process with a thread in the filesystem
 	}
