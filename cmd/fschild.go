@@ -139,7 +139,13 @@ func runWatched(args []string, timeout time.Duration, dir string) error {
 	// its thread, and waits on it until the process exits.
 	runtime.LockOSThread()
 	err = cmd.Start()
-	w.Close()
+	// The child has them now: a caller that waits for the end of a pipe
+	// it gave (a ready pipe's writer gone) must not wait for this process.
+	for _, f := range cmd.ExtraFiles {
+		if f != nil {
+			f.Close()
+		}
+	}
 	if err != nil {
 		runtime.UnlockOSThread()
 		return nil
