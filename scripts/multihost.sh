@@ -629,8 +629,12 @@ step_paused() {
   seq "$paused_lines" | sed 's/.*/{"role":"user","content":"b-&"}/' >"$tmp/paused.in"
   host b "$ids hermes --lock-timeout 60s sessions append $sid --key paused <$tmp/paused.in >$tmp/paused.out 2>$tmp/paused.err; echo \$? >$tmp/paused.rc" &
   local bside=$!
+  # The append that holds the lock is the watched child of the hermes b
+  # ran (on a network filesystem a command runs in a child of its own):
+  # the matching process whose parent matches too.
   for _ in $(seq 2000); do
-    pid=$(pgrep -f "^hermes .*--key paused") && break
+    pid=$(for p in $(pgrep -f "^hermes .*--key paused"); do pgrep -f "^hermes .*--key paused" -P "$p"; done | head -1)
+    [[ -n $pid ]] && break
     sleep 0.005
   done
   for _ in $(seq 2000); do
