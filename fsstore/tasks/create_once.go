@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/hermes/hermes/fsstore"
@@ -19,7 +20,7 @@ func (s *Store) keysDir() string { return filepath.Join(s.Dir, ".keys") }
 // board's CreateOnce: the first call with key records the new task's id
 // under the key, synced (its commit point), then creates the task; a later
 // one, racing or not, returns the task the key made and made=false, and
-// its caller starts nothing. A crash between the two leaves the key naming
+// its caller starts nothing; the key with another command is ErrInvalid. A crash between the two leaves the key naming
 // a task not made yet, which the next call with the key makes, with that
 // id. A task the key made is never made again: one whose supervisor never
 // started is found lost by its readers, not run a second time.
@@ -50,7 +51,11 @@ func (s *Store) CreateOnce(key string, t Task) (task Task, made bool, err error)
 		if err := fsstore.CheckID("task id", id); err != nil {
 			return Task{}, false, &fsstore.CorruptError{Path: path, Err: err}
 		}
-		if task, err := s.Get(id); !errors.Is(err, fsstore.ErrNotFound) {
+		task, err := s.Get(id)
+		switch {
+		case err == nil && !slices.Equal(task.Command, t.Command):
+			return Task{}, false, fsstore.Invalidf("key %q was used before for another command (task %s)", key, id)
+		case !errors.Is(err, fsstore.ErrNotFound):
 			return task, false, err
 		}
 		t.ID = id
