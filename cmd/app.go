@@ -66,26 +66,30 @@ func exitCode(err error) int {
 	return ExitFailed
 }
 
-// Main runs hermes with os.Args and returns the exit code.
-func Main() int {
-	return Run(os.Args, os.Stdin, os.Stdout, os.Stderr)
-}
-
 // Run runs hermes with args and the given streams and returns the exit
 // code. Messages go to stderr as "hermes: …"; data goes to stdout.
 func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	app := NewApp(stdin, stdout, stderr)
-	err := checkUTF8(app, args)
-	if err == nil {
-		err = app.Run(interspersed(app, args))
+	return finish(app, runApp(app, args))
+}
+
+// runApp runs app with args, checked, the global flags put first.
+func runApp(app *cli.App, args []string) error {
+	if err := checkUTF8(app, args); err != nil {
+		return err
 	}
+	return app.Run(interspersed(app, args))
+}
+
+// finish says err on app's stderr and returns its exit code.
+func finish(app *cli.App, err error) int {
 	if err == nil {
 		return ExitOK
 	}
 	code := exitCode(err)
 	var silent silentExit
 	if !errors.As(err, &silent) {
-		fmt.Fprintf(stderr, "hermes: %s\n", errorText(err))
+		fmt.Fprintf(app.ErrWriter, "hermes: %s\n", errorText(err))
 	}
 	return code
 }

@@ -28,9 +28,11 @@ func (e *fsTimeoutError) Error() string {
 // quarter of timeout, whether it answers (fsProbe). A probe without an
 // answer after three quarters of timeout ends the command with an
 // *fsTimeoutError, so that a filesystem that stopped answering just after
-// one probe was answered is told within timeout: the action, blocked in
-// the filesystem, is left to end with the process (a FUSE call is ended
-// by the process's death). A command that works longer than timeout on a
+// one probe was answered is told within timeout. The action, blocked in
+// the filesystem, is left behind: a process cannot finish exiting while a
+// thread of it is inside a FUSE request, so on a network or FUSE
+// filesystem the command runs in a watched child whose parent exits at
+// once (fschild.go). A command that works longer than timeout on a
 // filesystem that answers is left to finish. A timeout of 0 watches
 // nothing.
 func watchFS(dir string, timeout time.Duration, action func() error) error {
@@ -45,6 +47,10 @@ func watchFS(dir string, timeout time.Duration, action func() error) error {
 	defer tick.Stop()
 	answered := make(chan struct{}, 1)
 	var pending time.Time // when the probe without an answer began
+	// The ticks since then are counted, not the time between their
+	// stamps: a ticker's stamps jitter, and 2.999 s for three quarters of
+	// 4 s cost a whole quarter more.
+	ticks := 0
 	for {
 		select {
 		case err := <-done:
@@ -54,13 +60,15 @@ func watchFS(dir string, timeout time.Duration, action func() error) error {
 		case now := <-tick.C:
 			switch {
 			case pending.IsZero():
-				pending = now
+				pending, ticks = now, 0
 				go func() {
 					probe(dir)
 					answered <- struct{}{}
 				}()
-			case now.Sub(pending) >= timeout-every:
-				return &fsTimeoutError{Dir: dir, Waited: now.Sub(pending), Timeout: timeout}
+			default:
+				if ticks++; ticks >= 3 {
+					return &fsTimeoutError{Dir: dir, Waited: now.Sub(pending), Timeout: timeout}
+				}
 			}
 		}
 	}

@@ -49,7 +49,7 @@ func kanbanCommand() *cli.Command {
 					&cli.StringFlag{Name: "resume-on-respawn", Usage: "true or false (default: kanban.resume_on_respawn in config.yaml, else true)"},
 					&cli.StringFlag{Name: "status", Value: string(kanban.Ready), Usage: "todo or ready (a task with parents waits for them)"},
 					&cli.StringSliceFlag{Name: "parent", Usage: "a task this one waits for (repeatable): it is ready once they are all done"},
-					&cli.StringFlag{Name: "idempotency-key", Usage: "a create with a key that made a task before prints that task, creating nothing"},
+					&cli.StringFlag{Name: "idempotency-key", Aliases: []string{"key"}, Usage: "a create with a key that made a task before prints that task, creating nothing"},
 					&cli.StringFlag{Name: "at", Usage: "ready at this `TIME`: RFC 3339, or a duration from now (90m)"},
 					&cli.IntFlag{Name: "max-retries", Usage: "retries after a failed run before the task is given up", DefaultText: "kanban.failure_limit in config.yaml, less one"},
 				},
@@ -91,8 +91,11 @@ func kanbanCommand() *cli.Command {
 				Name:      "comment",
 				Usage:     "comment on a task; a resumed worker gets the comments since the last block as its prompt",
 				ArgsUsage: "ID TEXT",
-				Flags:     []cli.Flag{&cli.StringFlag{Name: "author", Value: firstSet(os.Getenv("USER"), "user"), Usage: "who says it"}},
-				Action:    withEnv(kanbanComment),
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "author", Value: firstSet(os.Getenv("USER"), "user"), Usage: "who says it"},
+					&cli.StringFlag{Name: "key", Aliases: []string{"idempotency-key"}, Usage: "an idempotency key (as sessions append's): the comment is stored once for it, however often the command is run"},
+				},
+				Action: withEnv(kanbanComment),
 			},
 			{Name: "runs", Usage: "a task's runs", ArgsUsage: "ID", Action: withEnv(kanbanRuns)},
 			{
@@ -413,7 +416,12 @@ func kanbanComment(e *env) error {
 	if err != nil {
 		return err
 	}
-	c, err := board.AddComment(id, e.c.String("author"), e.c.Args().Get(1))
+	var c kanban.Comment
+	if e.c.IsSet("key") {
+		c, _, err = board.AddCommentOnce(e.c.String("key"), id, e.c.String("author"), e.c.Args().Get(1))
+	} else {
+		c, err = board.AddComment(id, e.c.String("author"), e.c.Args().Get(1))
+	}
 	if err != nil {
 		return err
 	}

@@ -69,6 +69,7 @@ var manEnvironment = [][2]string{
 	{"HERMES_HOST_ID", "this host's name in locks, claims and runs, where hosts share a profile (default the machine's id)"},
 	{"HERMES_SESSION_ID", "set for the commands the agent's tools run: the session they run for"},
 	{"HERMES_TASK_ID", "set for a background task's command (tasks run): its task id"},
+	{"HERMES_FS_CHILD", "set by hermes for the child it runs a command in when the profile is on a network filesystem (--fs-timeout); never set it"},
 	{"HERMES_KANBAN_TASK, HERMES_KANBAN_RUN_ID, HERMES_KANBAN_CLAIM_LOCK, HERMES_KANBAN_PROFILE", "set for a kanban worker: its task, run, claim and profile; the worker verbs act for them"},
 	{"HERMES_TOOLS, HERMES_PARAMS", "set for the exec provider's command: files holding the tools offered and the request's parameters"},
 }

@@ -169,7 +169,11 @@ func withEnv(fn func(*env) error) cli.ActionFunc {
 		if err != nil {
 			return err
 		}
-		return watchFS(e.profile.Dir(), e.fsTimeout, func() error {
+		timeout := e.fsTimeout
+		if c.App.Metadata[fsWatchedKey] != nil {
+			timeout = 0 // the watched child: the whole command is watched (fschild.go)
+		}
+		return watchFS(e.profile.Dir(), timeout, func() error {
 			e.warnNetFS()
 			return fn(e)
 		})

@@ -45,6 +45,7 @@ and hermes exits with the command's exit code (128 + N for signal N): a cron wra
 					&cli.StringFlag{Name: "cwd", Usage: "working directory (default: the current one)"},
 					&cli.StringSliceFlag{Name: "env", Usage: "K=V added to the command's environment (repeatable)"},
 					&cli.BoolFlag{Name: "wait", Usage: "run in the foreground and exit with the command's exit code"},
+					&cli.StringFlag{Name: "key", Aliases: []string{"idempotency-key"}, Usage: "an idempotency key (as sessions append's): a run with a key that made a task before starts nothing and prints that task (with --wait: waits for it and exits with its code)"},
 				},
 				Action: withEnv(tasksRun),
 			},
@@ -184,12 +185,29 @@ func tasksRun(e *env) error {
 	self := os.Getpid()
 	// Until the supervisor writes its own pid, the caller's stands in: it
 	// lives until the supervisor says the command runs.
-	t, err := store.Create(tasks.Task{
+	t := tasks.Task{
 		Name: name, Command: argv, Cwd: cwd, SessionID: sessionID,
 		SupervisorPID: self, SupervisorStart: supervisor.ProcStart(self),
-	})
+	}
+	made := true
+	if e.c.IsSet("key") {
+		t, made, err = store.CreateOnce(e.c.String("key"), t)
+	} else {
+		t, err = store.Create(t)
+	}
 	if err != nil {
 		return err
+	}
+	if !made {
+		// The key's task was made by an earlier run: nothing is started.
+		switch {
+		case e.c.Bool("wait"):
+			return waitTask(e, store, t.ID, time.Time{})
+		case e.json:
+			return printJSON(e.stdout, t)
+		}
+		fmt.Fprintln(e.stdout, t.ID)
+		return nil
 	}
 	if e.c.Bool("wait") {
 		final, err := supervisor.Supervise(supervisor.Spec{Store: store, ID: t.ID, Env: env, Output: e.stdout})
@@ -625,6 +643,13 @@ func tasksWait(e *env) error {
 	if timeout > 0 {
 		deadline = time.Now().Add(timeout)
 	}
+	return waitTask(e, store, id, deadline)
+}
+
+// waitTask waits until task id is finished, or deadline (zero: no
+// deadline) has passed, and exits as the task did (taskExit), printing
+// its record with --json.
+func waitTask(e *env, store *tasks.Store, id string, deadline time.Time) error {
 	for {
 		t, err := store.Get(id)
 		if err != nil {

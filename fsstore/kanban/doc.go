@@ -98,7 +98,13 @@
 // task's id in keys/<hash of the key>, under that file's lock, then
 // creates the task: the key's file is the commit point, and a crash
 // before the task is mended by the next create with the key, which makes
-// the task with the recorded id.
+// the task with the recorded id. A comment with a key (AddCommentOnce)
+// first records, in keys/<hash>.comment.json under that file's lock, the
+// task, a digest of author and text, and the comment's id and time, then
+// appends the comment: a call with the key that finds the comment in the
+// task's comments writes nothing, one that does not (the first call's
+// append failed after the record) appends it with the recorded id and
+// time, and the key with another task or text is refused.
 //
 // A worker's subtask is made in one commit, its document naming the task
 // that waits for it; the task's parents gain it after, and are mended by
