@@ -204,7 +204,7 @@
 //     stored user input of the session, and that turn's reply was stored but
 //     never delivered. The gateway records, after a reply is written whole to
 //     the connection, how much of the session a client has received
-//     (gateway/delivered/<session>.json). A reply stored after that mark
+//     (gateway/delivered/<session>.jsonl, a line appended a turn). A reply stored after that mark
 //     never reached the client (the gateway was killed, or the connection
 //     broke, between the store and the send), so the same input is the
 //     client's retry: it gets that reply. Once the reply was delivered, the

@@ -32,7 +32,10 @@ import (
 //	                              finished; removed when the next run starts
 //	serve.lock                    held by the running gateway, for its life
 //	keys/<sha256>.json            the turn of an Idempotency-Key
-//	delivered/<session>.json      how much of a session a client received
+//	delivered/<session>.jsonl     how much of a session a client received,
+//	                              a record a turn (an earlier build's
+//	                              delivered/<session>.json is read until
+//	                              the first)
 //	successors/<session>.json     the session that replaced one the gateway ended
 //	history/<digest>.json         the session a conversation's history is in
 //
