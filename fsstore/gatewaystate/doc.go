@@ -35,10 +35,13 @@
 // append --key` are kept with the idempotency keys (the digest of
 // "sessions append", a NUL and the key, which no header's key can be).
 //
-// The history index (history/<digest>.json) maps the digest of a
-// conversation as its client holds it to the session that holds it, so
-// that a client that re-sends its whole conversation and names none finds
-// its session with one read. It is a cache written without a sync
-// (fsstore.WriteCacheFile), checked against the transcript it names, and
-// rebuilt from the transcripts by fsck --repair.
+// The history index (history/<xx>.jsonl, 256 shards by the digest's first
+// two hex digits) maps the digest of a conversation as its client holds it
+// to the session that holds it, so that a client that re-sends its whole
+// conversation and names none finds its session with one read. An entry
+// is a line appended to its shard, without a sync, never a file of its
+// own; a store remembers where each digest's line is in the shards it
+// read, and reads at each lookup only what was appended since, by any
+// process (history.go). It is a cache, checked against the transcript it
+// names, and rebuilt from the transcripts by fsck --repair.
 package gatewaystate

@@ -322,15 +322,12 @@ type History struct {
 	At      fsstore.Time `json:"at"`
 }
 
-func (g *Store) historyPath(digest string) string {
-	return filepath.Join(g.Dir, "history", digest+".json")
-}
-
 // PutHistory records that session h.SessionID had, after a turn,
 // h.MessageCount messages, the last stored at h.LastTS, whose conversation
 // has digest h.Digest (a SHA-256 in hex); At is set here. It is a cache,
-// written without a sync (fsstore.WriteCacheFile): a power cut may lose
-// recent entries, which fsck --repair writes again from the transcripts.
+// appended without a sync to the log of its digest's shard (history.go):
+// a power cut may lose recent entries, which fsck --repair writes again
+// from the transcripts.
 func (g *Store) PutHistory(h History) error {
 	if err := checkDigest("history", h.Digest); err != nil {
 		return err
@@ -338,25 +335,26 @@ func (g *Store) PutHistory(h History) error {
 	if err := fsstore.CheckID("session id", h.SessionID); err != nil {
 		return err
 	}
-	path := g.historyPath(h.Digest)
-	if err := fsstore.EnsureDir(filepath.Dir(path)); err != nil {
-		return err
-	}
 	h.At = fsstore.TimeOf(g.Now())
-	b, err := fsstore.EncodeDoc(path, &h)
+	line, err := json.Marshal(&h)
 	if err != nil {
 		return err
 	}
-	return fsstore.WriteCacheFile(path, b)
+	return g.appendHistory(h.Digest, append(line, '\n'))
 }
 
 // GetHistory returns the entry of digest: ok is false when there is none.
-// An entry that does not parse is quarantined and reported.
+// The latest entry of the digest's shard is it; without one, an earlier
+// build's document (history/<digest>.json), which is quarantined and
+// reported when it does not parse.
 func (g *Store) GetHistory(digest string) (h History, ok bool, err error) {
 	if err := checkDigest("history", digest); err != nil {
 		return History{}, false, err
 	}
-	return readDoc(g, g.historyPath(digest), "the history entry "+digest, func(h *History) bool {
+	if h, ok, err := g.lookupHistory(digest); ok || err != nil {
+		return h, ok, err
+	}
+	return readDoc(g, g.legacyHistoryPath(digest), "the history entry "+digest, func(h *History) bool {
 		return h.Digest == digest && fsstore.CheckID("session id", h.SessionID) == nil
 	})
 }
