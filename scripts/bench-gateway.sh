@@ -46,7 +46,9 @@
 # (messages each client's conversation holds before its first turn, 0:
 # run it at 20 and at 1,000 to see what a long history adds), HERMES (a hermes
 # binary to measure instead of the build of this tree, e.g. an older
-# one), TARGETS (the servers to measure, "hermes proxy portkey"),
+# one), BEFORE (another hermes binary, measured as the target "before"
+# beside the others, alternated with them: the build before a change),
+# TARGETS (the servers to measure, "hermes before proxy portkey"),
 # PORTKEY_DIR, KEEP=1 (keep the scratch directory).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -147,9 +149,11 @@ portkey_check() {
 # target NAME: starts the server measured, setting pid and url.
 target() {
   case $1 in
-  hermes)
+  hermes | before)
+    local bin=$hermes
+    [[ $1 == before ]] && bin=$BEFORE
     rm -rf "$tmp/home"
-    start hermes "$hermes" --home "$tmp/home" gateway serve --addr 127.0.0.1:0 \
+    start "$1" "$bin" --home "$tmp/home" gateway serve --addr 127.0.0.1:0 \
       --provider openai --base-url "$upstream/v1" --model m
     ;;
   proxy) start proxy "$gw" proxy -upstream "$upstream" ;;
@@ -207,7 +211,7 @@ fsyncs() {
 }
 
 targets=()
-for name in ${TARGETS:-hermes proxy portkey}; do
+for name in ${TARGETS:-hermes ${BEFORE:+before} proxy portkey}; do
   [[ $name == portkey ]] && ! { portkey_install && portkey_check; } && continue
   targets+=("$name")
 done
