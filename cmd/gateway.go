@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -81,10 +82,26 @@ func checkListenAddr(flag, addr string) error {
 	return nil
 }
 
+// gatewayGCPercent is the garbage collector's GOGC for `gateway serve`,
+// unless the environment sets one: what the gateway keeps between turns
+// is small (a few MB), so at Go's default of 100 it collects every few
+// dozen turns, and the collections were a tenth of a turn's CPU. At 400
+// they cost a quarter of that, for a heap a few MB larger (a turn's CPU
+// 0.89x at 16 clients, 0.97x at 1).
+const gatewayGCPercent = 400
+
+// gatewayGC sets the collector for a serving gateway (gatewayGCPercent).
+func gatewayGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(gatewayGCPercent)
+	}
+}
+
 func gatewayServe(e *env) error {
 	if e.c.NArg() > 0 {
 		return usagef("serve takes no arguments")
 	}
+	gatewayGC()
 	cfg, err := e.config()
 	if err != nil {
 		return err

@@ -40,7 +40,11 @@ func ScanLines(f *os.File, size int64, fn func(line []byte, off int64) error) (*
 // ScanLinesFrom is ScanLines from offset from, which must begin a line:
 // for a reader that has read the lines before it already.
 func ScanLinesFrom(f *os.File, from, size int64, fn func(line []byte, off int64) error) (*TornTail, error) {
-	r := bufio.NewReaderSize(io.NewSectionReader(f, from, size-from), 256<<10)
+	// The buffer is no larger than what there is to read: a short log (a
+	// transcript read at each of a turn's provider calls) would otherwise
+	// pay for a 256 KB buffer, zeroed, at each scan. It has a byte more, so
+	// that a read at the end finds io.EOF in the same call.
+	r := bufio.NewReaderSize(io.NewSectionReader(f, from, size-from), int(min(size-from+1, 256<<10)))
 	off := from
 	var long []byte
 	for {

@@ -21,7 +21,7 @@ func TestDeliveredRecordLost(t *testing.T) {
 	mustStatus(t, resp, body, 200)
 	sid := resp.Header.Get(SessionHeader)
 	delivered(t, e, sid)
-	record := filepath.Join(e.dir, "gateway", "delivered", sid+".json")
+	record := filepath.Join(e.dir, "gateway", "delivered", sid+".jsonl")
 	if err := os.WriteFile(record, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -204,7 +204,7 @@
 //     stored user input of the session, and that turn's reply was stored but
 //     never delivered. The gateway records, after a reply is written whole to
 //     the connection, how much of the session a client has received
-//     (gateway/delivered/<session>.json). A reply stored after that mark
+//     (gateway/delivered/<session>.jsonl, a line appended a turn). A reply stored after that mark
 //     never reached the client (the gateway was killed, or the connection
 //     broke, between the store and the send), so the same input is the
 //     client's retry: it gets that reply. Once the reply was delivered, the
@@ -292,8 +292,9 @@
 // every chat completions turn (whose client always sends the whole
 // conversation, so that it may later leave out its session's id), the
 // gateway records the digest of the conversation its client now holds
-// (what it sent and the reply) in gateway/history/<digest>.json, with the
-// session and the transcript's length then. The index is a cache, written
+// (what it sent and the reply) in the history index (a line appended to
+// gateway/history/<xx>.jsonl), with the session and the transcript's
+// length then. The index is a cache, written
 // without a sync: a power cut may lose its latest entries, and fsck
 // --repair writes them again from the transcripts (RebuildHistory). The next request's
 // history has that digest: one file read, whatever the number of

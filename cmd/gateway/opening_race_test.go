@@ -146,7 +146,7 @@ func TestUndeliveredOpeningReplyGoesToItsRequestOnly(t *testing.T) {
 			if err := e.srv.router.deliveries.wait(context.Background(), sid); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.Remove(filepath.Join(e.dir, "gateway", "delivered", sid+".json")); err != nil {
+			if err := os.Remove(filepath.Join(e.dir, "gateway", "delivered", sid+".jsonl")); err != nil {
 				t.Fatal(err)
 			}
 			second := map[string]any{"messages": []any{userMsg("hello")}, "tools": []any{clientTool(c.tool)}}

@@ -24,18 +24,24 @@
 // Two records let a stored turn be answered instead of run again: the
 // record of each idempotency key (keys/<sha256 of the key>.json: the
 // session and where the key's turn lies in it), written and synced before
-// the turn runs, and the delivery mark of each session
-// (delivered/<session>.json: how much of its transcript a client received
-// whole), written after a reply is sent, without a sync: a record a power
-// cut loses or empties reads as none, so a repeat of the turn gets its
-// stored reply again and runs nothing. The keys of `hermes sessions
+// the turn runs, and the delivery marks of each session
+// (delivered/<session>.jsonl: how much of its transcript a client received
+// whole, a line appended after each reply is sent), without a sync: a
+// record a power cut loses, empties or tears reads as none (the line
+// before it counts), so a repeat of the turn gets its stored reply again
+// and runs nothing. A log, not a document replaced each turn: a replace
+// makes a new file, which costs a file system far more than an append
+// (SetDelivered). The keys of `hermes sessions
 // append --key` are kept with the idempotency keys (the digest of
 // "sessions append", a NUL and the key, which no header's key can be).
 //
-// The history index (history/<digest>.json) maps the digest of a
-// conversation as its client holds it to the session that holds it, so
-// that a client that re-sends its whole conversation and names none finds
-// its session with one read. It is a cache written without a sync
-// (fsstore.WriteCacheFile), checked against the transcript it names, and
-// rebuilt from the transcripts by fsck --repair.
+// The history index (history/<xx>.jsonl, 256 shards by the digest's first
+// two hex digits) maps the digest of a conversation as its client holds it
+// to the session that holds it, so that a client that re-sends its whole
+// conversation and names none finds its session with one read. An entry
+// is a line appended to its shard, without a sync, never a file of its
+// own; a store remembers where each digest's line is in the shards it
+// read, and reads at each lookup only what was appended since, by any
+// process (history.go). It is a cache, checked against the transcript it
+// names, and rebuilt from the transcripts by fsck --repair.
 package gatewaystate

@@ -32,9 +32,15 @@ import (
 //	                              finished; removed when the next run starts
 //	serve.lock                    held by the running gateway, for its life
 //	keys/<sha256>.json            the turn of an Idempotency-Key
-//	delivered/<session>.json      how much of a session a client received
+//	delivered/<session>.jsonl     how much of a session a client received,
+//	                              a record a turn (an earlier build's
+//	                              delivered/<session>.json is read until
+//	                              the first)
 //	successors/<session>.json     the session that replaced one the gateway ended
-//	history/<digest>.json         the session a conversation's history is in
+//	history/<xx>.jsonl            the session a conversation's history is in,
+//	                              a line an entry, in the shard of its
+//	                              digest's first two hex digits (history.go)
+//	history/.lock                 serializes writers of the shards
 //
 // The response documents are the truth for GET; the index is a cache of
 // their order. It is appended to after the document is written, so a crash
@@ -49,6 +55,9 @@ type Store struct {
 
 	mu  sync.Mutex
 	idx *responseIndex // nil until loaded; reloaded when the file changed under us
+
+	histMu sync.Mutex
+	hist   map[string]*historyShard // the history index's shards read, by name (history.go)
 }
 
 // NewStore returns the gateway store of the profile whose directory
@@ -571,5 +580,10 @@ const servingWait = 50 * time.Millisecond
 // (see CheckTree). Run it with --repair while no gateway serves the
 // profile: a document the server is rewriting could look torn.
 func (g *Store) Check(repair bool, lostFound string) ([]fsstore.Finding, error) {
-	return fsstore.CheckTree(g.Dir, func(string) string { return g.indexLockPath() }, g.LockTimeout, repair, lostFound)
+	return fsstore.CheckTree(g.Dir, func(log string) string {
+		if filepath.Dir(log) == g.historyDir() {
+			return g.historyLockPath()
+		}
+		return g.indexLockPath()
+	}, g.LockTimeout, repair, lostFound)
 }

@@ -3,11 +3,13 @@ package gatewaystate
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/hermes/hermes/fsstore"
@@ -130,43 +132,128 @@ type Delivery struct {
 }
 
 func (g *Store) deliveredPath(sid string) string {
+	return filepath.Join(g.Dir, "delivered", sid+".jsonl")
+}
+
+// legacyDeliveredPath is where builds before the log kept a session's
+// delivery record, one document rewritten each turn.
+func (g *Store) legacyDeliveredPath(sid string) string {
 	return filepath.Join(g.Dir, "delivered", sid+".json")
 }
+
+// deliveredCompactAt is the size past which SetDelivered writes the log
+// afresh with its new record alone, rather than append: about 40 turns of
+// a session, so that the log stays small to read and a new file (which
+// costs more than the append itself) is made once in that many turns.
+const deliveredCompactAt = 4 << 10
 
 // SetDelivered records that a client received the transcript of session
 // sid up to count messages. It is written after the reply was sent, and
 // its loss (a power cut right after the send) only makes a repeat of that
 // turn count as a retry, which gets the stored reply again and runs
 // nothing (invariant 12 forbids running a turn twice, not sending a
-// stored reply twice). So it is a cache, written without a sync
-// (fsstore.WriteCacheFile): a process killed loses nothing, and a power
-// cut may leave the record before it, none, or an empty one, all of which
-// Delivered reads as a record lost. That is no sync a turn instead of one.
+// stored reply twice). So it is a cache, written without a sync: a
+// process killed loses nothing, and a power cut may leave the log without
+// its last records or with a torn last line, which Delivered reads past.
+//
+// The records of a session are a log (delivered/<session>.jsonl), one
+// line appended a turn, not a document replaced: a replace makes a new
+// file each turn, whose allocation costs a file system such as ext4 tens
+// to hundreds of microseconds of CPU, where an append costs a few. Past
+// deliveredCompactAt, or after a torn line, the log is written afresh
+// (fsstore.WriteCacheFile) with the new record alone. The appends take no
+// lock: each is one write of one line to a file opened O_APPEND, and a
+// session's deliveries are one after another (its turns are).
 func (g *Store) SetDelivered(sid string, count int64) error {
 	if err := fsstore.CheckID("session id", sid); err != nil {
 		return err
 	}
 	path := g.deliveredPath(sid)
-	if err := fsstore.EnsureDir(filepath.Dir(path)); err != nil {
-		return err
-	}
-	b, err := fsstore.EncodeDoc(path, &Delivery{SessionID: sid, MessageCount: count, At: fsstore.TimeOf(g.Now())})
+	line, err := json.Marshal(Delivery{SessionID: sid, MessageCount: count, At: fsstore.TimeOf(g.Now())})
 	if err != nil {
 		return err
 	}
-	return fsstore.WriteCacheFile(path, b)
+	line = append(line, '\n')
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|syscall.O_NOFOLLOW, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		if err := fsstore.EnsureDir(filepath.Dir(path)); err != nil {
+			return err
+		}
+		// The first record of the log: the document an earlier build
+		// kept, if any, is replaced by it.
+		os.Remove(g.legacyDeliveredPath(sid))
+		return fsstore.WriteCacheFile(path, line)
+	}
+	if err != nil {
+		return fsstore.PathErr("open", path, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fsstore.PathErr("open", path, err)
+	}
+	if !endsLine(f, fi.Size()) {
+		g.Warn(fmt.Sprintf("%s: a torn last line (a power cut's): the log is written afresh", path))
+		return fsstore.WriteCacheFile(path, line)
+	}
+	if fi.Size() >= deliveredCompactAt {
+		return fsstore.WriteCacheFile(path, line)
+	}
+	if _, err := f.Write(line); err != nil {
+		return fsstore.PathErr("append to", path, err)
+	}
+	return nil
+}
+
+// endsLine reports whether the first size bytes of f are empty or end
+// with a newline: whether a line appended there stands on its own.
+func endsLine(f *os.File, size int64) bool {
+	if size == 0 {
+		return true
+	}
+	last := make([]byte, 1)
+	_, err := f.ReadAt(last, size-1)
+	return err == nil && last[0] == '\n'
 }
 
 // Delivered returns how many messages of session sid a client received
-// whole: 0 when nothing was recorded. An unreadable record (what a power
-// cut may leave of it) counts as 0, so a repeat counts as a retry; it is
-// quarantined and warned of, not returned as an error, which would fail
-// the request that asked.
+// whole: 0 when nothing was recorded. It reads the log's last complete
+// line (a torn one after it, what a power cut may leave, is passed over),
+// or, when there is no log, the document of an earlier build. An
+// unreadable record counts as 0, so a repeat counts as a retry: a
+// document is quarantined, a log's line warned of, and neither is
+// returned as an error, which would fail the request that asked.
 func (g *Store) Delivered(sid string) (int64, error) {
 	if err := fsstore.CheckID("session id", sid); err != nil {
 		return 0, err
 	}
-	d, _, err := readDoc(g, g.deliveredPath(sid), "the delivery of session "+sid, func(d *Delivery) bool { return d.SessionID == sid })
+	path := g.deliveredPath(sid)
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return g.legacyDelivered(sid)
+	}
+	if err != nil {
+		return 0, fsstore.PathErr("open", path, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, fsstore.PathErr("open", path, err)
+	}
+	line, off, err := fsstore.LastLine(f, fi.Size())
+	if err != nil || line == nil {
+		return 0, err
+	}
+	var d Delivery
+	if err := json.Unmarshal(line, &d); err != nil || d.SessionID != sid {
+		g.Warn(fmt.Sprintf("the delivery of session %s counts as none: %s: the record at offset %d is not one of its deliveries", sid, path, off))
+		return 0, nil
+	}
+	return d.MessageCount, nil
+}
+
+func (g *Store) legacyDelivered(sid string) (int64, error) {
+	d, _, err := readDoc(g, g.legacyDeliveredPath(sid), "the delivery of session "+sid, func(d *Delivery) bool { return d.SessionID == sid })
 	if errors.As(err, new(*fsstore.CorruptError)) {
 		g.Warn(fmt.Sprintf("the delivery of session %s counts as none: %v", sid, err))
 		return 0, nil
@@ -235,15 +322,12 @@ type History struct {
 	At      fsstore.Time `json:"at"`
 }
 
-func (g *Store) historyPath(digest string) string {
-	return filepath.Join(g.Dir, "history", digest+".json")
-}
-
 // PutHistory records that session h.SessionID had, after a turn,
 // h.MessageCount messages, the last stored at h.LastTS, whose conversation
 // has digest h.Digest (a SHA-256 in hex); At is set here. It is a cache,
-// written without a sync (fsstore.WriteCacheFile): a power cut may lose
-// recent entries, which fsck --repair writes again from the transcripts.
+// appended without a sync to the log of its digest's shard (history.go):
+// a power cut may lose recent entries, which fsck --repair writes again
+// from the transcripts.
 func (g *Store) PutHistory(h History) error {
 	if err := checkDigest("history", h.Digest); err != nil {
 		return err
@@ -251,25 +335,26 @@ func (g *Store) PutHistory(h History) error {
 	if err := fsstore.CheckID("session id", h.SessionID); err != nil {
 		return err
 	}
-	path := g.historyPath(h.Digest)
-	if err := fsstore.EnsureDir(filepath.Dir(path)); err != nil {
-		return err
-	}
 	h.At = fsstore.TimeOf(g.Now())
-	b, err := fsstore.EncodeDoc(path, &h)
+	line, err := json.Marshal(&h)
 	if err != nil {
 		return err
 	}
-	return fsstore.WriteCacheFile(path, b)
+	return g.appendHistory(h.Digest, append(line, '\n'))
 }
 
 // GetHistory returns the entry of digest: ok is false when there is none.
-// An entry that does not parse is quarantined and reported.
+// The latest entry of the digest's shard is it; without one, an earlier
+// build's document (history/<digest>.json), which is quarantined and
+// reported when it does not parse.
 func (g *Store) GetHistory(digest string) (h History, ok bool, err error) {
 	if err := checkDigest("history", digest); err != nil {
 		return History{}, false, err
 	}
-	return readDoc(g, g.historyPath(digest), "the history entry "+digest, func(h *History) bool {
+	if h, ok, err := g.lookupHistory(digest); ok || err != nil {
+		return h, ok, err
+	}
+	return readDoc(g, g.legacyHistoryPath(digest), "the history entry "+digest, func(h *History) bool {
 		return h.Digest == digest && fsstore.CheckID("session id", h.SessionID) == nil
 	})
 }

@@ -4,15 +4,19 @@
 //
 //	gwbench upstream -addr 127.0.0.1:0 [-delay 20ms]
 //	gwbench proxy -addr 127.0.0.1:0 -upstream http://127.0.0.1:PORT
-//	gwbench load -url http://127.0.0.1:PORT -clients 16 -turns 50 [-stream] [-history N]
+//	gwbench load -url http://127.0.0.1:PORT -clients 16 [-conversations 1] -turns 50 [-stream] [-history N] [-header 'K: V']...
+//	gwbench port
 //
 // upstream answers POST /v1/chat/completions (whole or streamed) with a
 // short reply after delay, counts the connections it accepted, and tells
 // the count at GET /stats. proxy is httputil.ReverseProxy and nothing
 // else: the floor a gateway that stores nothing could reach. load runs
-// clients at once, each a conversation that re-sends its whole history
-// every turn (a stateless chat client), and prints the turns, turns/s and
-// p50/p99 latency. upstream and proxy print their address on stdout.
+// clients at once, each holding its conversations one after the other,
+// each re-sending its whole history every turn (a stateless chat client),
+// and prints the turns, turns/s and p50/p99 latency; each -header is sent
+// with every request (Portkey is told its provider and upstream in
+// headers). upstream and proxy print their address on stdout; port prints
+// a free port of 127.0.0.1, for a server that must be given one (Portkey).
 package main
 
 import (
@@ -36,7 +40,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: gwbench upstream|proxy|load [flags]")
+		fmt.Fprintln(os.Stderr, "usage: gwbench upstream|proxy|load|port [flags]")
 		os.Exit(2)
 	}
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
@@ -45,9 +49,19 @@ func main() {
 	upstream := fs.String("upstream", "", "proxy: the upstream's URL")
 	target := fs.String("url", "", "load: the gateway's URL")
 	clients := fs.Int("clients", 16, "load: clients at once")
-	turns := fs.Int("turns", 50, "load: turns of each client")
+	turns := fs.Int("turns", 50, "load: turns of each conversation")
+	conversations := fs.Int("conversations", 1, "load: conversations of each client, one after the other")
 	stream := fs.Bool("stream", false, "load: ask for streamed replies")
 	history := fs.Int("history", 0, "load: messages each client's conversation holds before its first turn")
+	header := http.Header{}
+	fs.Func("header", "load: a header `K: V` to send with every request (repeatable)", func(v string) error {
+		k, val, ok := strings.Cut(v, ":")
+		if !ok || strings.TrimSpace(k) == "" {
+			return fmt.Errorf("%q is not K: V", v)
+		}
+		header.Add(strings.TrimSpace(k), strings.TrimSpace(val))
+		return nil
+	})
 	fs.Parse(os.Args[2:])
 	var err error
 	switch os.Args[1] {
@@ -56,7 +70,9 @@ func main() {
 	case "proxy":
 		err = serveProxy(*addr, *upstream)
 	case "load":
-		err = load(*target, *clients, *turns, *history, *stream)
+		err = load(*target, *clients, *conversations, *turns, *history, *stream, header)
+	case "port":
+		err = freePort()
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}
@@ -133,36 +149,57 @@ func serveProxy(addr, upstream string) error {
 	return http.Serve(ln, proxy)
 }
 
-func load(target string, clients, turns, history int, stream bool) error {
+// freePort prints a port of 127.0.0.1 that nothing listens on: the
+// kernel's choice for a listener, closed at once.
+func freePort() error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	fmt.Println(ln.Addr().(*net.TCPAddr).Port)
+	return nil
+}
+
+func load(target string, clients, conversations, turns, history int, stream bool, header http.Header) error {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
 	var mu sync.Mutex
 	var lat []time.Duration
 	var failed atomic.Int64
 	var wg sync.WaitGroup
 	start := time.Now()
+	// converse runs client c's conversation conv; false when a turn failed.
+	converse := func(c, conv int) bool {
+		var msgs []map[string]string
+		for i := range history / 2 {
+			msgs = append(msgs,
+				map[string]string{"role": "user", "content": fmt.Sprintf("client %d at %d, conversation %d, earlier question %d: %s", c, start.UnixNano(), conv, i, strings.Repeat("x", 150))},
+				map[string]string{"role": "assistant", "content": "ok"})
+		}
+		for t := range turns {
+			msgs = append(msgs, map[string]string{"role": "user", "content": fmt.Sprintf("client %d at %d, conversation %d, turn %d: what next?", c, start.UnixNano(), conv, t)})
+			body, _ := json.Marshal(map[string]any{"model": "m", "messages": msgs, "stream": stream})
+			t0 := time.Now()
+			reply, err := turn(client, target, body, stream, header)
+			d := time.Since(t0)
+			if err != nil {
+				failed.Add(1)
+				fmt.Fprintln(os.Stderr, "gwbench:", err)
+				return false
+			}
+			mu.Lock()
+			lat = append(lat, d)
+			mu.Unlock()
+			msgs = append(msgs, map[string]string{"role": "assistant", "content": reply})
+		}
+		return true
+	}
 	for c := range clients {
 		wg.Go(func() {
-			var msgs []map[string]string
-			for i := range history / 2 {
-				msgs = append(msgs,
-					map[string]string{"role": "user", "content": fmt.Sprintf("client %d at %d, earlier question %d: %s", c, start.UnixNano(), i, strings.Repeat("x", 150))},
-					map[string]string{"role": "assistant", "content": "ok"})
-			}
-			for t := range turns {
-				msgs = append(msgs, map[string]string{"role": "user", "content": fmt.Sprintf("client %d at %d, turn %d: what next?", c, start.UnixNano(), t)})
-				body, _ := json.Marshal(map[string]any{"model": "m", "messages": msgs, "stream": stream})
-				t0 := time.Now()
-				reply, err := turn(client, target, body, stream)
-				d := time.Since(t0)
-				if err != nil {
-					failed.Add(1)
-					fmt.Fprintln(os.Stderr, "gwbench:", err)
+			for conv := range conversations {
+				if !converse(c, conv) {
 					return
 				}
-				mu.Lock()
-				lat = append(lat, d)
-				mu.Unlock()
-				msgs = append(msgs, map[string]string{"role": "assistant", "content": reply})
 			}
 		})
 	}
@@ -183,8 +220,14 @@ func load(target string, clients, turns, history int, stream bool) error {
 }
 
 // turn sends one request and returns the reply's text.
-func turn(client *http.Client, target string, body []byte, stream bool) (string, error) {
-	resp, err := client.Post(target+"/v1/chat/completions", "application/json", bytes.NewReader(body))
+func turn(client *http.Client, target string, body []byte, stream bool, header http.Header) (string, error) {
+	req, err := http.NewRequest(http.MethodPost, target+"/v1/chat/completions", bytes.NewReader(body))
+	if err != nil {
+		return "", err
+	}
+	req.Header = header.Clone()
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
 	if err != nil {
 		return "", err
 	}
