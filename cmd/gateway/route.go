@@ -434,7 +434,7 @@ func withoutInstructions(msgs []sessions.Message) []sessions.Message {
 // history up to that response.
 func (ro *router) routePrevious(ctx context.Context, model, prev string, input []sessions.Message) (route, error) {
 	var rt route
-	pr, err := ro.opts.Store.GetResponse(prev)
+	pr, err := ro.response(prev)
 	if errors.Is(err, fsstore.ErrNotFound) || errors.Is(err, fsstore.ErrInvalid) {
 		return rt, notFound("previous_response_id", "previous_response_not_found", "previous response with id '%s' not found", prev)
 	}
