@@ -524,8 +524,12 @@
 //     made), and so on to the newest; a chat client that kept the old id
 //     continues there, and the response header names it. A previous
 //     response of the old session gets a new session (its history is the
-//     old one's). Ended otherwise (a person ended it): reopened, as chat
-//     --resume does.
+//     old one's), but for the retry of a turn chained from its latest
+//     answered one (the same input: a client's after a kill), which goes
+//     on in the successor its first attempt was given, as long as that
+//     holds only the turn (retryInSuccessor): rather than run it in a new
+//     session at each retry. Ended otherwise (a person ended it):
+//     reopened, as chat --resume does.
 //
 // The new sessions of these cases start empty: what they continue is
 // reachable through parent_session_id (a chat client's request then stores

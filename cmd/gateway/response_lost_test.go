@@ -2,13 +2,17 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
+
+	"github.com/hermes/hermes/cmd/provider"
 )
 
 // loseResponse does to the document of response id what a power cut after
@@ -231,5 +235,53 @@ func TestProcessResponseDocumentLostAfterKill(t *testing.T) {
 	mustStatus(t, resp, body, 200)
 	if got := resp.Header.Get(SessionHeader); got != sid {
 		t.Fatalf("previous_response_id went to session %s, want %s", got, sid)
+	}
+}
+
+// TestPreviousResponseRetryAfterSuspension: a turn chained by
+// previous_response_id whose session was suspended (a third interrupted
+// restart) goes on in a successor; a retry of that turn (the same input
+// and previous_response_id: a client's after a kill) goes on in that same
+// successor, without storing its input again, and never in a new session
+// at each retry, which would run the turn again each time.
+func TestPreviousResponseRetryAfterSuspension(t *testing.T) {
+	t.Parallel()
+	var fail atomic.Bool
+	var calls atomic.Int64
+	e := newTestEnv(t, func(o *Options) {
+		o.Provider = &funcProvider{name: "p", fn: func(ctx context.Context, req provider.Request) (provider.Reply, error) {
+			calls.Add(1)
+			if fail.Load() {
+				return provider.Reply{}, &provider.Error{Provider: "p", Message: "p: upstream down"}
+			}
+			return assistant("answer"), nil
+		}}
+	})
+	resp, body := e.do("POST", "/v1/responses", map[string]any{"input": "hello"}, nil)
+	mustStatus(t, resp, body, 200)
+	sid, prev := resp.Header.Get(SessionHeader), decode[respObj](t, body).ID
+	delivered(t, e, sid)
+	if _, err := e.sessions.MarkInterrupted(sid, "restart_interrupted", 1); err != nil {
+		t.Fatal(err)
+	}
+	fail.Store(true)
+	req := map[string]any{"input": "again", "previous_response_id": prev}
+	var successors []string
+	for range 3 {
+		resp, body := e.do("POST", "/v1/responses", req, nil)
+		mustStatus(t, resp, body, 502)
+		successors = append(successors, resp.Header.Get(SessionHeader))
+	}
+	fail.Store(false)
+	resp, body = e.do("POST", "/v1/responses", req, nil)
+	mustStatus(t, resp, body, 200)
+	successors = append(successors, resp.Header.Get(SessionHeader))
+	for _, s := range successors {
+		if s == sid || s != successors[0] {
+			t.Fatalf("the retries went to sessions %v (the suspended one: %s), want one successor", successors, sid)
+		}
+	}
+	if got := texts(messages(t, e.sessions, successors[0])); got != "user:again | assistant:answer" {
+		t.Fatalf("successor's transcript %s", got)
 	}
 }
