@@ -184,8 +184,8 @@ func RebuildResponses(st *sessions.Store, gs *gatewaystate.Store, max int) (int,
 			continue
 		}
 		msgs, err := st.Messages(sess.ID)
-		if errors.Is(err, fsstore.ErrNotFound) {
-			continue
+		if errors.Is(err, fsstore.ErrNotFound) || errors.As(err, new(*fsstore.CorruptError)) {
+			continue // fsck reports a transcript it cannot read
 		}
 		if err != nil {
 			return 0, err
