@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -283,5 +284,41 @@ func TestPreviousResponseRetryAfterSuspension(t *testing.T) {
 	}
 	if got := texts(messages(t, e.sessions, successors[0])); got != "user:again | assistant:answer" {
 		t.Fatalf("successor's transcript %s", got)
+	}
+}
+
+// TestResponseDocumentLostToolCall: a response that ends with a call of
+// the client's custom tool, its document lost: the rebuilt one gives the
+// same output items (a custom_tool_call, as the request's tools, which
+// the transcript line keeps, make it) and tools, and an item_reference to
+// the call finds it.
+func TestResponseDocumentLostToolCall(t *testing.T) {
+	t.Parallel()
+	u := newUpstream(t)
+	e := newTestEnv(t, func(o *Options) { o.Provider = u.provider() })
+	tools := []any{map[string]any{"type": "custom", "name": "apply_patch", "description": "Patch files."}}
+	resp, body := e.do("POST", "/v1/responses", map[string]any{"input": "patch it", "tools": tools}, nil)
+	mustStatus(t, resp, body, 200)
+	sid, id := resp.Header.Get(SessionHeader), decode[respObj](t, body).ID
+	delivered(t, e, sid)
+	want := decode[map[string]json.RawMessage](t, body)
+	loseResponse(t, e, id, "missing")
+	resp, body = e.do("GET", "/v1/responses/"+id, nil, nil)
+	mustStatus(t, resp, body, 200)
+	got := decode[map[string]json.RawMessage](t, body)
+	for _, field := range []string{"output", "tools", "created_at", "status"} {
+		if !bytes.Equal(got[field], want[field]) {
+			t.Errorf("%s after the document was lost: %s, want %s", field, got[field], want[field])
+		}
+	}
+	loseResponse(t, e, id, "missing")
+	item := outputID(t, body, false, "custom_tool_call")
+	resp, body = e.do("POST", "/v1/responses", map[string]any{"tools": tools, "input": []any{
+		map[string]any{"role": "user", "content": "patch it"}, map[string]any{"type": "item_reference", "id": item},
+		map[string]any{"type": "custom_tool_call_output", "call_id": "call_u1", "output": "done"},
+	}}, nil)
+	mustStatus(t, resp, body, 200)
+	if got := resp.Header.Get(SessionHeader); got != sid {
+		t.Fatalf("the reference to %s went to session %s, want %s", item, got, sid)
 	}
 }
