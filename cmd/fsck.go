@@ -92,6 +92,19 @@ func fsck(e *env) error {
 			findings = append(findings, fsstore.Finding{Path: filepath.Join(gs.Dir, "history"),
 				What: fmt.Sprintf("history index entries written from the transcripts: %d", n), Repaired: true})
 		}
+		// So are the response documents whose transcript lines carry them,
+		// but those evicted: how many are kept is configuration, which
+		// fsck otherwise does without (a profile it cannot load is left).
+		responses := filepath.Join(gs.Dir, "responses")
+		if cfg, err := e.config(); err != nil {
+			findings = append(findings, fsstore.Finding{Path: responses,
+				What: fmt.Sprintf("response documents not rebuilt from the transcripts: %v", err)})
+		} else if n, err = gateway.RebuildResponses(e.sessions(), gs, cfg.Gateway.MaxStoredResponses); err != nil {
+			return err
+		} else if n > 0 {
+			findings = append(findings, fsstore.Finding{Path: responses,
+				What: fmt.Sprintf("response documents written from the transcripts: %d", n), Repaired: true})
+		}
 	}
 	if e.c.Bool("stats") || isTerminalWriter(e.stderr) {
 		on := ""

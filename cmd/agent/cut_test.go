@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/hermes/hermes/fsstore/sessions"
@@ -42,5 +44,62 @@ func TestCutAt(t *testing.T) {
 	chat := &Engine{Tools: e.Tools}
 	if got := chat.CutAt([]sessions.Message{u, calls("other", "{}")}); got != 1 {
 		t.Errorf("without ClientTools every call is the engine's to answer: CutAt = %d, want 1", got)
+	}
+}
+
+// Ended judges a turn's reply (what it stored after its input) as CutAt
+// does, from the names of the engine's tools alone, which is what a
+// transcript line can record; a reply without an assistant message (a
+// provider that failed at once) ended nothing.
+func TestEnded(t *testing.T) {
+	t.Parallel()
+	ours := func(name string) bool { return name == "terminal" }
+	result := sessions.Message{Role: "tool", ToolCallID: "c", Content: sessions.TextContent("ok")}
+	limit := note(sessions.Message{Role: "system", Content: sessions.TextContent(stepLimitNote + "3 steps")})
+	failed := note(sessions.Message{Role: "system", Content: sessions.TextContent("Note: a model call failed")})
+	for _, tc := range []struct {
+		name  string
+		reply []sessions.Message
+		want  bool
+	}{
+		{"nothing", nil, false},
+		{"a failed call's note", []sessions.Message{failed}, false},
+		{"a whole reply", []sessions.Message{calls("terminal", "{}"), result, text("done")}, true},
+		{"killed while the tool ran", []sessions.Message{calls("terminal", "{}")}, false},
+		{"killed before the model's next call", []sessions.Message{calls("terminal", "{}"), result}, false},
+		{"a call for the client", []sessions.Message{calls("client_fn", "{}")}, true},
+		{"the step limit", []sessions.Message{calls("terminal", "{}"), result, limit}, true},
+	} {
+		if got := Ended(tc.reply, ours); got != tc.want {
+			t.Errorf("%s: Ended = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// A turn's Mark is on every message it stores after its input, in the
+// same line: the replies and the results of the engine's tools; the input
+// has none.
+func TestTurnMark(t *testing.T) {
+	t.Parallel()
+	st := newStore(t)
+	id := newSession(t, st)
+	p := &scripted{t: t, replies: []sessions.Message{calls("echo", `{"a":1}`), text("done")}}
+	e := &Engine{Sessions: st, Provider: p, Tools: []Tool{&fakeTool{name: "echo"}}}
+	mark := map[string]json.RawMessage{"hermes_response": json.RawMessage(`{"id":"r1"}`)}
+	if _, err := e.Run(context.Background(), Turn{SessionID: id, Input: user("go"), Mark: mark}); err != nil {
+		t.Fatal(err)
+	}
+	msgs := stored(t, st, id)
+	if len(msgs) != 4 {
+		t.Fatalf("stored:\n%s", dumpMsgs(msgs))
+	}
+	for i, m := range msgs {
+		got, want := string(m.Extra["hermes_response"]), `{"id":"r1"}`
+		if i == 0 {
+			want = ""
+		}
+		if got != want {
+			t.Errorf("message %d (%s): mark %q, want %q", i+1, m.Role, got, want)
+		}
 	}
 }

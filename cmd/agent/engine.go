@@ -157,6 +157,11 @@ type Turn struct {
 	Params provider.Params
 	// Provider, when set, answers the turn instead of the engine's.
 	Provider provider.Provider
+	// Mark, when set, are fields written on every message the turn
+	// stores after its input (replies, tool results, notes), in the same
+	// line and the same sync: the gateway records there the response a
+	// turn answers, which its reply's line then makes durable.
+	Mark map[string]json.RawMessage
 }
 
 // Result is what a turn appended after its input.
@@ -177,6 +182,8 @@ type Result struct {
 	Subagents *provider.Usage
 	// Model is the model that answered last, when the provider says.
 	Model string
+	// mark is the turn's Mark, once its input is stored.
+	mark map[string]json.RawMessage
 	// Steps is the number of provider calls; StepLimit is set when the
 	// turn stopped at MaxSteps with calls left unrun.
 	Steps     int
@@ -321,6 +328,7 @@ func (e *Engine) Run(ctx context.Context, t Turn) (res Result, _ error) {
 	if maxSteps <= 0 {
 		maxSteps = DefaultMaxSteps
 	}
+	res.mark = t.Mark
 	if t.Started != nil {
 		t.Started()
 	}
@@ -445,8 +453,17 @@ func (e *Engine) keepFailed(res *Result, err error) error {
 	return err
 }
 
-// store appends msgs, synced, and records them in res.
+// store appends msgs, synced, each with the turn's Mark once its input
+// is stored, and records them in res.
 func (e *Engine) store(res *Result, msgs ...sessions.Message) error {
+	for i := range msgs {
+		for k, v := range res.mark {
+			if msgs[i].Extra == nil {
+				msgs[i].Extra = map[string]json.RawMessage{}
+			}
+			msgs[i].Extra[k] = v
+		}
+	}
 	n, err := e.Sessions.Append(res.SessionID, msgs)
 	if err != nil {
 		return err
@@ -585,7 +602,29 @@ func (e *Engine) CutAt(msgs []sessions.Message) int {
 
 // ended reports whether reply, which begins with an assistant message,
 // ended its turn (see CutAt).
-func (e *Engine) ended(reply []sessions.Message) bool {
+func (e *Engine) ended(reply []sessions.Message) bool { return ended(reply, e.forClient) }
+
+// Ended reports whether reply, the messages a turn stored after its
+// input, ended the turn (see CutAt) rather than being cut short, the
+// engine's own tools being those ours names and a call of any other one
+// the client's to run (ClientTools). A reply without an assistant message
+// (a provider that failed at once) ended nothing.
+func Ended(reply []sessions.Message, ours func(name string) bool) bool {
+	start := 0
+	for start < len(reply) && (reply[start].Role != "assistant" || IsNote(reply[start])) {
+		start++
+	}
+	return start < len(reply) && ended(reply[start:], func(calls []provider.ToolCall) bool {
+		for _, c := range calls {
+			if !ours(c.Function.Name) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+func ended(reply []sessions.Message, forClient func([]provider.ToolCall) bool) bool {
 	for i := len(reply) - 1; i >= 0; i-- {
 		m := reply[i]
 		switch {
@@ -594,7 +633,7 @@ func (e *Engine) ended(reply []sessions.Message) bool {
 		case IsNote(m):
 		case m.Role == "assistant":
 			calls := ToolCalls(m)
-			return len(calls) == 0 || e.forClient(calls)
+			return len(calls) == 0 || forClient(calls)
 		case m.Role == "tool":
 			return false
 		}

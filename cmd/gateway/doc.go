@@ -173,7 +173,9 @@
 // conversation mapping that cannot be written (a full disk) is reported in
 // the server's log and the client gets its reply; the mapping is written
 // again by the conversation's next turn, and a response whose document was
-// not written cannot be chained from (404, as if evicted). A session that
+// not written is rebuilt from its reply's lines when it is read (a
+// response whose id names no session cannot be chained from: 404, as if
+// evicted). A session that
 // cannot be made active again after its reply stays as it was until its
 // next turn.
 //
@@ -217,7 +219,10 @@
 //     counts as a retry and gets the stored reply again, which runs
 //     nothing. A turn syncs the client's message and the reply, and a
 //     conversation's first turn also its session's document, its
-//     directory and its preview (TestTurnSyncs).
+//     directory and its preview (TestTurnSyncs): 2 and 5 syncs, on both
+//     routes. A Responses turn's document is a cache of its reply's lines
+//     (see Responses: where a request goes); a turn of a conversation
+//     also syncs its mapping (3).
 //
 // A turn cut short inside one of the gateway's own tools (the gateway was
 // killed while the tool ran, the client left during the call, the
@@ -382,7 +387,37 @@
 // message marked "hermes_instructions": true before the input, and only when
 // they differ from the last instructions stored. store:false keeps no
 // response document (so no GET and no chaining), but the turn is in the
-// session like any other: hermes keeps transcripts. Input items, as Codex
+// session like any other: hermes keeps transcripts.
+//
+// A stored response costs its turn no sync. Its id names its session
+// (resp_, the time, 8 random bytes, the session id), and every message the
+// turn stores after its input carries, in the field hermes_response
+// (stampField, through agent.Turn.Mark), the response's id, what its
+// request said that the response reports (created_at, model,
+// previous_response_id, conversation, instructions, the parameters as
+// sent) and the names of the gateway's own tools: synced with the reply,
+// it is what the client is told is stored. The document is then a cache
+// of it, written without a sync (gatewaystate.CacheResponse) before the
+// reply is sent. A read that misses it or finds it unreadable (GET,
+// previous_response_id, item_reference), after a power cut, rebuilds it
+// from those lines (router.response) and writes it again: the same
+// document, but for its usage and model, taken from the reply's usage
+// records (what the provider reported, summed) rather than from the
+// provider's reply. A turn that did not end (its lines end inside one of
+// the gateway's own tools, or hold no reply: agent.Ended) is not a
+// response, and is not rebuilt. fsck --repair rebuilds every one lost
+// (RebuildResponses), reading the sessions written since the oldest
+// response kept. What is gone stays gone: the responses of a deleted
+// session have no transcript to come back from, and an evicted response
+// (gatewaystate.Store.Evicted: max_stored_responses newer ones stored,
+// those whose index lines a crash lost counted by their time) is not
+// rebuilt; fsck --repair counts every one lost, and a read knows of its
+// own alone, so after a crash that lost the index's latest lines a read
+// may bring back a response evicted just before them, until the next
+// stored response evicts it again (as one whose remove the crash undid).
+// A reply answered from a stored one (a retry) gets a new response id
+// that no line carries: its document is synced, as is one whose session
+// id is too long to be in a response id (96 bytes). Input items, as Codex
 // CLI and the SDKs send them:
 //   - message (string content, or input_text/output_text/input_image parts;
 //     developer becomes system): a message;
@@ -490,8 +525,12 @@
 //     made), and so on to the newest; a chat client that kept the old id
 //     continues there, and the response header names it. A previous
 //     response of the old session gets a new session (its history is the
-//     old one's). Ended otherwise (a person ended it): reopened, as chat
-//     --resume does.
+//     old one's), but for the retry of a turn chained from its latest
+//     answered one (the same input: a client's after a kill), which goes
+//     on in the successor its first attempt was given, as long as that
+//     holds only the turn (retryInSuccessor): rather than run it in a new
+//     session at each retry. Ended otherwise (a person ended it):
+//     reopened, as chat --resume does.
 //
 // The new sessions of these cases start empty: what they continue is
 // reachable through parent_session_id (a chat client's request then stores

@@ -47,6 +47,9 @@ type request struct {
 	upstream string
 	// echo is what a Responses request's response reports of it.
 	echo gatewaystate.ResponseParams
+	// stamp is the response a Responses request with store keeps, which
+	// its reply's lines carry (stampField).
+	stamp *responseStamp
 }
 
 // pickModel finds the provider of the model req names: an entry of

@@ -391,7 +391,7 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 
 	now := s.now()
 	doc := gatewaystate.Response{
-		ID:                 newResponseID(now),
+		ID:                 newResponseID(now, a.sess.ID),
 		SessionID:          a.sess.ID,
 		CreatedAt:          fsstore.TimeOf(now),
 		Model:              req.reported,
@@ -401,6 +401,9 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 		Conversation:       req.conv,
 		Instructions:       req.instructions,
 		Params:             req.echo,
+	}
+	if req.store {
+		req.stamp = newStamp(doc, s.opts.Tools)
 	}
 
 	var rs *responseStream
@@ -422,7 +425,7 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 		// The reply is stored: a document or mapping that cannot be
 		// written now does not make the turn a failure, which a client
 		// would retry. The mapping is written again by the next turn.
-		if kerr := s.storeResponse(doc, req.store, rt.mapping, out); kerr != nil {
+		if kerr := s.storeResponse(doc, req, rt.mapping, out); kerr != nil {
 			s.opts.Logf("session %s: the reply is stored, but keeping response %s failed: %v", a.sess.ID, doc.ID, kerr)
 		}
 	}
@@ -458,10 +461,18 @@ func orDefault(s, def string) string {
 
 // storeResponse stores the response document (unless store is false) and
 // moves the conversation's mapping to it (synced without its directory:
-// the mapping was written before the turn when its session changed).
-func (s *Server) storeResponse(doc gatewaystate.Response, store bool, mapping *gatewaystate.Conversation, out turnOutcome) error {
-	if store {
-		if _, err := s.opts.Store.PutResponse(doc, s.opts.MaxStoredResponses); err != nil {
+// the mapping was written before the turn when its session changed). The
+// document is a cache, written without a sync, when the reply's lines
+// carry the response (stampField): a turn that ran, in a session its id
+// names. A reply answered from a stored one (out.replayed) carries the
+// stamp of the request that stored it, and its new response is synced.
+func (s *Server) storeResponse(doc gatewaystate.Response, req request, mapping *gatewaystate.Conversation, out turnOutcome) error {
+	if req.store {
+		put := s.opts.Store.PutResponse
+		if req.stamp != nil && !out.replayed && gatewaystate.ResponseSession(doc.ID) == doc.SessionID {
+			put = s.opts.Store.CacheResponse
+		}
+		if _, err := put(doc, s.opts.MaxStoredResponses); err != nil {
 			return err
 		}
 	}
@@ -555,7 +566,7 @@ func (s *Server) resolveItem(ctx context.Context, id string) (json.RawMessage, e
 	if respID == "" {
 		return nil, nil
 	}
-	doc, err := s.opts.Store.GetResponse(respID)
+	doc, err := s.router.response(respID)
 	if err == nil {
 		_, err = s.router.getSession(ctx, doc.SessionID)
 	}
@@ -672,7 +683,7 @@ func orNull(raw json.RawMessage) json.RawMessage { return orJSON(raw, "null") }
 // getResponse serves GET /v1/responses/{id}.
 func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
-	doc, err := s.opts.Store.GetResponse(id)
+	doc, err := s.router.response(id)
 	if err == nil {
 		// Deleting a session deletes its replies, as far as clients see;
 		// another key's are unknown.
@@ -789,14 +800,22 @@ func (rs *responseStream) finish(doc gatewaystate.Response, out turnOutcome, cli
 	}
 }
 
-// newResponseID returns a new response id: "resp_", the time to the
-// microsecond and 8 random bytes, e.g.
-// resp_20261121_020734_123456_a1b2c3d4e5f60718. A listing sorts by
-// creation (the index can be rebuilt from one), and a gateway storing many
-// responses a second needs more than fsstore.NewID's 3 random bytes.
-func newResponseID(now time.Time) string {
+// newResponseID returns a new response id of session sid: "resp_", the
+// time to the microsecond, 8 random bytes, and the session, e.g.
+// resp_20261121_020734_123456_a1b2c3d4e5f60718_20261121_020700_a1b2c3. A
+// listing sorts by creation (the index can be rebuilt from one), a
+// gateway storing many responses a second needs more than
+// fsstore.NewID's 3 random bytes, and a response whose document a crash
+// lost is found in its session's transcript
+// (gatewaystate.ResponseSession). A session id too long for a response id
+// (96 bytes) is left out: that response's document is synced.
+func newResponseID(now time.Time, sid string) string {
 	ts := strings.Replace(now.UTC().Format("20060102_150405.000000"), ".", "_", 1)
-	return "resp_" + ts + "_" + randomHex(8)
+	id := "resp_" + ts + "_" + randomHex(8)
+	if withSession := id + "_" + sid; fsstore.CheckID("response id", withSession) == nil {
+		return withSession
+	}
+	return id
 }
 
 func randomHex(n int) string {

@@ -434,7 +434,7 @@ func withoutInstructions(msgs []sessions.Message) []sessions.Message {
 // history up to that response.
 func (ro *router) routePrevious(ctx context.Context, model, prev string, input []sessions.Message) (route, error) {
 	var rt route
-	pr, err := ro.opts.Store.GetResponse(prev)
+	pr, err := ro.response(prev)
 	if errors.Is(err, fsstore.ErrNotFound) || errors.Is(err, fsstore.ErrInvalid) {
 		return rt, notFound("previous_response_id", "previous_response_not_found", "previous response with id '%s' not found", prev)
 	}
@@ -463,6 +463,11 @@ func (ro *router) routePrevious(ctx context.Context, model, prev string, input [
 	if err := ro.findRepeat(ctx, &rt, input, k); err != nil || rt.replay != nil {
 		return rt, err
 	}
+	if replaced(sess) && lastReplyEnd(rt.stored) <= k {
+		if ok, err := ro.retryInSuccessor(ctx, &rt, sess, model, input); err != nil || ok {
+			return rt, err
+		}
+	}
 	if rt.a, err = ro.admit(ctx, &rt, sess, model); err != nil || rt.a.fresh {
 		rt.stored = nil
 		return rt, err
@@ -482,6 +487,41 @@ func (ro *router) routePrevious(ctx context.Context, model, prev string, input [
 	}
 	rt.pending = rt.stored[k:]
 	return rt, nil
+}
+
+// retryInSuccessor routes a request chained from the latest answered turn
+// of sess, which the gateway replaced (suspended, expired), to the
+// successor that holds the request's turn: one that an earlier attempt
+// of the same request was given, which holds only that turn, with no
+// reply (the turn is retried there, its input not stored again) or a
+// reply never delivered (the request gets it). Else ok is false, and the
+// request gets a successor of its own (admit): a previous response of a
+// replaced session branches from it. Without this, each retry of a turn
+// killed after its session was suspended would run it in a new session.
+func (ro *router) retryInSuccessor(ctx context.Context, rt *route, sess sessions.Session, model string, input []sessions.Message) (bool, error) {
+	next, unlock, err := ro.follow(ctx, sess)
+	rt.hold(unlock)
+	if err != nil || next.ID == sess.ID {
+		return false, err
+	}
+	stored, err := ro.transcript(next.ID)
+	if err != nil {
+		return false, err
+	}
+	held := &route{a: admission{sess: next}, stored: stored}
+	if err := ro.findRepeat(ctx, held, input, -1); err != nil || held.replay != nil {
+		rt.a, rt.stored, rt.replay, rt.replayCount = held.a, stored, held.replay, held.replayCount
+		return held.replay != nil, err
+	}
+	if lastReplyEnd(stored) > 0 || !isRetry(stored, input) {
+		return false, nil
+	}
+	if rt.a, err = ro.admit(ctx, rt, next, model); err != nil || rt.a.fresh {
+		rt.stored = nil
+		return true, err
+	}
+	rt.stored, rt.pending = stored, stored
+	return true, nil
 }
 
 // newSession creates a gateway session for a request to model (the

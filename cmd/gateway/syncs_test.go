@@ -48,13 +48,13 @@ func (c *syncCounter) take() (int, string) {
 // unsynced. A conversation's first turn also makes the session: its
 // document and their directory (the id index entry and the catalog line
 // are caches too), and rewrites the document with the preview of its
-// first user message: at most 5. A Responses turn adds its response
-// document (2: a client chains from it, so it and its name are durable
-// before the reply is sent); one in a conversation moves the
-// conversation's mapping to it (1: its name is committed), after the
-// mapping's first write (2) on the conversation's first turn.
+// first user message: at most 5. A Responses turn makes no more: its
+// response document is a cache too, rebuilt from the reply's transcript
+// line, which carries the response (stampField). One in a conversation
+// moves the conversation's mapping to it (1: its name is committed),
+// after the mapping's first write (2) on the conversation's first turn.
 func TestTurnSyncs(t *testing.T) {
-	const first, later, responseDoc = 5, 2, 2
+	const first, later = 5, 2
 	for _, stream := range []bool{false, true} {
 		t.Run(fmt.Sprintf("chat/stream=%v", stream), func(t *testing.T) {
 			e := newTestEnv(t, nil)
@@ -75,25 +75,27 @@ func TestTurnSyncs(t *testing.T) {
 			}
 		})
 	}
-	t.Run("responses", func(t *testing.T) {
-		e := newTestEnv(t, nil)
-		resp, body := e.do("POST", "/v1/responses", map[string]any{"input": "warm up"}, nil)
-		mustStatus(t, resp, body, 200)
-		delivered(t, e, resp.Header.Get(SessionHeader))
-		c := countSyncs(t, e.dir)
-		prev := ""
-		for turn := range 5 {
-			req := map[string]any{"input": fmt.Sprint("question ", turn)}
-			if prev != "" {
-				req["previous_response_id"] = prev
-			}
-			resp, body := e.do("POST", "/v1/responses", req, nil)
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprintf("responses/stream=%v", stream), func(t *testing.T) {
+			e := newTestEnv(t, nil)
+			resp, body := e.do("POST", "/v1/responses", map[string]any{"input": "warm up"}, nil)
 			mustStatus(t, resp, body, 200)
-			prev = decode[struct{ ID string }](t, body).ID
 			delivered(t, e, resp.Header.Get(SessionHeader))
-			c.check(t, turn, first+responseDoc, later+responseDoc)
-		}
-	})
+			c := countSyncs(t, e.dir)
+			prev := ""
+			for turn := range 5 {
+				req := map[string]any{"input": fmt.Sprint("question ", turn), "stream": stream}
+				if prev != "" {
+					req["previous_response_id"] = prev
+				}
+				resp, body := e.do("POST", "/v1/responses", req, nil)
+				mustStatus(t, resp, body, 200)
+				prev = responseID(t, body, stream)
+				delivered(t, e, resp.Header.Get(SessionHeader))
+				c.check(t, turn, first, later)
+			}
+		})
+	}
 	t.Run("responses/conversation", func(t *testing.T) {
 		const made, moved = 2, 1
 		e := newTestEnv(t, nil)
@@ -105,7 +107,7 @@ func TestTurnSyncs(t *testing.T) {
 			resp, body := e.do("POST", "/v1/responses", map[string]any{"input": fmt.Sprint("question ", turn), "conversation": "c1"}, nil)
 			mustStatus(t, resp, body, 200)
 			delivered(t, e, resp.Header.Get(SessionHeader))
-			c.check(t, turn, first+responseDoc+made+moved, later+responseDoc+moved)
+			c.check(t, turn, first+made+moved, later+moved)
 		}
 	})
 }
@@ -122,6 +124,21 @@ func (c *syncCounter) check(t *testing.T, turn, first, later int) {
 	if n > limit {
 		t.Errorf("turn %d made %d syncs, want at most %d: %s", turn, n, limit, names)
 	}
+}
+
+// responseID is the id of a response, whole or streamed.
+func responseID(t *testing.T, body []byte, stream bool) string {
+	t.Helper()
+	if !stream {
+		return decode[respObj](t, body).ID
+	}
+	for _, ev := range parseSSE(t, body) {
+		if ev.Name == "response.completed" {
+			return decode[struct{ Response respObj }](t, []byte(ev.Data)).Response.ID
+		}
+	}
+	t.Fatalf("no response.completed in %s", body)
+	return ""
 }
 
 // chatReply is the text of a chat completion's reply, whole or streamed.

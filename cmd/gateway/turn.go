@@ -327,6 +327,10 @@ func (s *Server) runTurn(ctx context.Context, a admission, add []sessions.Messag
 		}
 		cut = tail[s.engine.CutAt(tail):]
 	}
+	var from int64
+	if len(cut) > 0 {
+		from = cut[0].Seq
+	}
 	carry, err := s.carried(a.sess, add)
 	if err != nil {
 		return turnOutcome{}, err
@@ -348,6 +352,7 @@ func (s *Server) runTurn(ctx context.Context, a admission, add []sessions.Messag
 		Model:     req.upstream,
 		Params:    req.params,
 		Provider:  req.provider,
+		Mark:      req.stamp.mark(from),
 		Started: func() {
 			s.router.indexOpening(a)
 			s.router.indexCopied(ctx, a)

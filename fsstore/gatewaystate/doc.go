@@ -11,6 +11,19 @@
 // the index lacks: such documents are found from a directory listing when
 // the index is first loaded, and evicted first.
 //
+// A response's id names its session (ResponseSession), and the gateway
+// stores what its document holds beyond the reply in the reply's lines of
+// that session's transcript, synced with them: the document is then a
+// cache (CacheResponse), written without a sync, neither it nor its
+// directory. A power cut may lose it, leave it empty, or lose it with its
+// index line; the gateway rebuilds it from the transcript when a read
+// misses it, and fsck --repair does for every one (RestoreResponse). A
+// response evicted is not rebuilt (Evicted): the responses stored are
+// those the index lists, with the lost ones put in time order among them,
+// and the oldest beyond the limit are evicted ones. Responses whose id
+// names no session (made before ids did, or of a session whose id is too
+// long to be in one) are synced with their directory (PutResponse).
+//
 // A conversation's mapping (conversations/<slug>.json) is written, its
 // directory synced, when its session changes, before the turn; after each
 // turn it is moved to the turn's response synced without its directory

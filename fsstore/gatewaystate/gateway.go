@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -42,11 +43,12 @@ import (
 //	                              digest's first two hex digits (history.go)
 //	history/.lock                 serializes writers of the shards
 //
-// The response documents are the truth for GET; the index is a cache of
+// The response documents are what GET reads; the index is a cache of
 // their order. It is appended to after the document is written, so a crash
 // between the two leaves a document the index lacks: such documents are
 // found when the index is first loaded (a directory listing, no document is
-// read) and evicted first.
+// read) and evicted first. A document whose id names its session is itself
+// a cache of that session's transcript (CacheResponse).
 type Store struct {
 	Dir         string
 	LockTimeout time.Duration
@@ -166,10 +168,43 @@ func (st State) Process() string {
 	return fmt.Sprintf("pid %d on host %s", st.PID, st.Host)
 }
 
-// PutResponse stores r (its ID set by the caller) and then evicts the oldest
-// stored responses beyond max (max <= 0 keeps them all). It returns the ids
-// it evicted.
+// PutResponse stores r (its ID set by the caller), synced with its
+// directory, and then evicts the oldest stored responses beyond max (max
+// <= 0 keeps them all). It returns the ids it evicted.
 func (g *Store) PutResponse(r Response, max int) ([]string, error) {
+	return g.putResponse(r, max, true)
+}
+
+// CacheResponse is PutResponse for a response whose id names its session
+// (ResponseSession) and whose reply's line in that session's transcript
+// holds what the document holds beyond the reply: the document is then a
+// cache, written without a sync. A crash that loses it (or leaves it
+// empty) leaves a response that the transcript rebuilds (RestoreResponse),
+// unless it was evicted meanwhile (Evicted).
+func (g *Store) CacheResponse(r Response, max int) ([]string, error) {
+	if sid := ResponseSession(r.ID); sid == "" || sid != r.SessionID {
+		return nil, fsstore.Invalidf("response id %s does not name its session %s", r.ID, r.SessionID)
+	}
+	return g.putResponse(r, max, false)
+}
+
+// ResponseSession is the session a response id names: "resp_", the time to
+// the microsecond, 8 random bytes in hex, then "_" and the session id (e.g.
+// resp_20261121_020734_123456_a1b2c3d4e5f60718_20261121_020700_a1b2c3). ""
+// for an id of the form before (no session), or one that is not an id.
+func ResponseSession(id string) string {
+	const head = len("resp_20261121_020734_123456_a1b2c3d4e5f60718")
+	if len(id) <= head+1 || id[head] != '_' || !strings.HasPrefix(id, "resp_") || fsstore.CheckID("response id", id) != nil {
+		return ""
+	}
+	sid := id[head+1:]
+	if fsstore.CheckID("session id", sid) != nil {
+		return ""
+	}
+	return sid
+}
+
+func (g *Store) putResponse(r Response, max int, sync bool) ([]string, error) {
 	if err := fsstore.CheckID("response id", r.ID); err != nil {
 		return nil, err
 	}
@@ -179,7 +214,7 @@ func (g *Store) PutResponse(r Response, max int) ([]string, error) {
 	if r.Output == nil {
 		r.Output = json.RawMessage("[]")
 	}
-	if err := fsstore.WriteDoc(g.responsePath(r.ID), &r); err != nil {
+	if err := g.writeResponse(r, sync); err != nil {
 		return nil, err
 	}
 	// g.mu first: writers in this process queue on it instead of polling
@@ -213,10 +248,10 @@ func (g *Store) PutResponse(r Response, max int) ([]string, error) {
 			return evicted, fmt.Errorf("evict response %s: %w", id, err)
 		}
 	}
-	// The removes are not synced here: the next document written to this
-	// directory syncs it. A crash before that brings back at most the
-	// documents this call evicted; the index still lists them first, and
-	// the next store evicts them again.
+	// The removes are not synced here: the next document written synced
+	// to this directory syncs it, or the filesystem's own commit. A crash
+	// before that brings back documents evicted since; the index still
+	// lists them first, and the next store evicts them again.
 	idx.evicted = len(idx.ids) - max
 	// The index keeps the names of evicted responses until it is twice
 	// the limit, then is rewritten with the live ones only.
@@ -226,6 +261,150 @@ func (g *Store) PutResponse(r Response, max int) ([]string, error) {
 		}
 	}
 	return evicted, nil
+}
+
+func (g *Store) writeResponse(r Response, sync bool) error {
+	if sync {
+		return fsstore.WriteDoc(g.responsePath(r.ID), &r)
+	}
+	b, err := fsstore.EncodeDoc(g.responsePath(r.ID), &r)
+	if err != nil {
+		return err
+	}
+	return fsstore.WriteCacheFile(g.responsePath(r.ID), b)
+}
+
+// Evicted returns which of ids, responses whose documents are missing,
+// were evicted, with at most max kept (max <= 0: none is). The responses
+// stored are taken to be those the index lists, in its order, with those
+// of ids it does not list each put after the last listed one older than
+// it: a crash loses the index's latest lines, and a rewrite of the index
+// drops the names of evicted responses, which are older than every one it
+// lists. One that max of them come after was evicted; any other was lost
+// by a crash, and its transcript rebuilds it. A read that misses one
+// document knows of no other lost one, so a crash that lost the index's
+// latest lines may let it rebuild a response evicted just before; the
+// next store evicts it again, as it does a document whose remove the
+// crash undid.
+func (g *Store) Evicted(ids []string, max int) (map[string]bool, error) {
+	evicted := map[string]bool{}
+	if max <= 0 || len(ids) == 0 {
+		return evicted, nil
+	}
+	idx, err := g.readIndexLocked()
+	if err != nil || idx == nil {
+		return evicted, err
+	}
+	all := idx.ids
+	for _, id := range ids {
+		if !slices.Contains(all, id) {
+			all = insertByTime(all, id)
+		}
+	}
+	if n := len(all) - max; n > 0 {
+		for _, id := range all[:n] {
+			if slices.Contains(ids, id) {
+				evicted[id] = true
+			}
+		}
+	}
+	return evicted, nil
+}
+
+// readIndexLocked is the index, read under its lock (a copy: the caller
+// holds no lock); nil when no response was ever stored.
+func (g *Store) readIndexLocked() (*responseIndex, error) {
+	if _, err := os.Lstat(g.responsesDir()); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	unlock, err := fsstore.Lock(g.indexLockPath(), g.LockTimeout)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	idx, err := g.loadIndexLocked("")
+	if err != nil {
+		return nil, err
+	}
+	return &responseIndex{ids: slices.Clone(idx.ids)}, nil
+}
+
+// insertByTime is ids with id put after the last of them older than it
+// (ids are time-ordered), in a new slice.
+func insertByTime(ids []string, id string) []string {
+	at := 0
+	for i, x := range ids {
+		if x < id {
+			at = i + 1
+		}
+	}
+	return slices.Insert(slices.Clone(ids), at, id)
+}
+
+// OldestKept is when the oldest of the last max responses the index lists
+// was made (the time its id begins with): a response made before it and
+// not listed was evicted (Evicted). The zero time when the index lists no
+// more than max.
+func (g *Store) OldestKept(max int) (time.Time, error) {
+	idx, err := g.readIndexLocked()
+	if err != nil || idx == nil || max <= 0 || len(idx.ids) <= max {
+		return time.Time{}, err
+	}
+	return responseTime(idx.ids[len(idx.ids)-max]), nil
+}
+
+// responseTime is the time a response id begins with (resp_, then
+// 20261121_020734_123456); the zero time when it has none.
+func responseTime(id string) time.Time {
+	const layout = "20060102_150405.000000"
+	ts, ok := strings.CutPrefix(id, "resp_")
+	if !ok || len(ts) < len(layout) {
+		return time.Time{}
+	}
+	t, err := time.Parse(layout, ts[:15]+"."+ts[16:len(layout)])
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
+// RestoreResponse writes the document of r again, as CacheResponse does,
+// after it was lost (Evicted says it was not evicted), and lists it in the
+// index when the index lacks it. Nothing is evicted.
+func (g *Store) RestoreResponse(r Response) error {
+	if sid := ResponseSession(r.ID); sid == "" || sid != r.SessionID {
+		return fsstore.Invalidf("response id %s does not name its session %s", r.ID, r.SessionID)
+	}
+	if err := fsstore.EnsureDir(g.responsesDir()); err != nil {
+		return err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	unlock, err := fsstore.Lock(g.indexLockPath(), g.LockTimeout)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := g.writeResponse(r, false); err != nil {
+		return err
+	}
+	idx, err := g.loadIndexLocked(r.ID)
+	if err != nil || slices.Contains(idx.ids, r.ID) {
+		return err
+	}
+	if n := len(idx.ids); n > 0 && idx.ids[n-1] > r.ID {
+		// Listed in its place, so that eviction takes it in its turn.
+		return g.rewriteIndexLocked(insertByTime(idx.ids, r.ID))
+	}
+	line, _ := json.Marshal(indexEntry{ResponseID: r.ID, CreatedAt: r.CreatedAt})
+	if err := idx.append(g.indexPath(), append(line, '\n'), g.Now()); err != nil {
+		g.idx = nil
+		return err
+	}
+	idx.ids = append(idx.ids, r.ID)
+	return nil
 }
 
 type indexEntry struct {

@@ -292,3 +292,69 @@ func TestStateProcess(t *testing.T) {
 		}
 	}
 }
+
+// A response id names its session after its time and random part; an id
+// of the form before names none, and CacheResponse refuses a response
+// whose id does not name its session. CacheResponse syncs nothing: its
+// document is a cache of the session's transcript.
+func TestCacheResponse(t *testing.T) {
+	t.Parallel()
+	const old = "resp_20261121_020734_123456_a1b2c3d4e5f60718"
+	for id, want := range map[string]string{
+		old:                             "",
+		old + "_20261121_020700_a1b2c3": "20261121_020700_a1b2c3",
+		old + "_":                       "",
+		old + "_../x":                   "",
+		"resp_x":                        "",
+		old[:len(old)-1] + "_s1":        "",
+	} {
+		if got := ResponseSession(id); got != want {
+			t.Errorf("ResponseSession(%q) = %q, want %q", id, got, want)
+		}
+	}
+	g, clock, _ := newTestGateway(t)
+	putN(t, g, clock, 1, 0) // the directory and the index exist
+	var synced []string
+	stop := fsstore.ObserveSyncs(g.Dir, func(name string) { synced = append(synced, name) })
+	defer stop()
+	r := Response{ID: old + "_s1", SessionID: "s1", CreatedAt: fsstore.TimeOf(clock.Now())}
+	if _, err := g.CacheResponse(r, 0); err != nil {
+		t.Fatal(err)
+	}
+	if len(synced) != 0 {
+		t.Fatalf("CacheResponse synced %v", synced)
+	}
+	if got, err := g.GetResponse(r.ID); err != nil || got.SessionID != "s1" {
+		t.Fatalf("GetResponse: %+v, %v", got, err)
+	}
+	r.ID, r.SessionID = old+"_s1", "s2"
+	if _, err := g.CacheResponse(r, 0); !errors.Is(err, fsstore.ErrInvalid) {
+		t.Fatalf("a response whose id names another session: %v, want ErrInvalid", err)
+	}
+}
+
+// Evicted: of responses whose documents are missing, those that max
+// others come after, the index's listed in its order and the unlisted
+// put in time order among them; a response the index lost, newer than
+// those it lists, was not evicted.
+func TestEvicted(t *testing.T) {
+	t.Parallel()
+	g, clock, _ := newTestGateway(t)
+	ids := putN(t, g, clock, 4, 2)
+	lost := responseID(clock.Advance(time.Millisecond)) // stored, its document and index line lost
+	ancient := "resp_20000101_000000_000000"
+	got, err := g.Evicted([]string{ids[0], ids[1], lost, ancient}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{ids[0]: true, ids[1]: true, ancient: true}
+	if len(got) != len(want) || !got[ids[0]] || !got[ids[1]] || !got[ancient] {
+		t.Fatalf("Evicted = %v, want %v", got, want)
+	}
+	if got, _ := g.Evicted([]string{lost}, 2); got[lost] {
+		t.Fatal("the latest response, lost, counts as evicted")
+	}
+	if got, _ := g.Evicted([]string{ids[0]}, 0); got[ids[0]] {
+		t.Fatal("with no limit a response counts as evicted")
+	}
+}

@@ -38,7 +38,14 @@ import (
 //     waiting twice as long each time: it leaves mid-tool, and its retry
 //     must carry the turn on with the call answered once (fsck reports a
 //     second result, a result after its turn's end and a reply stored
-//     twice).
+//     twice);
+//   - responses chained by previous_response_id, each from the response
+//     the client was last given. A response's document is a cache of its
+//     reply's transcript lines, written without a sync: after each kill,
+//     the newest such documents are removed, as a power cut may lose them,
+//     and every response a client was given must still be found, by
+//     previous_response_id and, at the end, by GET, with the reply the
+//     client was given.
 //
 // Each run of the model answers "reply <token> <its pid>", so that two
 // runs of one turn give two different replies, while a copy of a reply (a
@@ -87,7 +94,11 @@ type gatewayPhase struct {
 	// internal counts the answers that were the gateway's own call.
 	internal atomic.Int64
 	tried    sync.Map // token -> true
-	client   *http.Client
+	// responses: response id -> the token of a response a chained client
+	// was given; lost counts the documents removed after kills.
+	responses sync.Map
+	lost      atomic.Int64
+	client    *http.Client
 }
 
 // gatewayPhaseRun runs the phase until kills gateway kills, with clients
@@ -145,6 +156,7 @@ func (h *harness) gatewayPhaseRun(kills, clients int) {
 	// The last gateway stays up until every client's turn is answered.
 	close(stop)
 	wg.Wait()
+	g.checkResponses()
 	cancel()
 	g.mu.Lock()
 	if g.cmd != nil {
@@ -195,6 +207,7 @@ func (g *gatewayPhase) supervise(ctx context.Context) {
 		g.mu.Lock()
 		g.cmd = nil
 		g.mu.Unlock()
+		g.loseDocuments()
 		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Exited() && ws.ExitStatus() != 0 && ctx.Err() == nil {
 			// A start may lose the serve lock to its killed predecessor's
 			// last breath; anything else is a failure.
@@ -294,9 +307,9 @@ func (g *gatewayPhase) impatientTurn(path string, body any) (http.Header, []byte
 }
 
 func (g *gatewayPhase) runClient(c int, rng *rand.Rand, stop <-chan struct{}) {
-	kind := c % 4
+	kind := c % 5
 	conv := fmt.Sprintf("gw-%d-%d", os.Getpid(), c)
-	var sid string
+	var sid, prev string
 	var history []map[string]any
 	for {
 		select {
@@ -314,6 +327,19 @@ func (g *gatewayPhase) runClient(c int, rng *rand.Rand, stop <-chan struct{}) {
 			_, out, ok = g.turn("/v1/responses", map[string]any{"conversation": conv, "input": tok}, nil)
 		case 1:
 			_, out, ok = g.turn("/v1/responses", map[string]any{"conversation": conv, "input": tok}, map[string]string{"Idempotency-Key": tok})
+		case 4:
+			body := map[string]any{"input": tok}
+			if prev != "" {
+				body["previous_response_id"] = prev
+			}
+			if _, out, ok = g.turn("/v1/responses", body, nil); ok {
+				var r struct {
+					ID string `json:"id"`
+				}
+				json.Unmarshal(out, &r)
+				prev = r.ID
+				g.responses.Store(r.ID, tok)
+			}
 		case 3:
 			msgs := append(history, map[string]any{"role": "user", "content": tok})
 			_, out, ok = g.impatientTurn("/v1/chat/completions", map[string]any{"messages": msgs})
@@ -359,6 +385,61 @@ func (g *gatewayPhase) runClient(c int, rng *rand.Rand, stop <-chan struct{}) {
 		g.h.ack(nil)
 		time.Sleep(time.Duration(rng.Intn(30)) * time.Millisecond)
 	}
+}
+
+// loseDocuments does to the response documents what a power cut may do
+// to files written without a sync, once the gateway is dead: it removes
+// the newest ones (up to 3) whose reply's transcript lines carry them
+// ("hermes_response":{"id":…}: a document written without a sync), and
+// leaves the others (a reply answered from a stored one gets a synced
+// document).
+func (g *gatewayPhase) loseDocuments() {
+	dir := filepath.Join(g.h.profileDir(), "gateway", "responses")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	removed := 0
+	for i := len(entries) - 1; i >= 0 && removed < 3; i-- {
+		id, ok := strings.CutSuffix(entries[i].Name(), ".json")
+		if !ok || strings.HasPrefix(id, ".") || len(id) <= responseIDHead {
+			continue
+		}
+		transcript, err := os.ReadFile(filepath.Join(g.h.profileDir(), "sessions", id[responseIDHead+1:]+".jsonl"))
+		if err != nil || !bytes.Contains(transcript, []byte(`"hermes_response":{"id":"`+id+`"`)) {
+			continue
+		}
+		if os.Remove(filepath.Join(dir, entries[i].Name())) == nil {
+			removed++
+			g.lost.Add(1)
+		}
+	}
+}
+
+// responseIDHead is the length of a response id before "_" and the
+// session id: resp_, the time to the microsecond, 8 random bytes in hex.
+const responseIDHead = len("resp_20261121_020734_123456_a1b2c3d4e5f60718")
+
+// checkResponses asks the last gateway for every response a chained
+// client was given: each must be found, with the reply the client got.
+func (g *gatewayPhase) checkResponses() {
+	g.responses.Range(func(k, v any) bool {
+		id, tok := k.(string), v.(string)
+		req, _ := http.NewRequest("GET", "http://"+g.addr+"/v1/responses/"+id, nil)
+		req.Header.Set("Authorization", "Bearer "+gatewayKey)
+		resp, err := g.client.Do(req)
+		if err != nil {
+			g.h.problemf("gateway phase: GET %s: %v", id, err)
+			return true
+		}
+		out, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		given, _ := g.acked.Load(tok)
+		if resp.StatusCode != 200 || given == nil || replyRE.FindString(string(out)) != given.(string) {
+			g.h.lostf("gateway phase: response %s of %s, given %q: GET answered %d: %.300s", id, tok, given, resp.StatusCode, out)
+		}
+		return true
+	})
 }
 
 // chatContent is the reply text of a chat completion.
@@ -469,7 +550,10 @@ func (g *gatewayPhase) check() {
 		return true
 	})
 	g.h.led.mu.Lock()
-	g.h.gateway = gatewayCounts{kills: int(g.kills.Load()), acked: acked, twice: twice, toolTurns: len(runs), internal: int(g.internal.Load())}
+	chained := 0
+	g.responses.Range(func(any, any) bool { chained++; return true })
+	g.h.gateway = gatewayCounts{kills: int(g.kills.Load()), acked: acked, twice: twice, toolTurns: len(runs), internal: int(g.internal.Load()),
+		chained: chained, lostDocs: int(g.lost.Load())}
 	g.h.led.mu.Unlock()
 }
 
@@ -479,4 +563,7 @@ type gatewayCounts struct {
 	// toolTurns: turns whose model called the gateway's tool;
 	// internal: answers that were the gateway's own call.
 	toolTurns, internal int
+	// chained: responses a chained client was given (each found again by
+	// GET at the end); lostDocs: response documents removed after kills.
+	chained, lostDocs int
 }

@@ -142,7 +142,7 @@ func main() {
 	flag.DurationVar(&o.killMax, "kill-max", 30*time.Millisecond, "longest pause between kills")
 	flag.BoolVar(&o.verbose, "v", false, "print every problem as it is found and each checkpoint")
 	flag.IntVar(&o.gatewayKills, "gateway-kills", 30, "then kill a gateway under retrying clients this many times (0: no gateway phase)")
-	flag.IntVar(&o.gatewayClients, "gateway-clients", 8, "clients of the gateway phase (two of each kind)")
+	flag.IntVar(&o.gatewayClients, "gateway-clients", 10, "clients of the gateway phase (two of each kind)")
 	flag.IntVar(&o.cronKills, "cron-kills", 0, "then kill cron tick processes this many times while every 1s jobs fall due (0: no cron phase; it waits the claim lease, 62 s)")
 	flag.IntVar(&o.delegateKills, "delegate-kills", 0, "then kill this many chat turns in the middle of a delegation of three sub-agents, each turn followed by one not killed (0: no delegation phase)")
 	flag.Parse()
@@ -303,6 +303,7 @@ func (h *harness) run() int {
 	fmt.Printf("tool turns:         %d acknowledged; %d calls answered as interrupted\n", h.agent.turns, h.agent.interrupted)
 	fmt.Printf("gateway turns:      %d acknowledged under %d gateway kills; %d answered twice; %d ran the gateway's tool; %d answered with its call\n",
 		h.gateway.acked, h.gateway.kills, h.gateway.twice, h.gateway.toolTurns, h.gateway.internal)
+	fmt.Printf("gateway responses:  %d chained, each found again; %d documents removed after kills\n", h.gateway.chained, h.gateway.lostDocs)
 	fmt.Printf("cron:               %d claims under %d ticker kills; %d started, %d recorded lost\n",
 		h.cron.claims, h.cron.kills, h.cron.started, h.cron.lost)
 	fmt.Printf("delegation:         %d turns after %d kills; %d delegate calls carried on\n", h.delegate.turns, h.delegate.kills, h.delegate.resumed)
