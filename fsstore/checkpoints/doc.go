@@ -6,6 +6,7 @@
 //
 //	checkpoints/objects/<2 hex>/<62 hex>   a file's bytes, as they are or gzip-compressed,
 //	                                       named by the SHA-256 of the bytes (not of the gzip)
+//	checkpoints/objects/.stage-*           an object's bytes written while they are hashed
 //	checkpoints/pending/<session>.jsonl    the session's changes in flight (Pending), one a line;
 //	                                       <session>.lock its lock
 //
@@ -91,11 +92,18 @@
 //
 //   - The hash of the prior bytes is not computed again when they are the
 //     bytes the store's previous change wrote to that path (Wrote,
-//     HashOf): the store keeps those bytes, up to 64 MiB in all, and a
+//     Remembered): the store keeps those bytes, up to 64 MiB in all, and a
 //     comparison (a fraction of a millisecond) proves them the same. A
 //     stat cache (size, times) would be cheaper still, but a file
 //     rewritten in place within the clock's tick keeps its times: the
-//     bytes are compared, never trusted.
+//     bytes are compared, never trusted. When they must be hashed (the
+//     file's first change in this process, or one the user changed
+//     since), the object's bytes are written to a temp file in objects/
+//     and synced while they are hashed (SaveHashing), then renamed to
+//     their name: the hash runs beside the object's write rather than
+//     before it. Where the object turns out to be stored already, the
+//     temp file is removed without waiting for its sync; one a crash
+//     leaves (objects/.stage-*) is removed by a prune once MinAge old.
 //   - The object is stored as it is (Save), not compressed: the gzip costs
 //     more than the write it spares. A prune compresses what is stored so
 //     (Compress), so the store's size between two prunes is the bytes of

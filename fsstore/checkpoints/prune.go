@@ -146,7 +146,7 @@ func (s *Store) Prune(st *sessions.Store, o PruneOptions) ([]Pruned, error) {
 		return out, nil
 	}
 	if len(out) == 0 {
-		return out, s.dropGoneLogs(st)
+		return out, s.tidy(st, o.Now)
 	}
 	marked, err := s.Unrestorable()
 	if err != nil {
@@ -173,7 +173,28 @@ func (s *Store) Prune(st *sessions.Store, o PruneOptions) ([]Pruned, error) {
 			return out[:i], err
 		}
 	}
-	return out, s.dropGoneLogs(st)
+	return out, s.tidy(st, o.Now)
+}
+
+// tidy removes what crashes and deletes leave beside the objects: the
+// temp files of SaveHashing a crash left in objects/, once MinAge old
+// (an older one belongs to no write in progress), and the pending logs
+// of sessions that are gone (dropGoneLogs).
+func (s *Store) tidy(st *sessions.Store, now time.Time) error {
+	dir := filepath.Join(s.Dir, "objects")
+	entries, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), stagePrefix) || !e.Type().IsRegular() {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && now.Sub(fi.ModTime()) >= MinAge {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
+	return s.dropGoneLogs(st)
 }
 
 // dropGoneLogs removes the pending logs, and their locks, of sessions st
