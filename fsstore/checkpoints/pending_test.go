@@ -194,3 +194,37 @@ func TestPruneDropsGoneSessionsLogs(t *testing.T) {
 		t.Fatalf("pending/ after prune: %s, want %s", got, want)
 	}
 }
+
+// Calls of one session run at once: each one's record, appended and
+// taken out under the log's lock, is never lost to another's, and the
+// log is empty once they are all done.
+func TestPendingLogConcurrentCalls(t *testing.T) {
+	s := Open(t.TempDir())
+	const calls = 8
+	errs := make(chan error, calls)
+	for i := range calls {
+		go func() {
+			call := fmt.Sprint("c", i)
+			err := s.SetPending(pendingOf(call))
+			if err == nil {
+				var p Pending
+				var ok bool
+				if p, ok, err = s.PendingOf("s1", call); err == nil && (!ok || p.Changes[0].Path != "/w/"+call) {
+					err = fmt.Errorf("the record of %s is %+v, %v", call, p, ok)
+				}
+			}
+			if err == nil {
+				err = s.ClearPending("s1", call)
+			}
+			errs <- err
+		}()
+	}
+	for range calls {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(s.Dir, "pending", "s1.jsonl")); err != nil || fi.Size() != 0 {
+		t.Fatalf("the log after every call is done: %v %v, want it empty", fi, err)
+	}
+}
