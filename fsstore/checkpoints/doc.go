@@ -102,8 +102,9 @@
 //     and synced while they are hashed (SaveHashing), then renamed to
 //     their name: the hash runs beside the object's write rather than
 //     before it. Where the object turns out to be stored already, the
-//     temp file is removed without waiting for its sync; one a crash
-//     leaves (objects/.stage-*) is removed by a prune once MinAge old.
+//     temp file is removed, not synced unless its sync had begun; one a
+//     crash leaves (objects/.stage-*) is removed by a prune once MinAge
+//     old.
 //   - The object is stored as it is (Save), not compressed: the gzip costs
 //     more than the write it spares. A prune compresses what is stored so
 //     (Compress), so the store's size between two prunes is the bytes of

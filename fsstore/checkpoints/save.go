@@ -3,6 +3,7 @@ package checkpoints
 import (
 	"bytes"
 	"compress/gzip"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -219,16 +220,16 @@ const stagePrefix = ".stage-"
 // synced. onHash is called with the hash as soon as it is known, before
 // the object is durable (and whether or not it can be stored), so that
 // the caller can write what names it meanwhile. When the object is
-// stored already, SaveHashing returns once the hash says so, without
-// waiting for the temp file's sync, and the temp file is removed. It
-// returns the hash and the error that kept the object from being
-// stored.
+// stored already, the temp file is removed, not synced unless its sync
+// had begun. It returns the hash and the error that kept the object from
+// being stored.
 func (s *Store) SaveHashing(data []byte, onHash func(string)) (string, error) {
 	dir := filepath.Join(s.Dir, "objects")
 	type staged struct {
 		name string
 		err  error
 	}
+	stored := make(chan struct{}) // closed when the object turns out stored already
 	written := make(chan staged, 1)
 	go func() {
 		if err := fsstore.EnsureDir(dir); err != nil {
@@ -242,7 +243,12 @@ func (s *Store) SaveHashing(data []byte, onHash func(string)) (string, error) {
 		}
 		if err = f.Chmod(fsstore.FileMode); err == nil {
 			if _, err = f.Write(data); err == nil {
-				err = seam.Sync(f)
+				select {
+				case <-stored:
+					err = errStoredAlready
+				default:
+					err = seam.Sync(f)
+				}
 			}
 		}
 		if cerr := f.Close(); err == nil {
@@ -257,11 +263,8 @@ func (s *Store) SaveHashing(data []byte, onHash func(string)) (string, error) {
 	onHash(h)
 	path, _ := s.objectPath(h)
 	if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() {
-		go func() {
-			if w := <-written; w.err == nil {
-				os.Remove(w.name)
-			}
-		}()
+		close(stored)
+		<-written
 		return h, nil
 	}
 	w := <-written
@@ -281,3 +284,7 @@ func (s *Store) SaveHashing(data []byte, onHash func(string)) (string, error) {
 	}
 	return h, nil
 }
+
+// errStoredAlready stops the write of a temp file whose object turned
+// out to be stored already.
+var errStoredAlready = errors.New("stored already")

@@ -173,6 +173,9 @@ func TestSaveHashing(t *testing.T) {
 	if h2, err := s.SaveHashing(data, func(string) {}); err != nil || h2 != h {
 		t.Fatalf("SaveHashing of stored bytes = %s, %v", h2, err)
 	}
+	if names := storetest.DirNames(t, filepath.Join(s.Dir, "objects")); len(names) != 1 {
+		t.Fatalf("objects/ holds %v after bytes stored already were saved again: a temp file left", names)
+	}
 }
 
 // A SaveHashing that fails at any step (the temp file's creation, its
