@@ -123,17 +123,22 @@
 //     (one left stale by a crash keeps it from emptying) is rewritten
 //     with only those, synced, since it holds records still needed. The
 //     log's lock (flock, as every log's) orders the calls of a session,
-//     which may run at once, and hosts sharing the profile.
+//     which may run at once, and hosts sharing the profile. A torn last
+//     line (an append a crash cut short, whose change was never made,
+//     since the tool waits for its sync) is skipped by readers and moved
+//     aside by the next writer, as in every log.
 //
 // So what a change syncs in the store before its file is touched is its
 // object, when it is new, and the object's directory (and objects/, when
 // the object is the first of its objects/<2 hex>), then one line of the
 // pending log; when the object is stored already (the file's bytes were
 // stored before, by an earlier change or another session), only the
-// line: 1 sync against 4 before the log (TestEditSyncs counts them). That
-// is what invariant 18 needs and no more: the bytes and their name, so
-// that a restore finds them, and the record of the change in flight, so
-// that a crash after the rename is resolved. An object's two syncs are
+// line: 1 sync against 2 when each record was a file of its own (the
+// file and its directory), and 3 against 4 with a new object
+// (TestEditSyncs counts them). That is what invariant 18 needs and no
+// more: the bytes and their name, so that a restore finds them, and the
+// record of the change in flight, so that a crash after the rename is
+// resolved. An object's two syncs are
 // not replaced by the log: a before-image is written once and read for
 // as long as a checkpoint names it, and an object's name is its only
 // index.
@@ -156,8 +161,9 @@
 // exists, can store the same bytes again) and marks the hash lost in
 // checkpoints/unrestorable.json, never touching the records. A pending
 // record whose call has its result is stale (--repair writes it to
-// lost+found as a document and takes it out of its log, synced); one whose call has its result but whose changes no record
-// holds is an abandoned call's late changes (recorded by --repair, above);
+// lost+found as a document and takes it out of its log, synced); one
+// whose call has its result but whose changes no record holds is an
+// abandoned call's late changes (recorded by --repair, above);
 // one whose call has none is left for the session's next turn;
 // a restore's is a restore to run again, unless a record of its session
 // holds the same changes (a crash after the note): stale, moved aside.
