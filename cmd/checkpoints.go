@@ -23,6 +23,7 @@ import (
 func (e *env) checkpoints(cfg profiles.Config) *checkpoints.Store {
 	s := checkpoints.Open(e.profile.Dir())
 	s.MaxFile = cfg.Checkpoints.MaxFile
+	s.LockTimeout = e.lockTimeout
 	return s
 }
 

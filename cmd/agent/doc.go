@@ -156,7 +156,8 @@
 // With Env.Checkpoints set (every front end sets it), write_file and
 // edit_file store the file's prior bytes in the checkpoint store before
 // they replace it (checkpoint.go): the object, then the call's pending
-// record, both synced, then the write. The engine runs each call with
+// record (a line of the session's pending log), both synced, then the
+// write. The engine runs each call with
 // its own gatherer (Env.withCall) and stores the call's changes in its
 // tool message's "checkpoint" field, then removes the pending record. A
 // call that crashed between the two is answered as interrupted at the

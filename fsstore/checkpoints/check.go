@@ -126,23 +126,18 @@ func (s *Store) Check(st *sessions.Store, repair bool, lostFound string) ([]fsst
 			return nil, err
 		}
 	}
-	pending, err := s.AllPending()
+	pending, err := s.allPending()
 	if err != nil {
 		return nil, err
 	}
-	paths := make([]string, 0, len(pending))
-	for p := range pending {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths)
-	for _, path := range paths {
-		p := pending[path]
+	for _, p := range pending {
+		path := p.log + " (call " + p.CallID + ")"
 		switch {
 		case p.CallID == RestoreCall && recorded[p.SessionID][changeKey(p.Changes)]:
 			f := fsstore.Finding{Path: path, Problem: true,
 				What: fmt.Sprintf("stale pending restore of session %s: its note records it", p.SessionID)}
 			if repair {
-				f.Repaired, f.What = fsstore.MoveToLostFound(path, lostFound, f.What)
+				f.Repaired, f.What = s.dropPending(p, lostFound, f.What)
 			}
 			out = append(out, f)
 		case p.CallID == RestoreCall:
@@ -153,14 +148,14 @@ func (s *Store) Check(st *sessions.Store, repair bool, lostFound string) ([]fsst
 			f := fsstore.Finding{Path: path, Problem: true,
 				What: fmt.Sprintf("call %s of session %s has its result, which does not record its changes of %v (the call was abandoned, and its process ended before it did; or a write of it failed)", p.CallID, p.SessionID, Paths(late))}
 			if repair {
-				f.What, f.Repaired = s.recordLate(st, p, late, path, lostFound, f.What)
+				f.What, f.Repaired = s.recordLate(st, p, late, lostFound, f.What)
 			}
 			out = append(out, f)
 		case answered[p.SessionID][p.CallID]:
 			f := fsstore.Finding{Path: path, Problem: true,
 				What: fmt.Sprintf("stale pending change of call %s of session %s: the call's result records its changes", p.CallID, p.SessionID)}
 			if repair {
-				f.Repaired, f.What = fsstore.MoveToLostFound(path, lostFound, f.What)
+				f.Repaired, f.What = s.dropPending(p, lostFound, f.What)
 			}
 			out = append(out, f)
 		default:
@@ -183,12 +178,12 @@ func unrecorded(cs []Change, recorded map[string]bool) []Change {
 	return out
 }
 
-// recordLate is fsck --repair of the pending record at path, whose call
-// was abandoned and whose changes late no record holds: those their files
+// recordLate is fsck --repair of the pending record p, whose call was
+// abandoned and whose changes late no record holds: those their files
 // show were made (Resolve) are recorded in a note of the session (Late),
 // then the record is moved to lostFound. It returns the finding's text
 // and whether it was repaired.
-func (s *Store) recordLate(st *sessions.Store, p Pending, late []Change, path, lostFound, what string) (string, bool) {
+func (s *Store) recordLate(st *sessions.Store, p loggedPending, late []Change, lostFound, what string) (string, bool) {
 	made := Resolve(late, presentHash)
 	if len(made) > 0 {
 		if _, err := st.Append(p.SessionID, []sessions.Message{Late(p.CallID, "", made)}); err != nil {
@@ -198,7 +193,7 @@ func (s *Store) recordLate(st *sessions.Store, p Pending, late []Change, path, l
 	} else {
 		what += "; their files show none was made"
 	}
-	moved, what := fsstore.MoveToLostFound(path, lostFound, what)
+	moved, what := s.dropPending(p, lostFound, what)
 	return what, moved
 }
 

@@ -6,7 +6,9 @@
 //
 //	checkpoints/objects/<2 hex>/<62 hex>   a file's bytes, as they are or gzip-compressed,
 //	                                       named by the SHA-256 of the bytes (not of the gzip)
-//	checkpoints/pending/<hash>.json        a change in flight (Pending)
+//	checkpoints/objects/.stage-*           an object's bytes written while they are hashed
+//	checkpoints/pending/<session>.jsonl    the session's changes in flight (Pending), one a line;
+//	                                       <session>.lock its lock
 //
 // An object is written once (Put and Save return at once when it exists),
 // through a temp file that is synced, renamed and whose directory is
@@ -48,11 +50,12 @@
 //     this before any call runs).
 //  2. The file's prior bytes are stored (Put, synced).
 //  3. A Pending record naming the session, the call and its changes so
-//     far, with the hash the file is about to get, is written and synced.
+//     far, with the hash the file is about to get, is appended to the
+//     session's pending log and synced.
 //  4. The file is replaced atomically (temp file, sync, rename, directory
 //     sync).
 //  5. The tool message with the changes is appended and synced.
-//  6. The Pending record is removed.
+//  6. The Pending record is taken out of the log (not synced).
 //
 // A crash before 3 leaves at most an object nothing refers to (prune
 // removes it) and an unchanged file. A crash between 3 and 5 leaves a
@@ -66,7 +69,8 @@
 // as a conflict rather than overwrite it). So there is never a record
 // of a change that did not happen, and never a change without its
 // before-image. A crash between 5 and 6 leaves a Pending record whose
-// call has its result: it is stale, and the next turn removes it.
+// call has its result: it is stale; fsck reports it, and --repair takes
+// it out.
 //
 // A call the engine abandoned (it did not end within its grace after a
 // timeout or a cancelled turn) has its one result stored at once, which
@@ -88,31 +92,66 @@
 //
 //   - The hash of the prior bytes is not computed again when they are the
 //     bytes the store's previous change wrote to that path (Wrote,
-//     HashOf): the store keeps those bytes, up to 64 MiB in all, and a
+//     Remembered): the store keeps those bytes, up to 64 MiB in all, and a
 //     comparison (a fraction of a millisecond) proves them the same. A
 //     stat cache (size, times) would be cheaper still, but a file
 //     rewritten in place within the clock's tick keeps its times: the
-//     bytes are compared, never trusted.
+//     bytes are compared, never trusted. When they must be hashed (the
+//     file's first change in this process, or one the user changed
+//     since), the object's bytes are written to a temp file in objects/
+//     and synced while they are hashed (SaveHashing), then renamed to
+//     their name: the hash runs beside the object's write rather than
+//     before it. Where the object turns out to be stored already, the
+//     temp file is removed, not synced unless its sync had begun; one a
+//     crash leaves (objects/.stage-*) is removed by a prune once MinAge
+//     old.
 //   - The object is stored as it is (Save), not compressed: the gzip costs
 //     more than the write it spares. A prune compresses what is stored so
 //     (Compress), so the store's size between two prunes is the bytes of
 //     every version, and after one about a seventh of it for source code.
-//   - The object and the pending record are written at once, each with
-//     its sync and its directory's sync, beside the tool's temp file;
-//     the hash of the new bytes, which the pending record needs, runs
-//     beside them too.
+//   - The object and the pending record are written at once, beside the
+//     tool's temp file; the hash of the new bytes, which the pending
+//     record needs, runs beside them too.
+//   - The pending records of a session are lines of one append-only log,
+//     pending/<session>.jsonl, made by the session's first change (its
+//     create committed by a sync of pending/) and kept: a record is one
+//     write and one sync of a file that exists, no temp file, no rename,
+//     no directory sync. Taking it out is not synced (a record a crash
+//     brings back is stale, and is treated as one): the log is emptied
+//     when no other call of the session is in flight, else a line marks
+//     the call done; a log past 256 KiB whose other records are in flight
+//     (one left stale by a crash keeps it from emptying) is rewritten
+//     with only those, synced, since it holds records still needed. The
+//     log's lock (flock, as every log's) orders the calls of a session,
+//     which may run at once, and hosts sharing the profile. A torn last
+//     line (an append a crash cut short, whose change was never made,
+//     since the tool waits for its sync) is skipped by readers and moved
+//     aside by the next writer, as in every log.
 //
-// What is left is the disk: the edit without a checkpoint syncs its temp
-// file and its directory; with one, the object and its directory, and
-// the pending record and its directory, must be durable before the
-// rename too (invariant 18), four more syncs (five when the object is
-// the first of its objects/<2 hex> directory). A hard link of the old
-// file into the store, where the tool renames over it, would spare the
-// object's write but not its syncs, and would share an inode with the
-// user's file until the rename, which anything still holding the file
-// open could write through: not done. Neither is one log of pending
-// records, which would spare a rename and a directory sync but needs
-// its own lock and compaction.
+// So what a change syncs in the store before its file is touched is its
+// object, when it is new, and the object's directory (and objects/, when
+// the object is the first of its objects/<2 hex>), then one line of the
+// pending log; when the object is stored already (the file's bytes were
+// stored before, by an earlier change or another session), only the
+// line: 1 sync against 2 when each record was a file of its own (the
+// file and its directory), and 3 against 4 with a new object
+// (TestEditSyncs counts them). That is what invariant 18 needs and no
+// more: the bytes and their name, so that a restore finds them, and the
+// record of the change in flight, so that a crash after the rename is
+// resolved. An object's two syncs are
+// not replaced by the log: a before-image is written once and read for
+// as long as a checkpoint names it, and an object's name is its only
+// index.
+//
+// What is left is the disk and one hash: the edit without a checkpoint
+// syncs its temp file and its directory; with one, a new object's bytes
+// are a second write of the file's size that must be durable before the
+// rename, and the new bytes' SHA-256 (3 ms for 1 MB on a core without
+// SHA instructions) runs beside the temp file's write and sync. A hard
+// link of the old file into the store, where the tool renames over it,
+// would spare the object's write but not its syncs, and would share an
+// inode with the user's file until the rename, which anything still
+// holding the file open could write through: not done.
 //
 // # fsck
 //
@@ -121,9 +160,10 @@
 // corrupt one to lost+found (so that Put, which skips an object that
 // exists, can store the same bytes again) and marks the hash lost in
 // checkpoints/unrestorable.json, never touching the records. A pending
-// record whose call has its result is stale (moved to lost+found by
-// --repair); one whose call has its result but whose changes no record
-// holds is an abandoned call's late changes (recorded by --repair, above);
+// record whose call has its result is stale (--repair writes it to
+// lost+found as a document and takes it out of its log, synced); one
+// whose call has its result but whose changes no record holds is an
+// abandoned call's late changes (recorded by --repair, above);
 // one whose call has none is left for the session's next turn;
 // a restore's is a restore to run again, unless a record of its session
 // holds the same changes (a crash after the note): stale, moved aside.
@@ -137,6 +177,9 @@
 // record is older than MaxAge, then the oldest past MaxBytes. An object
 // removed from under a record is marked unrestorable first, as fsck
 // --repair marks a lost one.
+//
+// A prune also removes the pending logs, and their locks, of sessions
+// that are gone (deleted, pruned) and have no record in flight.
 //
 // # Restore
 //

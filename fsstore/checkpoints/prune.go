@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -140,8 +142,11 @@ func (s *Store) Prune(st *sessions.Store, o PruneOptions) ([]Pruned, error) {
 		total -= kept[i].size
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Hash < out[j].Hash })
-	if o.DryRun || len(out) == 0 {
+	if o.DryRun {
 		return out, nil
+	}
+	if len(out) == 0 {
+		return out, s.tidy(st, o.Now)
 	}
 	marked, err := s.Unrestorable()
 	if err != nil {
@@ -168,7 +173,67 @@ func (s *Store) Prune(st *sessions.Store, o PruneOptions) ([]Pruned, error) {
 			return out[:i], err
 		}
 	}
-	return out, nil
+	return out, s.tidy(st, o.Now)
+}
+
+// tidy removes what crashes and deletes leave beside the objects: the
+// temp files of SaveHashing a crash left in objects/, once MinAge old
+// (an older one belongs to no write in progress), and the pending logs
+// of sessions that are gone (dropGoneLogs).
+func (s *Store) tidy(st *sessions.Store, now time.Time) error {
+	dir := filepath.Join(s.Dir, "objects")
+	entries, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), stagePrefix) || !e.Type().IsRegular() {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && now.Sub(fi.ModTime()) >= MinAge {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
+	return s.dropGoneLogs(st)
+}
+
+// dropGoneLogs removes the pending logs, and their locks, of sessions st
+// no longer holds, when no record is in flight in them: a session's
+// delete takes its pending log with it, at the prune that follows it. A
+// log with a record in flight is fsck's to report.
+func (s *Store) dropGoneLogs(st *sessions.Store) error {
+	ids, err := sessionIDs(st)
+	if err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(filepath.Join(s.Dir, "pending"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".jsonl")
+		if !ok || !e.Type().IsRegular() || slices.Contains(ids, id) {
+			continue
+		}
+		log := filepath.Join(s.Dir, "pending", e.Name())
+		recs, err := s.pendingIn(log)
+		if err != nil || len(recs) > 0 {
+			continue
+		}
+		unlock, err := fsstore.Lock(lockOf(log), s.lockTimeout())
+		if err != nil {
+			return err
+		}
+		if fi, err := os.Lstat(log); err == nil && fi.Size() == 0 {
+			os.Remove(log)
+			os.Remove(lockOf(log))
+		}
+		unlock()
+	}
+	return nil
 }
 
 // sessionIDs are the sessions of st that have a document or a transcript,

@@ -3,6 +3,7 @@ package checkpoints
 import (
 	"bytes"
 	"compress/gzip"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,9 +13,10 @@ import (
 	"syscall"
 
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/internal/seam"
 )
 
-// Save stores data, whose hash the caller knows to be h (Hash, HashOf),
+// Save stores data, whose hash the caller knows to be h (Hash, Remembered),
 // as Put does but as it is, uncompressed: the before-image a tool waits
 // for before it renames its file over the old one, where a gzip would
 // cost more than the write it spares (package doc, "The cost of a
@@ -144,12 +146,12 @@ func gzipped(data []byte) (*bytes.Buffer, error) {
 	return &z, err
 }
 
-// recentBytes bounds the bytes HashOf remembers.
+// recentBytes bounds the bytes Remembered remembers.
 const recentBytes = 64 << 20
 
 // recent remembers, for the files a change last wrote, their bytes and
 // the hash of them: the next change of such a file finds its prior bytes
-// there (a comparison of the bytes, a fraction of the cost of a SHA-256)
+// there (Remembered) (a comparison of the bytes, a fraction of the cost of a SHA-256)
 // and need not hash them again.
 type recent struct {
 	mu    sync.Mutex
@@ -189,16 +191,100 @@ func (s *Store) Wrote(path string, data []byte, h string) {
 	}
 }
 
-// HashOf is Hash(data), data being the bytes the file at path holds: the
-// hash Wrote was told when they are the bytes it was told the file holds.
-func (s *Store) HashOf(path string, data []byte) string {
-	if r := s.recent; r != nil {
-		r.mu.Lock()
-		f, ok := r.files[path]
-		r.mu.Unlock()
-		if ok && bytes.Equal(f.data, data) {
-			return f.hash
+// Remembered returns the hash Wrote was told for the file at path, when
+// data are the bytes it was told the file holds: their hash without
+// hashing them.
+func (s *Store) Remembered(path string, data []byte) (string, bool) {
+	r := s.recent
+	if r == nil {
+		return "", false
+	}
+	r.mu.Lock()
+	f, ok := r.files[path]
+	r.mu.Unlock()
+	if ok && bytes.Equal(f.data, data) {
+		return f.hash, true
+	}
+	return "", false
+}
+
+// stagePrefix begins the temp files SaveHashing writes in objects/ before
+// their bytes' hash names them. One a crash leaves is removed by a
+// prune once MinAge old.
+const stagePrefix = ".stage-"
+
+// SaveHashing is Save for bytes whose hash the caller does not know (a
+// file's first change in this process): the bytes are written to a temp
+// file in objects/ and synced while their hash is computed, rather than
+// after it, and the file is renamed to its name, whose directory is
+// synced. onHash is called with the hash as soon as it is known, before
+// the object is durable (and whether or not it can be stored), so that
+// the caller can write what names it meanwhile. When the object is
+// stored already, the temp file is removed, not synced unless its sync
+// had begun. It returns the hash and the error that kept the object from
+// being stored.
+func (s *Store) SaveHashing(data []byte, onHash func(string)) (string, error) {
+	dir := filepath.Join(s.Dir, "objects")
+	type staged struct {
+		name string
+		err  error
+	}
+	stored := make(chan struct{}) // closed when the object turns out stored already
+	written := make(chan staged, 1)
+	go func() {
+		if err := fsstore.EnsureDir(dir); err != nil {
+			written <- staged{err: err}
+			return
+		}
+		f, err := seam.CreateTemp(dir, stagePrefix+"*")
+		if err != nil {
+			written <- staged{err: err}
+			return
+		}
+		if err = f.Chmod(fsstore.FileMode); err == nil {
+			if _, err = f.Write(data); err == nil {
+				select {
+				case <-stored:
+					err = errStoredAlready
+				default:
+					err = seam.Sync(f)
+				}
+			}
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(f.Name())
+		}
+		written <- staged{f.Name(), err}
+	}()
+	h := Hash(data)
+	onHash(h)
+	path, _ := s.objectPath(h)
+	if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() {
+		close(stored)
+		<-written
+		return h, nil
+	}
+	w := <-written
+	err := w.err
+	if err == nil {
+		if err = fsstore.EnsureDir(filepath.Dir(path)); err == nil {
+			if err = seam.Rename(w.name, path); err == nil {
+				err = fsstore.SyncDir(filepath.Dir(path))
+			}
+		}
+		if err != nil {
+			os.Remove(w.name)
 		}
 	}
-	return Hash(data)
+	if err != nil {
+		return h, fmt.Errorf("store checkpoint object: %w", err)
+	}
+	return h, nil
 }
+
+// errStoredAlready stops the write of a temp file whose object turned
+// out to be stored already.
+var errStoredAlready = errors.New("stored already")

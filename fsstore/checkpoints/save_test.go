@@ -5,10 +5,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/hermes/hermes/fsstore"
 	"github.com/hermes/hermes/fsstore/internal/seam"
+	"github.com/hermes/hermes/fsstore/internal/storetest"
 	"github.com/hermes/hermes/fsstore/sessions"
 )
 
@@ -97,28 +100,28 @@ func TestCompressFault(t *testing.T) {
 	}
 }
 
-// HashOf knows the hash of the bytes last written to a path (Wrote)
+// Remembered knows the hash of the bytes last written to a path (Wrote)
 // without hashing them again, and only while they are the same bytes.
-func TestHashOfRemembers(t *testing.T) {
+func TestRemembered(t *testing.T) {
 	s := Open(t.TempDir())
 	data := []byte("the agent wrote this")
 	s.Wrote("/f", data, "not-a-real-hash")
-	if got := s.HashOf("/f", []byte("the agent wrote this")); got != "not-a-real-hash" {
-		t.Fatalf("HashOf of the bytes written = %s, want the remembered hash", got)
+	if got, ok := s.Remembered("/f", []byte("the agent wrote this")); !ok || got != "not-a-real-hash" {
+		t.Fatalf("Remembered of the bytes written = %s %v, want the remembered hash", got, ok)
 	}
-	if got := s.HashOf("/f", []byte("the user wrote this")); got != Hash([]byte("the user wrote this")) {
-		t.Fatalf("HashOf of other bytes = %s, want their hash", got)
+	if got, ok := s.Remembered("/f", []byte("the user wrote this")); ok {
+		t.Fatalf("Remembered of other bytes = %s", got)
 	}
-	if got := s.HashOf("/g", data); got != Hash(data) {
-		t.Fatalf("HashOf at another path = %s, want the hash", got)
+	if got, ok := s.Remembered("/g", data); ok {
+		t.Fatalf("Remembered at another path = %s", got)
 	}
 	big := make([]byte, recentBytes/2+1)
 	s.Wrote("/a", big, "a")
 	s.Wrote("/b", big, "b")
-	if got := s.HashOf("/a", big); got != Hash(big) {
+	if _, ok := s.Remembered("/a", big); ok {
 		t.Fatalf("the oldest file is still remembered past %d bytes", recentBytes)
 	}
-	if got := s.HashOf("/b", big); got != "b" {
+	if got, ok := s.Remembered("/b", big); !ok || got != "b" {
 		t.Fatalf("the newest file is forgotten")
 	}
 }
@@ -148,4 +151,85 @@ func TestPruneCompresses(t *testing.T) {
 	if fi, err := os.Stat(path); err != nil || fi.Size() >= int64(len(data)) {
 		t.Fatalf("after prune: %v, %v; want the object compressed", fi, err)
 	}
+}
+
+// SaveHashing stores bytes whose hash it computes meanwhile, tells the
+// hash before the object is durable, and leaves no temp file; bytes
+// stored already are not stored again.
+func TestSaveHashing(t *testing.T) {
+	s := Open(t.TempDir())
+	data := bytes.Repeat([]byte("first change "), 1000)
+	told := ""
+	h, err := s.SaveHashing(data, func(h string) { told = h })
+	if err != nil || h != Hash(data) || told != h {
+		t.Fatalf("SaveHashing = %s, %v; told %s; want %s", h, err, told, Hash(data))
+	}
+	if got, err := s.Get(h); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("Get = %d bytes, %v", len(got), err)
+	}
+	if names := storetest.DirNames(t, filepath.Join(s.Dir, "objects")); len(names) != 1 || names[0] != h[:2] {
+		t.Fatalf("objects/ holds %v", names)
+	}
+	if h2, err := s.SaveHashing(data, func(string) {}); err != nil || h2 != h {
+		t.Fatalf("SaveHashing of stored bytes = %s, %v", h2, err)
+	}
+	if names := storetest.DirNames(t, filepath.Join(s.Dir, "objects")); len(names) != 1 {
+		t.Fatalf("objects/ holds %v after bytes stored already were saved again: a temp file left", names)
+	}
+}
+
+// A SaveHashing that fails at any step (the temp file's creation, its
+// sync, its rename) stores nothing, says why, still tells the hash, and
+// leaves no temp file; a prune removes one a crash left, once MinAge
+// old.
+func TestSaveHashingFaults(t *testing.T) {
+	fail := errors.New("injected")
+	for _, step := range []string{"create", "sync", "rename"} {
+		t.Run(step, func(t *testing.T) {
+			s := Open(t.TempDir())
+			data := []byte("first change of " + step)
+			switch step {
+			case "create":
+				storetest.SetSeams(t, func(string, string) (*os.File, error) { return nil, fail }, nil, nil)
+			case "sync":
+				storetest.SetSeams(t, nil, nil, func(*os.File) error { return fail })
+			case "rename":
+				storetest.SetSeams(t, nil, func(string, string) error { return fail }, nil)
+			}
+			told := ""
+			h, err := s.SaveHashing(data, func(h string) { told = h })
+			if !errors.Is(err, fail) || told != Hash(data) {
+				t.Fatalf("SaveHashing with a failing %s: %v, told %q", step, err, told)
+			}
+			if _, err := s.Get(h); !errors.Is(err, fsstore.ErrNotFound) {
+				t.Fatalf("Get after a failed SaveHashing: %v", err)
+			}
+			entries, _ := os.ReadDir(filepath.Join(s.Dir, "objects"))
+			for _, e := range entries {
+				if strings.HasPrefix(e.Name(), stagePrefix) {
+					t.Fatalf("a temp file left: %s", e.Name())
+				}
+			}
+		})
+	}
+	t.Run("crash", func(t *testing.T) {
+		profile := t.TempDir()
+		s := Open(profile)
+		left := filepath.Join(s.Dir, "objects", stagePrefix+"1")
+		os.MkdirAll(filepath.Dir(left), 0o700)
+		storetest.MustWrite(t, left, []byte("half"))
+		st := sessions.NewStore(profile, "default", time.Second, func(string) {})
+		if _, err := s.Prune(st, PruneOptions{Now: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(left); err != nil {
+			t.Fatalf("a young temp file was removed: %v", err)
+		}
+		if _, err := s.Prune(st, PruneOptions{Now: time.Now().Add(MinAge)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(left); !os.IsNotExist(err) {
+			t.Fatalf("the temp file a crash left is still there: %v", err)
+		}
+	})
 }

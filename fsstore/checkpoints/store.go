@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/hermes/hermes/fsstore"
 )
@@ -26,6 +27,9 @@ type Store struct {
 	// MaxFile bounds the bytes of a before-image (checkpoints.max_file);
 	// 0 is DefaultMaxFile.
 	MaxFile int64
+	// LockTimeout bounds the wait for a session's pending log's lock
+	// (--lock-timeout); 0 is DefaultLockTimeout.
+	LockTimeout time.Duration
 
 	recent *recent
 }
