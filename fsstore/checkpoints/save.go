@@ -264,7 +264,11 @@ func (s *Store) SaveHashing(data []byte, onHash func(string)) (string, error) {
 	path, _ := s.objectPath(h)
 	if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() {
 		close(stored)
-		<-written
+		// The write may have been done before it was told: its temp
+		// file is not needed.
+		if w := <-written; w.err == nil {
+			os.Remove(w.name)
+		}
 		return h, nil
 	}
 	w := <-written
