@@ -235,20 +235,20 @@
 // # Delegation
 //
 // The delegate tool (delegate.go) runs each task of its call as a child
-// session: created with its opening (as any session's first turn) and
-// the task's prompt in one write, so that it exists whole or not at all,
-// then run to its final answer by a copy of the engine whose tools are
-// the task's among the parent's (all of them by default; delegate only
-// while the child's depth is below SubagentDepth), with the parent's
-// provider and Approver, so that a child runs nothing the parent could
-// not; on the turn's model and provider (Turn.Model, Turn.Provider: the
-// gateway's routing) unless the task names a model. A child's id is derived from its parent's, the call's id and the
-// task's index (childID), and its document records the three
-// (sessions.Delegation). At most MaxSubagents children run at once. The
-// result is each child's answer (Result.Text) in the order of the tasks,
-// each cut to an equal share of Env.MaxOutput; a child whose turn fails
-// is reported in its place. The engine gives the tool the call's id and
-// itself through the Env (withCall, Run).
+// session: created with its opening (as any session's first turn) and the
+// task's prompt in one write, so that it exists whole or not at all, then
+// run to its final answer by a copy of the engine whose tools are the
+// task's among the parent's (all of them by default; delegate only while
+// the child's depth is below SubagentDepth), with the parent's provider and
+// Approver, so that a child runs nothing the parent could not; on the
+// turn's model and provider (Turn.Model, Turn.Provider: the gateway's
+// routing) unless the task names a model. A child's id is derived from its
+// parent's, the call's id and the task's index (childID), and its document
+// records the three (sessions.Delegation). At most MaxSubagents children
+// run at once. The result is each child's answer (Result.Text) in the order
+// of the tasks, each cut to an equal share of Env.MaxOutput; a child whose
+// turn fails is reported in its place. The engine gives the tool the call's
+// id and itself through the Env (withCall, Run).
 //
 // A child is claimed before it runs (Env.Subagents, package subagents: a
 // lock held while it runs, and a record), so that two processes never

@@ -30,32 +30,32 @@
 // POST /v1/messages decodes (decodeMessages) into a chat completion's
 // request, and is routed as one: by its history (or the session header, an
 // idempotency key); one that carries X-Claude-Code-Session-Id, Claude
-// Code's session, is routed as a Responses request naming its thread is
+// Code's session, is routed as a Responses request naming its thread
 // (routeThread), so that a compacted history goes on in its session. One
-// that carries it and offers no tools is a side request of Claude Code's
-// (a title, a quota check; the conversation's turns all offer its tools):
-// it is answered by one call of the provider (runSide), routed nowhere,
-// stored nowhere, and carries no X-Hermes-Session-Id. The request's system (a string, or text blocks as text
-// parts) is a system message first; a user message's tool_result blocks
-// are tool messages (content as a string or parts; is_error kept in the
-// message's is_error), its other blocks one user message after them; an
-// assistant message's text blocks are its content, its tool_use blocks
-// its tool calls (the input as arguments), its thinking and
-// redacted_thinking blocks kept in provider.ThinkingBlocks, other blocks
-// (server tools') left out. Blocks pass as content parts: text as text
-// parts, a base64 image as an image_url part with a data: URL, a url image
-// as an image_url part, any other block as it came; every one without its
-// cache_control, which a client moves from request to request and which
-// would otherwise make each turn's history differ from the stored one.
-// The history comparison ignores thinking blocks as it ignores every
+// that carries it and offers no tools is a side request of Claude Code's (a
+// title, a quota check; the conversation's turns all offer its tools): it
+// is answered by one call of the provider (runSide), routed nowhere, stored
+// nowhere, and carries no X-Hermes-Session-Id. The request's system (a
+// string, or text blocks as text parts) is a system message first; a user
+// message's tool_result blocks are tool messages (content as a string or
+// parts; is_error kept in the message's is_error), its other blocks one
+// user message after them; an assistant message's text blocks are its
+// content, its tool_use blocks its tool calls (the input as arguments), its
+// thinking and redacted_thinking blocks kept in provider.ThinkingBlocks,
+// other blocks (server tools') left out. Blocks pass as content parts: text
+// as text parts, a base64 image as an image_url part with a data: URL, a
+// url image as an image_url part, any other block as it came; every one
+// without its cache_control, which a client moves from request to request
+// and which would otherwise make each turn's history differ from the stored
+// one. The history comparison ignores thinking blocks as it ignores every
 // field besides role, content, name and tool calls: the stored copy (the
 // provider's, as the API gave it) is what a provider is sent. Tools of a
-// type other than custom (the API's server tools) have no function form
-// and are left out. tool_choice maps to chat completions' (any is
-// required, tool a named function, disable_parallel_tool_use
-// parallel_tool_calls false), stop_sequences to stop. thinking,
-// output_config, context_management and the anthropic-beta values are
-// for an anthropic provider alone (provider.AnthropicParams).
+// type other than custom (the API's server tools) have no function form and
+// are left out. tool_choice maps to chat completions' (any is required,
+// tool a named function, disable_parallel_tool_use parallel_tool_calls
+// false), stop_sequences to stop. thinking, output_config,
+// context_management and the anthropic-beta values are for an anthropic
+// provider alone (provider.AnthropicParams).
 //
 // The reply is a message object (messageObject): the thinking blocks of
 // the reply's last assistant message, its text, a tool_use block for each

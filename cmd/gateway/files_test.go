@@ -31,11 +31,12 @@ func files(t *testing.T, dir string) map[string]os.FileInfo {
 
 // TestTurnMakesNoFile: a later turn of a conversation a chat client
 // re-sends makes no file in the profile, streamed or not (but a shard of
-// the history index not yet made): it appends to files that are there. A file made (a new name, or a temp file renamed
-// over a document) is an inode allocated, which cost the ext4 of the
-// benchmarks' machine 0.25 to 0.4 ms of CPU, where an append costs a few
-// microseconds: the delivery record and the history index entry, both
-// written each turn, were a third of a turn's CPU (issue 47, item 5).
+// the history index not yet made): it appends to files that are there. A
+// file made (a new name, or a temp file renamed over a document) is an
+// inode allocated, which cost the ext4 of the benchmarks' machine 0.25 to
+// 0.4 ms of CPU, where an append costs a few microseconds: the delivery
+// record and the history index entry, both written each turn, were a third
+// of a turn's CPU (issue 47, item 5).
 func TestTurnMakesNoFile(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {

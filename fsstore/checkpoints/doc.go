@@ -170,13 +170,13 @@
 //
 // # Prune
 //
-// Prune first compresses the objects stored as they are (a dry run
-// counts them as they are), then removes the objects no record or
-// pending record refers to, once MinAge (an hour) old, since a call
-// stores its object a moment before its pending record names it; then, with PruneOptions, those whose newest
-// record is older than MaxAge, then the oldest past MaxBytes. An object
-// removed from under a record is marked unrestorable first, as fsck
-// --repair marks a lost one.
+// Prune first compresses the objects stored as they are (a dry run counts
+// them as they are), then removes the objects no record or pending record
+// refers to, once MinAge (an hour) old, since a call stores its object a
+// moment before its pending record names it; then, with PruneOptions, those
+// whose newest record is older than MaxAge, then the oldest past MaxBytes.
+// An object removed from under a record is marked unrestorable first, as
+// fsck --repair marks a lost one.
 //
 // A prune also removes the pending logs, and their locks, of sessions
 // that are gone (deleted, pruned) and have no record in flight.

@@ -20,10 +20,11 @@ func (s *Store) keysDir() string { return filepath.Join(s.Dir, ".keys") }
 // board's CreateOnce: the first call with key records the new task's id
 // under the key, synced (its commit point), then creates the task; a later
 // one, racing or not, returns the task the key made and made=false, and
-// its caller starts nothing; the key with another command is ErrInvalid. A crash between the two leaves the key naming
-// a task not made yet, which the next call with the key makes, with that
-// id. A task the key made is never made again: one whose supervisor never
-// started is found lost by its readers, not run a second time.
+// its caller starts nothing; the key with another command is ErrInvalid.
+// A crash between the two leaves the key naming a task not made yet,
+// which the next call with the key makes, with that id. A task the key
+// made is never made again: one whose supervisor never started is found
+// lost by its readers, not run a second time.
 func (s *Store) CreateOnce(key string, t Task) (task Task, made bool, err error) {
 	if strings.TrimSpace(key) == "" {
 		return Task{}, false, fsstore.Invalidf("empty idempotency key")

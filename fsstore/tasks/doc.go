@@ -61,11 +61,11 @@
 // no block per task, which on a file system that discards freed blocks
 // synchronously is most of what removing a file costs.
 //
-// A run with an idempotency key (CreateOnce, tasks run --key) first
-// records the new task's id in .keys/<hash of the key>, synced, under that
-// file's lock, then creates the task; only the call that created it
-// starts it, and the key with another command is refused. The key's file is the commit point: a crash before the task
-// is mended by the next run with the key, which makes the task with the
-// recorded id, and a task the key made is never made again while its
-// record exists (one pruned since is made anew).
+// A run with an idempotency key (CreateOnce, tasks run --key) first records
+// the new task's id in .keys/<hash of the key>, synced, under that file's
+// lock, then creates the task; only the call that created it starts it, and
+// the key with another command is refused. The key's file is the commit
+// point: a crash before the task is mended by the next run with the key,
+// which makes the task with the recorded id, and a task the key made is
+// never made again while its record exists (one pruned since is made anew).
 package tasks
