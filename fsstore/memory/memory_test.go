@@ -298,6 +298,7 @@ func TestCheckRepairsStaleFile(t *testing.T) {
 // TestFailedSyncWritesNothing: an append whose sync fails is cut back,
 // and the change reported failed leaves the log and the file as they were.
 func TestFailedSyncWritesNothing(t *testing.T) {
+	t.Parallel()
 	s, _ := newStore(t)
 	s.Add(Memory, "one", agent)
 	log := storetest.MustRead(t, s.LogPath())
