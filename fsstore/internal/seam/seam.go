@@ -24,6 +24,7 @@ package seam
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -149,7 +150,7 @@ func find(path string, has func(*Faults) bool) *Faults {
 // path: the scope is found among dirfd and the directories above it.
 func findAt(dirfd int, has func(*Faults) bool) *Faults {
 	list := installed.Load()
-	if list == nil {
+	if list == nil || !slices.ContainsFunc(*list, func(s *scope) bool { return has(&s.faults) }) {
 		return nil
 	}
 	type key struct{ dev, ino uint64 }
