@@ -288,4 +288,17 @@
 // <profile>/.netfs-warned; where that cannot be written it warns each time.
 // The marker holds no record, so a command that then refuses its input has
 // still changed nothing a reader of the profile sees.
+//
+// # Testing
+//
+// The write recipes' steps (the temp file's creation, the write, the
+// sync, the rename, a directory's mkdir, a lock sidecar's creation) go
+// through fsstore/internal/seam, where a fault-injection test fails one
+// chosen step for the files under its own temporary directory
+// (seam.Install, storetest.SetSeams): the recipes keep the one code path
+// production runs, rather than taking a filesystem value every store and
+// command would carry for tests alone, and a fault stays with the test
+// that made it, so that the fault tests run in parallel with each other
+// and under -race. Production installs nothing; a step costs one atomic
+// load more than its os call.
 package fsstore

@@ -21,6 +21,7 @@ import (
 // old file is byte-identical, no temp file is left behind, and the error
 // names the path and wraps the cause.
 func TestWriteFileAtomicFaults(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		create func(string, string) (*os.File, error)
@@ -78,6 +79,7 @@ func TestWriteFileAtomicFaults(t *testing.T) {
 // cut back to its size before the append, so an unacknowledged write does
 // not linger to be read later.
 func TestAppendLinesSyncFailure(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "log.jsonl")
 	old := []byte("{\"a\":1}\n{\"b\":2}\n")
 	storetest.MustWrite(t, path, old)
@@ -115,6 +117,7 @@ func TestAppendLinesSyncFailure(t *testing.T) {
 // of its bytes: the error says the disk is full and names the path, and
 // what was on disk before is byte-identical.
 func TestFullDiskAtEveryStep(t *testing.T) {
+	t.Parallel()
 	full := func(string, string) (*os.File, error) {
 		return nil, &os.PathError{Op: "open", Path: "x", Err: syscall.ENOSPC}
 	}
@@ -186,6 +189,7 @@ func TestFullDiskAtEveryStep(t *testing.T) {
 // WriteCacheFile replaces a file as WriteFileAtomic does, but syncs
 // nothing: with every sync failing it still writes, and no temp file stays.
 func TestWriteCacheFileSyncsNothing(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "cache.json")
 	if err := WriteFileAtomic(path, []byte("old\n")); err != nil {

@@ -89,6 +89,7 @@ func TestFencedAppendRefused(t *testing.T) {
 // refused; the log keeps the other writer's line, and the next append
 // follows it.
 func TestFencedAppendMovedAside(t *testing.T) {
+	t.Parallel()
 	path, lock, f := lockedLog(t, "{\"seq\":1}\n")
 	paused := true
 	storetest.SetWrite(t, func(w *os.File, b []byte) (int, error) {
@@ -127,6 +128,7 @@ func TestFencedAppendMovedAside(t *testing.T) {
 // back, but not when another writer appended after it (its lock was
 // lost): a cut there would remove the other writer's acknowledged line.
 func TestFencedCutBackKeepsOthersLines(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path, lock := filepath.Join(dir, "log.jsonl"), filepath.Join(dir, "log.lock")
 	storetest.MustWrite(t, path, []byte("{\"seq\":1}\n"))
@@ -160,6 +162,7 @@ func TestFencedCutBackKeepsOthersLines(t *testing.T) {
 // and names the log, and wraps the cause. One whose cut succeeded is an
 // ordinary failure: nothing is stored.
 func TestAppendOutcomeUnknown(t *testing.T) {
+	t.Parallel()
 	for _, step := range []string{"write", "sync"} {
 		t.Run(step, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "log.jsonl")

@@ -42,6 +42,7 @@ func TestFreshSizeSeesLaterAppends(t *testing.T) {
 // A document whose reads answer ESTALE (a name another host's rename
 // replaced) is read again, and read; one that keeps answering it fails.
 func TestReadDocRetriesStale(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "doc.json")
 	storetest.MustWrite(t, path, []byte(`{"id":"x"}`))
 	stale := 2

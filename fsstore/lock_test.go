@@ -22,6 +22,7 @@ import (
 // the creation (the root test suite's TestReadOnlyProfile uses a read-only
 // bind mount for the same path end to end).
 func TestRLockOnReadOnlyStore(t *testing.T) {
+	t.Parallel()
 	profile := filepath.Join(t.TempDir(), "profiles", "default")
 	store := sessions.NewStore(profile, "default", time.Second, func(string) {})
 	if _, _, err := store.Create(sessions.Session{ID: "s1"}); err != nil {

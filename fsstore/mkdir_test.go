@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/internal/seam"
 	"github.com/hermes/hermes/fsstore/internal/storetest"
 )
 
@@ -17,6 +18,7 @@ import (
 // succeeds (before: "chmod …: no such file or directory", exit 1, for a
 // first command on a fresh profile from two hosts at once).
 func TestEnsureDirMadeByAnotherHost(t *testing.T) {
+	t.Parallel()
 	home := filepath.Join(t.TempDir(), "home")
 	storetest.SetMkdir(t, func(dir string, mode os.FileMode) error {
 		if dir != home {
@@ -40,6 +42,7 @@ func TestEnsureDirMadeByAnotherHost(t *testing.T) {
 // TestEnsureDirMadeElsewhereAsALink: what another process put where the
 // mkdir found something is a link, or a file: refused, never followed.
 func TestEnsureDirMadeElsewhereAsALink(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	outside := t.TempDir()
 	profile := filepath.Join(root, fsstore.ProfilesDirName, "p")
@@ -49,7 +52,7 @@ func TestEnsureDirMadeElsewhereAsALink(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			os.RemoveAll(profile)
-			storetest.SetMkdir(t, func(dir string, mode os.FileMode) error {
+			seam.Install(t, root, seam.Faults{Mkdir: func(dir string, mode os.FileMode) error {
 				if dir != profile {
 					return os.Mkdir(dir, mode)
 				}
@@ -57,7 +60,7 @@ func TestEnsureDirMadeElsewhereAsALink(t *testing.T) {
 					t.Fatal(err)
 				}
 				return os.ErrExist
-			})
+			}})
 			err := fsstore.EnsureDir(filepath.Join(profile, "sessions"))
 			if !errors.Is(err, fsstore.ErrRefused) {
 				t.Fatalf("EnsureDir through a %s: %v, want refused", name, err)

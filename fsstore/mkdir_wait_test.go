@@ -9,16 +9,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hermes/hermes/fsstore/internal/seam"
+	"github.com/hermes/hermes/fsstore/internal/storetest"
 )
 
 // TestEnsureDirNeverMade: a mkdir that says the directory exists when no
 // lookup ever finds it fails once dirVisibleWithin has passed, naming the
 // directory: it does not wait for ever.
 func TestEnsureDirNeverMade(t *testing.T) {
-	mkdir, within := seam.Mkdir, dirVisibleWithin
-	t.Cleanup(func() { seam.Mkdir, dirVisibleWithin = mkdir, within })
-	seam.Mkdir = func(string, os.FileMode) error { return os.ErrExist }
+	within := dirVisibleWithin
+	t.Cleanup(func() { dirVisibleWithin = within })
+	storetest.SetMkdir(t, func(string, os.FileMode) error { return os.ErrExist })
 	dirVisibleWithin = 50 * time.Millisecond
 	dir := filepath.Join(t.TempDir(), "ghost")
 	err := EnsureDir(dir)
@@ -31,18 +31,17 @@ func TestEnsureDirNeverMade(t *testing.T) {
 // made can fail with ENOENT, or ESTALE, for some milliseconds; EnsureDir
 // tries again until it succeeds.
 func TestEnsureDirParentNotSeenYet(t *testing.T) {
-	mkdir := seam.Mkdir
-	t.Cleanup(func() { seam.Mkdir = mkdir })
+	t.Parallel()
 	for _, transient := range []error{os.ErrNotExist, syscall.ESTALE} {
 		dir := filepath.Join(t.TempDir(), "profiles", "default")
 		failures := 3
-		seam.Mkdir = func(d string, mode os.FileMode) error {
+		storetest.SetMkdir(t, func(d string, mode os.FileMode) error {
 			if d == dir && failures > 0 {
 				failures--
 				return &os.PathError{Op: "mkdir", Path: d, Err: transient}
 			}
 			return os.Mkdir(d, mode)
-		}
+		})
 		if err := EnsureDir(dir); err != nil {
 			t.Fatalf("%v: %v", transient, err)
 		}

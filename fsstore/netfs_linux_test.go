@@ -15,20 +15,20 @@ import (
 // fakeFSType makes, for the rest of the test, every statfs that succeeds
 // say the filesystem is of type *fsType.
 func fakeFSType(t *testing.T, fsType *uint32) {
-	old := seam.FSType
-	t.Cleanup(func() { seam.FSType = old })
-	seam.FSType = func(path string) (uint32, error) {
-		if _, err := old(path); err != nil {
+	seam.Install(t, storetest.TestDir(t), seam.Faults{FSType: func(path string) (uint32, error) {
+		var st unix.Statfs_t
+		if err := unix.Statfs(path, &st); err != nil {
 			return 0, err
 		}
 		return *fsType, nil
-	}
+	}})
 }
 
 // A profile on a network filesystem is reported once: the marker
 // remembers the type, and a new type is reported again. A local one, or a
 // profile not made yet, is never reported and nothing is written.
 func TestNetFSOnce(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "profiles", "default")
 	if err := EnsureDir(dir); err != nil {
 		t.Fatal(err)
@@ -68,6 +68,7 @@ func TestNetFSOnce(t *testing.T) {
 // A marker that cannot be written (a read-only profile) is no error: the
 // filesystem is reported each time.
 func TestNetFSOnceMarkerNotWritten(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "profiles", "default")
 	if err := EnsureDir(dir); err != nil {
 		t.Fatal(err)

@@ -65,6 +65,7 @@ func TestSaveThenCompress(t *testing.T) {
 // leaves the uncompressed object whole and readable, and a later
 // Compress finishes.
 func TestCompressFault(t *testing.T) {
+	t.Parallel()
 	for _, step := range []string{"sync", "rename"} {
 		t.Run(step, func(t *testing.T) {
 			s := Open(t.TempDir())
@@ -73,19 +74,28 @@ func TestCompressFault(t *testing.T) {
 			if err := s.Save(h, data); err != nil {
 				t.Fatal(err)
 			}
-			sync, rename := seam.Sync, seam.Rename
-			defer func() { seam.Sync, seam.Rename = sync, rename }()
 			fail := errors.New("injected")
+			failing := true
 			switch step {
 			case "sync":
-				seam.Sync = func(*os.File) error { return fail }
+				seam.Install(t, s.Dir, seam.Faults{Sync: func(f *os.File) error {
+					if failing {
+						return fail
+					}
+					return f.Sync()
+				}})
 			case "rename":
-				seam.Rename = func(string, string) error { return fail }
+				seam.Install(t, s.Dir, seam.Faults{Rename: func(from, to string) error {
+					if failing {
+						return fail
+					}
+					return os.Rename(from, to)
+				}})
 			}
 			if _, err := s.Compress(); !errors.Is(err, fail) {
 				t.Fatalf("Compress with a failing %s: %v", step, err)
 			}
-			seam.Sync, seam.Rename = sync, rename
+			failing = false
 			if got, err := s.Get(h); err != nil || !bytes.Equal(got, data) {
 				t.Fatalf("Get after a failed Compress = %d bytes, %v", len(got), err)
 			}

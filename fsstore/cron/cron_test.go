@@ -105,12 +105,11 @@ func claimedOnce(t *testing.T, s *Store, id string) []fsstore.Time {
 // ticks, three minutes apart, taking turns and sometimes ticking together: each
 // occurrence of each job is claimed once, and none is missed.
 func TestSimulatedWeek(t *testing.T) {
+	t.Parallel()
 	// The week tests which occurrences are claimed, not durability: its
 	// thousands of syncs would only make it slow.
-	sync := seam.Sync
-	seam.Sync = func(*os.File) error { return nil }
-	defer func() { seam.Sync = sync }()
 	dir := t.TempDir()
+	seam.Install(t, dir, seam.Faults{Sync: func(*os.File) error { return nil }})
 	c := &clock{time.Date(2026, 3, 23, 0, 0, 30, 0, time.UTC)}
 	a, b := newTestStore(t, dir, c, "host-a"), newTestStore(t, dir, c, "host-b")
 	hourly := add(t, a, "hourly", "0 * * * *", CatchUpOnce)
@@ -433,6 +432,7 @@ func TestRunsFoldsUncommittedClaim(t *testing.T) {
 // leaving it to ClaimLease; the next occurrence runs. When the disk stays
 // full the claim is left to the lease, as a ticker killed there.
 func TestStartNotWrittenIsLost(t *testing.T) {
+	t.Parallel()
 	full := &os.PathError{Op: "write", Path: "x", Err: syscall.ENOSPC}
 	for _, tc := range []struct {
 		name  string
@@ -452,16 +452,15 @@ func TestStartNotWrittenIsLost(t *testing.T) {
 				t.Fatal(ok, err)
 			}
 			fails := tc.fails
-			write := seam.Write
-			seam.Write = func(f *os.File, b []byte) (int, error) {
+			seam.Install(t, s.Dir, seam.Faults{Write: func(f *os.File, b []byte) (int, error) {
 				if fails > 0 {
 					fails--
 					return 0, full
 				}
-				return write(f, b)
-			}
+				return f.Write(b)
+			}})
 			_, err = s.Start(j.ID, cl.Occurrence, "task1", "")
-			seam.Write = write
+			fails = 0
 			if !errors.Is(err, syscall.ENOSPC) {
 				t.Fatalf("start: %v", err)
 			}

@@ -12,6 +12,7 @@ import (
 // TestDeliveredUnsynced: the delivery record is a cache written without a
 // sync (issue 47: it was one of a turn's three syncs).
 func TestDeliveredUnsynced(t *testing.T) {
+	t.Parallel()
 	g, _, _ := newTestGateway(t)
 	// The first record makes the directories, once.
 	if err := g.SetDelivered("s0", 2); err != nil {
@@ -154,6 +155,7 @@ func TestDeliveredLegacy(t *testing.T) {
 // committed); a mapping that is not there yet is written as
 // PutConversation writes it, its directory synced too.
 func TestUpdateConversationSyncs(t *testing.T) {
+	t.Parallel()
 	g, _, _ := newTestGateway(t)
 	if err := g.PutConversation(Conversation{Conversation: "c1", SessionID: "s1"}); err != nil {
 		t.Fatal(err)

@@ -136,6 +136,7 @@ func kbPhantomEvent(t *testing.T, b *Board, clock *storetest.Clock, id string) s
 // before its document leaves an events log that the next create of that
 // id moves aside.
 func TestKanbanUncommittedEvents(t *testing.T) {
+	t.Parallel()
 	b, clock, w := kbBoard(t)
 	b.Shared = func() bool { return true }
 	var slept time.Duration
@@ -196,6 +197,7 @@ func TestKanbanUncommittedEvents(t *testing.T) {
 // run 1, the events log still holds run 1's claimed event and nothing of
 // run 2.
 func TestKanbanClaimOnStaleRead(t *testing.T) {
+	t.Parallel()
 	for _, staleReads := range []int{1, int(staleWindow / stalePoll)} {
 		t.Run(fmt.Sprintf("%d stale reads", staleReads), func(t *testing.T) {
 			host1, clock, _ := kbBoard(t)
@@ -274,6 +276,7 @@ func TestKanbanUncommittedEventsLocal(t *testing.T) {
 // the task ready, and an archive from here archives the ready task, both
 // changes in its events, none moved aside.
 func TestKanbanChangeOnStaleReadAppliesToFresh(t *testing.T) {
+	t.Parallel()
 	host1, clock, _ := kbBoard(t)
 	host1.Shared = func() bool { return true }
 	kbCreate(t, host1, Task{ID: "t1", Title: "x", Status: Todo})
@@ -317,6 +320,7 @@ func TestKanbanChangeOnStaleReadAppliesToFresh(t *testing.T) {
 // A create whose read under the lock does not yet see the task another
 // host created finds it made: the stored task, unchanged, and its events.
 func TestKanbanCreateOnStaleRead(t *testing.T) {
+	t.Parallel()
 	host1, clock, _ := kbBoard(t)
 	host1.Shared = func() bool { return true }
 	kbCreate(t, host1, Task{ID: "t1", Title: "first"})
@@ -351,6 +355,7 @@ func TestKanbanCreateOnStaleRead(t *testing.T) {
 // the previous document comes back by a rename. Kept, the claim stands.
 // Undone after the task changed, the claim stands and Undo says so.
 func TestKanbanClaimPending(t *testing.T) {
+	t.Parallel()
 	b, clock, _ := kbBoard(t)
 	kbCreate(t, b, Task{ID: "t1", Title: "x"})
 	doc, events := kbRead(t, b.docPath("t1")), kbRead(t, b.eventsPath("t1"))

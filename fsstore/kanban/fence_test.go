@@ -18,6 +18,7 @@ import (
 // while another process claims the task: the stale claim is refused
 // (ErrRefused) and the other process's claim stands, with one run.
 func TestStaleClaimRefused(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: starts a process; go test ./fsstore/kanban/ (without -short) runs it")
 	}

@@ -40,6 +40,7 @@ func failTempOf(t *testing.T, name string) {
 // block blocks; at or after it, the subtask is made, and the worker's
 // block waits for it whether or not the link was written.
 func TestSubtaskCreateFaults(t *testing.T) {
+	t.Parallel()
 	for _, step := range []struct {
 		name   string
 		inject func(t *testing.T)
@@ -104,6 +105,7 @@ func TestSubtaskCreateFaults(t *testing.T) {
 // a task not running that does not wait for its subtask, its worker gone
 // before it blocked (repair links it, and the task waits).
 func TestSubtaskCheck(t *testing.T) {
+	t.Parallel()
 	b, _, _, w := kbOrchestrator(t)
 	failTempOf(t, "o.json")
 	if _, err := b.CreateSubtask(w, Task{ID: "s", Title: "part"}); err != nil {

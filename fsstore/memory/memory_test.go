@@ -298,6 +298,7 @@ func TestCheckRepairsStaleFile(t *testing.T) {
 // TestFailedSyncWritesNothing: an append whose sync fails is cut back,
 // and the change reported failed leaves the log and the file as they were.
 func TestFailedSyncWritesNothing(t *testing.T) {
+	t.Parallel()
 	s, _ := newStore(t)
 	s.Add(Memory, "one", agent)
 	log := storetest.MustRead(t, s.LogPath())
@@ -437,8 +438,13 @@ func TestHelperAcker(t *testing.T) {
 // again and again, at moments that fall anywhere in a change: every entry
 // a process acknowledged must be there, once; a torn tail a kill left is
 // moved aside by the next change; and fsck --repair makes the store clean.
+//
+// Each round is a fresh chance to kill at a bad moment, like a property
+// test's seed: a plain go test runs 6 rounds, HERMES_TEST_LONG=1 (CI) all
+// 12 (storetest.Seeds); the rounds were most of the package's time.
 func TestKilledAddersLoseNothing(t *testing.T) {
-	const rounds, procs = 12, 2
+	const procs = 2
+	rounds := storetest.Seeds(12)
 	if testing.Short() {
 		t.Skip("-short: kills 24 adding processes; go test ./fsstore/memory/ (without -short) runs it")
 	}

@@ -21,6 +21,7 @@ import (
 // nothing: the catalog never says what the document does not (issue 27
 // item 7: a failed end left the catalog saying ended).
 func TestFailureAtEveryStepCatalogAgrees(t *testing.T) {
+	t.Parallel()
 	steps := []struct {
 		name string
 		run  func(s *Store) error
@@ -130,6 +131,7 @@ func TestFailureAtEveryStepCatalogAgrees(t *testing.T) {
 // is behind, and repair levels the catalog, after which Stats counts
 // what the transcripts hold and Check finds nothing.
 func TestCatalogLineLostIsLeveled(t *testing.T) {
+	t.Parallel()
 	s, _, _ := newTestStore(t)
 	if _, _, err := s.Create(Session{ID: "c1", Source: "chat"}); err != nil {
 		t.Fatal(err)
@@ -175,6 +177,7 @@ func TestCatalogLineLostIsLeveled(t *testing.T) {
 // line that counts messages the transcript lost; and the catalog is not
 // synced by an append (it is a cache).
 func TestCatalogNeverAheadOfTranscript(t *testing.T) {
+	t.Parallel()
 	s, _, _ := newTestStore(t)
 	if _, _, err := s.Create(Session{ID: "c1", Source: "chat"}); err != nil {
 		t.Fatal(err)

@@ -26,13 +26,15 @@ import (
 // lines missing or naming sessions without a document, an id index out
 // of order, lacking or with stale entries, title index buckets missing,
 // unreadable or stale, and ids that sort otherwise than their names.
+// A plain go test checks 15 of the 30 profiles, HERMES_TEST_LONG=1 (CI)
+// all of them (storetest.Seeds).
 func TestCheckSameAsReference(t *testing.T) {
 	batch := checkBatch
 	t.Cleanup(func() { checkBatch = batch })
 	checkBatch = 3
 	// The seeds share nothing but checkBatch, set here for all of them and
 	// restored once they have all run: they run in parallel.
-	for seed := range uint64(30) {
+	for seed := range uint64(storetest.Seeds(30)) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			t.Parallel()
 			r := rand.New(rand.NewPCG(seed, 7))

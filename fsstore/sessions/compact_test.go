@@ -63,6 +63,7 @@ func live(t *testing.T, s *Store) map[string]catalogEntry {
 // thirty-second of catalogCompactMin, so that three compactions take a few
 // thousand appends.
 func TestCatalogCompactsByRatio(t *testing.T) {
+	t.Parallel()
 	s, hot := hotCatalog(t, 0, catalogCompactMin/32)
 	compactions, base := 0, s.catalogBase()
 	for i := 0; compactions < 3; i++ {
@@ -115,6 +116,7 @@ func assertFsckClean(t *testing.T, s *Store) {
 // (a failed write's retract) makes the compaction give up, and leaves the
 // catalog as the retract left it.
 func TestCatalogCompactionKeepsConcurrentWrites(t *testing.T) {
+	t.Parallel()
 	s, _ := hotCatalog(t, 50, 0)
 	hooked := false
 	storetest.SetSeams(t, nil, nil, func(f *os.File) error {
@@ -169,6 +171,7 @@ func TestCatalogCompactionKeepsConcurrentWrites(t *testing.T) {
 // after each, the catalog says what it said of every session (the old
 // file, or the whole new one), and fsck finds nothing.
 func TestCatalogCompactionFaults(t *testing.T) {
+	t.Parallel()
 	for n := 1; ; n++ {
 		s, _ := hotCatalog(t, 100, 0)
 		before := live(t, s)
@@ -213,6 +216,7 @@ func TestCatalogCompactionFaults(t *testing.T) {
 // 1 MB compacts it, as an append does (an import extends sessions with
 // Save).
 func TestCatalogCompactsAfterSave(t *testing.T) {
+	t.Parallel()
 	s, hot := hotCatalog(t, 0, 0)
 	msgs, err := s.Messages(hot)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 // TestCompressCommitPoint: when the parent's document cannot be written,
 // the child is removed again and the parent is as it was.
 func TestCompressCommitPoint(t *testing.T) {
+	t.Parallel()
 	s, _, _ := newTestStore(t)
 	forkParent(t, s, "p", 5)
 	doc := storetest.MustRead(t, s.docPath("p"))

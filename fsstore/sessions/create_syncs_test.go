@@ -15,6 +15,7 @@ import (
 // written before the document and not synced (issue 47: a gateway
 // conversation's first turn in at most 5 syncs).
 func TestCreateSyncs(t *testing.T) {
+	t.Parallel()
 	s, _, _ := newTestStore(t)
 	mustCreate(t, s, "warm") // the index and the catalog exist
 	var synced []string

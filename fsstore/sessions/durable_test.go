@@ -18,6 +18,7 @@ import (
 // message twice. Only a failure of the transcript's own write or sync
 // fails it, with nothing stored.
 func TestAppendDurableDespiteCatalog(t *testing.T) {
+	t.Parallel()
 	isCatalog := func(f *os.File) bool { return filepath.Base(f.Name()) == catalogName }
 	for _, c := range []struct {
 		step   string
@@ -71,6 +72,7 @@ func TestAppendDurableDespiteCatalog(t *testing.T) {
 // write failed and could not be cut back (the mount died) may be stored:
 // its error says the outcome is unknown and how to look.
 func TestAppendOutcomeUnknownSaysHowToCheck(t *testing.T) {
+	t.Parallel()
 	s, _, _ := newTestStore(t)
 	id := mustCreate(t, s, "c1")
 	storetest.SetSeams(t, nil, nil, func(f *os.File) error {

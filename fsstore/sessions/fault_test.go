@@ -14,6 +14,7 @@ import (
 // transcript sync fails returns the error and leaves the transcript and the
 // document as they were; the next append numbers on from the stored ones.
 func TestAppendSyncFailureLeavesSessionAsItWas(t *testing.T) {
+	t.Parallel()
 	s, _, _ := newTestStore(t)
 	id := mustCreate(t, s, "s1")
 	mustAppend(t, s, id, textMsg("user", "one"), textMsg("assistant", "two"))
@@ -39,6 +40,7 @@ func TestAppendSyncFailureLeavesSessionAsItWas(t *testing.T) {
 // TestDocumentWriteFailureKeepsOldDocument: a document rewrite that fails
 // at the rename leaves the previous document readable and no temp file.
 func TestDocumentWriteFailureKeepsOldDocument(t *testing.T) {
+	t.Parallel()
 	s, _, _ := newTestStore(t)
 	id := mustCreate(t, s, "s1")
 	doc := storetest.MustRead(t, s.docPath(id))
@@ -61,6 +63,7 @@ func TestDocumentWriteFailureKeepsOldDocument(t *testing.T) {
 // replacement or the document after it included, leaves the transcript
 // and the document as they were and no copy kept aside.
 func TestForcedSaveFailureLeavesSessionAsItWas(t *testing.T) {
+	t.Parallel()
 	for _, step := range []string{".s1.jsonl.replaced-", ".s1.jsonl.tmp-", ".s1.json.tmp-"} {
 		t.Run(step, func(t *testing.T) {
 			s, _, _ := newTestStore(t)
@@ -91,6 +94,7 @@ func TestForcedSaveFailureLeavesSessionAsItWas(t *testing.T) {
 // An import of a new session is stored whole or not at all: a failure at
 // any step leaves no session, no transcript.
 func TestCreateWithFailureLeavesNothing(t *testing.T) {
+	t.Parallel()
 	for _, step := range []string{"transcript", "catalog", "document"} {
 		t.Run(step, func(t *testing.T) {
 			s, _, _ := newTestStore(t)

@@ -18,6 +18,7 @@ import (
 // moved aside, the second stands, and the transcript's seq stays 1, 2, 3
 // with no number twice; the next append numbers from the second's line.
 func TestAppendOfStaleHolderRefused(t *testing.T) {
+	t.Parallel()
 	s, _, _ := newTestStore(t)
 	other, _, _ := newTestStoreIn(t, filepath.Dir(s.Dir))
 	id := mustCreate(t, s, "shared")
@@ -62,6 +63,7 @@ func TestAppendOfStaleHolderRefused(t *testing.T) {
 // the append is refused saying so. The transcript's seq has no number twice
 // (before: the rest of the batch after the other writer's line, seq 4 twice).
 func TestAppendOfHolderPausedMidBatch(t *testing.T) {
+	t.Parallel()
 	s, _, _ := newTestStore(t)
 	other, _, _ := newTestStoreIn(t, filepath.Dir(s.Dir))
 	id := mustCreate(t, s, "shared")

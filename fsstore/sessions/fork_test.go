@@ -147,6 +147,7 @@ func TestForkTornTail(t *testing.T) {
 // TestForkFailureLeavesNothing: a fork whose document cannot be written
 // leaves no transcript, no document and no temp file behind.
 func TestForkFailureLeavesNothing(t *testing.T) {
+	t.Parallel()
 	s, _, _ := newTestStore(t)
 	forkParent(t, s, "p", 4)
 	before, _ := filepath.Glob(filepath.Join(s.Dir, "*"))

@@ -58,13 +58,12 @@ func sameAnswer(s *Store, refs ...string) error {
 // unique prefixes, ambiguous ones (with more than ten candidates too),
 // exact ids that are prefixes of others, removed sessions.
 func TestPrefixIndexMatchesListing(t *testing.T) {
-	// The answers are the subject, not durability: no syncs. The seeds
-	// share only this, set for all of them and restored once they have all
-	// run: they run in parallel.
-	storetest.SetSeams(t, nil, nil, func(*os.File) error { return nil })
+	t.Parallel()
 	for seed := int64(1); seed <= int64(storetest.Seeds(6)); seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			t.Parallel()
+			// The answers are the subject, not durability: no syncs.
+			storetest.SetSeams(t, nil, nil, func(*os.File) error { return nil })
 			rng := rand.New(rand.NewSource(seed))
 			s, _, _ := newTestStore(t)
 			used := map[string]bool{}
@@ -197,6 +196,7 @@ func dropLastLine(t *testing.T, path string) {
 // .ids and in the log, is ambiguous with the same ten newest candidates
 // the listing names, and a unique prefix and a miss among them are found.
 func TestPrefixIndexManyCandidates(t *testing.T) {
+	t.Parallel()
 	s, _, _ := newTestStore(t)
 	storetest.SetSeams(t, nil, nil, func(*os.File) error { return nil })
 	if err := fsstore.EnsureDir(s.Dir); err != nil {

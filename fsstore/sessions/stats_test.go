@@ -13,6 +13,7 @@ import (
 // counts each session as of its last write, a removal included. A session
 // whose catalog line predates the counts is read from its document.
 func TestStatsFromTheCatalog(t *testing.T) {
+	t.Parallel()
 	s, clock, _ := newTestStore(t)
 	for _, id := range []string{"a", "b", "c", "d"} {
 		mustCreate(t, s, id)

@@ -48,6 +48,7 @@ func mustCreateTitled(t *testing.T, s *Store, id, title string) {
 // A title lookup opens the one document it returns, and no other, however
 // many sessions the profile holds; so does the check of a new title.
 func TestTitleLookupReadsOneDocument(t *testing.T) {
+	t.Parallel()
 	s, _, _ := newTestStore(t)
 	for i := range 60 {
 		mustCreateTitled(t, s, fmt.Sprintf("s%02d", i), fmt.Sprintf("title %d", i))

@@ -13,6 +13,7 @@ import (
 // A Finish whose record cannot be rewritten (a full disk) leaves the
 // finished log as it was and the task running: nothing says it finished.
 func TestTaskFinishFailureLeavesNothing(t *testing.T) {
+	t.Parallel()
 	s, _, _ := newTestTaskStore(t)
 	mustCreateTask(t, s, "t0", "before")
 	mustFinishTask(t, s, "t0", Succeeded, intp(0))

@@ -55,6 +55,7 @@ func taskState(t testing.TB, s *Store, id string) string {
 // decided: fsck reports it, and the next prune completes it. Before that,
 // nothing changed.
 func TestTaskPruneFailureAtEverySync(t *testing.T) {
+	t.Parallel()
 	for n := 1; ; n++ {
 		s, clock, w := newTestTaskStore(t)
 		mustWriteOldTask(t, s, "old", clock.Now())

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -84,68 +85,56 @@ func (w *Warnings) Reset() {
 // ErrInjected is the error of an injected fault.
 var ErrInjected = errors.New("injected fault")
 
-// SetSeams replaces, for the rest of the test, the steps of the write
-// recipes that are not nil: the temp file's creation, the rename, the
-// sync. The seams are package variables, so such a test must not run in
-// parallel.
+// TestDir is the directory that holds every t.TempDir of the test t
+// (not those of its subtests, which have their own): the files the Set
+// functions' faults apply to.
+func TestDir(t testing.TB) string {
+	t.Helper()
+	return filepath.Dir(t.TempDir())
+}
+
+// SetSeams replaces, for the rest of the test and for its own files
+// (TestDir), the steps of the write recipes that are not nil: the temp
+// file's creation, the rename, the sync. Other tests' files keep theirs,
+// so such a test may run in parallel (seam.Install).
 func SetSeams(t testing.TB, create func(string, string) (*os.File, error), rename func(string, string) error, sync func(*os.File) error) {
 	t.Helper()
-	oldCreate, oldRename, oldSync := seam.CreateTemp, seam.Rename, seam.Sync
-	t.Cleanup(func() { seam.CreateTemp, seam.Rename, seam.Sync = oldCreate, oldRename, oldSync })
-	if create != nil {
-		seam.CreateTemp = create
-	}
-	if rename != nil {
-		seam.Rename = rename
-	}
-	if sync != nil {
-		seam.Sync = sync
-	}
+	seam.Install(t, TestDir(t), seam.Faults{CreateTemp: create, Rename: rename, Sync: sync})
 }
 
-// SetWrite replaces, for the rest of the test, the write of one record to
-// a log.
+// SetWrite replaces, for the rest of the test and for its own files, the
+// write of one record to a log.
 func SetWrite(t testing.TB, write func(*os.File, []byte) (int, error)) {
 	t.Helper()
-	old := seam.Write
-	t.Cleanup(func() { seam.Write = old })
-	seam.Write = write
+	seam.Install(t, TestDir(t), seam.Faults{Write: write})
 }
 
-// SetMkdir replaces, for the rest of the test, the making of one
-// directory.
+// SetMkdir replaces, for the rest of the test and for its own files, the
+// making of one directory.
 func SetMkdir(t testing.TB, mkdir func(string, os.FileMode) error) {
 	t.Helper()
-	old := seam.Mkdir
-	t.Cleanup(func() { seam.Mkdir = old })
-	seam.Mkdir = mkdir
+	seam.Install(t, TestDir(t), seam.Faults{Mkdir: mkdir})
 }
 
-// SetCreateLock replaces, for the rest of the test, the creation of a
-// missing lock sidecar.
+// SetCreateLock replaces, for the rest of the test and for its own files,
+// the creation of a missing lock sidecar.
 func SetCreateLock(t testing.TB, create func(string) (*os.File, error)) {
 	t.Helper()
-	old := seam.CreateLock
-	t.Cleanup(func() { seam.CreateLock = old })
-	seam.CreateLock = create
+	seam.Install(t, TestDir(t), seam.Faults{CreateLock: create})
 }
 
-// SetOpenRead replaces, for the rest of the test, the open of a file that
-// a scan reads.
+// SetOpenRead replaces, for the rest of the test and for its own files,
+// the open of a file that a scan reads.
 func SetOpenRead(t testing.TB, open func(dirfd int, name string) (int, error)) {
 	t.Helper()
-	old := seam.OpenRead
-	t.Cleanup(func() { seam.OpenRead = old })
-	seam.OpenRead = open
+	seam.Install(t, TestDir(t), seam.Faults{OpenRead: open})
 }
 
-// SetReadFile replaces, for the rest of the test, the read of a whole
-// document.
+// SetReadFile replaces, for the rest of the test and for its own files,
+// the read of a whole document.
 func SetReadFile(t testing.TB, read func(string) ([]byte, error)) {
 	t.Helper()
-	old := seam.ReadFile
-	t.Cleanup(func() { seam.ReadFile = old })
-	seam.ReadFile = read
+	seam.Install(t, TestDir(t), seam.Faults{ReadFile: read})
 }
 
 // MustRead is os.ReadFile, failing the test on error.
@@ -226,11 +215,9 @@ func HelperCommand(t testing.TB, test string, env ...string) *exec.Cmd {
 	return cmd
 }
 
-// SetTruncate replaces, for the rest of the test, the cut of a log back
-// to its size before a failed append.
+// SetTruncate replaces, for the rest of the test and for its own files,
+// the cut of a log back to its size before a failed append.
 func SetTruncate(t testing.TB, truncate func(*os.File, int64) error) {
 	t.Helper()
-	old := seam.Truncate
-	t.Cleanup(func() { seam.Truncate = old })
-	seam.Truncate = truncate
+	seam.Install(t, TestDir(t), seam.Faults{Truncate: truncate})
 }
