@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/internal/seam"
 	"github.com/hermes/hermes/fsstore/internal/storetest"
 	"github.com/hermes/hermes/fsstore/sessions"
 )
@@ -115,9 +116,9 @@ func TestPendingLogFaults(t *testing.T) {
 	for _, step := range []string{"write", "sync"} {
 		t.Run(step, func(t *testing.T) {
 			if step == "write" {
-				storetest.SetWrite(t, func(*os.File, []byte) (int, error) { return 0, storetest.ErrInjected })
+				seam.Install(t, s.Dir, seam.Faults{Write: func(*os.File, []byte) (int, error) { return 0, storetest.ErrInjected }})
 			} else {
-				storetest.SetSeams(t, nil, nil, fail)
+				seam.Install(t, s.Dir, seam.Faults{Sync: fail})
 			}
 			if err := s.SetPending(pendingOf("b")); !errors.Is(err, storetest.ErrInjected) {
 				t.Fatalf("SetPending with a failing %s: %v", step, err)
@@ -131,7 +132,7 @@ func TestPendingLogFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("clear", func(t *testing.T) {
-		storetest.SetWrite(t, func(*os.File, []byte) (int, error) { return 0, storetest.ErrInjected })
+		seam.Install(t, s.Dir, seam.Faults{Write: func(*os.File, []byte) (int, error) { return 0, storetest.ErrInjected }})
 		if err := s.ClearPending("s1", "a"); !errors.Is(err, storetest.ErrInjected) {
 			t.Fatalf("ClearPending with a failing write: %v", err)
 		}
@@ -153,7 +154,7 @@ func TestPendingLogFaults(t *testing.T) {
 		f.Write(b)
 		f.Close()
 		full := storetest.MustRead(t, log)
-		storetest.SetSeams(t, nil, nil, fail)
+		seam.Install(t, s.Dir, seam.Faults{Sync: fail})
 		if err := s.ClearPending("s1", "a"); !errors.Is(err, storetest.ErrInjected) {
 			t.Fatalf("ClearPending with a failing compaction: %v", err)
 		}
