@@ -212,7 +212,6 @@ type route struct {
 	a       admission
 	stored  []sessions.Message // the transcript the turn continues
 	pending []sessions.Message // its messages after the point the request continues from
-	mapping *gatewaystate.Conversation
 	// replay is the stored reply that answers the request (a retry of a
 	// turn whose reply the client never got): nothing runs. replayCount
 	// is the transcript's length after it.
@@ -327,7 +326,7 @@ func (ro *router) routeConversation(ctx context.Context, model, conv string, inp
 		if rt.stored, err = ro.transcript(sess.ID); err != nil {
 			return rt, err
 		}
-		rt.a, rt.mapping = admission{sess: sess}, &c
+		rt.a = admission{sess: sess}
 		if err := ro.findRepeat(ctx, &rt, input, -1); err != nil || rt.replay != nil {
 			return rt, err
 		}
@@ -342,12 +341,11 @@ func (ro *router) routeConversation(ctx context.Context, model, conv string, inp
 		return rt, err
 	}
 	if rt.a.sess.ID != c.SessionID {
-		c.SessionID, c.MessageCount = rt.a.sess.ID, 0
+		c.SessionID = rt.a.sess.ID
 		if err := ro.opts.Store.PutConversation(c); err != nil {
 			return rt, err
 		}
 	}
-	rt.mapping = &c
 	switch {
 	case rt.a.fresh:
 		rt.stored = nil

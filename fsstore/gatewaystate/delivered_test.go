@@ -149,34 +149,3 @@ func TestDeliveredLegacy(t *testing.T) {
 	}
 }
 
-// TestUpdateConversationSyncs: moving an existing mapping to a turn's
-// response syncs the mapping and not its directory (its name is
-// committed); a mapping that is not there yet is written as
-// PutConversation writes it, its directory synced too.
-func TestUpdateConversationSyncs(t *testing.T) {
-	g, _, _ := newTestGateway(t)
-	if err := g.PutConversation(Conversation{Conversation: "c1", SessionID: "s1"}); err != nil {
-		t.Fatal(err)
-	}
-	var synced []string
-	storetest.SetSeams(t, nil, nil, func(f *os.File) error {
-		synced = append(synced, filepath.Base(f.Name()))
-		return f.Sync()
-	})
-	if err := g.UpdateConversation(Conversation{Conversation: "c1", SessionID: "s1", ResponseID: "resp_1", MessageCount: 2}); err != nil {
-		t.Fatal(err)
-	}
-	if len(synced) != 1 || !strings.HasPrefix(synced[0], ".c1.json.tmp-") {
-		t.Errorf("an update synced %v, want the mapping alone", synced)
-	}
-	if c, err := g.GetConversation("c1"); err != nil || c.ResponseID != "resp_1" || c.MessageCount != 2 || c.SessionID != "s1" {
-		t.Fatalf("GetConversation = %+v, %v", c, err)
-	}
-	synced = nil
-	if err := g.UpdateConversation(Conversation{Conversation: "c2", SessionID: "s2", ResponseID: "resp_2", MessageCount: 2}); err != nil {
-		t.Fatal(err)
-	}
-	if len(synced) != 2 || synced[1] != "conversations" {
-		t.Errorf("a new mapping synced %v, want it and its directory", synced)
-	}
-}

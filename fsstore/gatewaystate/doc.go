@@ -25,10 +25,10 @@
 // long to be in one) are synced with their directory (PutResponse).
 //
 // A conversation's mapping (conversations/<slug>.json) is written, its
-// directory synced, when its session changes, before the turn; after each
-// turn it is moved to the turn's response synced without its directory
-// (UpdateConversation): it names the same session, and a crash leaves
-// the mapping before, which the next turn moves on.
+// directory synced, when its session changes, before the turn, and only
+// then: it names the session, whose transcript holds the turns and their
+// responses, so a turn in the same session leaves it alone and syncs
+// nothing of it.
 //
 // state.json names the run's host and pid. Whether a gateway runs is
 // never judged by that pid, which means nothing on another host that

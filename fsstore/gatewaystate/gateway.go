@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -132,12 +131,12 @@ type ResponseParams struct {
 }
 
 // Conversation maps a client's conversation slug to the session that holds
-// it and the last response in it. It outlives the responses it names.
+// it. It is written when that session changes, never after a turn: the
+// turns and their responses are the session's (a mapping written before
+// that held response_id and message_count, which nothing reads).
 type Conversation struct {
 	Conversation string       `json:"conversation"`
 	SessionID    string       `json:"session_id"`
-	ResponseID   string       `json:"response_id"`
-	MessageCount int64        `json:"message_count"`
 	CreatedAt    fsstore.Time `json:"created_at"`
 	UpdatedAt    fsstore.Time `json:"updated_at"`
 }
@@ -632,39 +631,6 @@ func (g *Store) PutConversation(c Conversation) error {
 	}
 	c.UpdatedAt = now
 	return fsstore.WriteDoc(filepath.Join(g.conversationsDir(), c.Conversation+".json"), &c)
-}
-
-// UpdateConversation rewrites the mapping of c.Conversation after a turn
-// (the last response in it): synced, not its directory, since the mapping
-// names the same session as before the turn, and was written, its
-// directory synced, when the session changed. A crash leaves the mapping
-// before it, which the next turn brings on. A mapping not there is
-// written as PutConversation writes it. The caller holds
-// LockConversation.
-func (g *Store) UpdateConversation(c Conversation) error {
-	if err := fsstore.CheckID("conversation", c.Conversation); err != nil {
-		return err
-	}
-	if err := fsstore.CheckID("session id", c.SessionID); err != nil {
-		return err
-	}
-	path := filepath.Join(g.conversationsDir(), c.Conversation+".json")
-	if _, err := os.Lstat(path); err != nil {
-		return g.PutConversation(c)
-	}
-	now := fsstore.TimeOf(g.Now())
-	if c.CreatedAt == "" {
-		c.CreatedAt = now
-	}
-	c.UpdatedAt = now
-	b, err := fsstore.EncodeDoc(path, &c)
-	if err != nil {
-		return err
-	}
-	return fsstore.ReplaceFile(path, func(w io.Writer) error {
-		_, err := w.Write(b)
-		return err
-	})
 }
 
 // ReadState reads state.json; ok is false when no run was ever recorded. A
