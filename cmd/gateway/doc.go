@@ -219,9 +219,8 @@
 //     conversation's first turn also its session's document, its
 //     directory and its preview (TestTurnSyncs): 2 and 5 syncs, on both
 //     routes. A Responses turn's document is a cache of its reply's lines
-//     (see Responses: where a request goes). A conversation's first
-//     turn also writes its mapping and syncs its directory (7); a later
-//     turn leaves the mapping alone (2).
+//     (see Responses: where a request goes), and so is a conversation's
+//     first mapping (below): 5; a later turn leaves the mapping alone.
 //
 // A turn cut short inside one of the gateway's own tools (the gateway was
 // killed while the tool ran, the client left during the call, the
@@ -374,7 +373,13 @@
 // to a session through conversations/<slug>.json, written when the
 // conversation starts (before its first turn, so a crash during it does not
 // lose the mapping) and when its session changes, and only then: it names
-// the session, whose transcript holds the responses. The mapping does not
+// the session, whose transcript holds the responses. The first mapping is
+// written without a sync: the conversation's first session names it
+// (session_key conversation:<slug>), so a gateway that starts after a run
+// that did not stop cleanly writes again a mapping lost or left empty
+// (LevelConversations, reading every session's document: a cost of such a
+// start alone), and so does fsck --repair; a clean stop syncs the mappings
+// it wrote first. A change of session is synced. The mapping does not
 // depend on the response documents: after an eviction or a
 // restart the conversation continues in its session. previous_response_id
 // continues the session of that response; unknown (never stored, evicted,

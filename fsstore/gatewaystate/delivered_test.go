@@ -149,3 +149,43 @@ func TestDeliveredLegacy(t *testing.T) {
 	}
 }
 
+// TestCacheConversationSyncs: a conversation's first mapping is written
+// without a sync, neither it nor its directory; SyncConversations (a
+// clean stop) syncs each mapping so written, once, and then their
+// directory; a mapping written since by PutConversation stays as it is.
+func TestCacheConversationSyncs(t *testing.T) {
+	g, _, _ := newTestGateway(t)
+	// The profile's directories are made once; they are not a mapping's cost.
+	if err := g.PutConversation(Conversation{Conversation: "c0", SessionID: "s0"}); err != nil {
+		t.Fatal(err)
+	}
+	var synced []string
+	storetest.SetSeams(t, nil, nil, func(f *os.File) error {
+		synced = append(synced, filepath.Base(f.Name()))
+		return f.Sync()
+	})
+	for _, slug := range []string{"c1", "c2"} {
+		if err := g.CacheConversation(Conversation{Conversation: slug, SessionID: "s-" + slug}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(synced) != 0 {
+		t.Errorf("a first mapping synced %v, want nothing", synced)
+	}
+	if c, err := g.GetConversation("c1"); err != nil || c.SessionID != "s-c1" || c.CreatedAt == "" {
+		t.Fatalf("GetConversation = %+v, %v", c, err)
+	}
+	if err := g.SyncConversations(); err != nil {
+		t.Fatal(err)
+	}
+	if len(synced) != 3 || !strings.HasPrefix(synced[0], ".c1.json.tmp-") || !strings.HasPrefix(synced[1], ".c2.json.tmp-") || synced[2] != "conversations" {
+		t.Errorf("SyncConversations synced %v, want both mappings and their directory", synced)
+	}
+	if c, err := g.GetConversation("c2"); err != nil || c.SessionID != "s-c2" {
+		t.Fatalf("GetConversation after the sync = %+v, %v", c, err)
+	}
+	synced = nil
+	if err := g.SyncConversations(); err != nil || len(synced) != 0 {
+		t.Errorf("a second SyncConversations synced %v, %v; want nothing", synced, err)
+	}
+}
