@@ -219,8 +219,9 @@
 //     conversation's first turn also its session's document, its
 //     directory and its preview (TestTurnSyncs): 2 and 5 syncs, on both
 //     routes. A Responses turn's document is a cache of its reply's lines
-//     (see Responses: where a request goes), and so is a conversation's
-//     first mapping (below): 5; a later turn leaves the mapping alone.
+//     (see Responses: where a request goes), and a conversation's first
+//     mapping a cache of its first session (below), so a conversation's
+//     first turn makes 5 too; a later turn leaves the mapping alone.
 //
 // A turn cut short inside one of the gateway's own tools (the gateway was
 // killed while the tool ran, the client left during the call, the
