@@ -29,7 +29,7 @@ const conversationKey = "conversation:"
 // a run that did not stop cleanly, still does). It returns how many
 // mappings it wrote again.
 func LevelConversations(st *sessions.Store, gs *gatewaystate.Store, since time.Time) (int, error) {
-	all, err := st.All()
+	all, err := st.Documents()
 	if err != nil {
 		return 0, err
 	}

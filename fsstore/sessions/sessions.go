@@ -1475,6 +1475,10 @@ func (s *Store) IDs() ([]string, error) { return fsstore.DocIDs(s.Dir) }
 // quarantined and reported, and the scan goes on.
 func (s *Store) All() ([]Session, error) { return s.all(s.readSession) }
 
+// Documents is All without the transcripts: each document's own fields,
+// its counts and last activity as the document says them.
+func (s *Store) Documents() ([]Session, error) { return s.all(s.readDocument) }
+
 // all reads every session with read: readSession for callers that need the
 // counts and last activity, readDocument for those that need only the
 // document's own fields (a title lookup reads no transcript).
