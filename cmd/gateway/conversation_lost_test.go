@@ -103,3 +103,31 @@ func TestLevelConversationsFirstSession(t *testing.T) {
 		t.Fatalf("LevelConversations again = %d, %v; want 0", n, err)
 	}
 }
+
+// TestLevelConversationsSince: a start after a crash reads only the
+// sessions made since the last run began (their ids say when), so its
+// cost is the last run's, not the profile's; fsck's (a zero since) reads
+// them all.
+func TestLevelConversationsSince(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t, nil)
+	resp, body := e.do("POST", "/v1/responses", map[string]any{"input": "one", "conversation": "c1"}, nil)
+	mustStatus(t, resp, body, 200)
+	sid := resp.Header.Get(SessionHeader)
+	made, err := time.Parse("20060102_150405", sid[:15])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(e.store.Dir, "conversations", "c1.json")); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := LevelConversations(e.sessions, e.store, made.Add(time.Hour)); n != 0 || err != nil {
+		t.Fatalf("LevelConversations since a run after the session = %d, %v; want 0 (not read)", n, err)
+	}
+	if n, err := LevelConversations(e.sessions, e.store, made); n != 1 || err != nil {
+		t.Fatalf("LevelConversations since the session's run = %d, %v; want 1", n, err)
+	}
+	if c, err := e.store.GetConversation("c1"); err != nil || c.SessionID != sid {
+		t.Fatalf("the mapping written again: %+v, %v; want session %s", c, err, sid)
+	}
+}

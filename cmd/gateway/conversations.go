@@ -26,10 +26,20 @@ const conversationKey = "conversation:"
 // conversations whose first session was made at or after since (the
 // start of a run that did not stop cleanly) are made durable as they are;
 // a zero since makes none (fsck --repair: the next gateway start, after
-// a run that did not stop cleanly, still does). It returns how many
-// mappings it wrote again.
+// a run that did not stop cleanly, still does). With a since, only the
+// sessions whose id (the time it was made, in UTC, first) is not before
+// it are read: the mappings of earlier runs were made durable by their
+// clean stop or by the start that levelled them, and a start after a
+// crash reads the last run's sessions, not the profile's. A zero since
+// reads every session. It returns how many mappings it wrote again.
 func LevelConversations(st *sessions.Store, gs *gatewaystate.Store, since time.Time) (int, error) {
-	all, err := st.Documents()
+	var keep func(string) bool
+	if !since.IsZero() {
+		// A second before: an id's time is cut to the second.
+		from := since.UTC().Add(-time.Second).Format("20060102_150405")
+		keep = func(id string) bool { return id >= from }
+	}
+	all, err := st.Documents(keep)
 	if err != nil {
 		return 0, err
 	}
