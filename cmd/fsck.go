@@ -105,6 +105,13 @@ func fsck(e *env) error {
 			findings = append(findings, fsstore.Finding{Path: responses,
 				What: fmt.Sprintf("response documents written from the transcripts: %d", n), Repaired: true})
 		}
+		// So are the conversations' first mappings, from their sessions.
+		if n, err = gateway.LevelConversations(e.sessions(), gs, time.Time{}); err != nil {
+			return err
+		} else if n > 0 {
+			findings = append(findings, fsstore.Finding{Path: filepath.Join(gs.Dir, "conversations"),
+				What: fmt.Sprintf("conversation mappings written from their sessions: %d", n), Repaired: true})
+		}
 	}
 	if e.c.Bool("stats") || isTerminalWriter(e.stderr) {
 		on := ""

@@ -169,11 +169,9 @@
 // # A stored turn is answered, never run twice
 //
 // Once a turn's reply is stored, nothing after it turns the request into a
-// failure that a client would retry: a response document or a
-// conversation mapping that cannot be written (a full disk) is reported in
-// the server's log and the client gets its reply; the mapping is written
-// again by the conversation's next turn, and a response whose document was
-// not written is rebuilt from its reply's lines when it is read (a
+// failure that a client would retry: a response document that cannot be
+// written (a full disk) is reported in the server's log and the client
+// gets its reply, and a response whose document was not written is rebuilt from its reply's lines when it is read (a
 // response whose id names no session cannot be chained from: 404, as if
 // evicted). A session that
 // cannot be made active again after its reply stays as it was until its
@@ -221,8 +219,9 @@
 //     conversation's first turn also its session's document, its
 //     directory and its preview (TestTurnSyncs): 2 and 5 syncs, on both
 //     routes. A Responses turn's document is a cache of its reply's lines
-//     (see Responses: where a request goes); a turn of a conversation
-//     also syncs its mapping (3).
+//     (see Responses: where a request goes), and a conversation's first
+//     mapping a cache of its first session (below), so a conversation's
+//     first turn makes 5 too; a later turn leaves the mapping alone.
 //
 // A turn cut short inside one of the gateway's own tools (the gateway was
 // killed while the tool ran, the client left during the call, the
@@ -374,8 +373,15 @@
 // conversation (a slug, or {"id": slug}; checked with fsstore.CheckID) maps
 // to a session through conversations/<slug>.json, written when the
 // conversation starts (before its first turn, so a crash during it does not
-// lose the mapping) and after each turn with the latest response id. The
-// mapping does not depend on the response documents: after an eviction or a
+// lose the mapping) and when its session changes, and only then: it names
+// the session, whose transcript holds the responses. The first mapping is
+// written without a sync: the conversation's first session names it
+// (session_key conversation:<slug>), so a gateway that starts after a run
+// that did not stop cleanly writes again a mapping lost or left empty
+// (LevelConversations, reading every session's document: a cost of such a
+// start alone), and so does fsck --repair; a clean stop syncs the mappings
+// it wrote first. A change of session is synced. The mapping does not
+// depend on the response documents: after an eviction or a
 // restart the conversation continues in its session. previous_response_id
 // continues the session of that response; unknown (never stored, evicted,
 // store:false) it is a 404 as in the API. Both together are a 400, as in

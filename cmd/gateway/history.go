@@ -631,11 +631,10 @@ func (ro *router) routeThread(ctx context.Context, model, slug string, input []s
 		return rt, nil, false, err
 	}
 	if rt.replay == nil && rt.a.sess.ID != c.SessionID {
-		c.SessionID, c.MessageCount = rt.a.sess.ID, 0
+		c.SessionID = rt.a.sess.ID
 		if err := ro.opts.Store.PutConversation(c); err != nil {
 			return rt, nil, false, err
 		}
 	}
-	rt.mapping = &c
 	return rt, add, !known, nil
 }

@@ -422,10 +422,9 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 	out, err := s.run(ctx, &rt, req, stream, started)
 	if err == nil {
 		doc = finishDoc(doc, out, rs, req.client)
-		// The reply is stored: a document or mapping that cannot be
-		// written now does not make the turn a failure, which a client
-		// would retry. The mapping is written again by the next turn.
-		if kerr := s.storeResponse(doc, req, rt.mapping, out); kerr != nil {
+		// The reply is stored: a document that cannot be written now
+		// does not make the turn a failure, which a client would retry.
+		if kerr := s.storeResponse(doc, req, out); kerr != nil {
 			s.opts.Logf("session %s: the reply is stored, but keeping response %s failed: %v", a.sess.ID, doc.ID, kerr)
 		}
 	}
@@ -459,28 +458,21 @@ func orDefault(s, def string) string {
 	return s
 }
 
-// storeResponse stores the response document (unless store is false) and
-// moves the conversation's mapping to it (synced without its directory:
-// the mapping was written before the turn when its session changed). The
+// storeResponse stores the response document (unless store is false). The
 // document is a cache, written without a sync, when the reply's lines
 // carry the response (stampField): a turn that ran, in a session its id
 // names. A reply answered from a stored one (out.replayed) carries the
 // stamp of the request that stored it, and its new response is synced.
-func (s *Server) storeResponse(doc gatewaystate.Response, req request, mapping *gatewaystate.Conversation, out turnOutcome) error {
-	if req.store {
-		put := s.opts.Store.PutResponse
-		if req.stamp != nil && !out.replayed && gatewaystate.ResponseSession(doc.ID) == doc.SessionID {
-			put = s.opts.Store.CacheResponse
-		}
-		if _, err := put(doc, s.opts.MaxStoredResponses); err != nil {
-			return err
-		}
+func (s *Server) storeResponse(doc gatewaystate.Response, req request, out turnOutcome) error {
+	if !req.store {
+		return nil
 	}
-	if mapping != nil {
-		mapping.ResponseID, mapping.MessageCount = doc.ID, out.count
-		return s.opts.Store.UpdateConversation(*mapping)
+	put := s.opts.Store.PutResponse
+	if req.stamp != nil && !out.replayed && gatewaystate.ResponseSession(doc.ID) == doc.SessionID {
+		put = s.opts.Store.CacheResponse
 	}
-	return nil
+	_, err := put(doc, s.opts.MaxStoredResponses)
+	return err
 }
 
 // finishDoc fills the response document from the turn: status, output

@@ -212,7 +212,6 @@ type route struct {
 	a       admission
 	stored  []sessions.Message // the transcript the turn continues
 	pending []sessions.Message // its messages after the point the request continues from
-	mapping *gatewaystate.Conversation
 	// replay is the stored reply that answers the request (a retry of a
 	// turn whose reply the client never got): nothing runs. replayCount
 	// is the transcript's length after it.
@@ -289,7 +288,8 @@ func (rt *route) release() {
 // routeConversation finds (or makes) the session of conversation conv,
 // under the conversation's locks (in the server, then on disk) and the
 // session's. The mapping is written before the turn when the session
-// changes, so that a crash during the turn still finds it.
+// changes, so that a crash during the turn still finds it: synced, but
+// for the conversation's first, a cache of that session's document.
 func (ro *router) routeConversation(ctx context.Context, model, conv string, input []sessions.Message) (route, error) {
 	var rt route
 	conv = scopedName(ctx, conv) // each API key's conversations are its own
@@ -327,27 +327,34 @@ func (ro *router) routeConversation(ctx context.Context, model, conv string, inp
 		if rt.stored, err = ro.transcript(sess.ID); err != nil {
 			return rt, err
 		}
-		rt.a, rt.mapping = admission{sess: sess}, &c
+		rt.a = admission{sess: sess}
 		if err := ro.findRepeat(ctx, &rt, input, -1); err != nil || rt.replay != nil {
 			return rt, err
 		}
 	}
 	if sess.ID == "" {
 		// A new conversation, or one whose session a person deleted.
-		if sess, err = ro.newSession(ctx, &rt, c.SessionID, "conversation:"+conv, model); err != nil {
+		if sess, err = ro.newSession(ctx, &rt, c.SessionID, conversationKey+conv, model); err != nil {
 			return rt, err
 		}
 		rt.a = admission{sess: sess, fresh: true}
 	} else if rt.a, err = ro.admit(ctx, &rt, sess, model); err != nil {
 		return rt, err
 	}
-	if rt.a.sess.ID != c.SessionID {
-		c.SessionID, c.MessageCount = rt.a.sess.ID, 0
+	switch {
+	case c.SessionID == "":
+		// The conversation's first session: its document names the
+		// conversation, and rebuilds the mapping (LevelConversations).
+		c.SessionID = rt.a.sess.ID
+		if err := ro.opts.Store.CacheConversation(c); err != nil {
+			return rt, err
+		}
+	case rt.a.sess.ID != c.SessionID:
+		c.SessionID = rt.a.sess.ID
 		if err := ro.opts.Store.PutConversation(c); err != nil {
 			return rt, err
 		}
 	}
-	rt.mapping = &c
 	switch {
 	case rt.a.fresh:
 		rt.stored = nil

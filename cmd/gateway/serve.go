@@ -139,6 +139,18 @@ func Serve(o ServeOptions) error {
 			fmt.Fprintf(o.Stderr, "hermes: session %s was active when the last run stopped uncleanly: now %s (interrupted %d in a row)\n",
 				sess.ID, sess.State, sess.InterruptCount)
 		}
+		// A conversation's first mapping is written without a sync: those
+		// the last run made are brought level with their sessions, and
+		// made durable, before a request reads them.
+		prevStart, err := prev.StartedAt.Instant()
+		if err != nil {
+			prevStart = time.Unix(0, 0) // its start unknown: every one
+		}
+		if n, err := LevelConversations(o.Sessions, st, prevStart); err != nil {
+			return fmt.Errorf("gateway: levelling conversations with their sessions: %w", err)
+		} else if n > 0 {
+			fmt.Fprintf(o.Stderr, "hermes: conversation mappings written again from their sessions: %d\n", n)
+		}
 	}
 	if _, err := st.PruneKeys(srv.now().Add(-KeyLifetime)); err != nil {
 		fmt.Fprintf(o.Stderr, "hermes: warning: pruning old idempotency keys: %v\n", err)
@@ -194,6 +206,11 @@ func Serve(o ServeOptions) error {
 	state.StoppedAt = fsstore.TimeOf(srv.now())
 	if err == nil {
 		if err := st.WriteState(state); err != nil {
+			return err
+		}
+		// The mappings this run wrote without a sync are durable before
+		// the run says it stopped cleanly (LevelConversations).
+		if err := st.SyncConversations(); err != nil {
 			return err
 		}
 		if err := st.SetCleanShutdown(true, srv.now()); err != nil {

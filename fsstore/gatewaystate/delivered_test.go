@@ -150,14 +150,15 @@ func TestDeliveredLegacy(t *testing.T) {
 	}
 }
 
-// TestUpdateConversationSyncs: moving an existing mapping to a turn's
-// response syncs the mapping and not its directory (its name is
-// committed); a mapping that is not there yet is written as
-// PutConversation writes it, its directory synced too.
-func TestUpdateConversationSyncs(t *testing.T) {
+// TestCacheConversationSyncs: a conversation's first mapping is written
+// without a sync, neither it nor its directory; SyncConversations (a
+// clean stop) syncs each mapping so written, once, and then their
+// directory; a mapping written since by PutConversation stays as it is.
+func TestCacheConversationSyncs(t *testing.T) {
 	t.Parallel()
 	g, _, _ := newTestGateway(t)
-	if err := g.PutConversation(Conversation{Conversation: "c1", SessionID: "s1"}); err != nil {
+	// The profile's directories are made once; they are not a mapping's cost.
+	if err := g.PutConversation(Conversation{Conversation: "c0", SessionID: "s0"}); err != nil {
 		t.Fatal(err)
 	}
 	var synced []string
@@ -165,20 +166,28 @@ func TestUpdateConversationSyncs(t *testing.T) {
 		synced = append(synced, filepath.Base(f.Name()))
 		return f.Sync()
 	})
-	if err := g.UpdateConversation(Conversation{Conversation: "c1", SessionID: "s1", ResponseID: "resp_1", MessageCount: 2}); err != nil {
-		t.Fatal(err)
+	for _, slug := range []string{"c1", "c2"} {
+		if err := g.CacheConversation(Conversation{Conversation: slug, SessionID: "s-" + slug}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if len(synced) != 1 || !strings.HasPrefix(synced[0], ".c1.json.tmp-") {
-		t.Errorf("an update synced %v, want the mapping alone", synced)
+	if len(synced) != 0 {
+		t.Errorf("a first mapping synced %v, want nothing", synced)
 	}
-	if c, err := g.GetConversation("c1"); err != nil || c.ResponseID != "resp_1" || c.MessageCount != 2 || c.SessionID != "s1" {
+	if c, err := g.GetConversation("c1"); err != nil || c.SessionID != "s-c1" || c.CreatedAt == "" {
 		t.Fatalf("GetConversation = %+v, %v", c, err)
 	}
-	synced = nil
-	if err := g.UpdateConversation(Conversation{Conversation: "c2", SessionID: "s2", ResponseID: "resp_2", MessageCount: 2}); err != nil {
+	if err := g.SyncConversations(); err != nil {
 		t.Fatal(err)
 	}
-	if len(synced) != 2 || synced[1] != "conversations" {
-		t.Errorf("a new mapping synced %v, want it and its directory", synced)
+	if len(synced) != 3 || !strings.HasPrefix(synced[0], ".c1.json.tmp-") || !strings.HasPrefix(synced[1], ".c2.json.tmp-") || synced[2] != "conversations" {
+		t.Errorf("SyncConversations synced %v, want both mappings and their directory", synced)
+	}
+	if c, err := g.GetConversation("c2"); err != nil || c.SessionID != "s-c2" {
+		t.Fatalf("GetConversation after the sync = %+v, %v", c, err)
+	}
+	synced = nil
+	if err := g.SyncConversations(); err != nil || len(synced) != 0 {
+		t.Errorf("a second SyncConversations synced %v, %v; want nothing", synced, err)
 	}
 }

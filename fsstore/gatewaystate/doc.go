@@ -24,11 +24,18 @@
 // names no session (made before ids did, or of a session whose id is too
 // long to be in one) are synced with their directory (PutResponse).
 //
-// A conversation's mapping (conversations/<slug>.json) is written, its
-// directory synced, when its session changes, before the turn; after each
-// turn it is moved to the turn's response synced without its directory
-// (UpdateConversation): it names the same session, and a crash leaves
-// the mapping before, which the next turn moves on.
+// A conversation's mapping (conversations/<slug>.json) is written before
+// the turn when its session changes, and only then: it names the session,
+// whose transcript holds the turns and their responses, so a turn in the
+// same session leaves it alone. A change is synced with its directory
+// (PutConversation). A Responses conversation's first mapping is a cache
+// (CacheConversation), written without a sync: its first session's
+// document, synced, names the conversation (session_key), and a mapping
+// lost or left empty by a power cut is written again from it
+// (LevelConversation) by the gateway that starts after a run that did not
+// stop cleanly, and by fsck --repair. A run that stops cleanly syncs the
+// mappings it cached (SyncConversations) before it says so, so a power cut
+// after a clean stop loses none.
 //
 // state.json names the run's host and pid. Whether a gateway runs is
 // never judged by that pid, which means nothing on another host that

@@ -60,6 +60,9 @@ type Store struct {
 
 	histMu sync.Mutex
 	hist   map[string]*historyShard // the history index's shards read, by name (history.go)
+
+	convMu sync.Mutex
+	cached map[string]bool // the mappings CacheConversation wrote, not synced since
 }
 
 // NewStore returns the gateway store of the profile whose directory
@@ -132,12 +135,12 @@ type ResponseParams struct {
 }
 
 // Conversation maps a client's conversation slug to the session that holds
-// it and the last response in it. It outlives the responses it names.
+// it. It is written when that session changes, never after a turn: the
+// turns and their responses are the session's (a mapping written before
+// that held response_id and message_count, which nothing reads).
 type Conversation struct {
 	Conversation string       `json:"conversation"`
 	SessionID    string       `json:"session_id"`
-	ResponseID   string       `json:"response_id"`
-	MessageCount int64        `json:"message_count"`
 	CreatedAt    fsstore.Time `json:"created_at"`
 	UpdatedAt    fsstore.Time `json:"updated_at"`
 }
@@ -634,29 +637,83 @@ func (g *Store) PutConversation(c Conversation) error {
 	return fsstore.WriteDoc(filepath.Join(g.conversationsDir(), c.Conversation+".json"), &c)
 }
 
-// UpdateConversation rewrites the mapping of c.Conversation after a turn
-// (the last response in it): synced, not its directory, since the mapping
-// names the same session as before the turn, and was written, its
-// directory synced, when the session changed. A crash leaves the mapping
-// before it, which the next turn brings on. A mapping not there is
-// written as PutConversation writes it. The caller holds
+// CacheConversation writes the first mapping of conversation
+// c.Conversation, made with the conversation's first session, without a
+// sync, neither it nor its directory: the session, whose session_key
+// names the conversation, is durable, and the mapping is rebuilt from it
+// (see doc.go). SyncConversations syncs what it wrote. The caller holds
 // LockConversation.
-func (g *Store) UpdateConversation(c Conversation) error {
+func (g *Store) CacheConversation(c Conversation) error {
 	if err := fsstore.CheckID("conversation", c.Conversation); err != nil {
 		return err
 	}
 	if err := fsstore.CheckID("session id", c.SessionID); err != nil {
 		return err
 	}
-	path := filepath.Join(g.conversationsDir(), c.Conversation+".json")
-	if _, err := os.Lstat(path); err != nil {
-		return g.PutConversation(c)
+	if err := fsstore.EnsureDir(g.conversationsDir()); err != nil {
+		return err
 	}
 	now := fsstore.TimeOf(g.Now())
-	if c.CreatedAt == "" {
-		c.CreatedAt = now
+	c.CreatedAt, c.UpdatedAt = now, now
+	path := filepath.Join(g.conversationsDir(), c.Conversation+".json")
+	b, err := fsstore.EncodeDoc(path, &c)
+	if err != nil {
+		return err
 	}
-	c.UpdatedAt = now
+	if err := fsstore.WriteCacheFile(path, b); err != nil {
+		return err
+	}
+	g.convMu.Lock()
+	defer g.convMu.Unlock()
+	if g.cached == nil {
+		g.cached = map[string]bool{}
+	}
+	g.cached[c.Conversation] = true
+	return nil
+}
+
+// SyncConversations makes the mappings CacheConversation wrote in this
+// process durable: each rewritten synced, under its lock, then their
+// directory. A gateway that stops cleanly calls it before it says so.
+func (g *Store) SyncConversations() error {
+	g.convMu.Lock()
+	slugs := make([]string, 0, len(g.cached))
+	for slug := range g.cached {
+		slugs = append(slugs, slug)
+	}
+	g.cached = nil
+	g.convMu.Unlock()
+	if len(slugs) == 0 {
+		return nil
+	}
+	slices.Sort(slugs)
+	for _, slug := range slugs {
+		if err := g.syncConversation(slug); err != nil {
+			return err
+		}
+	}
+	return fsstore.SyncDir(g.conversationsDir())
+}
+
+func (g *Store) syncConversation(slug string) error {
+	unlock, err := g.LockConversation(slug)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	c, err := g.GetConversation(slug)
+	if errors.Is(err, fsstore.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return g.rewriteConversation(c)
+}
+
+// rewriteConversation writes c again as it is, synced, not its directory.
+func (g *Store) rewriteConversation(c Conversation) error {
+	path := filepath.Join(g.conversationsDir(), c.Conversation+".json")
 	b, err := fsstore.EncodeDoc(path, &c)
 	if err != nil {
 		return err
@@ -665,6 +722,34 @@ func (g *Store) UpdateConversation(c Conversation) error {
 		_, err := w.Write(b)
 		return err
 	})
+}
+
+// LevelConversation brings the mapping of conversation slug level with
+// sess, the conversation's first session (see doc.go): a mapping missing,
+// or quarantined as unreadable, is written again, synced, naming sess; one
+// there is left as it is, and made durable when sync is set (one that a
+// run that did not stop cleanly may have written without a sync). It
+// reports whether it wrote the mapping again.
+func (g *Store) LevelConversation(slug, sess string, sync bool) (bool, error) {
+	unlock, err := g.LockConversation(slug)
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	c, err := g.GetConversation(slug)
+	switch {
+	case err == nil:
+		if !sync {
+			return false, nil
+		}
+		if err := g.rewriteConversation(c); err != nil {
+			return false, err
+		}
+		return false, fsstore.SyncDir(g.conversationsDir())
+	case errors.Is(err, fsstore.ErrNotFound) || errors.As(err, new(*fsstore.CorruptError)):
+		return true, g.PutConversation(Conversation{Conversation: slug, SessionID: sess})
+	}
+	return false, err
 }
 
 // ReadState reads state.json; ok is false when no run was ever recorded. A

@@ -198,12 +198,12 @@ func TestConversationMapping(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := g.PutConversation(Conversation{Conversation: "c1", SessionID: "s1", ResponseID: "resp_1", MessageCount: 2}); err != nil {
+	if err := g.PutConversation(Conversation{Conversation: "c1", SessionID: "s1"}); err != nil {
 		t.Fatal(err)
 	}
 	unlock()
 	c, err := g.GetConversation("c1")
-	if err != nil || c.SessionID != "s1" || c.ResponseID != "resp_1" || c.MessageCount != 2 || c.CreatedAt == "" {
+	if err != nil || c.SessionID != "s1" || c.CreatedAt == "" {
 		t.Fatalf("%+v, %v", c, err)
 	}
 	path := filepath.Join(g.conversationsDir(), "c1.json")

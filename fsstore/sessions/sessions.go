@@ -1475,6 +1475,18 @@ func (s *Store) IDs() ([]string, error) { return fsstore.DocIDs(s.Dir) }
 // quarantined and reported, and the scan goes on.
 func (s *Store) All() ([]Session, error) { return s.all(s.readSession) }
 
+// Documents is All without the transcripts, of the sessions whose id keep
+// keeps (nil: every one): each document's own fields, its counts and last
+// activity as the document says them.
+func (s *Store) Documents(keep func(id string) bool) ([]Session, error) {
+	return s.all(func(id string, locked bool) (Session, error) {
+		if keep != nil && !keep(id) {
+			return Session{}, fsstore.ErrNotFound
+		}
+		return s.readDocument(id, locked)
+	})
+}
+
 // all reads every session with read: readSession for callers that need the
 // counts and last activity, readDocument for those that need only the
 // document's own fields (a title lookup reads no transcript).

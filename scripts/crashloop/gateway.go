@@ -45,7 +45,9 @@ import (
 //     the newest such documents are removed, as a power cut may lose them,
 //     and every response a client was given must still be found, by
 //     previous_response_id and, at the end, by GET, with the reply the
-//     client was given.
+//     client was given. So are (or emptied) the conversations' first
+//     mappings the killed gateway wrote, also without a sync: the next
+//     gateway writes them again from their sessions.
 //
 // Each run of the model answers "reply <token> <its pid>", so that two
 // runs of one turn give two different replies, while a copy of a reply (a
@@ -98,7 +100,10 @@ type gatewayPhase struct {
 	// was given; lost counts the documents removed after kills.
 	responses sync.Map
 	lost      atomic.Int64
-	client    *http.Client
+	// lostMappings counts the conversations' first mappings removed or
+	// emptied after kills.
+	lostMappings atomic.Int64
+	client       *http.Client
 }
 
 // gatewayPhaseRun runs the phase until kills gateway kills, with clients
@@ -188,6 +193,7 @@ func (g *gatewayPhase) supervise(ctx context.Context) {
 		g.mu.Unlock()
 		exited := make(chan struct{})
 		go func() { cmd.Wait(); close(exited) }()
+		var served atomic.Int64 // when it first answered /health (unix ns)
 		go func() {
 			defer close(up)
 			probe := &http.Client{Timeout: time.Second}
@@ -199,6 +205,7 @@ func (g *gatewayPhase) supervise(ctx context.Context) {
 				}
 				if resp, err := probe.Get("http://" + g.addr + "/health"); err == nil {
 					resp.Body.Close()
+					served.Store(time.Now().UnixNano())
 					return
 				}
 			}
@@ -208,6 +215,9 @@ func (g *gatewayPhase) supervise(ctx context.Context) {
 		g.cmd = nil
 		g.mu.Unlock()
 		g.loseDocuments()
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL && served.Load() != 0 {
+			g.loseMappings(time.Unix(0, served.Load()))
+		}
 		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Exited() && ws.ExitStatus() != 0 && ctx.Err() == nil {
 			// A start may lose the serve lock to its killed predecessor's
 			// last breath; anything else is a failure.
@@ -416,6 +426,50 @@ func (g *gatewayPhase) loseDocuments() {
 	}
 }
 
+// loseMappings does to the conversations' first mappings that the killed
+// gateway wrote (after it served, since, so not one its start levelled
+// and synced) what a power cut may do to files written without a sync:
+// it removes or empties them. A mapping whose session has a parent was
+// moved to it by a synced write, and is left.
+func (g *gatewayPhase) loseMappings(since time.Time) {
+	dir := filepath.Join(g.h.profileDir(), "gateway", "conversations")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		slug, ok := strings.CutSuffix(e.Name(), ".json")
+		info, err := e.Info()
+		if !ok || strings.HasPrefix(slug, ".") || err != nil || !info.ModTime().After(since) {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		var m struct {
+			SessionID string `json:"session_id"`
+		}
+		var sess struct {
+			ParentSessionID string `json:"parent_session_id"`
+			SessionKey      string `json:"session_key"`
+		}
+		b, err := os.ReadFile(path)
+		if err != nil || json.Unmarshal(b, &m) != nil || m.SessionID == "" {
+			continue
+		}
+		if b, err = os.ReadFile(filepath.Join(g.h.profileDir(), "sessions", m.SessionID+".json")); err != nil ||
+			json.Unmarshal(b, &sess) != nil || sess.ParentSessionID != "" || sess.SessionKey != "conversation:"+slug {
+			continue
+		}
+		if g.lostMappings.Add(1)%2 == 0 {
+			err = os.Remove(path)
+		} else {
+			err = os.WriteFile(path, nil, 0o600)
+		}
+		if err != nil {
+			g.h.problemf("gateway phase: losing the mapping %s: %v", path, err)
+		}
+	}
+}
+
 // responseIDHead is the length of a response id before "_" and the
 // session id: resp_, the time to the microsecond, 8 random bytes in hex.
 const responseIDHead = len("resp_20261121_020734_123456_a1b2c3d4e5f60718")
@@ -553,7 +607,7 @@ func (g *gatewayPhase) check() {
 	chained := 0
 	g.responses.Range(func(any, any) bool { chained++; return true })
 	g.h.gateway = gatewayCounts{kills: int(g.kills.Load()), acked: acked, twice: twice, toolTurns: len(runs), internal: int(g.internal.Load()),
-		chained: chained, lostDocs: int(g.lost.Load())}
+		chained: chained, lostDocs: int(g.lost.Load()), lostMappings: int(g.lostMappings.Load())}
 	g.h.led.mu.Unlock()
 }
 
@@ -564,6 +618,7 @@ type gatewayCounts struct {
 	// internal: answers that were the gateway's own call.
 	toolTurns, internal int
 	// chained: responses a chained client was given (each found again by
-	// GET at the end); lostDocs: response documents removed after kills.
-	chained, lostDocs int
+	// GET at the end); lostDocs: response documents removed after kills;
+	// lostMappings: conversations' first mappings removed or emptied.
+	chained, lostDocs, lostMappings int
 }

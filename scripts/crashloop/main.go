@@ -304,6 +304,7 @@ func (h *harness) run() int {
 	fmt.Printf("gateway turns:      %d acknowledged under %d gateway kills; %d answered twice; %d ran the gateway's tool; %d answered with its call\n",
 		h.gateway.acked, h.gateway.kills, h.gateway.twice, h.gateway.toolTurns, h.gateway.internal)
 	fmt.Printf("gateway responses:  %d chained, each found again; %d documents removed after kills\n", h.gateway.chained, h.gateway.lostDocs)
+	fmt.Printf("gateway mappings:   %d conversations' first mappings removed or emptied after kills\n", h.gateway.lostMappings)
 	fmt.Printf("cron:               %d claims under %d ticker kills; %d started, %d recorded lost\n",
 		h.cron.claims, h.cron.kills, h.cron.started, h.cron.lost)
 	fmt.Printf("delegation:         %d turns after %d kills; %d delegate calls carried on\n", h.delegate.turns, h.delegate.kills, h.delegate.resumed)
