@@ -64,6 +64,19 @@
 // repairs. An append reads the last line of the transcript, not the whole
 // file, so its cost does not grow with the history.
 //
+// A store keeps the documents it read decoded (docCache, at most 1,024),
+// each with the stamp of its file (device, inode, size, modification and
+// change times: a fresh statx on Linux, as for sizes, an lstat
+// elsewhere), so that a gateway turn's four reads of its session's
+// document (routing, the engine, the two appends) cost a stat each, not
+// a read and a decode. A document is kept only when an append read it
+// under the session's lock and the transcript's time after the append,
+// by the filesystem's own clock, is past the document's: a rewrite since
+// (any process, any host: every writer takes the lock) then has a later
+// time, and a different stamp, even if it landed on a reused inode with
+// the same size; within one tick of a coarse clock (git's "racy" case) it
+// is not kept. A reader whose stamp differs reads the document again.
+//
 // A create syncs its document and their directory and nothing else: its
 // id index entry and its catalog line are written before the document,
 // unsynced. A power cut may lose them and keep the document: the session

@@ -164,6 +164,8 @@ type Store struct {
 	// compactMin, when not 0, stands for catalogCompactMin: tests compact
 	// a catalog of a few hundred lines.
 	compactMin int64
+	// docs keeps documents decoded (see docCache); nil keeps none.
+	docs *docCache
 }
 
 // NewStore returns the store of the profile whose directory is
@@ -175,6 +177,7 @@ func NewStore(profileDir, profile string, lockTimeout time.Duration, warn func(s
 		LockTimeout: lockTimeout,
 		Now:         time.Now,
 		Warn:        warn,
+		docs:        newDocCache(),
 	}
 }
 
@@ -221,6 +224,24 @@ func (s *Store) readSession(id string, locked bool) (Session, error) {
 // A document that is missing while the transcript is there (quarantined,
 // or lost) is not found, saying so and what repairs it.
 func (s *Store) readDocument(id string, locked bool) (Session, error) {
+	sess, _, _, err := s.readStamped(id, locked)
+	return sess, err
+}
+
+// readStamped is readDocument that also returns the stamp of the file
+// the document was read from, taken before the read, and whether it was
+// kept decoded (docCache) rather than read.
+func (s *Store) readStamped(id string, locked bool) (_ Session, _ docStamp, kept bool, _ error) {
+	path := s.docPath(id)
+	stamp := stampOf(path)
+	if sess, ok := s.docs.get(path, stamp); ok {
+		return sess, stamp, true, nil
+	}
+	sess, err := s.readRecord(id, locked)
+	return sess, stamp, false, err
+}
+
+func (s *Store) readRecord(id string, locked bool) (Session, error) {
 	sess, err := fsstore.ReadRecord(fsstore.Record{What: "session", ID: id, Path: s.docPath(id), Lock: s.lockPath(id),
 		Locked: locked, Timeout: s.LockTimeout, Cancel: s.Cancel, Now: s.Now}, func(v *Session) string { return v.ID })
 	if errors.Is(err, fsstore.ErrNotFound) {
@@ -618,12 +639,18 @@ func (s *Store) Append(id string, msgs []Message) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	sess, err := s.readDocument(id, true)
+	sess, stamp, kept, err := s.readStamped(id, true)
 	if err != nil {
 		unlock()
 		return 0, err
 	}
+	read := sess.clone()
 	seq, due, err := s.appendLocked(&sess, msgs)
+	if err == nil && !kept && sess.Preview == read.Preview {
+		// The document is as read (no preview written): keep it, now that
+		// the transcript's time is past its own (docCache).
+		s.docs.put(s.docPath(id), stamp, read, stampOf(s.logPath(id)).MTime)
+	}
 	unlock()
 	if due {
 		// After the session's lock: its next writer need not wait.
