@@ -620,13 +620,8 @@ func readDoc[T any](g *Store, path, what string, belongs func(*T) bool) (v T, ok
 // PutConversation writes the mapping of c.Conversation, atomically. The
 // caller holds LockConversation.
 func (g *Store) PutConversation(c Conversation) error {
-	if err := fsstore.CheckID("conversation", c.Conversation); err != nil {
-		return err
-	}
-	if err := fsstore.CheckID("session id", c.SessionID); err != nil {
-		return err
-	}
-	if err := fsstore.EnsureDir(g.conversationsDir()); err != nil {
+	path, err := g.conversationPath(c)
+	if err != nil {
 		return err
 	}
 	now := fsstore.TimeOf(g.Now())
@@ -634,7 +629,22 @@ func (g *Store) PutConversation(c Conversation) error {
 		c.CreatedAt = now
 	}
 	c.UpdatedAt = now
-	return fsstore.WriteDoc(filepath.Join(g.conversationsDir(), c.Conversation+".json"), &c)
+	return fsstore.WriteDoc(path, &c)
+}
+
+// conversationPath is where the mapping c is written, once its ids are
+// checked and its directory made.
+func (g *Store) conversationPath(c Conversation) (string, error) {
+	if err := fsstore.CheckID("conversation", c.Conversation); err != nil {
+		return "", err
+	}
+	if err := fsstore.CheckID("session id", c.SessionID); err != nil {
+		return "", err
+	}
+	if err := fsstore.EnsureDir(g.conversationsDir()); err != nil {
+		return "", err
+	}
+	return filepath.Join(g.conversationsDir(), c.Conversation+".json"), nil
 }
 
 // CacheConversation writes the first mapping of conversation
@@ -644,18 +654,12 @@ func (g *Store) PutConversation(c Conversation) error {
 // (see doc.go). SyncConversations syncs what it wrote. The caller holds
 // LockConversation.
 func (g *Store) CacheConversation(c Conversation) error {
-	if err := fsstore.CheckID("conversation", c.Conversation); err != nil {
-		return err
-	}
-	if err := fsstore.CheckID("session id", c.SessionID); err != nil {
-		return err
-	}
-	if err := fsstore.EnsureDir(g.conversationsDir()); err != nil {
+	path, err := g.conversationPath(c)
+	if err != nil {
 		return err
 	}
 	now := fsstore.TimeOf(g.Now())
 	c.CreatedAt, c.UpdatedAt = now, now
-	path := filepath.Join(g.conversationsDir(), c.Conversation+".json")
 	b, err := fsstore.EncodeDoc(path, &c)
 	if err != nil {
 		return err
