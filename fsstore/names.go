@@ -2,6 +2,7 @@ package fsstore
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"os"
@@ -186,4 +187,28 @@ func NormalTitle(title string) (string, error) {
 		return "", err
 	}
 	return norm.NFC.String(title), nil
+}
+
+// MaxKeyLen is the longest idempotency key, in bytes, that CheckKey
+// accepts.
+const MaxKeyLen = 1024
+
+// CheckKey refuses an idempotency key (a verb's --key) that is blank or
+// longer than MaxKeyLen.
+func CheckKey(key string) error {
+	if strings.TrimSpace(key) == "" {
+		return Invalidf("empty idempotency key")
+	}
+	if len(key) > MaxKeyLen {
+		return Invalidf("idempotency key longer than %d bytes", MaxKeyLen)
+	}
+	return nil
+}
+
+// KeyName is the file name a store keeps an idempotency key's record
+// under: the first 16 bytes of the key's SHA-256, in hex, so that any key
+// names one file and never a path.
+func KeyName(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:16])
 }

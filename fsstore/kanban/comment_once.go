@@ -35,11 +35,8 @@ type commentKey struct {
 // caller) is appended by the next call with the key, with the recorded id
 // and time, once the comments are found without it.
 func (b *Board) AddCommentOnce(key, id, author, text string) (c Comment, again bool, err error) {
-	if strings.TrimSpace(key) == "" {
-		return Comment{}, false, fsstore.Invalidf("empty idempotency key")
-	}
-	if len(key) > 1024 {
-		return Comment{}, false, fsstore.Invalidf("idempotency key longer than 1024 bytes")
+	if err := fsstore.CheckKey(key); err != nil {
+		return Comment{}, false, err
 	}
 	if _, err := b.Get(id); err != nil {
 		return Comment{}, false, err
@@ -50,8 +47,7 @@ func (b *Board) AddCommentOnce(key, id, author, text string) (c Comment, again b
 	if err := fsstore.EnsureDir(b.keysDir()); err != nil {
 		return Comment{}, false, err
 	}
-	sum := sha256.Sum256([]byte("comment\x00" + key))
-	path := filepath.Join(b.keysDir(), hex.EncodeToString(sum[:16])+".comment.json")
+	path := filepath.Join(b.keysDir(), fsstore.KeyName("comment\x00"+key)+".comment.json")
 	unlock, err := fsstore.LockUntil(path+".lock", b.LockTimeout, b.Cancel)
 	if err != nil {
 		return Comment{}, false, err

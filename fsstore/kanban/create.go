@@ -1,8 +1,6 @@
 package kanban
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
@@ -24,11 +22,8 @@ func (b *Board) keysDir() string { return filepath.Join(b.Dir, "keys") }
 // (Create of an id that exists is a no-op, so a create that finds the
 // task made returns it).
 func (b *Board) CreateOnce(key string, t Task) (Task, error) {
-	if strings.TrimSpace(key) == "" {
-		return Task{}, fsstore.Invalidf("empty idempotency key")
-	}
-	if len(key) > 1024 {
-		return Task{}, fsstore.Invalidf("idempotency key longer than 1024 bytes")
+	if err := fsstore.CheckKey(key); err != nil {
+		return Task{}, err
 	}
 	if err := b.ensureDirs(); err != nil {
 		return Task{}, err
@@ -36,8 +31,7 @@ func (b *Board) CreateOnce(key string, t Task) (Task, error) {
 	if err := fsstore.EnsureDir(b.keysDir()); err != nil {
 		return Task{}, err
 	}
-	sum := sha256.Sum256([]byte(key))
-	path := filepath.Join(b.keysDir(), hex.EncodeToString(sum[:16]))
+	path := filepath.Join(b.keysDir(), fsstore.KeyName(key))
 	unlock, err := fsstore.LockUntil(path+".lock", b.LockTimeout, b.Cancel)
 	if err != nil {
 		return Task{}, err

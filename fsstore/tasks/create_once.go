@@ -1,8 +1,6 @@
 package tasks
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
@@ -26,11 +24,8 @@ func (s *Store) keysDir() string { return filepath.Join(s.Dir, ".keys") }
 // made is never made again: one whose supervisor never started is found
 // lost by its readers, not run a second time.
 func (s *Store) CreateOnce(key string, t Task) (task Task, made bool, err error) {
-	if strings.TrimSpace(key) == "" {
-		return Task{}, false, fsstore.Invalidf("empty idempotency key")
-	}
-	if len(key) > 1024 {
-		return Task{}, false, fsstore.Invalidf("idempotency key longer than 1024 bytes")
+	if err := fsstore.CheckKey(key); err != nil {
+		return Task{}, false, err
 	}
 	if err := s.ensureDirs(); err != nil {
 		return Task{}, false, err
@@ -38,8 +33,7 @@ func (s *Store) CreateOnce(key string, t Task) (task Task, made bool, err error)
 	if err := fsstore.EnsureDir(s.keysDir()); err != nil {
 		return Task{}, false, err
 	}
-	sum := sha256.Sum256([]byte(key))
-	path := filepath.Join(s.keysDir(), hex.EncodeToString(sum[:16]))
+	path := filepath.Join(s.keysDir(), fsstore.KeyName(key))
 	unlock, err := fsstore.LockUntil(path+".lock", s.LockTimeout, s.Cancel)
 	if err != nil {
 		return Task{}, false, err
