@@ -3,8 +3,10 @@ package cmd
 import (
 	"bytes"
 	"errors"
+	"os"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -43,6 +45,37 @@ func TestWatchFSGivesUp(t *testing.T) {
 		}
 		if exitCode(err) != ExitFailed {
 			t.Errorf("exit code %d, want %d", exitCode(err), ExitFailed)
+		}
+	})
+}
+
+// TestWatchFSTransportGone: a FUSE mount cut off from its server can
+// answer a stat at once with ENOTCONN while the command waits in the
+// filesystem (a flock in the kernel) for ever. Such an answer is no
+// answer: the command ends within --fs-timeout, naming what the
+// filesystem said. Other errors (a directory removed) are answers.
+func TestWatchFSTransportGone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dead := make(chan struct{})
+		defer close(dead)
+		setProbe(t, func(string) error { return &os.PathError{Op: "statx", Path: "/mnt/p", Err: syscall.ENOTCONN} })
+		start := time.Now()
+		err := watchFS("/mnt/p", 8*time.Second, func() error { <-dead; return nil })
+		var stuck *fsTimeoutError
+		if !errors.As(err, &stuck) {
+			t.Fatalf("watchFS = %v, want an *fsTimeoutError", err)
+		}
+		if waited := time.Since(start); waited > 8*time.Second {
+			t.Errorf("gave up after %v, past the bound of 8s", waited)
+		}
+		if msg := err.Error(); !strings.Contains(msg, "transport endpoint is not connected") || !strings.Contains(msg, "/mnt/p") {
+			t.Errorf("message %q does not name the directory and what it answered", msg)
+		}
+
+		setProbe(t, func(string) error { return &os.PathError{Op: "statx", Path: "/p", Err: syscall.ENOENT} })
+		err = watchFS("/p", 8*time.Second, func() error { time.Sleep(time.Minute); return errors.New("done") })
+		if err == nil || err.Error() != "done" {
+			t.Fatalf("watchFS with a probe answering ENOENT = %v, want the command's own error", err)
 		}
 	})
 }
