@@ -6,8 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hermes/hermes/fsstore/internal/storetest"
 )
 
 // TestLockTimeoutNamesHolder: a holder records its host and pid in the
@@ -47,4 +52,45 @@ func TestLockTimeoutWithoutRecord(t *testing.T) {
 	if want := "timed out after 1s waiting for lock " + path; err != want {
 		t.Fatalf("error %q, want %q", err, want)
 	}
+}
+
+// TestLockOnReadOnlySidecar: a lock file that cannot be opened for
+// writing (a read-only copy of a profile) is locked through a read-only
+// descriptor, without a record: the lock holds against another holder,
+// names no one, fences nothing, and its file stays empty.
+func TestLockOnReadOnlySidecar(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.lock")
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var writes int
+	storetest.SetOpenLock(t, func(path string, flag int) (int, error) {
+		if flag&unix.O_ACCMODE != unix.O_RDONLY {
+			writes++
+			return -1, syscall.EROFS
+		}
+		return unix.Open(path, flag, 0)
+	})
+	unlock, err := Lock(path, time.Second)
+	if err != nil {
+		t.Fatalf("Lock of a read-only lock file: %v", err)
+	}
+	if writes == 0 {
+		t.Fatal("Lock did not try to open its file for writing")
+	}
+	if _, err := Lock(path, 0); !errors.As(err, new(*LockTimeoutError)) {
+		t.Fatalf("a second Lock while it is held: %v, want a *LockTimeoutError", err)
+	}
+	if h := holderOf(path); h != "" {
+		t.Errorf("holder named %q, want none", h)
+	}
+	if err := CheckHeld(filepath.Join(filepath.Dir(path), "s.json")); err != nil {
+		t.Errorf("CheckHeld under an unrecorded lock: %v", err)
+	}
+	unlock()
+	u, err := Lock(path, 0)
+	if err != nil {
+		t.Fatalf("Lock after the holder let go: %v", err)
+	}
+	u()
 }
