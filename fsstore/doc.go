@@ -34,6 +34,11 @@
 // and empties the file as it lets go, so that a lock file at rest
 // is empty and takes no disk block; a wait that times out names the
 // holder: a lock held by a host that is cut off is told by host and pid.
+// A lock that guards logs alone and is held for one append (the activity
+// catalog's, the gateway's history index: LockLogUntil) writes no record:
+// an append is fenced by its log's end, and writing and emptying the
+// record were half of such a lock's cost; a wait that times out on it
+// names the lock alone.
 // The token fences the holder's documents (see Fencing). Writers to different records take different
 // locks and never wait for each other. A reader that wants a shared lock whose file
 // is missing and cannot be made (a read-only copy of a profile) reads

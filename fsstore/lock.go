@@ -33,13 +33,13 @@ import (
 // A lock held by a process that died is free: the kernel drops flocks with
 // the last descriptor.
 func Lock(path string, timeout time.Duration) (unlock func(), err error) {
-	return lock(path, timeout, nil, false)
+	return lock(path, timeout, nil, false, true)
 }
 
 // RLock is like Lock but takes a shared lock: readers that need a stable
 // view (the size of a log as of the last complete write) take it briefly.
 func RLock(path string, timeout time.Duration) (unlock func(), err error) {
-	return lock(path, timeout, nil, true)
+	return lock(path, timeout, nil, true, false)
 }
 
 // LockUntil is like Lock, but a wait also ends when done closes (a tool
@@ -48,27 +48,40 @@ func RLock(path string, timeout time.Duration) (unlock func(), err error) {
 // free is taken even if done has closed: only a wait is called off. A nil
 // done never closes, which is Lock.
 func LockUntil(path string, timeout time.Duration, done <-chan struct{}) (unlock func(), err error) {
-	return lock(path, timeout, done, false)
+	return lock(path, timeout, done, false, true)
+}
+
+// LockLogUntil is like LockUntil for a lock that guards logs alone and is
+// held for one append (the activity catalog's, the gateway's history
+// index): it writes no holder record. An append is fenced by its log's
+// end, not by a token (doc.go, "Fencing"), and such a lock is held for
+// microseconds, where the record's write and emptying were half of its
+// cost; a wait that times out on it names the lock, not its holder. A
+// change that renames a document under the same lock takes it with Lock,
+// which records and fences it.
+func LockLogUntil(path string, timeout time.Duration, done <-chan struct{}) (unlock func(), err error) {
+	return lock(path, timeout, done, false, false)
 }
 
 // RLockUntil is like RLock, with LockUntil's done.
 func RLockUntil(path string, timeout time.Duration, done <-chan struct{}) (unlock func(), err error) {
-	return lock(path, timeout, done, true)
+	return lock(path, timeout, done, true, false)
 }
 
 // RLock on a sidecar that is missing and cannot be made (IsReadOnly: a
 // read-only copy of a profile, a directory the reader may not write)
 // returns at once, without a lock: the reader reads what is complete, and
 // a write in progress that it may meet looks like a torn tail, which it
-// skips and reports. Lock in the same place fails, naming the lock.
-func lock(path string, timeout time.Duration, done <-chan struct{}, shared bool) (func(), error) {
+// skips and reports. Lock in the same place fails, naming the lock. An
+// exclusive lock records its holder when record is set (hold).
+func lock(path string, timeout time.Duration, done <-chan struct{}, shared, record bool) (func(), error) {
 	how := unix.LOCK_EX
 	if shared {
 		how = unix.LOCK_SH
 	}
 	deadline := time.Now().Add(timeout)
 	for {
-		fd, writable, err := openLock(path, shared)
+		fd, writable, err := openLock(path, shared || !record)
 		if errors.Is(err, os.ErrNotExist) {
 			if err := makeSidecar(path); err != nil {
 				if shared && IsReadOnly(err) {
@@ -101,14 +114,14 @@ func lock(path string, timeout time.Duration, done <-chan struct{}, shared bool)
 }
 
 // openLock opens the lock file at path, without following a symlink, to
-// lock it: for writing when the lock is exclusive, so that the holder's
-// record is written through the descriptor that holds the lock, and
-// read-only where the file cannot be written (IsReadOnly: a read-only
-// copy of a profile), where the lock is taken without a record, as a
-// shared lock is.
-func openLock(path string, shared bool) (fd int, writable bool, err error) {
+// lock it: for writing unless readOnly (a shared lock, one without a
+// record), so that the holder's record is written through the descriptor
+// that holds the lock, and read-only where the file cannot be written
+// (IsReadOnly: a read-only copy of a profile), where the lock is taken
+// without a record, as a shared lock is.
+func openLock(path string, readOnly bool) (fd int, writable bool, err error) {
 	const flag = unix.O_NOFOLLOW | unix.O_CLOEXEC
-	if !shared {
+	if !readOnly {
 		fd, err := seam.OpenLock(path, unix.O_RDWR|flag)
 		if err == nil {
 			return fd, true, nil
@@ -303,15 +316,28 @@ const maxHolderRecord = 1 << 10
 func recordHolder(fd int) string {
 	var token [12]byte
 	rand.Read(token[:])
-	rec := holderRecord{Host: ThisHost(), PID: os.Getpid(), At: TimeOf(time.Now()), Token: hex.EncodeToString(token[:])}
-	line, _ := json.Marshal(rec)
-	line = append(line, '\n')
+	line := append(holderPrefix(), TimeOf(time.Now())...)
+	line = append(line, `","token":"`...)
+	line = hex.AppendEncode(line, token[:])
+	line = append(line, "\"}\n"...)
 	if n, err := unix.Pwrite(fd, line, 0); err != nil || n != len(line) {
 		unix.Ftruncate(fd, 0)
 		return ""
 	}
-	return rec.Token
+	return hex.EncodeToString(token[:])
 }
+
+// holderPrefix is a new copy of the start of this process's holder
+// records (a holderRecord in JSON), up to its time: the host and the pid
+// do not change, and encoding them at each lock was a tenth of its cost.
+func holderPrefix() []byte {
+	return append(make([]byte, 0, 160), holderStart()...)
+}
+
+var holderStart = sync.OnceValue(func() []byte {
+	host, _ := json.Marshal(ThisHost())
+	return fmt.Appendf(nil, `{"host":%s,"pid":%d,"at":"`, host, os.Getpid())
+})
 
 // readHolder reads the record of the lock file at path. The file is
 // opened without blocking (a fifo in its place does not hang a message).

@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -91,6 +92,64 @@ func TestLockOnReadOnlySidecar(t *testing.T) {
 	u, err := Lock(path, 0)
 	if err != nil {
 		t.Fatalf("Lock after the holder let go: %v", err)
+	}
+	u()
+}
+
+// TestHolderRecordIsJSON: the record a holder writes, put together from
+// a start encoded once a process, is a holderRecord's JSON, byte for
+// byte, naming this process, with a token of its own each time.
+func TestHolderRecordIsJSON(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.lock")
+	var tokens []string
+	for range 2 {
+		unlock, err := Lock(path, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		line, err := os.ReadFile(path)
+		unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rec holderRecord
+		if err := json.Unmarshal(line, &rec); err != nil {
+			t.Fatalf("record %q: %v", line, err)
+		}
+		want, _ := json.Marshal(rec)
+		if string(line) != string(want)+"\n" {
+			t.Errorf("record %q, want %q", line, want)
+		}
+		if rec.Host != ThisHost() || rec.PID != os.Getpid() || len(rec.Token) != 24 {
+			t.Errorf("record %+v does not name this process", rec)
+		}
+		tokens = append(tokens, rec.Token)
+	}
+	if tokens[0] == tokens[1] {
+		t.Errorf("two holdings share the token %s", tokens[0])
+	}
+}
+
+// TestLockLogNamesNoHolder: a lock taken for one append to a log writes
+// no record, so that a wait on it names the lock alone, and holds
+// against Lock like any other.
+func TestLockLogNamesNoHolder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.lock")
+	unlock, err := LockLogUntil(path, time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Size() != 0 {
+		t.Errorf("lock file while held: %v, %v; want empty", fi, err)
+	}
+	var timeout *LockTimeoutError
+	if _, err := Lock(path, 0); !errors.As(err, &timeout) || timeout.Holder != "" {
+		t.Errorf("Lock while it is held: %v, want a timeout naming no holder", err)
+	}
+	unlock()
+	u, err := Lock(path, 0)
+	if err != nil {
+		t.Fatalf("Lock once it is let go: %v", err)
 	}
 	u()
 }
