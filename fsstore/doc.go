@@ -27,7 +27,13 @@
 // moment its holder lets go (0.1 ms from release to hold, where polling
 // took 1.2 ms: BenchmarkLockHandoff); a wait given up stays blocked until
 // the lock is free and then lets it go at once, and past 256 such waits a
-// process polls instead. A holder of an exclusive lock writes who it is in
+// process polls instead. The takers of an exclusive lock in one process
+// queue in the process first (lockqueue.go), in the order they came, for
+// the inode they opened: only the first of them calls flock, so a lock
+// held by another goroutine is handed to the next in line when it is let
+// go, never won by a newcomer's try while the kernel wakes a blocked
+// waiter (that was the tail of a gateway turn at 16 clients), and a
+// process waits in the kernel for other processes only. A holder of an exclusive lock writes who it is in
 // the lock's file as it takes it ({"host","pid","at","token"}, not
 // synced), through the descriptor that holds the lock (opened for
 // writing; read-only, with no record, where the file cannot be written),

@@ -94,22 +94,36 @@ func lock(path string, timeout time.Duration, done <-chan struct{}, shared, reco
 		if err != nil {
 			return nil, err
 		}
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			unix.Close(fd)
+			return nil, lockError(path, err)
+		}
+		leave := func() {}
+		if !shared {
+			// Wait behind this process's other takers first (lockqueue.go).
+			if leave, err = queue(&st, path, timeout, deadline, done); err != nil {
+				unix.Close(fd)
+				return nil, err
+			}
+		}
 		if err := take(fd, path, how, timeout, deadline, done); err != nil {
+			leave()
 			return nil, err
 		}
-		var st unix.Stat_t
-		if !namedBy(fd, path, &st) {
+		if !namedBy(path, &st) {
 			// The file was removed between its open and its lock (a
 			// holder may remove it: see Lock): the inode locked guards
 			// nothing now. Let it go and lock what the path names.
 			release(fd)
+			leave()
 			continue
 		}
 		fixMode(fd, &st)
 		if shared {
 			return func() { release(fd) }, nil
 		}
-		return hold(path, fd, writable), nil
+		return hold(path, fd, writable, leave), nil
 	}
 }
 
@@ -222,16 +236,20 @@ var held = struct {
 
 // hold records this process as the holder of the lock on fd, the lock
 // file at path open for writing when writable, in the file and in held,
-// and returns unlock, which forgets it and empties the file first: a
-// lock file holds a record only while it is held, so that it costs no
-// disk block at rest and names no one who let go.
-func hold(path string, fd int, writable bool) func() {
+// and returns unlock, which forgets it and empties the file first, lets
+// the lock go, and then leaves the process's queue for it: a lock file
+// holds a record only while it is held, so that it costs no disk block
+// at rest and names no one who let go.
+func hold(path string, fd int, writable bool, leave func()) func() {
 	token := ""
 	if writable {
 		token = recordHolder(fd)
 	}
 	if token == "" {
-		return func() { release(fd) }
+		return func() {
+			release(fd)
+			leave()
+		}
 	}
 	held.Lock()
 	held.tokens[path] = token
@@ -244,6 +262,7 @@ func hold(path string, fd int, writable bool) func() {
 		held.Unlock()
 		unix.Ftruncate(fd, 0)
 		release(fd)
+		leave()
 	}
 }
 
@@ -463,13 +482,10 @@ func tookLock(fd int, path string, err error) error {
 	return nil
 }
 
-// namedBy reports whether path still names the file fd has locked,
-// whose stat it leaves in st; when that cannot be told, it says yes, as
-// a lock without the check would.
-func namedBy(fd int, path string, st *unix.Stat_t) bool {
-	if unix.Fstat(fd, st) != nil {
-		return true
-	}
+// namedBy reports whether path still names the file whose stat is st;
+// when that cannot be told, it says yes, as a lock without the check
+// would.
+func namedBy(path string, st *unix.Stat_t) bool {
 	var named unix.Stat_t
 	err := unix.Lstat(path, &named)
 	if errors.Is(err, unix.ENOENT) {
