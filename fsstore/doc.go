@@ -20,16 +20,31 @@
 // --lock-timeout on the command line) and end in a *LockTimeoutError that
 // names the lock; a wait on behalf of work that can be called off (a tool
 // call) also ends when that work is (LockUntil, a store's Cancel), in a
-// *LockInterruptedError. A wait blocks in the kernel (flock without
-// LOCK_NB, on a descriptor of its own), so a waiter holds the lock the
+// *LockInterruptedError. A lock is one descriptor on its file, opened
+// once (flock(2) called on it directly): a try (LOCK_NB), then, when the
+// lock is held, a wait on the same descriptor that blocks in the kernel
+// (flock without LOCK_NB), so a waiter holds the lock the
 // moment its holder lets go (0.1 ms from release to hold, where polling
 // took 1.2 ms: BenchmarkLockHandoff); a wait given up stays blocked until
 // the lock is free and then lets it go at once, and past 256 such waits a
-// process polls instead. A holder of an exclusive lock writes who it is in
+// process polls instead. The takers of an exclusive lock in one process
+// queue in the process first (lockqueue.go), in the order they came, for
+// the inode they opened: only the first of them calls flock, so a lock
+// held by another goroutine is handed to the next in line when it is let
+// go, never won by a newcomer's try while the kernel wakes a blocked
+// waiter (that was the tail of a gateway turn at 16 clients), and a
+// process waits in the kernel for other processes only. A holder of an exclusive lock writes who it is in
 // the lock's file as it takes it ({"host","pid","at","token"}, not
-// synced) and empties the file as it lets go, so that a lock file at rest
+// synced), through the descriptor that holds the lock (opened for
+// writing; read-only, with no record, where the file cannot be written),
+// and empties the file as it lets go, so that a lock file at rest
 // is empty and takes no disk block; a wait that times out names the
 // holder: a lock held by a host that is cut off is told by host and pid.
+// A lock that guards logs alone and is held for one append (the activity
+// catalog's, the gateway's history index: LockLogUntil) writes no record:
+// an append is fenced by its log's end, and writing and emptying the
+// record were half of such a lock's cost; a wait that times out on it
+// names the lock alone.
 // The token fences the holder's documents (see Fencing). Writers to different records take different
 // locks and never wait for each other. A reader that wants a shared lock whose file
 // is missing and cannot be made (a read-only copy of a profile) reads

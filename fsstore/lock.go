@@ -15,7 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gofrs/flock"
 	"golang.org/x/sys/unix"
 
 	"github.com/hermes/hermes/fsstore/internal/seam"
@@ -34,13 +33,13 @@ import (
 // A lock held by a process that died is free: the kernel drops flocks with
 // the last descriptor.
 func Lock(path string, timeout time.Duration) (unlock func(), err error) {
-	return lock(path, timeout, nil, false)
+	return lock(path, timeout, nil, false, true)
 }
 
 // RLock is like Lock but takes a shared lock: readers that need a stable
 // view (the size of a log as of the last complete write) take it briefly.
 func RLock(path string, timeout time.Duration) (unlock func(), err error) {
-	return lock(path, timeout, nil, true)
+	return lock(path, timeout, nil, true, false)
 }
 
 // LockUntil is like Lock, but a wait also ends when done closes (a tool
@@ -49,74 +48,150 @@ func RLock(path string, timeout time.Duration) (unlock func(), err error) {
 // free is taken even if done has closed: only a wait is called off. A nil
 // done never closes, which is Lock.
 func LockUntil(path string, timeout time.Duration, done <-chan struct{}) (unlock func(), err error) {
-	return lock(path, timeout, done, false)
+	return lock(path, timeout, done, false, true)
+}
+
+// LockLogUntil is like LockUntil for a lock that guards logs alone and is
+// held for one append (the activity catalog's, the gateway's history
+// index): it writes no holder record. An append is fenced by its log's
+// end, not by a token (doc.go, "Fencing"), and such a lock is held for
+// microseconds, where the record's write and emptying were half of its
+// cost; a wait that times out on it names the lock, not its holder. A
+// change that renames a document under the same lock takes it with Lock,
+// which records and fences it.
+func LockLogUntil(path string, timeout time.Duration, done <-chan struct{}) (unlock func(), err error) {
+	return lock(path, timeout, done, false, false)
 }
 
 // RLockUntil is like RLock, with LockUntil's done.
 func RLockUntil(path string, timeout time.Duration, done <-chan struct{}) (unlock func(), err error) {
-	return lock(path, timeout, done, true)
+	return lock(path, timeout, done, true, false)
 }
 
 // RLock on a sidecar that is missing and cannot be made (IsReadOnly: a
 // read-only copy of a profile, a directory the reader may not write)
 // returns at once, without a lock: the reader reads what is complete, and
 // a write in progress that it may meet looks like a torn tail, which it
-// skips and reports. Lock in the same place fails, naming the lock.
-func lock(path string, timeout time.Duration, done <-chan struct{}, shared bool) (func(), error) {
-	if err := makeSidecar(path); err != nil {
-		if shared && IsReadOnly(err) {
-			return func() {}, nil
-		}
-		return nil, err
-	}
-	fl := flock.New(path, flock.SetFlag(os.O_CREATE|os.O_RDONLY|syscall.O_NOFOLLOW))
-	try := fl.TryLock
+// skips and reports. Lock in the same place fails, naming the lock. An
+// exclusive lock records its holder when record is set (hold).
+func lock(path string, timeout time.Duration, done <-chan struct{}, shared, record bool) (func(), error) {
+	how := unix.LOCK_EX
 	if shared {
-		try = fl.TryRLock
+		how = unix.LOCK_SH
 	}
 	deadline := time.Now().Add(timeout)
-	delay := 250 * time.Microsecond
-	var nap *time.Timer
 	for {
-		ok, err := try()
-		if errors.Is(err, syscall.ELOOP) {
-			return nil, Refusedf("lock %s is a symlink; refusing to write through it", path)
+		fd, writable, err := openLock(path, shared || !record)
+		if errors.Is(err, os.ErrNotExist) {
+			if err := makeSidecar(path); err != nil {
+				if shared && IsReadOnly(err) {
+					return func() {}, nil
+				}
+				return nil, err
+			}
+			continue
 		}
 		if err != nil {
-			return nil, &os.PathError{Op: "lock", Path: path, Err: err}
+			return nil, err
 		}
-		if ok {
-			if namedBy(fl, path) {
-				break
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			unix.Close(fd)
+			return nil, lockError(path, err)
+		}
+		leave := func() {}
+		if !shared {
+			// Wait behind this process's other takers first (lockqueue.go).
+			if leave, err = queue(&st, path, timeout, deadline, done); err != nil {
+				unix.Close(fd)
+				return nil, err
 			}
+		}
+		if err := take(fd, path, how, timeout, deadline, done); err != nil {
+			leave()
+			return nil, err
+		}
+		if !namedBy(path, &st) {
 			// The file was removed between its open and its lock (a
 			// holder may remove it: see Lock): the inode locked guards
 			// nothing now. Let it go and lock what the path names.
-			fl.Unlock()
+			release(fd)
+			leave()
 			continue
 		}
+		fixMode(fd, &st)
+		if shared {
+			return func() { release(fd) }, nil
+		}
+		return hold(path, fd, writable, leave), nil
+	}
+}
+
+// openLock opens the lock file at path, without following a symlink, to
+// lock it: for writing unless readOnly (a shared lock, one without a
+// record), so that the holder's record is written through the descriptor
+// that holds the lock, and read-only where the file cannot be written
+// (IsReadOnly: a read-only copy of a profile), where the lock is taken
+// without a record, as a shared lock is.
+func openLock(path string, readOnly bool) (fd int, writable bool, err error) {
+	const flag = unix.O_NOFOLLOW | unix.O_CLOEXEC
+	if !readOnly {
+		fd, err := seam.OpenLock(path, unix.O_RDWR|flag)
+		if err == nil {
+			return fd, true, nil
+		}
+		if !IsReadOnly(err) {
+			return -1, false, lockError(path, err)
+		}
+	}
+	fd, err = seam.OpenLock(path, unix.O_RDONLY|flag)
+	if err != nil {
+		return -1, false, lockError(path, err)
+	}
+	return fd, false, nil
+}
+
+// lockError is the error of a lock's open or flock call on path.
+func lockError(path string, err error) error {
+	if errors.Is(err, syscall.ELOOP) {
+		return Refusedf("lock %s is a symlink; refusing to write through it", path)
+	}
+	return &os.PathError{Op: "lock", Path: path, Err: err}
+}
+
+// take locks fd, the lock file at path, as how says (unix.LOCK_EX or
+// LOCK_SH), waiting for it until deadline or done. On an error fd is
+// closed, or left to a wait given up, which closes it.
+func take(fd int, path string, how int, timeout time.Duration, deadline time.Time, done <-chan struct{}) error {
+	delay := 250 * time.Microsecond
+	var nap *time.Timer
+	for {
+		err := flock(fd, how|unix.LOCK_NB)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) {
+			unix.Close(fd)
+			return lockError(path, err)
+		}
 		if !time.Now().Before(deadline) {
-			return nil, &LockTimeoutError{Path: path, Timeout: timeout.String(), Holder: holderOf(path)}
+			unix.Close(fd)
+			return &LockTimeoutError{Path: path, Timeout: timeout.String(), Holder: holderOf(path)}
 		}
 		// Held: wait for it in the kernel (blockingWait), so that the
 		// wait ends the moment the holder lets go. When too many waits
 		// given up are still blocked, poll instead, with short sleeps
 		// that keep the wake-up close to the release.
-		unlock, err := blockingWait(path, shared, deadline, done)
+		err = blockingWait(fd, path, how, deadline, done)
 		switch {
+		case err == nil:
+			return nil
 		case errors.Is(err, errWaitersFull):
-		case err != nil:
-			if _, timedOut := err.(*LockTimeoutError); timedOut {
-				return nil, &LockTimeoutError{Path: path, Timeout: timeout.String(), Holder: holderOf(path)}
-			}
-			return nil, err
-		case unlock != nil:
-			if !shared {
-				unlock = hold(path, unlock)
-			}
-			return unlock, nil
 		default:
-			continue // the file was removed under the wait: lock what the path names
+			if _, timedOut := err.(*LockTimeoutError); timedOut {
+				return &LockTimeoutError{Path: path, Timeout: timeout.String(), Holder: holderOf(path)}
+			}
+			return err
 		}
 		d := min(delay, time.Until(deadline)+time.Millisecond)
 		if nap == nil {
@@ -127,16 +202,29 @@ func lock(path string, timeout time.Duration, done <-chan struct{}, shared bool)
 		}
 		select {
 		case <-done:
-			return nil, &LockInterruptedError{Path: path}
+			unix.Close(fd)
+			return &LockInterruptedError{Path: path}
 		case <-nap.C:
 		}
 		delay = min(delay*2, maxLockPoll)
 	}
-	fixMode(path, fl.Stat)
-	if shared {
-		return func() { fl.Unlock() }, nil
+}
+
+// flock is flock(2) on fd, called again when a signal interrupts it.
+func flock(fd, how int) error {
+	for {
+		if err := unix.Flock(fd, how); err != unix.EINTR {
+			return err
+		}
 	}
-	return hold(path, func() { fl.Unlock() }), nil
+}
+
+// release lets the lock on fd go and closes it. The explicit unlock
+// lets it go even while a child being started holds a copy of fd
+// between its fork and its exec.
+func release(fd int) {
+	unix.Flock(fd, unix.LOCK_UN)
+	unix.Close(fd)
 }
 
 // held maps the lock files this process holds exclusively to the token
@@ -146,14 +234,22 @@ var held = struct {
 	tokens map[string]string
 }{tokens: map[string]string{}}
 
-// hold records this process as the holder of the lock at path (its file
-// and held) and returns unlock, which forgets it and empties the file
-// first: a lock file holds a record only while it is held, so that it
-// costs no disk block at rest and names no one who let go.
-func hold(path string, unlock func()) func() {
-	f, token := recordHolder(path)
-	if f == nil {
-		return unlock
+// hold records this process as the holder of the lock on fd, the lock
+// file at path open for writing when writable, in the file and in held,
+// and returns unlock, which forgets it and empties the file first, lets
+// the lock go, and then leaves the process's queue for it: a lock file
+// holds a record only while it is held, so that it costs no disk block
+// at rest and names no one who let go.
+func hold(path string, fd int, writable bool, leave func()) func() {
+	token := ""
+	if writable {
+		token = recordHolder(fd)
+	}
+	if token == "" {
+		return func() {
+			release(fd)
+			leave()
+		}
 	}
 	held.Lock()
 	held.tokens[path] = token
@@ -164,9 +260,9 @@ func hold(path string, unlock func()) func() {
 			delete(held.tokens, path)
 		}
 		held.Unlock()
-		f.Truncate(0)
-		f.Close()
-		unlock()
+		unix.Ftruncate(fd, 0)
+		release(fd)
+		leave()
 	}
 }
 
@@ -233,27 +329,34 @@ func (h holderRecord) String() string {
 const maxHolderRecord = 1 << 10
 
 // recordHolder writes a holderRecord of this process, with a new token,
-// in the lock file at path, which it holds, and returns the file, open to
-// empty it when the lock is let go, and the token. A failure is no error
-// (nil: the lock is not fenced, only not named; a full disk has no block
-// for the record).
-func recordHolder(path string) (*os.File, string) {
-	f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, ""
-	}
+// through fd, the lock file it holds open for writing, and returns the
+// token. A failure is no error ("": the lock is not fenced, only not
+// named; a full disk has no block for the record).
+func recordHolder(fd int) string {
 	var token [12]byte
 	rand.Read(token[:])
-	rec := holderRecord{Host: ThisHost(), PID: os.Getpid(), At: TimeOf(time.Now()), Token: hex.EncodeToString(token[:])}
-	line, _ := json.Marshal(rec)
-	line = append(line, '\n')
-	if _, err := f.WriteAt(line, 0); err != nil {
-		f.Truncate(0)
-		f.Close()
-		return nil, ""
+	line := append(holderPrefix(), TimeOf(time.Now())...)
+	line = append(line, `","token":"`...)
+	line = hex.AppendEncode(line, token[:])
+	line = append(line, "\"}\n"...)
+	if n, err := unix.Pwrite(fd, line, 0); err != nil || n != len(line) {
+		unix.Ftruncate(fd, 0)
+		return ""
 	}
-	return f, rec.Token
+	return hex.EncodeToString(token[:])
 }
+
+// holderPrefix is a new copy of the start of this process's holder
+// records (a holderRecord in JSON), up to its time: the host and the pid
+// do not change, and encoding them at each lock was a tenth of its cost.
+func holderPrefix() []byte {
+	return append(make([]byte, 0, 160), holderStart()...)
+}
+
+var holderStart = sync.OnceValue(func() []byte {
+	host, _ := json.Marshal(ThisHost())
+	return fmt.Appendf(nil, `{"host":%s,"pid":%d,"at":"`, host, os.Getpid())
+})
 
 // readHolder reads the record of the lock file at path. The file is
 // opened without blocking (a fifo in its place does not hang a message).
@@ -296,11 +399,12 @@ func holderOf(path string) string {
 	return h.String()
 }
 
-// fixMode makes a sidecar 0600: flock creates it 0600 less the umask,
-// which may narrow it; the store's files are 0600 whatever the umask.
-func fixMode(path string, stat func() (os.FileInfo, error)) {
-	if fi, err := stat(); err == nil && fi.Mode().Perm() != FileMode {
-		os.Chmod(path, FileMode)
+// fixMode makes a sidecar 0600, st its fd's stat: the sidecar is made
+// 0600 less the umask, which may narrow it; the store's files are 0600
+// whatever the umask.
+func fixMode(fd int, st *unix.Stat_t) {
+	if uint32(st.Mode)&0o777 != uint32(FileMode) {
+		unix.Fchmod(fd, uint32(FileMode))
 	}
 }
 
@@ -317,33 +421,18 @@ var (
 	errWaitersFull = errors.New("lock: too many blocked waits")
 )
 
-// blockingWait waits for the lock on path in the kernel (flock without
-// LOCK_NB), on a descriptor of its own, until deadline or done. It
-// returns the unlock of the lock taken; nil and no error when the file
-// was removed under the wait (the caller locks what the path names
-// now); errWaitersFull when maxBlockedWaits are blocked. A blocking
-// flock cannot be called off: a wait given up leaves its goroutine
-// blocked, and when it gets the lock it lets go at once, for nobody.
-func blockingWait(path string, shared bool, deadline time.Time, done <-chan struct{}) (func(), error) {
+// blockingWait waits for the lock on fd, the lock file at path, in the
+// kernel (flock without LOCK_NB), until deadline or done. It returns nil
+// with the lock taken; errWaitersFull, fd still open, when
+// maxBlockedWaits are blocked; else an error, fd closed or left to the
+// wait given up. A blocking flock cannot be called off: a wait given up
+// leaves its goroutine blocked, and when it gets the lock it lets go at
+// once, for nobody, closing fd.
+func blockingWait(fd int, path string, how int, deadline time.Time, done <-chan struct{}) error {
 	select {
 	case blockedWaits <- struct{}{}:
 	default:
-		return nil, errWaitersFull
-	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		<-blockedWaits
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, nil // removed by its holder since the try: try again
-		}
-		if errors.Is(err, syscall.ELOOP) {
-			return nil, Refusedf("lock %s is a symlink; refusing to write through it", path)
-		}
-		return nil, &os.PathError{Op: "lock", Path: path, Err: errors.Unwrap(err)}
-	}
-	how := unix.LOCK_EX
-	if shared {
-		how = unix.LOCK_SH
+		return errWaitersFull
 	}
 	var (
 		mu        sync.Mutex
@@ -352,16 +441,11 @@ func blockingWait(path string, shared bool, deadline time.Time, done <-chan stru
 	got := make(chan error, 1)
 	go func() {
 		defer func() { <-blockedWaits }()
-		var err error
-		for {
-			if err = unix.Flock(int(f.Fd()), how); !errors.Is(err, unix.EINTR) {
-				break
-			}
-		}
+		err := flock(fd, how)
 		mu.Lock()
 		defer mu.Unlock()
 		if abandoned {
-			f.Close() // lets the lock go, if taken
+			unix.Close(fd) // lets the lock go, if taken
 			return
 		}
 		got <- err
@@ -371,7 +455,7 @@ func blockingWait(path string, shared bool, deadline time.Time, done <-chan stru
 	var why error
 	select {
 	case err := <-got:
-		return tookLock(f, path, err)
+		return tookLock(fd, path, err)
 	case <-timer.C:
 		why = &LockTimeoutError{Path: path}
 	case <-done:
@@ -381,42 +465,33 @@ func blockingWait(path string, shared bool, deadline time.Time, done <-chan stru
 	defer mu.Unlock()
 	select {
 	case err := <-got: // taken as the wait was given up: keep it
-		return tookLock(f, path, err)
+		return tookLock(fd, path, err)
 	default:
 		abandoned = true
-		return nil, why
+		return why
 	}
 }
 
-// tookLock is the end of a blocking wait on f: its unlock, or nil when
-// path no longer names f's file (removed by its holder).
-func tookLock(f *os.File, path string, err error) (func(), error) {
+// tookLock is the end of a blocking wait on fd: nil with the lock taken,
+// else the flock's error, fd closed.
+func tookLock(fd int, path string, err error) error {
 	if err != nil {
-		f.Close()
-		return nil, &os.PathError{Op: "lock", Path: path, Err: err}
+		unix.Close(fd)
+		return lockError(path, err)
 	}
-	held, serr := f.Stat()
-	named, lerr := os.Lstat(path)
-	if serr == nil && (errors.Is(lerr, os.ErrNotExist) || lerr == nil && !os.SameFile(held, named)) {
-		f.Close()
-		return nil, nil
-	}
-	fixMode(path, f.Stat)
-	return func() { f.Close() }, nil
+	return nil
 }
 
-// namedBy reports whether path still names the file fl has locked; when
-// that cannot be told, it says yes, as a lock without the check would.
-func namedBy(fl *flock.Flock, path string) bool {
-	held, err := fl.Stat()
-	if err != nil {
-		return true
-	}
-	named, err := os.Lstat(path)
-	if errors.Is(err, os.ErrNotExist) {
+// namedBy reports whether path still names the file whose stat is st;
+// when that cannot be told, it says yes, as a lock without the check
+// would.
+func namedBy(path string, st *unix.Stat_t) bool {
+	var named unix.Stat_t
+	err := unix.Lstat(path, &named)
+	if errors.Is(err, unix.ENOENT) {
 		return false
 	}
-	return err != nil || os.SameFile(held, named)
+	return err != nil || named.Dev == st.Dev && named.Ino == st.Ino
 }
 
 // makeSidecar creates the lock file at path, 0600, if it is missing.

@@ -15,7 +15,8 @@ import (
 
 // The history index is 256 logs, history/<xx>.jsonl, xx the first two hex
 // digits of an entry's digest: an entry is a line appended to its shard
-// (under history/.lock, without a sync), and a later line of a digest
+// (under history/.lock, without a sync, and without a holder record in
+// the lock: fsstore.LockLogUntil), and a later line of a digest
 // replaces an earlier one. Until this layout the index was a document per
 // digest (history/<digest>.json), written to a new file each turn: a file
 // made cost a file system such as ext4 tens to hundreds of microseconds
@@ -63,7 +64,7 @@ func (g *Store) appendHistory(digest string, line []byte) error {
 	if err := fsstore.EnsureDir(g.historyDir()); err != nil {
 		return err
 	}
-	unlock, err := fsstore.Lock(g.historyLockPath(), g.LockTimeout)
+	unlock, err := fsstore.LockLogUntil(g.historyLockPath(), g.LockTimeout, nil)
 	if err != nil {
 		return err
 	}

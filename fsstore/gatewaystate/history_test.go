@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/hermes/hermes/fsstore"
+	"github.com/hermes/hermes/fsstore/internal/storetest"
 )
 
 // digestIn returns a digest of the shard whose name is prefix, the nth.
@@ -147,5 +148,25 @@ func TestHistoryLegacy(t *testing.T) {
 	}
 	if h, ok, err := g.GetHistory(d); !ok || err != nil || h.SessionID != "s2" {
 		t.Fatalf("after an entry in the shard: %+v %v %v", h, ok, err)
+	}
+}
+
+// TestHistoryLockNamesNoHolder: an entry is appended under a lock that
+// holds no holder record (fsstore.LockLogUntil): the shards are logs,
+// fenced by their ends, and the record was most of the lock's cost.
+func TestHistoryLockNamesNoHolder(t *testing.T) {
+	g, _, _ := newTestGateway(t)
+	size := int64(-1)
+	storetest.SetWrite(t, func(f *os.File, b []byte) (int, error) {
+		if fi, err := os.Stat(g.historyLockPath()); err == nil {
+			size = fi.Size()
+		}
+		return f.Write(b)
+	})
+	if err := g.PutHistory(History{Digest: digestIn("ab", 0), SessionID: "s0", MessageCount: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if size != 0 {
+		t.Errorf("the history index's lock file held %d bytes as the entry was written, want none", size)
 	}
 }

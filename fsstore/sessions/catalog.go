@@ -28,6 +28,9 @@ import (
 // metadata change), in the order the writes happened. Reading it backwards,
 // the first line seen for each session is its latest activity. Appends to
 // it are serialized by .catalog.lock, held only for the one write and sync.
+// An append's line takes that lock without a holder record
+// (fsstore.LockLogUntil: the catalog is a log, fenced by its end); a
+// compaction's rename, a document's commit point, takes it with one.
 // An append's line (Append) is written after its transcript is synced and
 // is not synced itself: a crash can lose it, leaving the catalog behind
 // the transcript, never ahead, which Check reports and repair levels. A
@@ -277,7 +280,7 @@ func (s *Store) syncCatalog(e catalogEntry) error {
 // calls compactCatalogIfDue once the line is synced and its session's
 // lock released.
 func (s *Store) appendCatalog(e catalogEntry) (_ *os.File, due bool, _ error) {
-	unlock, err := fsstore.LockUntil(filepath.Join(s.Dir, catalogLockName), s.LockTimeout, s.Cancel)
+	unlock, err := fsstore.LockLogUntil(filepath.Join(s.Dir, catalogLockName), s.LockTimeout, s.Cancel)
 	if err != nil {
 		return nil, false, err
 	}

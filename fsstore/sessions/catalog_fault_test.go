@@ -213,3 +213,40 @@ func TestCatalogNeverAheadOfTranscript(t *testing.T) {
 		t.Errorf("the catalog lacks the append's line: %s", b)
 	}
 }
+
+// TestCatalogLineLockNamesNoHolder: an append's catalog line is written
+// under a lock that holds no holder record (fsstore.LockLogUntil): the
+// catalog is a log, fenced by its end, and the record's write and
+// emptying were most of the line's cost. The transcript's lock, which
+// guards the session's document, holds one.
+func TestCatalogLineLockNamesNoHolder(t *testing.T) {
+	t.Parallel()
+	s, _, _ := newTestStore(t)
+	if _, _, err := s.Create(Session{ID: "c1", Source: "chat"}); err != nil {
+		t.Fatal(err)
+	}
+	catalog, transcript := s.catalogPath(), s.logPath("c1")
+	sizes := map[string]int64{}
+	storetest.SetWrite(t, func(f *os.File, b []byte) (int, error) {
+		lock := filepath.Join(s.Dir, catalogLockName)
+		if f.Name() == transcript {
+			lock = filepath.Join(s.Dir, "c1.lock")
+		}
+		if fi, err := os.Stat(lock); err == nil {
+			sizes[filepath.Base(lock)] = fi.Size()
+		}
+		return f.Write(b)
+	})
+	if _, err := s.Append("c1", []Message{textMsg("user", "hi")}); err != nil {
+		t.Fatal(err)
+	}
+	if n, ok := sizes[catalogLockName]; !ok || n != 0 {
+		t.Errorf("the catalog's lock file held %d bytes (seen: %v) as the line was written, want none", n, ok)
+	}
+	if sizes["c1.lock"] == 0 {
+		t.Errorf("the session's lock file held no record as its transcript was written")
+	}
+	if _, err := os.Stat(catalog); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -49,6 +49,10 @@ type Faults struct {
 	Mkdir func(path string, perm os.FileMode) error
 	// CreateLock makes a lock sidecar that is missing.
 	CreateLock func(path string) (*os.File, error)
+	// OpenLock opens a lock sidecar with flag (unix.O_RDWR or
+	// unix.O_RDONLY, with O_NOFOLLOW and O_CLOEXEC) and returns its
+	// descriptor.
+	OpenLock func(path string, flag int) (int, error)
 	// ReadFile reads a whole document.
 	ReadFile func(path string) ([]byte, error)
 	// Write appends one record to a log.
@@ -242,6 +246,20 @@ func CreateLock(path string) (*os.File, error) {
 		return f.CreateLock(path)
 	}
 	return os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDONLY|syscall.O_NOFOLLOW, 0o600)
+}
+
+// OpenLock opens a lock sidecar to lock it (and, opened for writing, to
+// write its holder's record through the same descriptor).
+func OpenLock(path string, flag int) (int, error) {
+	if f := find(path, func(f *Faults) bool { return f.OpenLock != nil }); f != nil {
+		return f.OpenLock(path, flag)
+	}
+	for {
+		fd, err := unix.Open(path, flag, 0)
+		if err != unix.EINTR {
+			return fd, err
+		}
+	}
 }
 
 // ReadFile reads a whole document: tests count what a lookup opens.

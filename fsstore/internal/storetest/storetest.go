@@ -123,6 +123,13 @@ func SetCreateLock(t testing.TB, create func(string) (*os.File, error)) {
 	seam.Install(t, TestDir(t), seam.Faults{CreateLock: create})
 }
 
+// SetOpenLock replaces, for the rest of the test and for its own files,
+// the open of a lock sidecar.
+func SetOpenLock(t testing.TB, open func(path string, flag int) (int, error)) {
+	t.Helper()
+	seam.Install(t, TestDir(t), seam.Faults{OpenLock: open})
+}
+
 // SetOpenRead replaces, for the rest of the test and for its own files,
 // the open of a file that a scan reads.
 func SetOpenRead(t testing.TB, open func(dirfd int, name string) (int, error)) {
