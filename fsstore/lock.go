@@ -62,7 +62,7 @@ func RLockUntil(path string, timeout time.Duration, done <-chan struct{}) (unloc
 // returns at once, without a lock: the reader reads what is complete, and
 // a write in progress that it may meet looks like a torn tail, which it
 // skips and reports. Lock in the same place fails, naming the lock.
-func lock(path string, timeout time.Duration, done <-chan struct{}, shared bool) (func(), error) {
+func lock(path string, timeout time.Duration, done <-chan struct{}, shared bool) (_ func(), lockErr error) {
 	if err := makeSidecar(path); err != nil {
 		if shared && IsReadOnly(err) {
 			return func() {}, nil
@@ -77,6 +77,7 @@ func lock(path string, timeout time.Duration, done <-chan struct{}, shared bool)
 	deadline := time.Now().Add(timeout)
 	delay := 250 * time.Microsecond
 	var nap *time.Timer
+	var w *waiter
 	for {
 		ok, err := try()
 		if errors.Is(err, syscall.ELOOP) {
@@ -97,6 +98,12 @@ func lock(path string, timeout time.Duration, done <-chan struct{}, shared bool)
 		}
 		if !time.Now().Before(deadline) {
 			return nil, &LockTimeoutError{Path: path, Timeout: timeout.String(), Holder: holderOf(path)}
+		}
+		// Held: an exclusive waiter records itself first, until the wait
+		// ends, when lockErr is what it ended in (lock_waiters.go).
+		if w == nil && !shared {
+			w = joinWaiters(path)
+			defer w.leave(&lockErr)
 		}
 		// Held: wait for it in the kernel (blockingWait), so that the
 		// wait ends the moment the holder lets go. When too many waits
