@@ -299,6 +299,24 @@
 // and writes nothing of it, and shared locks do not record their waits.
 // The record is not synced: it names, it keeps nothing.
 //
+// # Idempotency keys
+//
+// A verb's --key K (CheckKey; the record named by KeyName) stores its
+// change at most once for K, so that a script may retry a command whose
+// outcome it does not know. The record is kept for KeyLifetime, a week,
+// after it was written: a retry within it stores nothing twice, and one
+// after it is a new key. The stores that keep such records (tasks run,
+// kanban create and comment, cron run) sweep their key directory when a
+// new key's record is written, at most once a day (SweepKeys, SweepDaily:
+// the directory's .swept file says when last, stamped before the sweep so
+// that other commands and hosts skip theirs meanwhile): each record
+// written more than KeyLifetime ago goes under its lock, taken without
+// waiting, with its lock file; one held stays for the next sweep. The
+// keys of sessions append --key are the gateway's records (a day, package
+// gatewaystate), swept the same way by the keyed appends themselves, so
+// that a profile no gateway serves does not keep them for ever. No prune
+// verb or fsck is needed, and a sweep's failure is not its command's.
+//
 // # Errors
 //
 // Errors wrap their cause with %w and name the path. Their kind is tested

@@ -56,6 +56,7 @@ func (s *Store) ClaimNowOnce(key, id string) (c Claim, run RunRecord, claimed bo
 		}
 		c, err = s.claimNow(id, rec.Occurrence, nil)
 	case errors.Is(err, os.ErrNotExist):
+		defer fsstore.SweepKeys(s.keysDir())
 		c, err = s.claimNow(id, "", func(occ fsstore.Time) error {
 			return fsstore.WriteDoc(path, keyRecord{JobID: id, Occurrence: occ})
 		})

@@ -34,7 +34,8 @@
 // job is refused (ErrInvalid). A key recorded whose claim was not (a
 // crash between, a claim that could not be written) claims its
 // occurrence at the next call with it. A run the key claimed whose task
-// never started is not run again: the retry is refused, saying so.
+// never started is not run again: the retry is refused, saying so. A
+// key's record is kept a week (fsstore.KeyLifetime, SweepKeys).
 //
 // Exactly once. A tick reads the due index from its start up to the first
 // entry in the future, and for each job due takes the job's lock and
