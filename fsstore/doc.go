@@ -297,7 +297,11 @@
 // gone, or any line older than a day (no wait lasts that long, and a day
 // dwarfs any disagreement of clocks). A lock taken at the first try reads
 // and writes nothing of it, and shared locks do not record their waits.
-// The record is not synced: it names, it keeps nothing.
+// The record is not synced: it names, it keeps nothing. It costs a wait
+// its line's write and removal: BenchmarkLockHandoff (release to the
+// waiter's return, its line removed) went from 177 to 197 µs, medians of
+// 7 paired runs on a local disk at a load average of 13 (127 to 166 µs
+// at 5.5).
 //
 // # Idempotency keys
 //
