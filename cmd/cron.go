@@ -98,7 +98,10 @@ Any number of tickers, on any number of hosts, run each occurrence once.`,
 				Name:      "run",
 				Usage:     "run a job now, outside its schedule, and print the task id",
 				ArgsUsage: "ID|NAME",
-				Action:    withEnv(cronRun),
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "key", Aliases: []string{"idempotency-key"}, Usage: "an idempotency key (as tasks run's): a run with a key that ran the job before claims and starts nothing and prints that run's task"},
+				},
+				Action: withEnv(cronRun),
 			},
 			{
 				Name:      "runs",
@@ -519,19 +522,41 @@ func cronRun(e *env) error {
 	if err != nil {
 		return err
 	}
-	c, err := cs.ClaimNow(id)
+	var c cron.Claim
+	var taskID string
+	if e.c.IsSet("key") {
+		c, taskID, err = claimNowOnce(cs, e.c.String("key"), id)
+	} else {
+		c, err = cs.ClaimNow(id)
+	}
 	if err != nil {
 		return err
 	}
-	taskID, err := startRun(e, cs, c)
-	if err != nil {
-		return err
+	if taskID == "" {
+		if taskID, err = startRun(e, cs, c); err != nil {
+			return err
+		}
 	}
 	if e.json {
 		return printJSON(e.stdout, map[string]string{"job_id": id, "occurrence": string(c.Occurrence), "task_id": taskID})
 	}
 	fmt.Fprintln(e.stdout, taskID)
 	return nil
+}
+
+// claimNowOnce is cron run's claim with --key: the claim to start, or,
+// when the key claimed a run before, that run as a claim with the task
+// it started, which is not started again. A run of the key without a task
+// (its start not recorded: lost, or not yet) is refused.
+func claimNowOnce(cs *cron.Store, key, id string) (cron.Claim, string, error) {
+	c, run, claimed, err := cs.ClaimNowOnce(key, id)
+	switch {
+	case err != nil || claimed:
+		return c, "", err
+	case run.TaskID == "":
+		return cron.Claim{}, "", fsstore.Refusedf("key %q claimed the run of job %s at %s, whose task was never started (%s); it is not run again", key, id, run.Occurrence, run.Status)
+	}
+	return cron.Claim{Occurrence: run.Occurrence, Manual: true}, run.TaskID, nil
 }
 
 func cronRuns(e *env) error {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/hermes/hermes/cmd/gateway"
 	"github.com/hermes/hermes/fsstore"
 	"github.com/hermes/hermes/fsstore/gatewaystate"
 	"github.com/hermes/hermes/fsstore/sessions"
@@ -302,6 +303,8 @@ func sessionsAppend(e *env) error {
 		n, again, err = e.sessions().AppendKeyed(id, key, msgs, appendKeys{e.gatewayStore()})
 		if again {
 			appended = 0
+		} else if err == nil {
+			e.gatewayStore().SweepKeys(gateway.KeyLifetime)
 		}
 	} else {
 		n, err = e.sessions().Append(id, msgs)

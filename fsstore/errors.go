@@ -54,12 +54,19 @@ type LockTimeoutError struct {
 	Path    string
 	Timeout string
 	Holder  string
+	// Waiting, when Holder is "", names the other processes recorded as
+	// waiting for the lock (its waiters' record, doc.go "Waiters"): the
+	// likely holder is one of them, granted the lock unaware.
+	Waiting []string
 }
 
 func (e *LockTimeoutError) Error() string {
 	msg := fmt.Sprintf("timed out after %s waiting for lock %s", e.Timeout, e.Path)
-	if e.Holder != "" {
+	switch {
+	case e.Holder != "":
 		msg += " (held by " + e.Holder + ")"
+	case len(e.Waiting) > 0:
+		msg += " (" + waitingFor(e.Waiting) + ")"
 	}
 	return msg
 }

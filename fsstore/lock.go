@@ -73,13 +73,31 @@ func RLockUntil(path string, timeout time.Duration, done <-chan struct{}) (unloc
 // returns at once, without a lock: the reader reads what is complete, and
 // a write in progress that it may meet looks like a torn tail, which it
 // skips and reports. Lock in the same place fails, naming the lock. An
-// exclusive lock records its holder when record is set (hold).
-func lock(path string, timeout time.Duration, done <-chan struct{}, shared, record bool) (func(), error) {
+// exclusive lock records its holder when record is set (hold), and so
+// does a wait for it in the lock's waiters' record (lock_waiters.go).
+func lock(path string, timeout time.Duration, done <-chan struct{}, shared, record bool) (_ func(), lockErr error) {
 	how := unix.LOCK_EX
 	if shared {
 		how = unix.LOCK_SH
 	}
 	deadline := time.Now().Add(timeout)
+	// Held: an exclusive waiter that records its holding records itself
+	// first, until the wait ends, when lockErr is what it ended in: after
+	// its holder record is written if it took the lock.
+	var w *waiter
+	defer func() {
+		if w != nil {
+			w.leave(&lockErr)
+		}
+	}()
+	join := func() {}
+	if !shared && record {
+		join = func() {
+			if w == nil {
+				w = joinWaiters(path)
+			}
+		}
+	}
 	for {
 		fd, writable, err := openLock(path, shared || !record)
 		if errors.Is(err, os.ErrNotExist) {
@@ -107,7 +125,7 @@ func lock(path string, timeout time.Duration, done <-chan struct{}, shared, reco
 				return nil, err
 			}
 		}
-		if err := take(fd, path, how, timeout, deadline, done); err != nil {
+		if err := take(fd, path, how, timeout, deadline, done, join); err != nil {
 			leave()
 			return nil, err
 		}
@@ -160,9 +178,10 @@ func lockError(path string, err error) error {
 }
 
 // take locks fd, the lock file at path, as how says (unix.LOCK_EX or
-// LOCK_SH), waiting for it until deadline or done. On an error fd is
-// closed, or left to a wait given up, which closes it.
-func take(fd int, path string, how int, timeout time.Duration, deadline time.Time, done <-chan struct{}) error {
+// LOCK_SH), waiting for it until deadline or done; join is called before
+// a wait. On an error fd is closed, or left to a wait given up, which
+// closes it.
+func take(fd int, path string, how int, timeout time.Duration, deadline time.Time, done <-chan struct{}, join func()) error {
 	delay := 250 * time.Microsecond
 	var nap *time.Timer
 	for {
@@ -178,6 +197,7 @@ func take(fd int, path string, how int, timeout time.Duration, deadline time.Tim
 			unix.Close(fd)
 			return &LockTimeoutError{Path: path, Timeout: timeout.String(), Holder: holderOf(path)}
 		}
+		join() // the waiters' record (lock)
 		// Held: wait for it in the kernel (blockingWait), so that the
 		// wait ends the moment the holder lets go. When too many waits
 		// given up are still blocked, poll instead, with short sleeps

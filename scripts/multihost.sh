@@ -123,7 +123,14 @@ teardown() {
     gluster --mode=script volume stop "$vol" force >/dev/null 2>&1 || true
     gluster --mode=script volume delete "$vol" >/dev/null 2>&1 || true
   fi
-  if $started_glusterd && [[ -f $tmp/glusterd.pid ]]; then kill "$(cat "$tmp/glusterd.pid")" 2>/dev/null || true; fi
+  if $started_glusterd && [[ -f $tmp/glusterd.pid ]]; then
+    local gpid
+    gpid=$(cat "$tmp/glusterd.pid")
+    kill "$gpid" 2>/dev/null || true
+    # A run started next would find this glusterd still exiting, start
+    # none, and fail to make its volume: wait for it to go.
+    for _ in $(seq 100); do kill -0 "$gpid" 2>/dev/null || break; sleep 0.1; done
+  fi
   [[ -z $netns ]] || ip netns del "$netns" 2>/dev/null || true
   [[ -z $veth ]] || ip link del "${veth}a" 2>/dev/null || true
   if ((failed)); then
@@ -631,9 +638,12 @@ step_paused() {
   local bside=$!
   # The append that holds the lock is the watched child of the hermes b
   # ran (on a network filesystem a command runs in a child of its own):
-  # the matching process whose parent matches too.
+  # the matching process whose parent matches too. Between the parent's
+  # start and its child's, the parent has none: a pgrep that finds
+  # nothing is no failure (under pipefail it ended the script, exit 1,
+  # without a word).
   for _ in $(seq 2000); do
-    pid=$(for p in $(pgrep -f "^hermes .*--key paused"); do pgrep -f "^hermes .*--key paused" -P "$p"; done | head -1)
+    pid=$(for p in $(pgrep -f "^hermes .*--key paused"); do pgrep -f "^hermes .*--key paused" -P "$p" || true; done | head -1)
     [[ -n $pid ]] && break
     sleep 0.005
   done

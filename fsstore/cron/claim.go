@@ -142,7 +142,12 @@ func timeOrNone(t time.Time, ok bool) fsstore.Time {
 
 // ClaimNow claims a run of job id at now, outside its schedule (cron run):
 // next_due is left as it is. A job with a run in progress is refused.
-func (s *Store) ClaimNow(id string) (Claim, error) {
+func (s *Store) ClaimNow(id string) (Claim, error) { return s.claimNow(id, "", nil) }
+
+// claimNow is ClaimNow of occurrence occ ("": now). before, when not nil,
+// is called under the job's lock with the occurrence about to be claimed,
+// once the job is found free, and its error refuses the claim.
+func (s *Store) claimNow(id string, occ fsstore.Time, before func(fsstore.Time) error) (Claim, error) {
 	j, unlock, err := s.lockJob(id)
 	if err != nil {
 		return Claim{}, err
@@ -159,7 +164,15 @@ func (s *Store) ClaimNow(id string) (Claim, error) {
 			return Claim{}, fsstore.Refusedf("job %s has a run in progress (occurrence %s)", id, j.Run.Occurrence)
 		}
 	}
-	c, _, err := s.claim(&j, Claim{Occurrence: fsstore.TimeOf(now), Manual: true}, events, now)
+	if occ == "" {
+		occ = fsstore.TimeOf(now)
+	}
+	if before != nil {
+		if err := before(occ); err != nil {
+			return Claim{}, err
+		}
+	}
+	c, _, err := s.claim(&j, Claim{Occurrence: occ, Manual: true}, events, now)
 	return c, err
 }
 

@@ -17,10 +17,25 @@
 //	due.json         the due index: an entry per job that a tick may have
 //	                 to look at, in time order
 //	due.lock         the lock of the due index, and of job names
+//	keys/<hash>.json what a key of cron run --key claimed: the job and the
+//	                 occurrence (ClaimNowOnce); <hash>.json.lock its lock
 //
-// Locks are taken in one order: a job's, then the runs log's; the due
-// index's, then (for a new name) no other. A job's lock is never taken
-// while the index's is held.
+// Locks are taken in one order: a key's, then a job's, then the runs
+// log's; the due index's, then (for a new name) no other. A job's lock is
+// never taken while the index's is held.
+//
+// Keyed runs. cron run --key K claims a run of a job at most once for K
+// (ClaimNowOnce), so that a script may run it again when it does not know
+// how the first ended: under the key's lock, and then the job's once the
+// job is found free, the key's record (job, occurrence) is written and
+// synced, then the occurrence claimed. A retry finds the run the key
+// claimed (the job's run in progress, or the occurrence settled in the
+// runs log), claims nothing, and prints its task; the key with another
+// job is refused (ErrInvalid). A key recorded whose claim was not (a
+// crash between, a claim that could not be written) claims its
+// occurrence at the next call with it. A run the key claimed whose task
+// never started is not run again: the retry is refused, saying so. A
+// key's record is kept a week (fsstore.KeyLifetime, SweepKeys).
 //
 // Exactly once. A tick reads the due index from its start up to the first
 // entry in the future, and for each job due takes the job's lock and

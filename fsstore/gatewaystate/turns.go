@@ -121,6 +121,14 @@ func (g *Store) PruneKeys(cutoff time.Time) (int, error) {
 	return 0, nil
 }
 
+// SweepKeys is PruneKeys of the records older than lifetime, at most
+// once a day (fsstore.SweepDaily): for the keys of sessions append --key,
+// which no gateway may be running to prune. Its failures are not the
+// caller's.
+func (g *Store) SweepKeys(lifetime time.Duration) {
+	fsstore.SweepDaily(g.keysDir(), func(now time.Time) { g.PruneKeys(now.Add(-lifetime)) })
+}
+
 // Delivery records how much of a session's transcript the gateway has
 // sent to a client whole: a reply stored after that was never received,
 // so a request that repeats its turn is a retry, not a user saying the

@@ -81,6 +81,7 @@ func (b *Board) AddCommentOnce(key, id, author, text string) (c Comment, again b
 		if err := fsstore.WriteFileAtomic(path, data); err != nil {
 			return Comment{}, false, err
 		}
+		defer fsstore.SweepKeys(b.keysDir())
 	default:
 		return Comment{}, false, err
 	}

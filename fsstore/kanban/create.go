@@ -55,6 +55,7 @@ func (b *Board) CreateOnce(key string, t Task) (Task, error) {
 		if err := fsstore.WriteFileAtomic(path, []byte(t.ID+"\n")); err != nil {
 			return Task{}, err
 		}
+		defer fsstore.SweepKeys(b.keysDir())
 	default:
 		return Task{}, err
 	}

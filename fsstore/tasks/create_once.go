@@ -59,6 +59,7 @@ func (s *Store) CreateOnce(key string, t Task) (task Task, made bool, err error)
 		if err := fsstore.WriteFileAtomic(path, []byte(t.ID+"\n")); err != nil {
 			return Task{}, false, err
 		}
+		defer fsstore.SweepKeys(s.keysDir())
 	default:
 		return Task{}, false, err
 	}
