@@ -2,8 +2,6 @@ package agent
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -143,8 +141,8 @@ func (env *Env) checkpoint(ctx context.Context, p place, name string, fi fs.File
 	}
 	f = &inflight{done: make(chan error, 1), cc: cc, after: after}
 	f.wait = sync.OnceValue(func() error { return <-f.done })
-	// The hashes cost more than the write they precede (a 1 MB file: a
-	// SHA-256 is 3 to 10 ms): done beside it. The prior bytes' hash is
+	// The hashes (a 1 MB file: a BLAKE3 is 0.5 ms, where a SHA-256 was 3
+	// to 10 ms) are done beside the write they precede. The prior bytes' hash is
 	// known without hashing them when they are what a change of this
 	// store last wrote there (Remembered); else the object's bytes are
 	// written and synced while they are hashed (SaveHashing). The object
@@ -200,23 +198,24 @@ func (env *Env) checkpoint(ctx context.Context, p place, name string, fi fs.File
 	return note, f
 }
 
-// present is what the file at path holds now: the hash of its bytes and
-// its FileInfo, or a nil FileInfo when there is none. A symbolic link or
-// anything but a regular file is an error: neither is what a tool wrote.
-func present(ctx context.Context, fsys fileSys, path string) (string, fs.FileInfo, error) {
+// present is what the file at path holds now: the hash of its bytes, to
+// compare with the hashes like (checkpoints.NewHasher), and its FileInfo,
+// or a nil FileInfo when there is none. A symbolic link or anything but
+// a regular file is an error: neither is what a tool wrote.
+func present(ctx context.Context, fsys fileSys, path string, like ...string) (checkpoints.Sum, fs.FileInfo, error) {
 	f, err := openRegular(ctx, fsys, path, path, syscall.O_NOFOLLOW)
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", nil, nil
+		return checkpoints.Sum{}, nil, nil
 	}
 	if err != nil {
-		return "", nil, err
+		return checkpoints.Sum{}, nil, err
 	}
 	defer f.Close()
-	h := sha256.New()
+	h := checkpoints.NewHasher(like...)
 	if _, err := io.Copy(h, f); err != nil {
-		return "", nil, err
+		return checkpoints.Sum{}, nil, err
 	}
-	return hex.EncodeToString(h.Sum(nil)), f.info, nil
+	return h.Sum(), f.info, nil
 }
 
 // settlePending returns the changes of the pending record of call callID
@@ -227,8 +226,8 @@ func settlePending(store *checkpoints.Store, sid, callID string) (_ []checkpoint
 	if err != nil || !found {
 		return nil, false, err
 	}
-	return checkpoints.Resolve(p.Changes, func(path string) (string, bool, error) {
-		h, fi, err := present(context.Background(), hostFiles{}, path)
+	return checkpoints.Resolve(p.Changes, func(path string, like ...string) (checkpoints.Sum, bool, error) {
+		h, fi, err := present(context.Background(), hostFiles{}, path, like...)
 		return h, fi != nil, err
 	}), true, nil
 }
