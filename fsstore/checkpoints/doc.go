@@ -138,7 +138,13 @@
 //     every version, and after one about a seventh of it for source code.
 //   - The object and the pending record are written at once, beside the
 //     tool's temp file; the hash of the new bytes, which the pending
-//     record needs, runs beside them too.
+//     record needs, runs beside them too. edit_file begins the object as
+//     soon as it has read the file, beside its search and replace (for
+//     1 MB, 1 to 2 ms of processor that the object's write and sync no
+//     longer wait for); an edit refused after that (its old_string not
+//     found) leaves the object stored, which nothing refers to, as a
+//     crash before step 3 does: it is the before-image of the file's
+//     next change, and a prune removes it otherwise.
 //   - The pending records of a session are lines of one append-only log,
 //     pending/<session>.jsonl, made by the session's first change (its
 //     create committed by a sync of pending/) and kept: a record is one
@@ -170,11 +176,12 @@
 // as long as a checkpoint names it, and an object's name is its only
 // index.
 //
-// What is left is the disk and one hash: the edit without a checkpoint
-// syncs its temp file and its directory; with one, a new object's bytes
-// are a second write of the file's size that must be durable before the
-// rename, and the new bytes' BLAKE3 (0.5 ms for 1 MB) runs beside the
-// temp file's write and sync. A hard
+// What is left is the disk: the edit without a checkpoint syncs its temp
+// file and its directory; with one, a new object's bytes are a second
+// write of the file's size that must be durable before the rename, and
+// the pending line's sync, which on a journalling filesystem commits
+// with the 1 MB writes in flight beside it; the new bytes' BLAKE3 (0.5
+// ms for 1 MB) runs beside the temp file's write and sync. A hard
 // link of the old file into the store, where the tool renames over it,
 // would spare the object's write but not its syncs, and would share an
 // inode with the user's file until the rename, which anything still
