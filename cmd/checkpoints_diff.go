@@ -69,7 +69,7 @@ func diffChange(w io.Writer, store *checkpoints.Store, c checkpoints.Change) err
 		return err
 	}
 	label := "present, as the change left it"
-	if !exists || checkpoints.Hash(now) != c.After || c.Removed {
+	if !exists || !checkpoints.Matches(c.After, now) || c.Removed {
 		label = "present, changed since"
 	}
 	if !exists {

@@ -2,8 +2,6 @@ package agent
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -104,19 +102,35 @@ func (f *inflight) settle(err error) {
 // checkpoint starts storing the prior bytes of the file at p (named as
 // the model gave it) before a tool replaces them with after: fi is its
 // FileInfo (nil when it does not exist), prior its bytes when the tool
-// has read them (nil to have them read here). The object and the call's
-// pending record, with the change added, are written and synced in the
-// background while the tool writes its temp file; the tool passes the
-// returned inflight's ready to replace, which waits for them before the
-// rename, and calls settle with the write's error. A store that cannot be
-// written refuses the change (ready's error): never a change without its
-// checkpoint. note is what the result adds when the file cannot be
-// checkpointed (too large, unreadable): the change goes on, recorded as
-// not checkpointed, and the model and the user are told.
+// has read them (nil to have them read here). It is startCheckpoint and
+// then at once, for a tool whose new bytes are known when it starts.
 func (env *Env) checkpoint(ctx context.Context, p place, name string, fi fs.FileInfo, prior, after []byte) (note string, f *inflight) {
+	return env.startCheckpoint(ctx, p, name, fi, prior).then(after)
+}
+
+// storing is a before-image whose storing has begun (startCheckpoint),
+// waiting for the bytes that will replace it (then).
+type storing struct {
+	cc     *callChanges
+	name   string
+	change checkpoints.Change
+	note   string
+	before chan string // the prior bytes' hash, once known
+	saved  chan error  // the object's storing, once over; nil when there is none
+}
+
+// startCheckpoint starts storing the prior bytes of the file at p, as
+// checkpoint does, before the tool has made the bytes that will replace
+// them, so that the object's write and sync run beside the tool's work
+// (edit_file's search and replace of a large file); then gives it those
+// bytes. A tool that ends without calling then (its edit refused) leaves
+// the object stored, which nothing refers to, as a crash would: the same
+// bytes are the before-image of the file's next change, and a prune
+// removes it otherwise. A nil storing (no checkpoint store) does nothing.
+func (env *Env) startCheckpoint(ctx context.Context, p place, name string, fi fs.FileInfo, prior []byte) *storing {
 	cc := env.call
 	if cc == nil {
-		return "", nil
+		return nil
 	}
 	c := checkpoints.Change{Path: p.abs}
 	if fi == nil {
@@ -138,44 +152,62 @@ func (env *Env) checkpoint(ctx context.Context, p place, name string, fi fs.File
 			c.NotCheckpointed = "unreadable (" + err.Error() + ")"
 		}
 	}
+	st := &storing{cc: cc, name: name, change: c, before: make(chan string, 1)}
 	if c.NotCheckpointed != "" {
-		note = fmt.Sprintf(" (not checkpointed: %s is %s; this change cannot be taken back)", name, c.NotCheckpointed)
+		st.note = fmt.Sprintf(" (not checkpointed: %s is %s; this change cannot be taken back)", name, c.NotCheckpointed)
 	}
+	if fi == nil || c.NotCheckpointed != "" {
+		st.before <- ""
+		return st
+	}
+	// The prior bytes' hash is known without hashing them when they are
+	// what a change of this store last wrote there (Remembered); else the
+	// object's bytes are written and synced while they are hashed
+	// (SaveHashing). The object is stored as it is (a gzip costs more
+	// than the write it spares).
+	st.saved = make(chan error, 1)
+	stored := func(err error) {
+		if err == nil {
+			checkpointStep("object")
+		}
+		st.saved <- err
+	}
+	if h, ok := cc.store.Remembered(p.abs, prior); ok {
+		st.before <- h
+		go func() { stored(cc.store.Save(h, prior)) }()
+	} else {
+		go func() {
+			_, err := cc.store.SaveHashing(prior, func(h string) { st.before <- h })
+			stored(err)
+		}()
+	}
+	return st
+}
+
+// then goes on with the checkpoint st began, for a change that writes
+// after: the call's pending record, with the change added, is appended
+// and synced in the background while the tool writes its temp file
+// (the object may still be being stored); the tool passes the returned
+// inflight's ready to replace, which waits for both before the rename,
+// and calls settle with the write's error. A store that cannot be
+// written refuses the change (ready's error): never a change without its
+// checkpoint. note is what the result adds when the file cannot be
+// checkpointed (too large, unreadable): the change goes on, recorded as
+// not checkpointed, and the model and the user are told.
+func (st *storing) then(after []byte) (note string, f *inflight) {
+	if st == nil {
+		return "", nil
+	}
+	cc, c := st.cc, st.change
 	f = &inflight{done: make(chan error, 1), cc: cc, after: after}
 	f.wait = sync.OnceValue(func() error { return <-f.done })
-	// The hashes cost more than the write they precede (a 1 MB file: a
-	// SHA-256 is 3 to 10 ms): done beside it. The prior bytes' hash is
-	// known without hashing them when they are what a change of this
-	// store last wrote there (Remembered); else the object's bytes are
-	// written and synced while they are hashed (SaveHashing). The object
-	// is stored as it is (a gzip costs more than the write it spares),
-	// and the object and the pending record are written and synced at
-	// once (fsstore/checkpoints doc, "The cost of a checkpoint").
+	// The new bytes' hash (a 1 MB file: a BLAKE3 is 0.5 ms, where a
+	// SHA-256 was 3 to 10 ms) runs beside the tool's write too, and the
+	// pending record is written as soon as both hashes are known
+	// (fsstore/checkpoints doc, "The cost of a checkpoint").
 	go func() {
-		afterHash := make(chan string, 1)
-		go func() { afterHash <- checkpoints.Hash(after) }()
-		var saved chan error
-		if fi != nil && c.NotCheckpointed == "" {
-			saved = make(chan error, 1)
-			stored := func(err error) {
-				if err == nil {
-					checkpointStep("object")
-				}
-				saved <- err
-			}
-			if h, ok := cc.store.Remembered(p.abs, prior); ok {
-				c.Before = h
-				go func() { stored(cc.store.Save(h, prior)) }()
-			} else {
-				before := make(chan string, 1)
-				go func() {
-					_, err := cc.store.SaveHashing(prior, func(h string) { before <- h })
-					stored(err)
-				}()
-				c.Before = <-before
-			}
-		}
-		c.After = <-afterHash
+		c.After = checkpoints.Hash(after)
+		c.Before = <-st.before
 		cc.mu.Lock()
 		defer cc.mu.Unlock()
 		list := append(slices.Clone(cc.list), c)
@@ -183,40 +215,41 @@ func (env *Env) checkpoint(ctx context.Context, p place, name string, fi fs.File
 		if perr == nil {
 			checkpointStep("pending")
 		}
-		if saved != nil {
-			if err := <-saved; err != nil {
-				f.done <- fmt.Errorf("%s: its checkpoint could not be stored (%w); nothing written", name, err)
+		if st.saved != nil {
+			if err := <-st.saved; err != nil {
+				f.done <- fmt.Errorf("%s: its checkpoint could not be stored (%w); nothing written", st.name, err)
 				return
 			}
 		}
 		if perr != nil {
-			f.done <- fmt.Errorf("%s: its checkpoint could not be recorded (%w); nothing written", name, perr)
+			f.done <- fmt.Errorf("%s: its checkpoint could not be recorded (%w); nothing written", st.name, perr)
 			return
 		}
 		cc.list = list
 		f.change = c
 		f.done <- nil
 	}()
-	return note, f
+	return st.note, f
 }
 
-// present is what the file at path holds now: the hash of its bytes and
-// its FileInfo, or a nil FileInfo when there is none. A symbolic link or
-// anything but a regular file is an error: neither is what a tool wrote.
-func present(ctx context.Context, fsys fileSys, path string) (string, fs.FileInfo, error) {
+// present is what the file at path holds now: the hash of its bytes, to
+// compare with the hashes like (checkpoints.NewHasher), and its FileInfo,
+// or a nil FileInfo when there is none. A symbolic link or anything but
+// a regular file is an error: neither is what a tool wrote.
+func present(ctx context.Context, fsys fileSys, path string, like ...string) (checkpoints.Sum, fs.FileInfo, error) {
 	f, err := openRegular(ctx, fsys, path, path, syscall.O_NOFOLLOW)
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", nil, nil
+		return checkpoints.Sum{}, nil, nil
 	}
 	if err != nil {
-		return "", nil, err
+		return checkpoints.Sum{}, nil, err
 	}
 	defer f.Close()
-	h := sha256.New()
+	h := checkpoints.NewHasher(like...)
 	if _, err := io.Copy(h, f); err != nil {
-		return "", nil, err
+		return checkpoints.Sum{}, nil, err
 	}
-	return hex.EncodeToString(h.Sum(nil)), f.info, nil
+	return h.Sum(), f.info, nil
 }
 
 // settlePending returns the changes of the pending record of call callID
@@ -227,8 +260,8 @@ func settlePending(store *checkpoints.Store, sid, callID string) (_ []checkpoint
 	if err != nil || !found {
 		return nil, false, err
 	}
-	return checkpoints.Resolve(p.Changes, func(path string) (string, bool, error) {
-		h, fi, err := present(context.Background(), hostFiles{}, path)
+	return checkpoints.Resolve(p.Changes, func(path string, like ...string) (checkpoints.Sum, bool, error) {
+		h, fi, err := present(context.Background(), hostFiles{}, path, like...)
 		return h, fi != nil, err
 	}), true, nil
 }

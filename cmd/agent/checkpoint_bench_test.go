@@ -130,8 +130,9 @@ func BenchmarkWriteSync1MB(b *testing.B) {
 	}
 }
 
-// BenchmarkHash1MB is the SHA-256 of 1 MB, which names a before-image and
-// the bytes a change wrote: the processor's part of a checkpoint.
+// BenchmarkHash1MB is the hash of 1 MB (checkpoints.Hash: a BLAKE3, a
+// SHA-256 before), which names a before-image and the bytes a change
+// wrote: the processor's part of a checkpoint.
 func BenchmarkHash1MB(b *testing.B) {
 	data := []byte(sourceLike(1 << 20))
 	b.SetBytes(1 << 20)

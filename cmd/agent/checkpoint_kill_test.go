@@ -14,14 +14,19 @@ import (
 	"github.com/hermes/hermes/fsstore/sessions"
 )
 
-// A kill -9 at each step of a checkpointed write (before the call runs,
-// once the before-image is stored, once the pending record is written,
-// before the rename, after the rename, once the result is stored): the
-// file is whole, old or new; the next turn records the change exactly
-// when the file holds the new bytes, with the old bytes restorable; fsck
-// is clean after --repair.
+// A kill -9 at each step of a checkpointed write_file and edit_file
+// (before the call runs, once the before-image is stored, which edit_file
+// begins before it has made its new bytes, once the pending record is
+// written, before the rename, after the rename, once the result is
+// stored): the file is whole, old or new; the next turn records the
+// change exactly when the file holds the new bytes, with the old bytes
+// restorable; fsck is clean after --repair.
 func TestKilledCheckpointedWrite(t *testing.T) {
 	newContent := "new\n"
+	toolArgs := map[string]string{
+		"write_file": args("path", "f.txt", "content", newContent),
+		"edit_file":  args("path", "f.txt", "old_string", "old", "new_string", "new"),
+	}
 	if step := os.Getenv("HERMES_TEST_CK_KILL"); step != "" {
 		block := func(s string) {
 			if s == step {
@@ -33,8 +38,9 @@ func TestKilledCheckpointedWrite(t *testing.T) {
 		beforeRename = func(string) { block("rename") }
 		dir := os.Getenv("HERMES_TEST_CK_DIR")
 		st := sessions.NewStore(filepath.Join(dir, "profile"), "default", time.Second, func(string) {})
-		p := &scripted{t: t, replies: []sessions.Message{calls("write_file", args("path", "f.txt", "content", newContent)), text("done")}}
-		e := &Engine{Sessions: st, Provider: p, Tools: []Tool{writeFileTool{}}, Approver: Fixed(true),
+		tool := os.Getenv("HERMES_TEST_CK_TOOL")
+		p := &scripted{t: t, replies: []sessions.Message{calls(tool, toolArgs[tool]), text("done")}}
+		e := &Engine{Sessions: st, Provider: p, Tools: []Tool{writeFileTool{}, editFileTool{}}, Approver: Fixed(true),
 			Progress: func(p Progress) {
 				if p.Done {
 					block("ran")
@@ -46,54 +52,62 @@ func TestKilledCheckpointedWrite(t *testing.T) {
 		e.Run(context.Background(), Turn{SessionID: os.Getenv("HERMES_TEST_CK_SESSION"), Input: user("go"), Env: env})
 		return
 	}
-	for _, step := range []string{"start", "object", "pending", "rename", "ran", "result"} {
-		t.Run(step, func(t *testing.T) {
-			dir := t.TempDir()
-			path := filepath.Join(dir, "f.txt")
-			os.WriteFile(path, []byte("old\n"), 0o644)
-			st := sessions.NewStore(filepath.Join(dir, "profile"), "default", time.Second, func(string) {})
-			id := newSession(t, st)
-			killAt(t, "TestKilledCheckpointedWrite", step, "HERMES_TEST_CK_KILL="+step, "HERMES_TEST_CK_DIR="+dir, "HERMES_TEST_CK_SESSION="+id)
+	for _, tool := range []string{"write_file", "edit_file"} {
+		for _, step := range []string{"start", "object", "pending", "rename", "ran", "result"} {
+			t.Run(tool+"/"+step, func(t *testing.T) {
+				killedWrite(t, tool, step, newContent)
+			})
+		}
+	}
+}
 
-			ck := checkpoints.Open(filepath.Join(dir, "profile"))
-			e := &Engine{Sessions: st, Provider: &scripted{t: t, replies: []sessions.Message{text("ok")}}, Tools: []Tool{writeFileTool{}}}
-			if _, err := e.Run(context.Background(), Turn{SessionID: id, Input: user("next"), Env: &Env{Cwd: dir, Checkpoints: ck}}); err != nil {
-				t.Fatal(err)
-			}
-			got, _ := os.ReadFile(path)
-			msgs := stored(t, st, id)
-			var cs []checkpoints.Change
-			if step != "start" {
-				cs = changesOf(t, msgs, "call_write_file_0")
-			}
-			switch string(got) {
-			case newContent:
-				if len(cs) != 1 || cs[0].After != checkpoints.Hash([]byte(newContent)) {
-					t.Fatalf("the file changed; recorded %+v", cs)
-				}
-				if b, err := ck.Get(cs[0].Before); err != nil || string(b) != "old\n" {
-					t.Fatalf("before-image %q, %v", b, err)
-				}
-			case "old\n":
-				if len(cs) != 0 {
-					t.Fatalf("the file did not change; recorded %+v", cs)
-				}
-			default:
-				t.Fatalf("f.txt is %q: half-written", got)
-			}
-			if _, err := ck.Check(st, true, filepath.Join(dir, "profile", "lost+found")); err != nil {
-				t.Fatal(err)
-			}
-			findings, err := ck.Check(st, false, filepath.Join(dir, "profile", "lost+found"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, f := range findings {
-				if f.Problem {
-					t.Errorf("fsck after repair: %s: %s", f.Path, f.What)
-				}
-			}
-		})
+// killedWrite is TestKilledCheckpointedWrite's case of a kill at step of
+// a call of tool.
+func killedWrite(t *testing.T, tool, step, newContent string) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f.txt")
+	os.WriteFile(path, []byte("old\n"), 0o644)
+	st := sessions.NewStore(filepath.Join(dir, "profile"), "default", time.Second, func(string) {})
+	id := newSession(t, st)
+	killAt(t, "TestKilledCheckpointedWrite", step, "HERMES_TEST_CK_KILL="+step, "HERMES_TEST_CK_TOOL="+tool, "HERMES_TEST_CK_DIR="+dir, "HERMES_TEST_CK_SESSION="+id)
+
+	ck := checkpoints.Open(filepath.Join(dir, "profile"))
+	e := &Engine{Sessions: st, Provider: &scripted{t: t, replies: []sessions.Message{text("ok")}}, Tools: []Tool{writeFileTool{}, editFileTool{}}}
+	if _, err := e.Run(context.Background(), Turn{SessionID: id, Input: user("next"), Env: &Env{Cwd: dir, Checkpoints: ck}}); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(path)
+	msgs := stored(t, st, id)
+	var cs []checkpoints.Change
+	if step != "start" {
+		cs = changesOf(t, msgs, "call_"+tool+"_0")
+	}
+	switch string(got) {
+	case newContent:
+		if len(cs) != 1 || cs[0].After != checkpoints.Hash([]byte(newContent)) {
+			t.Fatalf("the file changed; recorded %+v", cs)
+		}
+		if b, err := ck.Get(cs[0].Before); err != nil || string(b) != "old\n" {
+			t.Fatalf("before-image %q, %v", b, err)
+		}
+	case "old\n":
+		if len(cs) != 0 {
+			t.Fatalf("the file did not change; recorded %+v", cs)
+		}
+	default:
+		t.Fatalf("f.txt is %q: half-written", got)
+	}
+	if _, err := ck.Check(st, true, filepath.Join(dir, "profile", "lost+found")); err != nil {
+		t.Fatal(err)
+	}
+	findings, err := ck.Check(st, false, filepath.Join(dir, "profile", "lost+found"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range findings {
+		if f.Problem {
+			t.Errorf("fsck after repair: %s: %s", f.Path, f.What)
+		}
 	}
 }
 
@@ -206,6 +220,10 @@ func killAt(t *testing.T, test, step string, env ...string) {
 	sc := bufio.NewScanner(out)
 	for sc.Scan() && sc.Text() != "at "+step {
 	}
+	reached := sc.Text() == "at "+step
 	cmd.Process.Kill()
 	cmd.Wait()
+	if !reached {
+		t.Fatalf("%s did not reach step %s", test, step)
+	}
 }

@@ -52,7 +52,7 @@ func TestEditSyncs(t *testing.T) {
 		if i%2 == 1 {
 			from, to = to, from
 		}
-		fan := filepath.Join(profile, "checkpoints", "objects", checkpoints.Hash([]byte(from))[:2])
+		fan := filepath.Join(profile, "checkpoints", "objects", strings.TrimPrefix(checkpoints.Hash([]byte(from)), "b3-")[:2])
 		_, statErr := os.Stat(fan)
 		call := "call_" + string(rune('a'+i))
 		cenv := env.withCall(call)

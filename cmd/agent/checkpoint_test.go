@@ -280,3 +280,39 @@ func TestBeforeImageAfterTheUsersEdit(t *testing.T) {
 		}
 	}
 }
+
+// edit_file begins storing a file's before-image as soon as it has read
+// the file, beside its search and replace: an edit refused after that
+// (old_string not found) leaves the object stored (the before-image of
+// the file's next change), nothing recorded and no pending record. Not
+// parallel: it sets checkpointStep, which the receive below
+// waits for (a build that stores nothing for a refused edit blocks here
+// until go test's timeout).
+func TestBeforeImageStoredWhileTheEditIsMade(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "f.txt"), []byte("v aaaa\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := &Env{SessionID: "s", Cwd: dir, Checkpoints: checkpoints.Open(t.TempDir())}
+	stored := make(chan struct{}, 1)
+	checkpointStep = func(step string) {
+		if step == "object" {
+			stored <- struct{}{}
+		}
+	}
+	defer func() { checkpointStep = func(string) {} }()
+	cenv := env.withCall("call_1")
+	if _, err := (editFileTool{}).Run(context.Background(), cenv, []byte(args("path", "f.txt", "old_string", "nowhere", "new_string", "x"))); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Fatalf("edit of a missing string: %v", err)
+	}
+	<-stored
+	if b, err := env.Checkpoints.Get(checkpoints.Hash([]byte("v aaaa\n"))); err != nil || string(b) != "v aaaa\n" {
+		t.Fatalf("before-image of the refused edit: %q, %v", b, err)
+	}
+	if cs := cenv.call.changes(); len(cs) != 0 {
+		t.Fatalf("a refused edit recorded %+v", cs)
+	}
+	if _, found, err := env.Checkpoints.PendingOf("s", "call_1"); err != nil || found {
+		t.Fatalf("a refused edit left a pending record: %v, %v", found, err)
+	}
+}

@@ -155,9 +155,10 @@
 //
 // With Env.Checkpoints set (every front end sets it), write_file and
 // edit_file store the file's prior bytes in the checkpoint store before
-// they replace it (checkpoint.go): the object, then the call's pending
-// record (a line of the session's pending log), both synced, then the
-// write. The engine runs each call with
+// they replace it (checkpoint.go): the object (begun by edit_file as soon
+// as it has read the file, beside its search and replace), then the
+// call's pending record (a line of the session's pending log), both
+// synced, then the write. The engine runs each call with
 // its own gatherer (Env.withCall) and stores the call's changes in its
 // tool message's "checkpoint" field, then removes the pending record. A
 // call that crashed between the two is answered as interrupted at the

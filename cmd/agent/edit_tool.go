@@ -74,6 +74,9 @@ func (editFileTool) Run(ctx context.Context, env *Env, raw json.RawMessage) (str
 	if i := bytes.IndexByte(content, 0); i >= 0 {
 		return "", fmt.Errorf("edit_file: %s is a binary file (a NUL byte at offset %d)", *args.Path, i)
 	}
+	// The before-image is stored while the new bytes are made: an edit
+	// refused below leaves it stored for the file's next change.
+	ck := env.startCheckpoint(ctx, p, *args.Path, fi, content)
 	text := string(content)
 	old, repl := *args.OldString, *args.NewString
 	if crlf(text) {
@@ -89,9 +92,9 @@ func (editFileTool) Run(ctx context.Context, env *Env, raw json.RawMessage) (str
 		return "", fmt.Errorf("edit_file: old_string occurs %d times in %s, and some of them overlap; nothing written (give more context to make each one distinct)", n, *args.Path)
 	}
 	after := []byte(strings.ReplaceAll(text, old, repl))
-	note, ck := env.checkpoint(ctx, p, *args.Path, fi, content, after)
-	err = replace(p.fsys, p.name, *args.Path, after, fi, ck.ready)
-	ck.settle(err)
+	note, f := ck.then(after)
+	err = replace(p.fsys, p.name, *args.Path, after, fi, f.ready)
+	f.settle(err)
 	if err != nil {
 		return "", fmt.Errorf("edit_file: %w", err)
 	}

@@ -89,7 +89,7 @@ func Restore(ctx context.Context, st *sessions.Store, store *checkpoints.Store, 
 			}
 		}
 		fsys, name := in.of(t.Path)
-		h, fi, err := present(ctx, fsys, name)
+		h, fi, err := present(ctx, fsys, name, t.Want, t.Expect)
 		var out *outsideError
 		if errors.As(err, &out) {
 			res.Conflicts = append(res.Conflicts, Skipped{t.Path, fmt.Sprintf(
@@ -101,7 +101,7 @@ func Restore(ctx context.Context, st *sessions.Store, store *checkpoints.Store, 
 			continue
 		}
 		switch {
-		case t.Absent && fi == nil, !t.Absent && fi != nil && h == t.Want:
+		case t.Absent && fi == nil, !t.Absent && fi != nil && h.Is(t.Want):
 			res.Already = append(res.Already, t.Path)
 			for _, c := range prior.Changes {
 				if c.Path == t.Path {
@@ -109,7 +109,7 @@ func Restore(ctx context.Context, st *sessions.Store, store *checkpoints.Store, 
 				}
 			}
 			continue
-		case t.ExpectAbsent && fi == nil, !t.ExpectAbsent && fi != nil && h == t.Expect:
+		case t.ExpectAbsent && fi == nil, !t.ExpectAbsent && fi != nil && h.Is(t.Expect):
 		case !force && fi == nil:
 			res.Conflicts = append(res.Conflicts, Skipped{t.Path, "removed since the agent's last change"})
 			continue
@@ -120,7 +120,7 @@ func Restore(ctx context.Context, st *sessions.Store, store *checkpoints.Store, 
 		c := checkpoints.Change{Path: t.Path, After: t.Want, Removed: t.Absent, Created: fi == nil}
 		if fi != nil {
 			c.Mode = checkpoints.ModeText(fi.Mode())
-			c.Before = h
+			c.Before = h.Hash
 		}
 		jobs = append(jobs, job{t, data, c})
 	}

@@ -133,9 +133,9 @@ func (env *Env) settleShell(ctx context.Context, snap *shellSnapshot) (note stri
 			}
 			continue
 		}
-		c := checkpoints.Change{Path: p, After: h}
+		c := checkpoints.Change{Path: p, After: h.Hash}
 		switch {
-		case had && fi != nil && was.skip == "" && h == was.hash:
+		case had && fi != nil && was.skip == "" && h.Is(was.hash):
 			continue
 		case had && fi == nil:
 			c.Removed = true

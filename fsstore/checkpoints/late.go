@@ -1,8 +1,6 @@
 package checkpoints
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,18 +43,19 @@ func Late(callID, tool string, cs []Change) sessions.Message {
 // change is left out; one that holds neither was changed since, and is
 // kept, so that a restore reports it as a conflict. A change that was not
 // checkpointed is kept only where the file holds what it wrote. present
-// hashes the file at a path (exists false when there is none); its error
-// (not a regular file) counts as neither.
-func Resolve(cs []Change, present func(path string) (hash string, exists bool, err error)) []Change {
+// hashes the file at a path for comparison with the hashes like (a
+// Hasher's; exists false when there is none); its error (not a regular
+// file) counts as neither.
+func Resolve(cs []Change, present func(path string, like ...string) (sum Sum, exists bool, err error)) []Change {
 	var out []Change
 	for _, c := range cs {
-		h, exists, err := present(c.Path)
+		h, exists, err := present(c.Path, c.After, c.Before)
 		if err != nil {
 			out = append(out, c)
 			continue
 		}
-		made := (!exists && c.Removed) || (exists && h == c.After)
-		unmade := (!exists && c.Created) || (exists && c.Before != "" && h == c.Before)
+		made := (!exists && c.Removed) || (exists && h.Is(c.After))
+		unmade := (!exists && c.Created) || (exists && h.Is(c.Before))
 		if made || (!unmade && c.NotCheckpointed == "") {
 			out = append(out, c)
 		}
@@ -64,27 +63,28 @@ func Resolve(cs []Change, present func(path string) (hash string, exists bool, e
 	return out
 }
 
-// presentHash is the hash of the regular file at path, read without
-// following a symbolic link and without blocking on anything else.
-func presentHash(path string) (string, bool, error) {
+// presentHash is the hash of the regular file at path, for comparison
+// with the hashes like, read without following a symbolic link and
+// without blocking on anything else.
+func presentHash(path string, like ...string) (Sum, bool, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", false, nil
+		return Sum{}, false, nil
 	}
 	if err != nil {
-		return "", false, err
+		return Sum{}, false, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return "", false, err
+		return Sum{}, false, err
 	}
 	if !fi.Mode().IsRegular() {
-		return "", false, fmt.Errorf("%s is not a regular file", path)
+		return Sum{}, false, fmt.Errorf("%s is not a regular file", path)
 	}
-	h := sha256.New()
+	h := NewHasher(like...)
 	if _, err := io.Copy(h, f); err != nil {
-		return "", false, err
+		return Sum{}, false, err
 	}
-	return hex.EncodeToString(h.Sum(nil)), true, nil
+	return h.Sum(), true, nil
 }

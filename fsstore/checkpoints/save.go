@@ -55,7 +55,7 @@ func decode(h string, b []byte) ([]byte, error) {
 		if err == nil {
 			var out bytes.Buffer
 			if _, err = io.Copy(&out, z); err == nil {
-				if got := Hash(out.Bytes()); got == h {
+				if got := hashLike(h, out.Bytes()); got == h {
 					return out.Bytes(), nil
 				} else {
 					why = "its bytes hash to " + got
@@ -66,7 +66,7 @@ func decode(h string, b []byte) ([]byte, error) {
 			why = err.Error()
 		}
 	}
-	if got := Hash(b); got == h {
+	if got := hashLike(h, b); got == h {
 		return b, nil
 	} else if why == "" {
 		why = "its bytes hash to " + got
@@ -118,7 +118,7 @@ func (s *Store) compress(h string) (bool, error) {
 	rest, err := io.ReadAll(f)
 	f.Close()
 	b := append(head[:n], rest...)
-	if err != nil || Hash(b) != h {
+	if err != nil || !Matches(h, b) {
 		return false, nil
 	}
 	z, err := gzipped(b)
@@ -151,7 +151,7 @@ const recentBytes = 64 << 20
 
 // recent remembers, for the files a change last wrote, their bytes and
 // the hash of them: the next change of such a file finds its prior bytes
-// there (Remembered) (a comparison of the bytes, a fraction of the cost of a SHA-256)
+// there (Remembered) (a comparison of the bytes, a fraction of the cost of a hash)
 // and need not hash them again.
 type recent struct {
 	mu    sync.Mutex

@@ -25,7 +25,7 @@ func TestSaveThenCompress(t *testing.T) {
 	if err := s.Save(h, data); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(s.Dir, "objects", h[:2], h[2:])
+	path := objPath(t, s, h)
 	if b, err := os.ReadFile(path); err != nil || !bytes.Equal(b, data) {
 		t.Fatalf("saved object holds %d bytes, %v; want the %d bytes as they are", len(b), err, len(data))
 	}
@@ -53,7 +53,7 @@ func TestSaveThenCompress(t *testing.T) {
 	if got, err := s.Get(hg); err != nil || !bytes.Equal(got, gz) {
 		t.Fatalf("Get of a saved object that starts as gzip = %q, %v", got, err)
 	}
-	if err := os.WriteFile(filepath.Join(s.Dir, "objects", hg[:2], hg[2:]), []byte("\x1f\x8b\x08 other"), 0o600); err != nil {
+	if err := os.WriteFile(objPath(t, s, hg), []byte("\x1f\x8b\x08 other"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Get(hg); !errors.Is(err, ErrCorrupt) {
@@ -99,9 +99,9 @@ func TestCompressFault(t *testing.T) {
 			if got, err := s.Get(h); err != nil || !bytes.Equal(got, data) {
 				t.Fatalf("Get after a failed Compress = %d bytes, %v", len(got), err)
 			}
-			entries, _ := os.ReadDir(filepath.Join(s.Dir, "objects", h[:2]))
+			entries, _ := os.ReadDir(filepath.Dir(objPath(t, s, h)))
 			if len(entries) != 1 {
-				t.Fatalf("objects/%s holds %v after a failed Compress: a temp file left", h[:2], entries)
+				t.Fatalf("%s holds %v after a failed Compress: a temp file left", filepath.Dir(objPath(t, s, h)), entries)
 			}
 			if n, err := s.Compress(); err != nil || n != 1 {
 				t.Fatalf("Compress = %d, %v; want 1", n, err)
@@ -148,7 +148,7 @@ func TestPruneCompresses(t *testing.T) {
 	if err := s.Save(h, data); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(s.Dir, "objects", h[:2], h[2:])
+	path := objPath(t, s, h)
 	if _, err := s.Prune(st, PruneOptions{Now: time.Now(), DryRun: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func TestSaveHashing(t *testing.T) {
 	if got, err := s.Get(h); err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("Get = %d bytes, %v", len(got), err)
 	}
-	if names := storetest.DirNames(t, filepath.Join(s.Dir, "objects")); len(names) != 1 || names[0] != h[:2] {
+	if names := storetest.DirNames(t, filepath.Join(s.Dir, "objects")); len(names) != 1 || names[0] != filepath.Base(filepath.Dir(objPath(t, s, h))) {
 		t.Fatalf("objects/ holds %v", names)
 	}
 	if h2, err := s.SaveHashing(data, func(string) {}); err != nil || h2 != h {

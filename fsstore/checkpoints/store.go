@@ -5,12 +5,16 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
+
+	"github.com/zeebo/blake3"
 
 	"github.com/hermes/hermes/fsstore"
 )
@@ -48,18 +52,25 @@ func (s *Store) Limit() int64 {
 	return DefaultMaxFile
 }
 
-// Hash is the name of data in the store: its SHA-256, in lower-case hex.
+// Hash is the name of data in the store: "b3-" and its BLAKE3-256, in
+// lower-case hex (package doc, "Hashes": a store made by an earlier
+// build also holds objects named by their SHA-256, 64 hex digits alone).
 func Hash(data []byte) string {
-	h := sha256.Sum256(data)
-	return hex.EncodeToString(h[:])
+	h := blake3.Sum256(data)
+	return b3Prefix + hex.EncodeToString(h[:])
 }
 
-// ValidHash reports whether h is a hash as Hash writes it.
+// b3Prefix begins the name of an object named by its BLAKE3.
+const b3Prefix = "b3-"
+
+// ValidHash reports whether h is a hash as Hash writes it, or as an
+// earlier build wrote it (a SHA-256).
 func ValidHash(h string) bool {
-	if len(h) != sha256.Size*2 {
+	digest := strings.TrimPrefix(h, b3Prefix)
+	if len(digest) != sha256.Size*2 {
 		return false
 	}
-	for _, c := range h {
+	for _, c := range digest {
 		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
 			return false
 		}
@@ -67,13 +78,86 @@ func ValidHash(h string) bool {
 	return true
 }
 
-// objectPath is where the object h lives: objects/<first two hex
-// digits>/<the rest>, as git spreads its loose objects.
+// Matches reports whether data hash to h, in h's algorithm.
+func Matches(h string, data []byte) bool {
+	return h != "" && hashLike(h, data) == h
+}
+
+// hashLike is the name of data in the algorithm of h: Hash's, or the
+// SHA-256 an earlier build named objects by.
+func hashLike(h string, data []byte) string {
+	if strings.HasPrefix(h, b3Prefix) {
+		return Hash(data)
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+// Hasher is Hash for bytes written to it a piece at a time (a file read
+// as a stream), and also, when it was made for a hash an earlier build
+// wrote (NewHasher), their SHA-256, so that they can be compared with
+// that hash too (Sum.Is).
+type Hasher struct {
+	b3  *blake3.Hasher
+	sha hash.Hash
+}
+
+// NewHasher returns a Hasher for bytes to compare with the hashes like:
+// it computes their SHA-256 as well only when one of like is one.
+func NewHasher(like ...string) *Hasher {
+	h := &Hasher{b3: blake3.New()}
+	for _, l := range like {
+		if l != "" && !strings.HasPrefix(l, b3Prefix) {
+			h.sha = sha256.New()
+			break
+		}
+	}
+	return h
+}
+
+// Write adds p to the bytes hashed; it never fails.
+func (h *Hasher) Write(p []byte) (int, error) {
+	h.b3.Write(p)
+	if h.sha != nil {
+		h.sha.Write(p)
+	}
+	return len(p), nil
+}
+
+// Sum returns the hashes of the bytes written.
+func (h *Hasher) Sum() Sum {
+	s := Sum{Hash: b3Prefix + hex.EncodeToString(h.b3.Sum(nil))}
+	if h.sha != nil {
+		s.sha = hex.EncodeToString(h.sha.Sum(nil))
+	}
+	return s
+}
+
+// Sum is the hashes of some bytes (Hasher).
+type Sum struct {
+	// Hash is their name as Hash writes it.
+	Hash string
+	sha  string
+}
+
+// Is reports whether the bytes hash to h, a hash as Hash writes it or,
+// when the Hasher was made for such a hash, as an earlier build did.
+func (s Sum) Is(h string) bool {
+	return h != "" && (h == s.Hash || h == s.sha)
+}
+
+// objectPath is where the object h lives: objects/<first two hex digits
+// of its digest>/<the rest>, as git spreads its loose objects, the rest
+// preceded by "b3-" for a BLAKE3.
 func (s *Store) objectPath(h string) (string, error) {
 	if !ValidHash(h) {
-		return "", fsstore.Invalidf("%q is not a checkpoint object hash (64 hex digits)", h)
+		return "", fsstore.Invalidf("%q is not a checkpoint object hash (b3- and 64 hex digits, or 64 hex digits)", h)
 	}
-	return filepath.Join(s.Dir, "objects", h[:2], h[2:]), nil
+	prefix, digest := "", h
+	if strings.HasPrefix(h, b3Prefix) {
+		prefix, digest = b3Prefix, h[len(b3Prefix):]
+	}
+	return filepath.Join(s.Dir, "objects", digest[:2], prefix+digest[2:]), nil
 }
 
 // Put stores data and returns its hash. An object already stored is not
@@ -157,6 +241,9 @@ func (s *Store) Objects() (map[string]int64, error) {
 		}
 		for _, e := range entries {
 			h := fan.Name() + e.Name()
+			if rest, ok := strings.CutPrefix(e.Name(), b3Prefix); ok {
+				h = b3Prefix + fan.Name() + rest
+			}
 			if !e.Type().IsRegular() || !ValidHash(h) {
 				continue
 			}

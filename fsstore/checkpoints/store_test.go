@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/hermes/hermes/fsstore"
@@ -34,7 +33,7 @@ func TestPutGetDedup(t *testing.T) {
 	if err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("Get = %d bytes, %v", len(got), err)
 	}
-	fi, err := os.Stat(filepath.Join(s.Dir, "objects", h[:2], h[2:]))
+	fi, err := os.Stat(objPath(t, s, h))
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("object file: %v, %v; want mode 0600", fi, err)
 	}
@@ -57,17 +56,17 @@ func TestGetMissingAndCorrupt(t *testing.T) {
 		t.Fatal(err)
 	}
 	// An object whose file holds another's bytes hashes wrong.
-	b, err := os.ReadFile(filepath.Join(s.Dir, "objects", other[:2], other[2:]))
+	b, err := os.ReadFile(objPath(t, s, other))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(s.Dir, "objects", h[:2], h[2:]), b, 0o600); err != nil {
+	if err := os.WriteFile(objPath(t, s, h), b, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Get(h); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("Get of a swapped object: %v, want corrupt", err)
 	}
-	if err := os.WriteFile(filepath.Join(s.Dir, "objects", h[:2], h[2:]), []byte("not gzip"), 0o600); err != nil {
+	if err := os.WriteFile(objPath(t, s, h), []byte("not gzip"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Get(h); !errors.Is(err, ErrCorrupt) {
