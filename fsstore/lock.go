@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -139,7 +140,7 @@ func lock(path string, timeout time.Duration, done <-chan struct{}, shared, reco
 		}
 		fixMode(fd, &st)
 		if shared {
-			return func() { release(fd) }, nil
+			return unlockOnce(func() { release(fd) }), nil
 		}
 		return hold(path, fd, writable, leave), nil
 	}
@@ -239,6 +240,19 @@ func flock(fd, how int) error {
 	}
 }
 
+// unlockOnce returns an unlock that does f the first time it is called
+// and nothing after: a deferred unlock after an explicit one must neither
+// wait for the process's turn again (lockqueue.go) nor close a descriptor
+// number that another file has been given since.
+func unlockOnce(f func()) func() {
+	var done atomic.Bool
+	return func() {
+		if done.CompareAndSwap(false, true) {
+			f()
+		}
+	}
+}
+
 // release lets the lock on fd go and closes it. The explicit unlock
 // lets it go even while a child being started holds a copy of fd
 // between its fork and its exec.
@@ -266,15 +280,15 @@ func hold(path string, fd int, writable bool, leave func()) func() {
 		token = recordHolder(fd)
 	}
 	if token == "" {
-		return func() {
+		return unlockOnce(func() {
 			release(fd)
 			leave()
-		}
+		})
 	}
 	held.Lock()
 	held.tokens[path] = token
 	held.Unlock()
-	return func() {
+	return unlockOnce(func() {
 		held.Lock()
 		if held.tokens[path] == token {
 			delete(held.tokens, path)
@@ -283,7 +297,7 @@ func hold(path string, fd int, writable bool, leave func()) func() {
 		unix.Ftruncate(fd, 0)
 		release(fd)
 		leave()
-	}
+	})
 }
 
 // guards reports whether the lock file lock guards the file at path: a

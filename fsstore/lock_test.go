@@ -115,3 +115,46 @@ func TestLockUntilEndsWhenDoneCloses(t *testing.T) {
 	}
 	u()
 }
+
+// TestUnlockTwice: an unlock called a second time (a deferred unlock after
+// an explicit one) does nothing: it neither waits for the lock's turn in
+// the process again nor closes a descriptor that another file now has.
+func TestUnlockTwice(t *testing.T) {
+	dir := t.TempDir()
+	for _, take := range []struct {
+		name string
+		lock func(string, time.Duration) (func(), error)
+	}{{"exclusive", fsstore.Lock}, {"log", func(p string, d time.Duration) (func(), error) {
+		return fsstore.LockLogUntil(p, d, nil)
+	}}, {"shared", fsstore.RLock}} {
+		path := filepath.Join(dir, take.name+".lock")
+		unlock, err := take.lock(path, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		unlock()
+		other, err := os.Create(filepath.Join(dir, take.name+".other"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		twice := make(chan struct{})
+		go func() {
+			unlock()
+			close(twice)
+		}()
+		select {
+		case <-twice:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: a second unlock still waits after 10s", take.name)
+		}
+		if _, err := other.WriteString("still mine"); err != nil {
+			t.Fatalf("%s: a second unlock closed another file's descriptor: %v", take.name, err)
+		}
+		other.Close()
+		again, err := take.lock(path, time.Second)
+		if err != nil {
+			t.Fatalf("%s: the lock after a second unlock: %v", take.name, err)
+		}
+		again()
+	}
+}
