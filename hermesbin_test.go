@@ -2,15 +2,18 @@ package main
 
 import (
 	"debug/buildinfo"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // scriptsHermesDir is the directory of the hermes the scripts run,
@@ -39,19 +42,13 @@ var scriptsHermes = sync.OnceValues(func() (string, error) {
 	if err != nil {
 		return "", nil
 	}
+	sweepScriptsHermes()
 	dir, err := os.MkdirTemp(userTempDir, "hermes-scripts-")
 	if err != nil {
 		return "", err
 	}
 	scriptsHermesDir = dir
-	// Linked in the tests' temporary directory, in memory when it is,
-	// so that only the copy is written to the disk.
-	linkDir, err := os.MkdirTemp("", "hermes-link-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(linkDir)
-	linked := filepath.Join(linkDir, "hermes")
+	linked := filepath.Join(dir, "hermes.linked")
 	cmd := exec.Command(goCmd, "build", "-buildvcs=false", "-tags", strings.Join(buildTags(), ","),
 		"-o", linked, ".")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
@@ -61,8 +58,36 @@ var scriptsHermes = sync.OnceValues(func() (string, error) {
 	if err := copyExecutable(linked, filepath.Join(dir, "hermes")); err != nil {
 		return "", err
 	}
-	return dir, nil
+	return dir, os.Remove(linked)
 })
+
+// buildScriptsHermesEarly starts scriptsHermes's build when the run will
+// run the scripts, so that the link (2 s of processor) runs beside the
+// tests before them rather than holding the scripts back.
+func buildScriptsHermesEarly() {
+	pattern := flag.Lookup("test.run").Value.String()
+	first, _, _ := strings.Cut(pattern, "/")
+	if matched, err := regexp.MatchString(first, "TestScripts"); err == nil && matched &&
+		flag.Lookup("test.list").Value.String() == "" {
+		builtEarly = true
+		go scriptsHermes()
+	}
+}
+
+// sweepScriptsHermes removes the scripts' hermes that test binaries
+// killed before their end left (a test timeout, a kill), once they are
+// older than any run.
+func sweepScriptsHermes() {
+	old, _ := filepath.Glob(filepath.Join(userTempDir, "hermes-scripts-*"))
+	for _, dir := range old {
+		if fi, err := os.Lstat(dir); err == nil && fi.IsDir() && time.Since(fi.ModTime()) > 6*time.Hour {
+			os.RemoveAll(dir)
+		}
+	}
+}
+
+// builtEarly says that buildScriptsHermesEarly started the build.
+var builtEarly bool
 
 // userTempDir is the temporary directory of the user's, read before
 // TestMain puts the tests' files in memory (fsstore/testtmp): the
@@ -142,8 +167,12 @@ func TestScriptsHermesIsReleaseBuild(t *testing.T) {
 	}
 }
 
-// removeScriptsHermes removes what scriptsHermes built.
+// removeScriptsHermes removes what scriptsHermes built, once a build
+// started early has ended (-skip may have left out the scripts).
 func removeScriptsHermes() {
+	if builtEarly {
+		scriptsHermes()
+	}
 	if scriptsHermesDir != "" {
 		os.RemoveAll(scriptsHermesDir)
 	}

@@ -51,6 +51,7 @@ func (r testsRun) Run() int {
 	if !set && !raceEnabled {
 		flag.Set("test.parallel", scriptsParallel)
 	}
+	buildScriptsHermesEarly()
 	code := testtmp.Main(r.m)
 	removeScriptsHermes()
 	printLongLeftOut()
