@@ -30,10 +30,11 @@ var scriptsHermesDir string
 // test binary run by hand).
 //
 // The scripts start hermes about 3,400 times, and a start of the test
-// binary cost 8.7 ms of processor against 6.2 ms for the release build (no
-// dynamic loader and libc, no Markdown renderer's initialisation, a
-// smaller binary to map): 8 s of the suite's processor time, for a link of
-// about 2 s. The scripts then also run what users run.
+// binary cost 7.3 to 8.7 ms of processor against 5.4 to 6.2 ms for the
+// release build (no dynamic loader and libc, no Markdown renderer's
+// initialisation, a smaller binary to map): 6 to 8 s of the suite's
+// processor time, for a link of about 2 s. The scripts then also run what
+// users run.
 var scriptsHermes = sync.OnceValues(func() (string, error) {
 	if raceEnabled || testing.CoverMode() != "" {
 		return "", nil
@@ -94,8 +95,8 @@ var builtEarly bool
 // scripts' hermes is mapped by each of its thousands of starts, and a
 // file on a disk filesystem that was written in one pass (a copy, not the
 // linker's writes through a memory map) is mapped from the page cache in
-// large blocks, where a tmpfs maps it page by page: a start cost 3.5 ms of
-// processor against 4.5 ms (ext4 on Linux 6).
+// large blocks, where a tmpfs maps it page by page: a start cost 0.3 to
+// 1 ms of processor less (ext4 on Linux 6; README, "Tests").
 var userTempDir = os.TempDir()
 
 // copyExecutable copies the executable from to a new file to in one
