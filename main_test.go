@@ -51,7 +51,9 @@ func (r testsRun) Run() int {
 	if !set && !raceEnabled {
 		flag.Set("test.parallel", scriptsParallel)
 	}
+	buildScriptsHermesEarly()
 	code := testtmp.Main(r.m)
+	removeScriptsHermes()
 	printLongLeftOut()
 	return code
 }
@@ -60,6 +62,10 @@ func (r testsRun) Run() int {
 // script gets its own $HOME and $HERMES_HOME, so nothing leaks between
 // scripts or into the user's home.
 func TestScripts(t *testing.T) {
+	hermesDir, err := scriptsHermes()
+	if err != nil {
+		t.Fatal(err)
+	}
 	var servers sync.Map
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata",
@@ -91,6 +97,9 @@ func TestScripts(t *testing.T) {
 			e.Setenv("HOME", filepath.Join(e.WorkDir, "home"))
 			e.Setenv("HERMES_HOME", filepath.Join(e.WorkDir, "hermes"))
 			e.Setenv("HERMES_PROFILE", "")
+			if hermesDir != "" {
+				e.Setenv("PATH", hermesDir+string(filepath.ListSeparator)+e.Getenv("PATH"))
+			}
 			e.Setenv("MCP_NPM", filepath.Join(mcpNPMDir(), "node_modules"))
 			e.Setenv("CLAUDE", filepath.Join(claudeNPMDir(), "node_modules", ".bin", "claude"))
 			// The scripts run thousands of hermes processes: under the

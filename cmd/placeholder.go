@@ -3,6 +3,7 @@ package cmd
 import (
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/urfave/cli/v2"
 )
@@ -57,7 +58,8 @@ func withPlaceholder(f cli.Flag, s string) string {
 		return s
 	}
 	head, tail, _ := strings.Cut(s, "\t")
-	return valueWord.ReplaceAllString(head, " "+name) + "\t" + tail
+	return valueWord().ReplaceAllString(head, " "+name) + "\t" + tail
 }
 
-var valueWord = regexp.MustCompile(` value\b`)
+// valueWord is compiled when help is first printed, not at every start.
+var valueWord = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(` value\b`) })

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/urfave/cli/v2"
 
@@ -29,11 +30,18 @@ func commandNames(cmds []*cli.Command) []string {
 }
 
 // The flag package's words for an unknown flag and a value it could not
-// parse, which usageMessage puts in the command line's.
+// parse, which usageMessage puts in the command line's; compiled on the
+// first usage error rather than at every start.
 var (
-	undefinedFlag = regexp.MustCompile(`^flag provided but not defined: -+(.*)$`)
-	invalidValue  = regexp.MustCompile(`^invalid value "(.*)" for flag -+([^:]*): `)
-	missingValue  = regexp.MustCompile(`^flag needs an argument: -+(.*)$`)
+	undefinedFlag = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^flag provided but not defined: -+(.*)$`)
+	})
+	invalidValue = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^invalid value "(.*)" for flag -+([^:]*): `)
+	})
+	missingValue = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^flag needs an argument: -+(.*)$`)
+	})
 )
 
 // usageMessage words a usage error of urfave/cli's flag parsing as hermes
@@ -41,14 +49,14 @@ var (
 // one, and what a value should have been.
 func usageMessage(c *cli.Context, err error) error {
 	msg := err.Error()
-	if m := undefinedFlag.FindStringSubmatch(msg); m != nil {
+	if m := undefinedFlag().FindStringSubmatch(msg); m != nil {
 		typed := dashed(m[1])
 		return usagef("unknown flag %s%s", typed, didYouMean(typed, flagNames(c)))
 	}
-	if m := missingValue.FindStringSubmatch(msg); m != nil {
+	if m := missingValue().FindStringSubmatch(msg); m != nil {
 		return usagef("%s needs a value", dashed(m[1]))
 	}
-	if m := invalidValue.FindStringSubmatch(msg); m != nil {
+	if m := invalidValue().FindStringSubmatch(msg); m != nil {
 		return usagef("%s: %q is not %s", dashed(m[2]), m[1], expected(c, m[2]))
 	}
 	return usageError{err}

@@ -399,14 +399,16 @@ func oneLine(err error) string {
 	return s
 }
 
-var varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+// varRef is compiled when a server's settings are first expanded, not at
+// every start of hermes.
+var varRef = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`) })
 
 // expand replaces each ${VAR} of s with hermes's variable VAR; one that
 // is not set is an error naming it, rather than an empty value a server
 // would misread.
 func expand(what, s string) (string, error) {
 	var missing string
-	out := varRef.ReplaceAllStringFunc(s, func(ref string) string {
+	out := varRef().ReplaceAllStringFunc(s, func(ref string) string {
 		name := ref[2 : len(ref)-1]
 		v, ok := os.LookupEnv(name)
 		if !ok && missing == "" {
