@@ -97,18 +97,7 @@ func killedWrite(t *testing.T, tool, step, newContent string) {
 	default:
 		t.Fatalf("f.txt is %q: half-written", got)
 	}
-	if _, err := ck.Check(st, true, filepath.Join(dir, "profile", "lost+found")); err != nil {
-		t.Fatal(err)
-	}
-	findings, err := ck.Check(st, false, filepath.Join(dir, "profile", "lost+found"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range findings {
-		if f.Problem {
-			t.Errorf("fsck after repair: %s: %s", f.Path, f.What)
-		}
-	}
+	repairedClean(t, ck, st, dir)
 }
 
 // A kill -9 at each step of a restore of five files (its pending record
@@ -187,18 +176,7 @@ func TestKilledRestore(t *testing.T) {
 			if len(last) != 1 || len(last[0].Changes) != 5 {
 				t.Fatalf("the restore's note records %+v, want the 5 files", last)
 			}
-			if _, err := ck.Check(st, true, filepath.Join(dir, "profile", "lost+found")); err != nil {
-				t.Fatal(err)
-			}
-			findings, err := ck.Check(st, false, filepath.Join(dir, "profile", "lost+found"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, f := range findings {
-				if f.Problem {
-					t.Errorf("fsck after repair: %s: %s", f.Path, f.What)
-				}
-			}
+			repairedClean(t, ck, st, dir)
 		})
 	}
 }
@@ -225,5 +203,24 @@ func killAt(t *testing.T, test, step string, env ...string) {
 	cmd.Wait()
 	if !reached {
 		t.Fatalf("%s did not reach step %s", test, step)
+	}
+}
+
+// repairedClean runs fsck --repair over the checkpoints of the profile
+// under dir, then fsck, which must find no problem left.
+func repairedClean(t *testing.T, ck *checkpoints.Store, st *sessions.Store, dir string) {
+	t.Helper()
+	lostFound := filepath.Join(dir, "profile", "lost+found")
+	if _, err := ck.Check(st, true, lostFound); err != nil {
+		t.Fatal(err)
+	}
+	findings, err := ck.Check(st, false, lostFound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range findings {
+		if f.Problem {
+			t.Errorf("fsck after repair: %s: %s", f.Path, f.What)
+		}
 	}
 }
