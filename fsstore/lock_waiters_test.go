@@ -15,14 +15,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// waiterEnv names the lock that TestLockWaiterProcess waits for, when the
+// waiterEnv names the lock that TestHelperLockWaiter waits for, when the
 // test binary runs it as another process.
 const waiterEnv = "HERMES_TEST_LOCK_WAITER"
 
-// TestLockWaiterProcess is the other process of
+// TestHelperLockWaiter is the other process of
 // TestLockTimeoutNamesWaiter: it waits for the lock its environment names,
 // says "took" when it holds it, and lets go when its stdin closes.
-func TestLockWaiterProcess(t *testing.T) {
+func TestHelperLockWaiter(t *testing.T) {
 	path := os.Getenv(waiterEnv)
 	if path == "" {
 		t.Skip("run by TestLockTimeoutNamesWaiter")
@@ -61,7 +61,7 @@ func TestLockTimeoutNamesWaiter(t *testing.T) {
 	release := holdRaw(t, path)
 	defer release()
 
-	cmd := exec.Command(os.Args[0], "-test.run=^TestLockWaiterProcess$")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperLockWaiter$")
 	cmd.Env = append(os.Environ(), waiterEnv+"="+path, HostEnv+"=host-b")
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
