@@ -280,15 +280,28 @@ func (s *Store) syncCatalog(e catalogEntry) error {
 // calls compactCatalogIfDue once the line is synced and its session's
 // lock released.
 func (s *Store) appendCatalog(e catalogEntry) (_ *os.File, due bool, _ error) {
-	unlock, err := fsstore.LockLogUntil(filepath.Join(s.Dir, catalogLockName), s.LockTimeout, s.Cancel)
+	_, err := os.Lstat(s.catalogPath())
+	made := errors.Is(err, os.ErrNotExist)
+	lock := fsstore.LockLogUntil
+	if made {
+		lock = fsstore.LockUntil // the catalog made from the documents is renamed into place
+	}
+	unlock, err := lock(filepath.Join(s.Dir, catalogLockName), s.LockTimeout, s.Cancel)
 	if err != nil {
 		return nil, false, err
 	}
 	defer unlock()
+	if made {
+		// No catalog: make it from the documents first, so that the one
+		// this line starts holds every session (makeCatalog).
+		if _, err := os.Lstat(s.catalogPath()); errors.Is(err, os.ErrNotExist) {
+			if err := s.compactCatalogLocked(); err != nil {
+				return nil, false, err
+			}
+		}
+	}
 	line, _ := json.Marshal(e)
 	now, _ := e.written().Instant()
-	_, err = os.Lstat(s.catalogPath())
-	made := errors.Is(err, os.ErrNotExist)
 	f, moved, err := fsstore.OpenAppend(s.catalogPath(), now)
 	if err != nil {
 		return nil, false, err
@@ -703,14 +716,15 @@ func (s *Store) openCatalog() (*os.File, int64, error) {
 	if f != nil || err != nil {
 		return f, size, err
 	}
-	if err := s.rebuildCatalog(); err != nil {
+	if err := s.makeCatalog(); err != nil {
 		return nil, 0, err
 	}
 	return fsstore.OpenSized(s.catalogPath())
 }
 
 // rebuildCatalog writes a catalog from the documents, ordered by their
-// updated_at. It is how a profile without a catalog gets one.
+// updated_at, over the one there is (fsck --repair); makeCatalog is how a
+// profile without a catalog gets one.
 func (s *Store) rebuildCatalog() error {
 	if _, err := os.Stat(s.Dir); errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -748,6 +762,26 @@ func (s *Store) compactCatalogLocked() error {
 		b.WriteByte('\n')
 	}
 	return fsstore.WriteFileAtomic(s.catalogPath(), b.Bytes())
+}
+
+// makeCatalog writes a catalog from the documents where openCatalog found
+// none. It looks again under the lock: an append may have made one
+// meanwhile (appendCatalog makes it from the documents, then adds a new
+// session's line before that session's document is written), and a
+// catalog made from the documents over it would drop that line.
+func (s *Store) makeCatalog() error {
+	if _, err := os.Stat(s.Dir); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	unlock, err := fsstore.LockUntil(filepath.Join(s.Dir, catalogLockName), s.LockTimeout, s.Cancel)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if _, err := os.Lstat(s.catalogPath()); !errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return s.compactCatalogLocked()
 }
 
 // RebuildCatalog rebuilds the catalog from the documents (fsck --repair).
