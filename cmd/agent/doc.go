@@ -47,7 +47,16 @@
 //
 // A step re-reads the transcript once, to stream it to the provider; the
 // prelude reads only the transcript's tail (sessions.Store.Tail),
-// so a tool step costs the same at 100,000 messages as at 10.
+// so a tool step costs the same at 100,000 messages as at 10. A caller
+// that has just read the transcript whole (the gateway, to match a
+// client's history) gives it to the turn (Turn.Stored, with where its read
+// ended, sessions.Point), and a session's first turn starts from an empty
+// one: the provider is then sent that and the turn's own appends, each
+// checked to begin where the last ended (sessions.Store.AppendAt), and
+// reads the file from the first append that finds another writer came
+// between (another process, a forced rewrite). A provider call is sent
+// what the turn's last append left, not what another writer adds after
+// it: that is read at the turn's next append.
 //
 // # Calls that do not run
 //

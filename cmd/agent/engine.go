@@ -162,6 +162,15 @@ type Turn struct {
 	// line and the same sync: the gateway records there the response a
 	// turn answers, which its reply's line then makes durable.
 	Mark map[string]json.RawMessage
+	// Stored is the session's whole transcript as the caller read it
+	// (sessions.Store.MessagesAt), and StoredAt where that read ended: a
+	// provider call is sent it and what the turn stored since, rather
+	// than a read of the file, while every append of the turn began
+	// where the last one (or that read) ended, that is while nothing
+	// else wrote to the transcript. Unset, it is an empty transcript's:
+	// a session's first turn needs no read either.
+	Stored   []sessions.Message
+	StoredAt sessions.Point
 }
 
 // Result is what a turn appended after its input.
@@ -184,6 +193,13 @@ type Result struct {
 	Model string
 	// mark is the turn's Mark, once its input is stored.
 	mark map[string]json.RawMessage
+	// known is the transcript as the turn knows it (Turn.Stored, then
+	// each of its appends), ending at at; nil once an append found that
+	// something else wrote to the transcript. level: an append found it
+	// level with the file, so a provider call may be sent it.
+	known [][]sessions.Message
+	at    sessions.Point
+	level bool
 	// Steps is the number of provider calls; StepLimit is set when the
 	// turn stopped at MaxSteps with calls left unrun.
 	Steps     int
@@ -272,7 +288,7 @@ func (e *Engine) Opening(ctx context.Context, cwd string, msgs []sessions.Messag
 // resumable: what was stored stays, every stored call has or gets a result.
 func (e *Engine) Run(ctx context.Context, t Turn) (res Result, _ error) {
 	st := e.Sessions
-	res = Result{SessionID: t.SessionID}
+	res = Result{SessionID: t.SessionID, known: [][]sessions.Message{t.Stored}, at: t.StoredAt}
 	sess, err := st.Get(t.SessionID)
 	if err != nil {
 		return res, err
@@ -306,7 +322,7 @@ func (e *Engine) Run(ctx context.Context, t Turn) (res Result, _ error) {
 		head = e.Opening(ctx, firstNonEmpty(env.Cwd, sess.Cwd), head)
 	}
 	if len(head) > 0 {
-		if res.Count, err = st.Append(sess.ID, head); err != nil {
+		if res.Count, err = e.appendKnown(&res, head); err != nil {
 			return res, err
 		}
 	}
@@ -339,7 +355,11 @@ func (e *Engine) Run(ctx context.Context, t Turn) (res Result, _ error) {
 	stopActive := false
 	for {
 		res.Steps++
-		req := provider.Request{SessionID: sess.ID, History: history{store: st, id: sess.ID}, Tools: schemas, Model: t.Model, Params: t.Params}
+		h := history{store: st, id: sess.ID}
+		if res.level {
+			h.known = res.known
+		}
+		req := provider.Request{SessionID: sess.ID, History: h, Tools: schemas, Model: t.Model, Params: t.Params}
 		if stream != nil {
 			stream.next()
 			req.Stream = stream
@@ -464,13 +484,30 @@ func (e *Engine) store(res *Result, msgs ...sessions.Message) error {
 			msgs[i].Extra[k] = v
 		}
 	}
-	n, err := e.Sessions.Append(res.SessionID, msgs)
+	n, err := e.appendKnown(res, msgs)
 	if err != nil {
 		return err
 	}
 	res.Count = n
 	res.Added = append(res.Added, msgs...)
 	return nil
+}
+
+// appendKnown appends msgs to the turn's session, synced, and keeps
+// res.known level with the transcript: msgs join it when the append began
+// where res.known ends; otherwise another writer came between, and the
+// provider reads the file from then on.
+func (e *Engine) appendKnown(res *Result, msgs []sessions.Message) (int64, error) {
+	n, ext, err := e.Sessions.AppendAt(res.SessionID, msgs)
+	switch {
+	case err != nil:
+		res.known, res.level = nil, false
+	case res.known != nil && ext.From.Same(res.at):
+		res.known, res.at, res.level = append(res.known, msgs), ext.To, true
+	default:
+		res.known, res.level = nil, false
+	}
+	return n, err
 }
 
 // prelude is what a turn stores before its input: a result for each call

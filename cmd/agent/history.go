@@ -22,17 +22,36 @@ type history struct {
 	// upTo, when set, ends the history at the message with that seq (a
 	// compression's summary request).
 	upTo int64
+	// known, when set, is the transcript as the turn knows it to be (see
+	// Turn.Stored), walked in place of the file.
+	known [][]sessions.Message
+}
+
+// each calls fn with each stored message: those of known, else the
+// file's.
+func (h history) each(fn func(sessions.Message) error) error {
+	if h.known != nil {
+		for _, part := range h.known {
+			for _, m := range part {
+				if err := fn(m); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	t, err := h.store.OpenTranscript(h.id)
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	return t.Each(fn)
 }
 
 // errUpTo ends a history's walk at upTo.
 var errUpTo = errors.New("history: past upTo")
 
 func (h history) Each(fn func(sessions.Message) error) error {
-	t, err := h.store.OpenTranscript(h.id)
-	if err != nil {
-		return err
-	}
-	defer t.Close()
 	var pending []provider.ToolCall
 	// held are notes hermes stored amid pending calls' results (an
 	// abandoned call's late change, recorded while another turn runs its
@@ -53,7 +72,7 @@ func (h history) Each(fn func(sessions.Message) error) error {
 		held = nil
 		return nil
 	}
-	err = t.Each(func(m sessions.Message) error {
+	err := h.each(func(m sessions.Message) error {
 		if h.upTo > 0 && m.Seq > h.upTo {
 			return errUpTo
 		}

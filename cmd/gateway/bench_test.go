@@ -26,7 +26,8 @@ import (
 // its session (issue 15); a turn of 1,000 messages costs at most 4.5 ms
 // more than one of 20 (issue 47). The model answers at once and the
 // handler is called in-process, so what is measured is the gateway and
-// its store; cpu-ns/op is the process's CPU time a turn (cpuTime).
+// its store, and the history the provider is sent (walked, not encoded);
+// cpu-ns/op is the process's CPU time a turn (cpuTime).
 func BenchmarkStatelessTurn(b *testing.B) {
 	for _, msgs := range []int{20, 1000} {
 		for _, entries := range []int{10, 10_000} {
@@ -65,8 +66,11 @@ func benchStatelessTurn(b *testing.B, route string, msgs, entries int, byHeader 
 	dir := b.TempDir()
 	st := sessions.NewStore(dir, "default", 10*time.Second, func(string) {})
 	gs := gatewaystate.NewStore(dir, 10*time.Second, func(string) {})
-	answer := &funcProvider{name: "fast", fn: func(context.Context, provider.Request) (provider.Reply, error) {
-		return assistant("ok"), nil
+	// The model answers at once, after walking the history it is sent,
+	// as every provider does to build its request.
+	answer := &funcProvider{name: "fast", fn: func(_ context.Context, req provider.Request) (provider.Reply, error) {
+		err := req.History.Each(func(sessions.Message) error { return nil })
+		return assistant("ok"), err
 	}}
 	srv := New(Options{Sessions: st, Store: gs, Provider: answer})
 	h := srv.Handler()

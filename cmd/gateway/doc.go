@@ -84,7 +84,11 @@
 //
 // A turn is the chat command's, run by the same engine (cmd/agent): the
 // request's new messages are stored (and synced) before the provider is
-// called with the whole stored history, and the reply is stored after; a
+// called with the whole stored history (the transcript as routing read it
+// to match the client's history, and the messages the turn stored since,
+// not a second read of the file: agent.Turn's Stored, given up for the
+// file when anything else wrote to the transcript in between), and the
+// reply is stored after; a
 // provider failure (502) or a client that goes away (which cancels the
 // call) loses at most the reply. The gateway runs the built-in tools that
 // gateway.tools names (none by default), approved only when tools.approval

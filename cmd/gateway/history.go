@@ -322,7 +322,7 @@ func (ro *router) indexed(ctx context.Context, rt *route, h gatewaystate.History
 			return sessions.Session{}, nil, err
 		}
 	}
-	if stored, err = ro.transcript(sess.ID); err != nil {
+	if stored, err = ro.routeTranscript(rt, sess.ID); err != nil {
 		return sessions.Session{}, nil, err
 	}
 	k := int(h.MessageCount)

@@ -107,7 +107,7 @@ func (ro *router) routeChat(ctx context.Context, r *http.Request, req request, s
 	if err != nil {
 		return err
 	}
-	stored, err := ro.transcript(sess.ID)
+	stored, err := ro.routeTranscript(rt, sess.ID)
 	if err != nil {
 		return err
 	}
@@ -231,6 +231,8 @@ type route struct {
 	// successor: the session the request's history names was replaced
 	// by this one (routeHistory); the request goes there as one naming it.
 	successor string
+	// read is the last transcript the route read (routeTranscript).
+	read transcriptRead
 }
 
 // run runs the turn of a route: the stored reply it found, or the
@@ -245,7 +247,7 @@ func (s *Server) run(ctx context.Context, rt *route, req request, stream io.Writ
 		out = replay(rt.replay, rt.replayCount, stream, started)
 	} else {
 		var err error
-		if out, err = s.runTurn(ctx, rt.a, rt.add, req, stream, started); err != nil {
+		if out, err = s.runTurn(ctx, rt.a, rt.add, rt.read, req, stream, started); err != nil {
 			return out, err
 		}
 		if err := rt.key.recordEnd(s.opts.Store, out); err != nil {
@@ -324,7 +326,7 @@ func (ro *router) routeConversation(ctx context.Context, model, conv string, inp
 		// A retry of the session's last turn is answered from it, whatever
 		// its state: a session suspended or expired since must not run the
 		// turn again in a successor.
-		if rt.stored, err = ro.transcript(sess.ID); err != nil {
+		if rt.stored, err = ro.routeTranscript(&rt, sess.ID); err != nil {
 			return rt, err
 		}
 		rt.a = admission{sess: sess}
@@ -359,7 +361,7 @@ func (ro *router) routeConversation(ctx context.Context, model, conv string, inp
 	case rt.a.fresh:
 		rt.stored = nil
 	case rt.a.sess.ID != sess.ID:
-		if rt.stored, err = ro.transcript(rt.a.sess.ID); err != nil {
+		if rt.stored, err = ro.routeTranscript(&rt, rt.a.sess.ID); err != nil {
 			return rt, err
 		}
 	}
@@ -383,7 +385,7 @@ func (ro *router) routeSession(ctx context.Context, model, sid string, input []s
 	if err != nil {
 		return rt, input, err
 	}
-	if rt.stored, err = ro.transcript(sess.ID); err != nil {
+	if rt.stored, err = ro.routeTranscript(&rt, sess.ID); err != nil {
 		return rt, input, err
 	}
 	// A retry of the session's last turn whose reply was never delivered
@@ -460,7 +462,7 @@ func (ro *router) routePrevious(ctx context.Context, model, prev string, input [
 	if err != nil {
 		return rt, err
 	}
-	if rt.stored, err = ro.transcript(sess.ID); err != nil {
+	if rt.stored, err = ro.routeTranscript(&rt, sess.ID); err != nil {
 		return rt, err
 	}
 	// A retry of the turn after prev is answered from the session,
@@ -511,7 +513,7 @@ func (ro *router) retryInSuccessor(ctx context.Context, rt *route, sess sessions
 	if err != nil || next.ID == sess.ID {
 		return false, err
 	}
-	stored, err := ro.transcript(next.ID)
+	stored, err := ro.routeTranscript(rt, next.ID)
 	if err != nil {
 		return false, err
 	}
@@ -704,4 +706,24 @@ func (ro *router) transcript(id string) ([]sessions.Message, error) {
 		return nil, err
 	}
 	return msgs[:ro.engine.CutAt(msgs)], nil
+}
+
+// routeTranscript is transcript for a route: the whole read, and where it
+// ended, is kept in rt.read, for the turn's provider calls (agent.Turn's
+// Stored), so that a turn in that session does not read it again.
+func (ro *router) routeTranscript(rt *route, id string) ([]sessions.Message, error) {
+	msgs, at, err := ro.opts.Sessions.MessagesAt(id)
+	if err != nil {
+		return nil, err
+	}
+	rt.read = transcriptRead{id: id, msgs: msgs, at: at}
+	return msgs[:ro.engine.CutAt(msgs)], nil
+}
+
+// transcriptRead is a session's transcript as the router read it, whole,
+// and where the read ended.
+type transcriptRead struct {
+	id   string
+	msgs []sessions.Message
+	at   sessions.Point
 }

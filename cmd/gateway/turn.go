@@ -310,8 +310,11 @@ func (s *Server) end(id string) {
 // reply and the results of the gateway's own tools (gateway.tools) after;
 // calls naming other tools end the turn and go back to the client. A crash
 // or a failed call loses at most the reply. started runs right before the
-// first provider call (a stream sends its headers then).
-func (s *Server) runTurn(ctx context.Context, a admission, add []sessions.Message, req request, stream io.Writer, started func()) (turnOutcome, error) {
+// first provider call (a stream sends its headers then). read, when it is
+// the session's, is its transcript as routing read it: the provider is
+// sent it and the turn's input, unless something wrote to the transcript
+// since (agent.Turn.Stored).
+func (s *Server) runTurn(ctx context.Context, a admission, add []sessions.Message, read transcriptRead, req request, stream io.Writer, started func()) (turnOutcome, error) {
 	id := a.sess.ID
 	if err := s.begin(id); err != nil {
 		return turnOutcome{}, err
@@ -343,7 +346,14 @@ func (s *Server) runTurn(ctx context.Context, a admission, add []sessions.Messag
 	if add, err = s.hookInput(ctx, a, add); err != nil {
 		return turnOutcome{}, err
 	}
+	var stored []sessions.Message
+	var storedAt sessions.Point
+	if read.id == id {
+		stored, storedAt = read.msgs, read.at
+	}
 	res, err := s.engine.Run(ctx, agent.Turn{
+		Stored:    stored,
+		StoredAt:  storedAt,
 		SessionID: id,
 		Input:     add,
 		Stream:    stream,

@@ -632,20 +632,28 @@ func prefixObject(head []byte) []byte {
 // and activity time follow the transcript (see current). A ts already set
 // on a message is kept.
 func (s *Store) Append(id string, msgs []Message) (int64, error) {
+	seq, _, err := s.AppendAt(id, msgs)
+	return seq, err
+}
+
+// AppendAt is Append, and also says where the transcript was before the
+// append and after it (Extent), for a caller that keeps the transcript
+// it read (MessagesAt) and its own appends in memory.
+func (s *Store) AppendAt(id string, msgs []Message) (int64, Extent, error) {
 	if err := fsstore.CheckID("session id", id); err != nil {
-		return 0, err
+		return 0, Extent{}, err
 	}
 	unlock, err := s.lock(id)
 	if err != nil {
-		return 0, err
+		return 0, Extent{}, err
 	}
 	sess, stamp, kept, err := s.readStamped(id, true)
 	if err != nil {
 		unlock()
-		return 0, err
+		return 0, Extent{}, err
 	}
 	read := sess.clone()
-	seq, due, err := s.appendLocked(&sess, msgs)
+	seq, ext, due, err := s.appendLockedAt(&sess, msgs)
 	if err == nil && !kept && sess.Preview == read.Preview {
 		// The document is as read (no preview written): keep it, now that
 		// the transcript's time is past its own (docCache).
@@ -659,40 +667,49 @@ func (s *Store) Append(id string, msgs []Message) (int64, error) {
 	if errors.As(err, new(*fsstore.UnknownOutcomeError)) {
 		err = fmt.Errorf("%w: check with `hermes sessions show %s` before appending again", err, id)
 	}
-	return seq, err
+	return seq, ext, err
 }
 
 func (s *Store) appendLocked(sess *Session, msgs []Message) (int64, bool, error) {
+	seq, _, due, err := s.appendLockedAt(sess, msgs)
+	return seq, due, err
+}
+
+func (s *Store) appendLockedAt(sess *Session, msgs []Message) (int64, Extent, bool, error) {
 	now := s.Now()
 	ts := fsstore.TimeOf(now)
 	if err := stamp(msgs, now); err != nil {
-		return 0, false, err
+		return 0, Extent{}, false, err
 	}
 	if err := checkUnicode(msgs); err != nil {
-		return 0, false, err
+		return 0, Extent{}, false, err
 	}
 	f, moved, err := fsstore.OpenAppend(s.logPath(sess.ID), now)
 	if err != nil {
-		return 0, false, err
+		return 0, Extent{}, false, err
 	}
 	defer f.Close()
 	s.warnMoved(moved)
 	fi, err := f.Stat()
 	if err != nil {
-		return 0, false, err
+		return 0, Extent{}, false, err
 	}
 	seq, _, err := lastSeq(f, fi.Size())
 	if err != nil {
-		return 0, false, err
+		return 0, Extent{}, false, err
 	}
 	old := *sess
 	hadPreview := sess.Preview != ""
 	lines, seq, err := numberLines(sess, msgs, seq)
 	if err != nil {
-		return 0, false, err
+		return 0, Extent{}, false, err
 	}
 	if err := fsstore.AppendLines(f, lines); err != nil {
-		return 0, false, err
+		return 0, Extent{}, false, err
+	}
+	ext := Extent{From: Point{file: fi, size: fi.Size()}, To: Point{size: -1}}
+	if after, err := f.Stat(); err == nil {
+		ext.To = Point{file: after, size: after.Size()}
 	}
 	// The session was last active at its last message's time: now, but
 	// for an import extending an old history.
@@ -716,7 +733,7 @@ func (s *Store) appendLocked(sess *Session, msgs []Message) (int64, bool, error)
 	if errors.Is(cerr, fsstore.ErrRefused) {
 		// A catalog that breaks a rule (a symlink) refuses the append, as
 		// a transcript would: its lines, synced, are taken back.
-		return 0, false, fsstore.CutBack(f, fi.Size(), cerr)
+		return 0, Extent{}, false, fsstore.CutBack(f, fi.Size(), cerr)
 	}
 	// The commit point was the transcript's sync: the lines are durable,
 	// and the append has happened whatever follows. The catalog and the document's preview
@@ -732,7 +749,7 @@ func (s *Store) appendLocked(sess *Session, msgs []Message) (int64, bool, error)
 			s.Warn(fmt.Sprintf("session %s: messages up to %d stored, but its document (the preview) was not rewritten (%v): the next user message appended writes it", sess.ID, seq, err))
 		}
 	}
-	return seq, due, nil
+	return seq, ext, due, nil
 }
 
 // maxFutureTS is how far after the store's clock a message's own ts may
@@ -959,6 +976,7 @@ func (s *Store) OpenTranscript(id string) (*Transcript, error) {
 	default:
 		defer unlock()
 	}
+	observeRead(s.logPath(id))
 	f, err := os.Open(s.logPath(id))
 	if errors.Is(err, os.ErrNotExist) {
 		if _, derr := os.Stat(s.docPath(id)); derr != nil {
@@ -1025,6 +1043,18 @@ func (t *Transcript) Each(fn func(Message) error) error {
 		t.warn(torn.String())
 	}
 	return err
+}
+
+// MessagesAt is Messages, and also says where the transcript ended when
+// it was read (Point).
+func (s *Store) MessagesAt(id string) ([]Message, Point, error) {
+	t, err := s.OpenTranscript(id)
+	if err != nil {
+		return nil, Point{}, err
+	}
+	defer t.Close()
+	msgs, err := t.All()
+	return msgs, t.point(), err
 }
 
 // Messages returns the whole transcript of id in memory: for callers that
