@@ -396,6 +396,18 @@ for w in $(seq '$writers'); do
 done
 wait'
 
+# strays_aside: a write that a fault interrupted (a FUSE client killed, a
+# host cut off, whose command gave up and whose process died in the write)
+# leaves its temp file (a key's record, a document), which fsck reports
+# once it is a minute old and --repair moves to lost+found. They are
+# counted (printed) and moved out of the profile, so that the fsck after
+# a step judges what its writes left.
+strays_aside() {
+  mkdir -p "$tmp/strays"
+  find "$tmp/a/home" -name '.*.tmp-*' | wc -l
+  find "$tmp/a/home" -name '.*.tmp-*' -exec mv -t "$tmp/strays" {} +
+}
+
 # Host b's FUSE client (the glusterfs process of mount b) killed with kill
 # -9 while both hosts append to one session, CLIENTKILL_ROUNDS rounds; b
 # is mounted again after each, and the appends left failing there are run
@@ -432,14 +444,8 @@ step_clientkill() {
   [[ -f $tmp/ack.stored.a || -f $tmp/ack.stored.b ]] && stored=$(cat "$tmp"/ack.stored.* | wc -l)
   [[ -f $tmp/ack.pending.a || -f $tmp/ack.pending.b ]] && left=$(cat "$tmp"/ack.pending.* | wc -l)
   ((left == 0 && kills == clientkill_rounds)) || verdict=bad
-  # A write the kill interrupted leaves its temp file (a key's record,
-  # a document), which fsck reports once it is a minute old and --repair
-  # moves to lost+found: counted, and moved out of the profile here, so
-  # that the fsck after the steps judges what they leave.
   local strays
-  mkdir -p "$tmp/strays"
-  strays=$(find "$tmp/a/home" -name '.*.tmp-*' | wc -l)
-  find "$tmp/a/home" -name '.*.tmp-*' -exec mv -t "$tmp/strays" {} +
+  strays=$(strays_aside)
   check "client kill -9: host b's FUSE client killed under the appends, $clientkill_rounds rounds" "$verdict" "${out#* }; $stored of them stored by the run that failed, stored once with their key; $left still failing after the remount; $kills kills; $strays temp files of interrupted writes left (fsck reports them after a minute)"
   step_fsck
 }
@@ -593,7 +599,9 @@ NFT
   verdict=${out%% *}
   local stored=0
   [[ -f $tmp/ack.stored.a || -f $tmp/ack.stored.b ]] && stored=$(cat "$tmp"/ack.stored.* | wc -l)
-  check "cut: host b cut off from the brick for $cut_for s under the appends of both hosts" "$verdict" "${out#* }; $stored of them stored by the run that failed, stored once with their key"
+  local strays
+  strays=$(strays_aside)
+  check "cut: host b cut off from the brick for $cut_for s under the appends of both hosts" "$verdict" "${out#* }; $stored of them stored by the run that failed, stored once with their key; $strays temp files of interrupted writes set aside (fsck reports them after a minute)"
   touch "$tmp/ack.times"
   # b's failed runs: within --fs-timeout, naming the profile's path.
   local bn bslow bnamed amax
