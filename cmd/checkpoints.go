@@ -200,10 +200,10 @@ func checkpointsShow(e *env) error {
 	}
 	tb := newTable(e.stdout, "PATH", "CHANGE", "MODE", "BEFORE", "AFTER")
 	short := func(h string) string {
-		if len(h) > 12 {
-			return h[:12]
+		if h == "" {
+			return "-"
 		}
-		return "-"
+		return checkpoints.ShortHash(h)
 	}
 	for _, c := range r.Changes {
 		mode := c.Mode

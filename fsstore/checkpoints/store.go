@@ -78,6 +78,13 @@ func ValidHash(h string) bool {
 	return true
 }
 
+// ShortHash is h as a listing shows it: its algorithm's prefix ("b3-",
+// or none for an earlier build's SHA-256) and the first 12 hex digits.
+func ShortHash(h string) string {
+	digest := strings.TrimPrefix(h, b3Prefix)
+	return h[:len(h)-len(digest)+min(12, len(digest))]
+}
+
 // Matches reports whether data hash to h, in h's algorithm.
 func Matches(h string, data []byte) bool {
 	return h != "" && hashLike(h, data) == h
