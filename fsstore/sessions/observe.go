@@ -3,17 +3,12 @@ package sessions
 import (
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
+
+	"github.com/hermes/hermes/fsstore/internal/seam"
 )
 
-// readObservers are the functions ObserveTranscriptReads added, copied on
-// each change so that a read loads them with one atomic load, and nothing
-// when there are none (production).
-var (
-	readObserversMu sync.Mutex
-	readObservers   atomic.Pointer[[]*func(string)]
-)
+// readObservers are the functions ObserveTranscriptReads added.
+var readObservers seam.Observers
 
 // ObserveTranscriptReads calls fn with the session id of every
 // transcript of a store in dir (a profile's directory, or one above it)
@@ -24,38 +19,9 @@ var (
 // not see each other's reads.
 func ObserveTranscriptReads(dir string, fn func(id string)) (stop func()) {
 	dir = filepath.Clean(dir)
-	p := new(func(string))
-	*p = func(path string) {
+	return readObservers.Add(func(path string) {
 		if strings.HasPrefix(path, dir+string(filepath.Separator)) {
 			fn(strings.TrimSuffix(filepath.Base(path), ".jsonl"))
 		}
-	}
-	readObserversMu.Lock()
-	defer readObserversMu.Unlock()
-	var next []*func(string)
-	if cur := readObservers.Load(); cur != nil {
-		next = append(next, *cur...)
-	}
-	next = append(next, p)
-	readObservers.Store(&next)
-	return func() {
-		readObserversMu.Lock()
-		defer readObserversMu.Unlock()
-		var rest []*func(string)
-		for _, q := range *readObservers.Load() {
-			if q != p {
-				rest = append(rest, q)
-			}
-		}
-		readObservers.Store(&rest)
-	}
-}
-
-// observeRead tells the observers of a read of the transcript at path.
-func observeRead(path string) {
-	if list := readObservers.Load(); list != nil {
-		for _, fn := range *list {
-			(*fn)(path)
-		}
-	}
+	})
 }

@@ -976,7 +976,7 @@ func (s *Store) OpenTranscript(id string) (*Transcript, error) {
 	default:
 		defer unlock()
 	}
-	observeRead(s.logPath(id))
+	readObservers.Tell(s.logPath(id))
 	f, err := os.Open(s.logPath(id))
 	if errors.Is(err, os.ErrNotExist) {
 		if _, derr := os.Stat(s.docPath(id)); derr != nil {

@@ -228,7 +228,7 @@ func Sync(file *os.File) error {
 	if f := find(file.Name(), func(f *Faults) bool { return f.Sync != nil }); f != nil {
 		return f.Sync(file)
 	}
-	observe(file.Name())
+	syncObservers.Tell(file.Name())
 	return fullSync(file)
 }
 
@@ -296,45 +296,53 @@ func OpenRead(dirfd int, name string) (int, error) {
 	return unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 }
 
-// observers are the functions ObserveSync added, copied on each change so
-// that a sync reads them with one atomic load, and nothing when there are
-// none (production).
-var (
-	observersMu sync.Mutex
-	observers   atomic.Pointer[[]*func(string)]
-)
+// Observers are functions told of an event by name (a sync, a read),
+// copied on each change so that telling them is one atomic load, and
+// nothing when there are none (production).
+type Observers struct {
+	mu   sync.Mutex
+	list atomic.Pointer[[]*func(string)]
+}
 
-// ObserveSync calls fn with the name of every file and directory that
-// Sync syncs from now until stop is called: how tests and benchmarks
-// count a change's syncs. fn may be called from several goroutines at
-// once.
-func ObserveSync(fn func(name string)) (stop func()) {
+// Add makes fn one of o until stop is called. fn may be called from
+// several goroutines at once.
+func (o *Observers) Add(fn func(name string)) (stop func()) {
 	p := &fn
-	observersMu.Lock()
-	defer observersMu.Unlock()
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	var next []*func(string)
-	if cur := observers.Load(); cur != nil {
+	if cur := o.list.Load(); cur != nil {
 		next = append(next, *cur...)
 	}
 	next = append(next, p)
-	observers.Store(&next)
+	o.list.Store(&next)
 	return func() {
-		observersMu.Lock()
-		defer observersMu.Unlock()
+		o.mu.Lock()
+		defer o.mu.Unlock()
 		var rest []*func(string)
-		for _, q := range *observers.Load() {
+		for _, q := range *o.list.Load() {
 			if q != p {
 				rest = append(rest, q)
 			}
 		}
-		observers.Store(&rest)
+		o.list.Store(&rest)
 	}
 }
 
-func observe(name string) {
-	if list := observers.Load(); list != nil {
+// Tell calls each of o with name.
+func (o *Observers) Tell(name string) {
+	if list := o.list.Load(); list != nil {
 		for _, fn := range *list {
 			(*fn)(name)
 		}
 	}
 }
+
+// syncObservers are the functions ObserveSync added.
+var syncObservers Observers
+
+// ObserveSync calls fn with the name of every file and directory that
+// Sync syncs from now until stop is called: how tests and benchmarks
+// count a change's syncs. fn may be called from several goroutines at
+// once.
+func ObserveSync(fn func(name string)) (stop func()) { return syncObservers.Add(fn) }
