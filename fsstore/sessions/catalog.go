@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"container/heap"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -48,6 +49,18 @@ import (
 // backwards knows that no line still unread is more recent than the write
 // time of the line it is at: List holds back the sessions of older
 // activity until then, so it orders by activity and still stops early.
+//
+// Its first line, {"catalog":"<16 hex digits>"}, names the file: every
+// catalog the store writes whole (a compaction, a rebuild from the
+// documents) begins with a name drawn at random for it, so that a cache
+// made from one catalog (the value index, values.go) is not taken for
+// the cache of a later one, even of the same size and ending in the same
+// line, that the file system gave the same inode number (ext4 gives a
+// freed inode's number to the next file it makes). It names no session,
+// so every walk of the catalog passes it by. A catalog without one (an
+// earlier build's, or one written by hand) is read as any other; the
+// value index is not used with it, and the first list that would use it
+// compacts it, which names it.
 //
 // The catalog is a cache. The documents are the truth: a line whose session
 // has no document is skipped; a missing catalog is rebuilt from the
@@ -332,6 +345,13 @@ func (s *Store) compactCatalogIfDue() {
 	if err != nil || fi.Size() < catalogCompactRatio*s.catalogBase()+s.compactAt() {
 		return
 	}
+	s.compactCatalogNow()
+}
+
+// compactCatalogNow compacts the catalog unless another compaction is
+// under way; a failure is only reported (but for a read-only profile's),
+// since the catalog is whole without it.
+func (s *Store) compactCatalogNow() {
 	unlock, err := fsstore.Lock(filepath.Join(s.Dir, catalogCompactLockName), 0)
 	var timeout *fsstore.LockTimeoutError
 	if errors.As(err, &timeout) {
@@ -341,7 +361,7 @@ func (s *Store) compactCatalogIfDue() {
 		err = s.compactCatalog()
 		unlock()
 	}
-	if err != nil && !errors.Is(err, errCatalogMoved) {
+	if err != nil && !errors.Is(err, errCatalogMoved) && !fsstore.IsReadOnly(err) {
 		s.Warn(fmt.Sprintf("activity catalog: not compacted: %v", err))
 	}
 }
@@ -394,6 +414,7 @@ func (s *Store) compactCatalog() error {
 	defer func() { unlock() }()
 	err = fsstore.WriteAtomic(s.catalogPath(), func(w io.Writer) error {
 		bw := bufio.NewWriterSize(w, 256<<10)
+		bw.Write(catalogHeader())
 		if _, err := fsstore.ScanLines(src, size, func(line []byte, off int64) error {
 			if id, ok := lineSession(line); ok && last[id] == off && !bytes.Contains(line, []byte(`"removed":true`)) {
 				bw.Write(line)
@@ -463,6 +484,41 @@ func (s *Store) copyCatalogTail(src *os.File, size int64, tmp *os.File) error {
 	return nil
 }
 
+// catalogHeaderPrefix begins a catalog's first line, which names it (see
+// the top of this file): {"catalog":"<16 hex digits>"}.
+var catalogHeaderPrefix = []byte(`{"catalog":"`)
+
+// catalogHeaderLen is the length of that line, its newline included.
+const catalogHeaderLen = len(`{"catalog":"`) + 16 + len(`"}`) + 1
+
+// catalogHeader is the first line of a catalog about to be written whole:
+// a name drawn at random for it.
+func catalogHeader() []byte {
+	var n [8]byte
+	rand.Read(n[:])
+	return fmt.Appendf(nil, "{\"catalog\":\"%x\"}\n", n)
+}
+
+// catalogID returns the name the catalog f's first line gives it; ""
+// when it has none.
+func catalogID(f *os.File) string {
+	var b [catalogHeaderLen]byte
+	if _, err := f.ReadAt(b[:], 0); err != nil {
+		return ""
+	}
+	rest, ok := bytes.CutPrefix(b[:], catalogHeaderPrefix)
+	if !ok || !bytes.HasSuffix(rest, []byte("\"}\n")) {
+		return ""
+	}
+	id := rest[:16]
+	for _, c := range id {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return ""
+		}
+	}
+	return string(id)
+}
+
 // lineSession returns the session id a catalog line names, read from its
 // start as seenLine does, or by decoding a line of another form.
 func lineSession(line []byte) (string, bool) {
@@ -477,6 +533,9 @@ func lineSessionBytes(line []byte) ([]byte, bool) {
 		if end := bytes.IndexByte(rest, '"'); end >= 0 && bytes.IndexByte(rest[:end], '\\') < 0 {
 			return rest[:end], true
 		}
+	}
+	if bytes.HasPrefix(line, catalogHeaderPrefix) {
+		return nil, false
 	}
 	var e catalogEntry
 	if json.Unmarshal(line, &e) != nil || fsstore.CheckID("session id", e.SessionID) != nil {
@@ -754,6 +813,7 @@ func (s *Store) compactCatalogLocked() error {
 		return all[i].ID < all[j].ID
 	})
 	var b bytes.Buffer
+	b.Write(catalogHeader())
 	for _, sess := range all {
 		e := s.entryOf(&sess, time.Time{}, time.Time{})
 		e.At, e.Written = sess.UpdatedAt, ""

@@ -96,7 +96,7 @@ func (s *Store) catalogLatest() (map[string]catalogEntry, error) {
 	defer f.Close()
 	_, err = fsstore.ScanLines(f, size, func(line []byte, _ int64) error {
 		var e catalogEntry
-		if json.Unmarshal(line, &e) == nil {
+		if _, ok := lineSession(line); ok && json.Unmarshal(line, &e) == nil {
 			ids[e.SessionID] = e
 		}
 		return nil

@@ -92,10 +92,11 @@ func TestListRebuildsMissingCatalog(t *testing.T) {
 	if _, err := os.Stat(s.catalogPath()); err != nil {
 		t.Fatalf("catalog was not rebuilt: %v", err)
 	}
-	// The rebuilt catalog holds one line per session and serves the next
-	// List by itself.
-	if n := strings.Count(string(storetest.MustRead(t, s.catalogPath())), "\n"); n != 3 {
-		t.Fatalf("rebuilt catalog has %d lines, want 3", n)
+	// The rebuilt catalog holds its name and one line per session, and
+	// serves the next List by itself.
+	rebuilt := storetest.MustRead(t, s.catalogPath())
+	if n := strings.Count(string(rebuilt), "\n"); n != 4 || !strings.HasPrefix(string(rebuilt), string(catalogHeaderPrefix)) {
+		t.Fatalf("rebuilt catalog has %d lines, want its name and 3:\n%s", n, rebuilt)
 	}
 	list, err = s.List(ListOptions{Limit: 1})
 	if err != nil || ids(list) != "a" {

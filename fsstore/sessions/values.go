@@ -36,10 +36,14 @@ import (
 // lists the same sessions in the same order: a session it lacks has a
 // last line that rules it out.
 //
-// Each update ends with a mark line, {"covered":N,"ino":I,"tail":"H",
-// "base":B}: the file holds the catalog's lines of its first N bytes, when
-// the catalog was the file of inode I and its line ending at N hashed to H
+// Each update ends with a mark line, {"covered":N,"catalog":C,"ino":I,
+// "tail":"H","base":B}: the file holds the catalog's lines of its first N
+// bytes, when the catalog was the file named C by its first line (see
+// catalog.go) and of inode I, and its line ending at N hashed to H
 // (FNV-1a, 64 bits); B is the file's size when it was last written whole.
+// A catalog without a name is not indexed: the list walks it and
+// compacts it, which names it (an inode number alone is no file's
+// identity: ext4 gives a freed one to the next file it makes).
 //
 // It is a cache kept by the lists that use it, never by a write to a
 // session, so a write costs nothing more. A list takes .catalog.values.lock
@@ -75,6 +79,7 @@ var (
 // valueMark is the last line of a value file.
 type valueMark struct {
 	Covered int64  `json:"covered"`
+	Catalog string `json:"catalog"`
 	Ino     uint64 `json:"ino"`
 	Tail    string `json:"tail"`
 	Base    int64  `json:"base"`
@@ -158,6 +163,10 @@ func (s *Store) valueIndex(cat *os.File, size int64, opts ListOptions) (*os.File
 	if !ok {
 		return nil, 0
 	}
+	if catalogID(cat) == "" {
+		s.compactCatalogNow()
+		return nil, 0
+	}
 	unlock, err := fsstore.Lock(filepath.Join(s.Dir, valuesLockName), 0)
 	if err != nil {
 		return nil, 0
@@ -185,7 +194,7 @@ func (s *Store) updateValueFile(path string, filter ListOptions, cat *os.File, s
 	if err != nil {
 		return err
 	}
-	want := valueMark{Covered: whole, Ino: ino, Tail: tail}
+	want := valueMark{Covered: whole, Catalog: catalogID(cat), Ino: ino, Tail: tail}
 	vf, vsize, err := fsstore.OpenSizedFlag(path, os.O_RDWR|os.O_APPEND|syscall.O_NOFOLLOW)
 	if err != nil {
 		return err
@@ -195,7 +204,7 @@ func (s *Store) updateValueFile(path string, filter ListOptions, cat *os.File, s
 	}
 	defer vf.Close()
 	mark, ok := readValueMark(vf, vsize)
-	if !ok || mark.Ino != ino || mark.Covered > whole {
+	if !ok || mark.Catalog != want.Catalog || mark.Ino != ino || mark.Covered > whole {
 		return writeValueFile(path, cat, whole, filter, want)
 	}
 	if mark.Covered == whole {
@@ -378,7 +387,7 @@ func valueFileLacks(path string, cat *os.File, whole int64, ino uint64, filter L
 	}
 	defer vf.Close()
 	mark, ok := readValueMark(vf, vsize)
-	if !ok || mark.Ino != ino || mark.Covered > whole {
+	if !ok || mark.Catalog != catalogID(cat) || mark.Ino != ino || mark.Covered > whole {
 		return "", nil
 	}
 	if at, _, tail, err := catalogPoint(cat, mark.Covered); err != nil || at != mark.Covered || tail != mark.Tail {

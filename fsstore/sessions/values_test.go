@@ -138,9 +138,11 @@ func TestValueIndexIsRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The line after the catalog's name.
+	start := bytes.IndexByte(b, '\n') + 1
 	first := bytes.Index(b, []byte(`"source":"cli"`))
-	if first < 0 || first > bytes.IndexByte(b, '\n') {
-		t.Fatalf("the catalog's first line is not of source cli: %s", b)
+	if start != catalogHeaderLen || first < start || first > start+bytes.IndexByte(b[start:], '\n') {
+		t.Fatalf("the catalog's first session line is not of source cli: %s", b)
 	}
 	copy(b[first:], `"source":"odd"`)
 	if err := os.WriteFile(s.catalogPath(), b, 0o600); err != nil {
@@ -149,6 +151,87 @@ func TestValueIndexIsRead(t *testing.T) {
 	got, err := s.List(odd)
 	if err != nil || ids(got) != ids(before) {
 		t.Fatalf("List(odd) after the catalog changed under the index = %s, %v; want %s (the index's)", ids(got), err, ids(before))
+	}
+}
+
+// TestValueIndexCatalogRebuiltOnSameInode: a value file made from one
+// catalog is not read as the index of a later catalog that the file
+// system gave the same inode number (ext4 gives a freed inode's number to
+// the next file it makes), even one of the same size that ends in the
+// same line. Here the later catalog is a rebuild from the documents after
+// one was edited by hand; a rebuild is written to a new file and renamed
+// over the catalog, and the old file's inode is made to hold it.
+func TestValueIndexCatalogRebuiltOnSameInode(t *testing.T) {
+	s, _, _ := rareProfile(t, 20)
+	odd := ListOptions{Source: "odd"}
+	if got, err := s.List(odd); err != nil || ids(got) != "s019,s009" {
+		t.Fatalf("List(odd) = %s, %v; want s019,s009", ids(got), err)
+	}
+	sess := docOf(t, s, "s000")
+	sess.Source = "odd"
+	if err := fsstore.WriteDoc(s.docPath("s000"), &sess); err != nil {
+		t.Fatal(err)
+	}
+	old := filepath.Join(t.TempDir(), "old-catalog")
+	if err := os.Link(s.catalogPath(), old); err != nil {
+		t.Fatal(err)
+	}
+	was, err := os.ReadFile(s.catalogPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RebuildCatalog(); err != nil {
+		t.Fatal(err)
+	}
+	rebuilt, err := os.ReadFile(s.catalogPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rebuilt) != len(was) || bytes.Equal(rebuilt, was) {
+		t.Fatalf("the rebuilt catalog is not another catalog of the same size:\n%s\n%s", was, rebuilt)
+	}
+	if err := os.WriteFile(old, rebuilt, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(old, s.catalogPath()); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.List(odd); err != nil || ids(got) != "s019,s009,s000" {
+		t.Fatalf("List(odd) after a rebuild on the old inode = %s, %v; want s019,s009,s000", ids(got), err)
+	}
+}
+
+// TestValueIndexUnnamedCatalog: a catalog without its name (an earlier
+// build's) is not indexed: the first rare list walks it and compacts it,
+// which names it, and the next list is read from the index.
+func TestValueIndexUnnamedCatalog(t *testing.T) {
+	s, _, w := rareProfile(t, 20)
+	b := storetest.MustRead(t, s.catalogPath())
+	if err := os.WriteFile(s.catalogPath(), b[catalogHeaderLen:], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	odd := ListOptions{Source: "odd"}
+	name, _ := valueFileName(valueFieldSource, "odd")
+	for i := range 2 {
+		if got, err := s.List(odd); err != nil || ids(got) != "s019,s009" {
+			t.Fatalf("list %d: List(odd) = %s, %v; want s019,s009", i, ids(got), err)
+		}
+		_, err := os.Stat(filepath.Join(s.Dir, name))
+		if indexed := err == nil; indexed != (i == 1) {
+			t.Fatalf("list %d: value file made: %v, want %v", i, indexed, i == 1)
+		}
+		f, err := os.Open(s.catalogPath())
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := catalogID(f)
+		f.Close()
+		if id == "" {
+			t.Fatalf("list %d: the catalog has no name after a rare list", i)
+		}
+	}
+	if got := w.List(); len(got) != 0 {
+		t.Errorf("warnings: %v", got)
 	}
 }
 
