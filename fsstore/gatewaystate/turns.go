@@ -182,7 +182,7 @@ func (g *Store) SetDelivered(sid string, count int64) error {
 		return err
 	}
 	line = append(line, '\n')
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|syscall.O_NOFOLLOW, 0)
+	f, err := fsstore.OpenFile(path, os.O_RDWR|os.O_APPEND|syscall.O_NOFOLLOW, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		if err := fsstore.EnsureDir(filepath.Dir(path)); err != nil {
 			return err
@@ -236,7 +236,7 @@ func (g *Store) Delivered(sid string) (int64, error) {
 		return 0, err
 	}
 	path := g.deliveredPath(sid)
-	f, err := os.Open(path)
+	f, err := fsstore.OpenFile(path, os.O_RDONLY, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return g.legacyDelivered(sid)
 	}

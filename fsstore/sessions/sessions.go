@@ -977,7 +977,7 @@ func (s *Store) OpenTranscript(id string) (*Transcript, error) {
 		defer unlock()
 	}
 	readObservers.Tell(s.logPath(id))
-	f, err := os.Open(s.logPath(id))
+	f, err := fsstore.OpenFile(s.logPath(id), os.O_RDONLY, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		if _, derr := os.Stat(s.docPath(id)); derr != nil {
 			return nil, fsstore.NotFoundf("session %s not found", id)
