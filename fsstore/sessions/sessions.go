@@ -725,7 +725,12 @@ func (s *Store) appendLockedAt(sess *Session, msgs []Message) (int64, Extent, bo
 	// finds such a session and repair levels the catalog.
 	counted := *sess
 	counted.MessageCount = seq
-	entry := s.entryOf(&counted, active, now)
+	var entry catalogEntry
+	if ext.To.size >= 0 {
+		entry = entrySized(&counted, active, now, ext.To.size)
+	} else {
+		entry = s.entryOf(&counted, active, now)
+	}
 	catalog, due, cerr := s.appendCatalog(entry)
 	if catalog != nil {
 		catalog.Close()
