@@ -1269,6 +1269,7 @@ func (s *Store) Tail(id string, stop func(Message) bool) ([]Message, error) {
 	if err := fsstore.CheckID("session id", id); err != nil {
 		return nil, err
 	}
+	readObservers.Tell(s.logPath(id))
 	f, size, err := fsstore.OpenSized(s.logPath(id))
 	if err != nil {
 		return nil, err
