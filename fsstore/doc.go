@@ -13,7 +13,9 @@
 // A log is a JSONL file that is only appended to (OpenAppend, AppendLines):
 // one record per write call, then one fsync for the batch. A record is
 // committed when its newline is on disk. Readers (ScanLines) stream it with
-// memory for one line.
+// memory for one line. A log opened to be appended or read is opened with
+// OpenFile: one open and one fcntl, where os.OpenFile adds four fcntl and
+// an epoll_ctl that a regular file does not need (TestOpenIsOneCall).
 //
 // Every writer holds a lock: flock on a sidecar file (<name>.lock), never
 // on a file that a rename replaces. Waits are bounded (Lock's timeout;

@@ -189,9 +189,9 @@ func OpenAppendUncommitted(path string, now time.Time) (f *os.File, moved string
 }
 
 func openAppend(path string, now time.Time, commit bool) (f *os.File, moved string, err error) {
-	f, err = os.OpenFile(path, os.O_RDWR|os.O_APPEND|syscall.O_NOFOLLOW, 0)
+	f, err = OpenFile(path, os.O_RDWR|os.O_APPEND|syscall.O_NOFOLLOW, 0)
 	if errors.Is(err, os.ErrNotExist) {
-		f, err = os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, FileMode)
+		f, err = OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, FileMode)
 		if err == nil {
 			err = f.Chmod(FileMode)
 			if err == nil && commit {
@@ -537,7 +537,7 @@ func ScanRecords[T any](path string, warn func(string), fn func(T)) (int64, erro
 
 // OpenSizedFlag is OpenSized with the open flags given (O_NOFOLLOW).
 func OpenSizedFlag(path string, flag int) (*os.File, int64, error) {
-	f, err := os.OpenFile(path, flag, 0)
+	f, err := OpenFile(path, flag, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, 0, nil
 	}

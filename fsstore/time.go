@@ -21,9 +21,40 @@ const TimeLayout = "2006-01-02T15:04:05.000000Z07:00"
 // text.
 type Time string
 
-// TimeOf is t in TimeLayout.
+// TimeOf is t in TimeLayout. Its digits are put in place by hand, as
+// time.Format would put them for this one layout, in a third of its time
+// (TestTimeOfIsFormat, BenchmarkTimeOf): a gateway turn writes a dozen
+// times. A year outside 0 to 9999, which the 27 bytes cannot hold, is
+// left to time.Format.
 func TimeOf(t time.Time) Time {
-	return Time(t.UTC().Format(TimeLayout))
+	t = t.UTC()
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return Time(t.Format(TimeLayout))
+	}
+	hour, min, sec := t.Clock()
+	var b [len(TimeLayout) - 5]byte
+	put := func(at, n, v int) {
+		for i := at + n - 1; i >= at; i-- {
+			b[i] = byte('0' + v%10)
+			v /= 10
+		}
+	}
+	put(0, 4, year)
+	b[4] = '-'
+	put(5, 2, int(month))
+	b[7] = '-'
+	put(8, 2, day)
+	b[10] = 'T'
+	put(11, 2, hour)
+	b[13] = ':'
+	put(14, 2, min)
+	b[16] = ':'
+	put(17, 2, sec)
+	b[19] = '.'
+	put(20, 6, t.Nanosecond()/1000)
+	b[26] = 'Z'
+	return Time(b[:])
 }
 
 // Instant parses t, which may be in any RFC 3339 form.
@@ -40,6 +71,11 @@ func (t Time) Canonical() (Time, error) {
 	i, err := t.Instant()
 	if err != nil {
 		return "", Invalidf("%q is not an RFC 3339 time", string(t))
+	}
+	// A time read in TimeLayout (what every store writes) is its own
+	// canonical form: 27 bytes of a time in UTC to the microsecond.
+	if len(t) == len(TimeLayout)-5 && t[len(t)-1] == 'Z' && t[19] == '.' {
+		return t, nil
 	}
 	return TimeOf(i), nil
 }

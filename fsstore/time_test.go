@@ -3,7 +3,9 @@ package fsstore
 import (
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 func TestTimeCanonical(t *testing.T) {
@@ -71,5 +73,58 @@ func TestLater(t *testing.T) {
 	}
 	if !Time("").Before(utc) || utc.Before("garbage") {
 		t.Errorf("an unset or unreadable time is not the earliest")
+	}
+}
+
+// TestTimeOfIsFormat: TimeOf's hand-placed digits are time.Format's in
+// TimeLayout, over the years it can hold and past them.
+func TestTimeOfIsFormat(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	times := []time.Time{
+		{}, time.Unix(0, 0), time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(2026, 11, 28, 9, 5, 3, 1000, time.FixedZone("", 14*3600)),
+	}
+	for range 100_000 {
+		times = append(times, time.Unix(r.Int64N(400_000_000_000)-62_000_000_000, r.Int64N(1e9)).In(time.FixedZone("", r.IntN(50_000)-25_000)))
+	}
+	for _, at := range times {
+		if got, want := TimeOf(at), Time(at.UTC().Format(TimeLayout)); got != want {
+			t.Fatalf("TimeOf(%v) = %q, want %q", at, got, want)
+		}
+	}
+}
+
+// FuzzCanonical: Canonical gives what parsing a time and writing it in
+// TimeLayout gives, for text already in that form (which it keeps) and
+// any other.
+func FuzzCanonical(f *testing.F) {
+	for _, s := range []string{"2026-11-21T02:07:34.123456Z", "2026-11-21t02:07:34.123456Z", "2026-11-21T02:07:34,123456Z",
+		"2026-11-21T02:07:34.123456z", "2026-11-21T02:07:34.12345+01:00", "0000-01-01T00:00:00.000000Z", "2026-02-30T00:00:00.000000Z"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := Time(s).Canonical()
+		at, perr := time.Parse(time.RFC3339Nano, s)
+		switch {
+		case s == "":
+			if got != "" || err != nil {
+				t.Fatalf("Canonical(\"\") = %q, %v", got, err)
+			}
+		case perr != nil:
+			if err == nil {
+				t.Fatalf("Canonical(%q) = %q, want an error (%v)", s, got, perr)
+			}
+		case err != nil || got != Time(at.UTC().Format(TimeLayout)):
+			t.Fatalf("Canonical(%q) = %q, %v; want %q", s, got, err, at.UTC().Format(TimeLayout))
+		}
+	})
+}
+
+func BenchmarkTimeOf(b *testing.B) {
+	at := time.Date(2026, 11, 28, 19, 40, 1, 123456789, time.UTC)
+	b.ReportAllocs()
+	for range b.N {
+		TimeOf(at)
 	}
 }

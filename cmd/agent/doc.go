@@ -56,7 +56,12 @@
 // reads the file from the first append that finds another writer came
 // between (another process, a forced rewrite). A provider call is sent
 // what the turn's last append left, not what another writer adds after
-// it: that is read at the turn's next append.
+// it: that is read at the turn's next append. The prelude's tail, and the
+// one a caller's Started is given (the gateway indexes a conversation's
+// opening by it), are taken from that transcript while a stat says the
+// file still ends where it does (sessions.Store.IsAt), and read from the
+// file otherwise: a later gateway turn reads its transcript once, a
+// conversation's first turn not at all.
 //
 // # Calls that do not run
 //

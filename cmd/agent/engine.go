@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -142,8 +143,8 @@ type Turn struct {
 	Env *Env
 	// Started, when set, is called once the turn's input is stored,
 	// right before the first provider call (a server sends its response
-	// headers then).
-	Started func()
+	// headers then), with the turn's Tail of its transcript.
+	Started func(tail Tail)
 	// Reactivate is called after a successful turn on a session that was
 	// resume_pending or suspended; nil sets it active.
 	Reactivate func(id string) error
@@ -305,7 +306,7 @@ func (e *Engine) Run(ctx context.Context, t Turn) (res Result, _ error) {
 	env.SessionID, env.engine, env.subagents = sess.ID, e, &usageSum{}
 	env.model, env.provider = t.Model, t.Provider
 	defer func() { res.Subagents = env.subagents.total() }()
-	head, settled, resumed, err := e.prelude(sess, t.Input, env.Checkpoints)
+	head, settled, resumed, err := e.prelude(&res, sess, t.Input, env.Checkpoints)
 	if err != nil {
 		return res, err
 	}
@@ -346,7 +347,7 @@ func (e *Engine) Run(ctx context.Context, t Turn) (res Result, _ error) {
 	}
 	res.mark = t.Mark
 	if t.Started != nil {
-		t.Started()
+		t.Started(func(stop func(sessions.Message) bool) ([]sessions.Message, error) { return e.tail(&res, stop) })
 	}
 	var stream *separated
 	if t.Stream != nil {
@@ -517,14 +518,14 @@ func (e *Engine) appendKnown(res *Result, msgs []sessions.Message) (int64, error
 // then the input. Tool results must follow their call, so they go first.
 // A call of a Resumer is not answered but returned, in resumed, for the
 // turn to run again before it stores the rest.
-func (e *Engine) prelude(sess sessions.Session, input []sessions.Message, ck *checkpoints.Store) (_ []sessions.Message, settled []string, resumed []provider.ToolCall, _ error) {
+func (e *Engine) prelude(res *Result, sess sessions.Session, input []sessions.Message, ck *checkpoints.Store) (_ []sessions.Message, settled []string, resumed []provider.ToolCall, _ error) {
 	// Calls are pending only when nothing but results follows the last
 	// reply: a user message after it says none is, so the tail stops there
 	// too, and a new session's opening notes (tens of KB) are not parsed
 	// again. A resumed session's tail goes back to its reply, since a
 	// failed turn may have stored the resume note before its input.
 	resuming := sess.State == sessions.StateResumePending || sess.State == sessions.StateSuspended
-	tail, err := e.Sessions.Tail(sess.ID, func(m sessions.Message) bool {
+	tail, err := e.tail(res, func(m sessions.Message) bool {
 		return m.Role == "assistant" && !IsNote(m) || m.Role == "user" && !resuming
 	})
 	if err != nil {
@@ -577,6 +578,32 @@ func (e *Engine) prelude(sess sessions.Session, input []sessions.Message, ck *ch
 		}
 	}
 	return append(out, input[lead:]...), settled, resumed, nil
+}
+
+// Tail is sessions.Store.Tail of a turn's session: its last messages,
+// oldest first, back to the first for which stop returns true
+// (included).
+type Tail func(stop func(sessions.Message) bool) ([]sessions.Message, error)
+
+// tail is the turn's Tail: taken from res.known, what the turn read and
+// stored, when the transcript still ends where it does (an open and two
+// stats: Store.IsAt), else read from the file.
+func (e *Engine) tail(res *Result, stop func(sessions.Message) bool) ([]sessions.Message, error) {
+	if res.known == nil || !e.Sessions.IsAt(res.SessionID, res.at) {
+		return e.Sessions.Tail(res.SessionID, stop)
+	}
+	var rev []sessions.Message
+	for i := len(res.known) - 1; i >= 0; i-- {
+		for j := len(res.known[i]) - 1; j >= 0; j-- {
+			rev = append(rev, res.known[i][j])
+			if stop(res.known[i][j]) {
+				slices.Reverse(rev)
+				return rev, nil
+			}
+		}
+	}
+	slices.Reverse(rev)
+	return rev, nil
 }
 
 // resumeNote is ResumeNote, naming the calls the interruption left

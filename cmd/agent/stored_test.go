@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -95,6 +96,55 @@ func TestStoredTranscriptWrittenSince(t *testing.T) {
 			file := stored(t, st, id)
 			if len(p.seen[0]) != len(file)-1 {
 				t.Fatalf("provider got %d messages, the transcript held %d before the reply:\n%s", len(p.seen[0]), len(file)-1, dumpMsgs(p.seen[0]))
+			}
+			sameHistory(t, p.seen[0], file)
+		})
+	}
+}
+
+// TestStoredTranscriptPendingCall: a call the transcript ends with
+// unanswered (a crash while it ran) gets its interrupted result before the
+// turn's input, whether the call is in what the caller read (the turn
+// takes the transcript's tail from that, reading nothing) or was stored by
+// another process since (the tail is read from the file).
+func TestStoredTranscriptPendingCall(t *testing.T) {
+	t.Parallel()
+	for _, when := range []string{"read", "since"} {
+		t.Run(when, func(t *testing.T) {
+			st := newStore(t)
+			id := newSession(t, st)
+			if _, err := st.Append(id, append(user("a"), text("b"))); err != nil {
+				t.Fatal(err)
+			}
+			call := calls("echo", `{}`)
+			if when == "read" {
+				if _, err := st.Append(id, append(user("run it"), call)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			read, at, err := st.MessagesAt(id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if when == "since" {
+				other := sessions.NewStore(filepath.Dir(st.Dir), "default", st.LockTimeout, func(string) {})
+				if _, err := other.Append(id, append(user("run it"), call)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			reads := countReads(t, st)
+			p := &scripted{t: t, replies: []sessions.Message{text("done")}}
+			e := &Engine{Sessions: st, Provider: p, Tools: []Tool{&fakeTool{name: "echo"}}}
+			if _, err := e.Run(context.Background(), Turn{SessionID: id, Input: user("c"), Stored: read, StoredAt: at}); err != nil {
+				t.Fatal(err)
+			}
+			// Since: the tail, and the history sent to the provider.
+			if n, want := reads.Load(), map[string]int64{"read": 0, "since": 2}[when]; n != want {
+				t.Errorf("the turn read its transcript %d times, want %d", n, want)
+			}
+			file := stored(t, st, id)
+			if len(file) != 7 || file[4].Role != "tool" || file[4].ToolCallID != "call_echo_0" || !strings.HasPrefix(file[4].Text(), "interrupted") || file[5].Text() != "c" {
+				t.Fatalf("the transcript after the turn:\n%s", dumpMsgs(file))
 			}
 			sameHistory(t, p.seen[0], file)
 		})

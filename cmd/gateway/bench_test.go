@@ -149,3 +149,69 @@ func benchStatelessTurn(b *testing.B, route string, msgs, entries int, byHeader 
 		b.StartTimer()
 	}
 }
+
+// BenchmarkOpeningTurn is a conversation's first turn: a client's first
+// message, which makes its session (its document, transcript, lock,
+// catalog and id index entries), its history index entry and the log of
+// its deliveries, beside a later turn of the same conversation, on one
+// profile whose sessions accumulate. The model answers at once;
+// cpu-ns/op is the process's CPU time a turn (cpuTime).
+func BenchmarkOpeningTurn(b *testing.B) {
+	for _, which := range []string{"first", "second"} {
+		b.Run(which, func(b *testing.B) {
+			dir := b.TempDir()
+			st := sessions.NewStore(dir, "default", 10*time.Second, func(string) {})
+			gs := gatewaystate.NewStore(dir, 10*time.Second, func(string) {})
+			srv := New(Options{Sessions: st, Store: gs, Provider: &funcProvider{name: "fast", fn: func(context.Context, provider.Request) (provider.Reply, error) {
+				return assistant("ok"), nil
+			}}})
+			h := srv.Handler()
+			turn := func(msgs ...string) string {
+				var body []map[string]any
+				for i, m := range msgs {
+					body = append(body, map[string]any{"role": []string{"user", "assistant"}[i%2], "content": m})
+				}
+				b, _ := json.Marshal(map[string]any{"messages": body})
+				r := httptest.NewRequest("POST", "/v1/chat/completions", bytes.NewReader(b))
+				r.Host = "127.0.0.1"
+				r.Header.Set("Content-Type", "application/json")
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, r)
+				if err := srv.router.deliveries.wait(context.Background(), w.Header().Get(SessionHeader)); err != nil {
+					return err.Error()
+				}
+				return fmt.Sprint(w.Code)
+			}
+			// The profile's first conversation makes its directories.
+			turn("warm up")
+			b.ReportAllocs()
+			b.ResetTimer()
+			var cpu time.Duration
+			defer func() { b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op") }()
+			for i := range b.N {
+				b.StopTimer()
+				first := fmt.Sprint("opening ", i)
+				if which == "second" {
+					if code := turn(first); code != "200" {
+						b.Fatal(code)
+					}
+				}
+				runtime.GC()
+				before := cpuTime()
+				b.StartTimer()
+				var code string
+				if which == "first" {
+					code = turn(first)
+				} else {
+					code = turn(first, "ok", "and then")
+				}
+				b.StopTimer()
+				cpu += cpuTime() - before
+				if code != "200" {
+					b.Fatal(code)
+				}
+				b.StartTimer()
+			}
+		})
+	}
+}

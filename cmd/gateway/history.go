@@ -440,12 +440,13 @@ func (ro *router) retryOpening(ctx context.Context, model string, rt *route, h g
 // so that message ends it, and what a successor carries after it (a cut
 // call and its interrupted answer) is not part of it. A failure is
 // reported, not returned: the turn goes on, and a retry of it would start
-// a new session.
-func (ro *router) indexOpening(a admission) {
+// a new session. last is the turn's tail of the transcript (agent.Tail),
+// which it takes from what it stored when nothing came between.
+func (ro *router) indexOpening(a admission, last agent.Tail) {
 	if a.opening == "" {
 		return
 	}
-	tail, err := ro.opts.Sessions.Tail(a.sess.ID, func(m sessions.Message) bool { return isUser(m) && !agent.IsNote(m) })
+	tail, err := last(func(m sessions.Message) bool { return isUser(m) && !agent.IsNote(m) })
 	if err == nil && len(tail) > 0 && isUser(tail[0]) {
 		end := tail[0]
 		err = ro.opts.Store.PutHistory(gatewaystate.History{Digest: a.opening, Request: a.request, SessionID: a.sess.ID, MessageCount: end.Seq, LastTS: end.TS})

@@ -363,8 +363,8 @@ func (s *Server) runTurn(ctx context.Context, a admission, add []sessions.Messag
 		Params:    req.params,
 		Provider:  req.provider,
 		Mark:      req.stamp.mark(from),
-		Started: func() {
-			s.router.indexOpening(a)
+		Started: func(tail agent.Tail) {
+			s.router.indexOpening(a, tail)
 			s.router.indexCopied(ctx, a)
 			if started != nil {
 				started()

@@ -88,7 +88,7 @@ func (g *Store) lookupHistory(digest string) (History, bool, error) {
 		return History{}, false, err
 	}
 	path := g.historyShardPath(digest)
-	f, err := os.Open(path)
+	f, err := fsstore.OpenFile(path, os.O_RDONLY, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return History{}, false, nil
 	}

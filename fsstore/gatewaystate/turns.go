@@ -169,7 +169,10 @@ const deliveredCompactAt = 4 << 10
 // file each turn, whose allocation costs a file system such as ext4 tens
 // to hundreds of microseconds of CPU, where an append costs a few. Past
 // deliveredCompactAt, or after a torn line, the log is written afresh
-// (fsstore.WriteCacheFile) with the new record alone. The appends take no
+// (fsstore.WriteCacheFile) with the new record alone; the first record
+// makes the log in place, as an append to a new file, so that a
+// conversation's first turn makes one file here, not a temp file and its
+// rename (TestDeliveredFirstRecordInPlace). The appends take no
 // lock: each is one write of one line to a file opened O_APPEND, and a
 // session's deliveries are one after another (its turns are).
 func (g *Store) SetDelivered(sid string, count int64) error {
@@ -182,15 +185,22 @@ func (g *Store) SetDelivered(sid string, count int64) error {
 		return err
 	}
 	line = append(line, '\n')
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|syscall.O_NOFOLLOW, 0)
+	f, err := fsstore.OpenFile(path, os.O_RDWR|os.O_APPEND|syscall.O_NOFOLLOW, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		if err := fsstore.EnsureDir(filepath.Dir(path)); err != nil {
 			return err
 		}
 		// The first record of the log: the document an earlier build
-		// kept, if any, is replaced by it.
+		// kept, if any, is replaced by it. The log is made in place (a
+		// torn first line is read past, as any torn line).
 		os.Remove(g.legacyDeliveredPath(sid))
-		return fsstore.WriteCacheFile(path, line)
+		var moved string
+		if f, moved, err = fsstore.OpenAppendUncommitted(path, g.Now()); err != nil {
+			return err
+		}
+		if moved != "" {
+			g.Warn(fmt.Sprintf("%s: torn tail moved aside to %s", path, moved))
+		}
 	}
 	if err != nil {
 		return fsstore.PathErr("open", path, err)
@@ -236,7 +246,7 @@ func (g *Store) Delivered(sid string) (int64, error) {
 		return 0, err
 	}
 	path := g.deliveredPath(sid)
-	f, err := os.Open(path)
+	f, err := fsstore.OpenFile(path, os.O_RDONLY, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return g.legacyDelivered(sid)
 	}

@@ -137,12 +137,19 @@ func (s *Store) catalogPath() string { return filepath.Join(s.Dir, catalogName) 
 // entryOf is the catalog line of a write to sess at now, recording
 // activity at time at (now, but for an import's older history).
 func (s *Store) entryOf(sess *Session, at, now time.Time) catalogEntry {
-	e := catalogEntry{SessionID: sess.ID, At: fsstore.TimeOf(at), State: sess.State, Source: sess.Source, MessageCount: sess.MessageCount}
+	var size int64
+	if fi, err := os.Lstat(s.logPath(sess.ID)); err == nil {
+		size = fi.Size()
+	}
+	return entrySized(sess, at, now, size)
+}
+
+// entrySized is entryOf for a writer that knows the transcript's size
+// (an append has just taken it from the file it wrote): no stat.
+func entrySized(sess *Session, at, now time.Time, size int64) catalogEntry {
+	e := catalogEntry{SessionID: sess.ID, At: fsstore.TimeOf(at), State: sess.State, Source: sess.Source, MessageCount: sess.MessageCount, Bytes: size}
 	if w := fsstore.TimeOf(now); w != e.At {
 		e.Written = w
-	}
-	if fi, err := os.Lstat(s.logPath(sess.ID)); err == nil {
-		e.Bytes = fi.Size()
 	}
 	return e
 }

@@ -77,6 +77,8 @@
 // the same size; within one tick of a coarse clock (git's "racy" case) it
 // is not kept. A reader whose stamp differs reads the document again.
 //
+// # A transcript read once a turn
+//
 // A transcript read whole (MessagesAt) says where the read ended, and an
 // append (AppendAt) where it began and ended: a Point, the file (device
 // and inode), the size and the modification time. A caller that keeps a
@@ -84,8 +86,12 @@
 // while each append begins at the Point the last one (or the read) ended
 // at: a transcript is only appended to, a rewrite is another file, and
 // any other append moves the size. The gateway's turn sends its provider
-// the transcript routing read this way, rather than a second read.
-// ObserveTranscriptReads lets a test count the reads.
+// the transcript routing read this way, rather than a second read. Its
+// last messages (what the turn engine looks at before it stores the input:
+// calls left without a result, a resume note) are taken from it too, when
+// IsAt says the file still ends at the Point of the read or of the last
+// append (an open and two stats), where Tail would read and decode them
+// again. ObserveTranscriptReads lets a test count the reads.
 //
 // A create syncs its document and their directory and nothing else: its
 // id index entry and its catalog line are written before the document,

@@ -124,7 +124,7 @@ func (s *Store) takeBackIDLocked(id string, built, made bool) {
 		os.Remove(s.idsRecentPath())
 		return
 	}
-	f, err := os.OpenFile(s.idsRecentPath(), os.O_RDWR|syscall.O_NOFOLLOW, 0)
+	f, err := fsstore.OpenFile(s.idsRecentPath(), os.O_RDWR|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return
 	}

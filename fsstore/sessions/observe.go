@@ -13,7 +13,7 @@ var readObservers seam.Observers
 // ObserveTranscriptReads calls fn with the session id of every
 // transcript of a store in dir (a profile's directory, or one above it)
 // that is opened for reading (OpenTranscript, and so Messages,
-// MessagesAt and a provider's history), from now until stop is called:
+// MessagesAt and a provider's history; Tail), from now until stop is called:
 // how a test counts a turn's reads of its transcript. fn may be called
 // from several goroutines at once; observers of different directories do
 // not see each other's reads.

@@ -1,6 +1,11 @@
 package sessions
 
-import "os"
+import (
+	"os"
+	"syscall"
+
+	"github.com/hermes/hermes/fsstore"
+)
 
 // Point is where a transcript ended when it was read (MessagesAt) or
 // appended to (AppendAt): its file (device and inode), the size of the
@@ -45,4 +50,28 @@ func (t *Transcript) point() Point {
 		return Point{size: -1}
 	}
 	return Point{file: fi, size: t.size}
+}
+
+// IsAt reports whether id's transcript still ends at p: the same file,
+// of p's size (its size read fresh, as an append reads it) and with p's
+// modification time, so that nothing has been written to it since p was
+// taken, in this process or another. It costs an open and two stats, not
+// a read: a turn that holds what it read (MessagesAt) and what it
+// appended takes a tail from that (sessions' doc.go, "A transcript read
+// once a turn"). A transcript that cannot be opened is at p only when p
+// is an empty one.
+func (s *Store) IsAt(id string, p Point) bool {
+	if fsstore.CheckID("session id", id) != nil {
+		return false
+	}
+	f, size, err := fsstore.OpenSizedFlag(s.logPath(id), os.O_RDONLY|syscall.O_NOFOLLOW)
+	if err != nil {
+		return false
+	}
+	if f == nil {
+		return p.Same(Point{})
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	return err == nil && p.Same(Point{file: fi, size: size})
 }

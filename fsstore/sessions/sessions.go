@@ -725,7 +725,12 @@ func (s *Store) appendLockedAt(sess *Session, msgs []Message) (int64, Extent, bo
 	// finds such a session and repair levels the catalog.
 	counted := *sess
 	counted.MessageCount = seq
-	entry := s.entryOf(&counted, active, now)
+	var entry catalogEntry
+	if ext.To.size >= 0 {
+		entry = entrySized(&counted, active, now, ext.To.size)
+	} else {
+		entry = s.entryOf(&counted, active, now)
+	}
 	catalog, due, cerr := s.appendCatalog(entry)
 	if catalog != nil {
 		catalog.Close()
@@ -977,7 +982,7 @@ func (s *Store) OpenTranscript(id string) (*Transcript, error) {
 		defer unlock()
 	}
 	readObservers.Tell(s.logPath(id))
-	f, err := os.Open(s.logPath(id))
+	f, err := fsstore.OpenFile(s.logPath(id), os.O_RDONLY, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		if _, derr := os.Stat(s.docPath(id)); derr != nil {
 			return nil, fsstore.NotFoundf("session %s not found", id)
@@ -1264,6 +1269,7 @@ func (s *Store) Tail(id string, stop func(Message) bool) ([]Message, error) {
 	if err := fsstore.CheckID("session id", id); err != nil {
 		return nil, err
 	}
+	readObservers.Tell(s.logPath(id))
 	f, size, err := fsstore.OpenSized(s.logPath(id))
 	if err != nil {
 		return nil, err
