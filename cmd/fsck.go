@@ -34,6 +34,11 @@ func fsckCommand() *cli.Command {
 	}
 }
 
+// fsckHalfHeadroomFrom is the size of the activity catalog from which
+// fsck gives the collector half its default headroom (about 3,000
+// sessions' lines).
+const fsckHalfHeadroomFrom = 1 << 20
+
 func fsck(e *env) error {
 	if e.c.NArg() > 0 {
 		return usagef("fsck takes no arguments")
@@ -43,7 +48,13 @@ func fsck(e *env) error {
 	// and drops (every document decoded, every catalog line) is many
 	// times that. Half the default headroom over the kept set holds the
 	// peak at 100,000 sessions under 64 MB for a few more collections.
-	debug.SetGCPercent(50)
+	// A small profile keeps the default: its whole check allocates less
+	// than the collector's first goal (4 MB), which half the headroom
+	// halves into a collection of its own, a fifth of fsck's processor
+	// time on a profile of a few sessions.
+	if size, err := e.sessions().CatalogSize(); err != nil || size >= fsckHalfHeadroomFrom {
+		debug.SetGCPercent(50)
+	}
 	lostFound := filepath.Join(e.profile.Dir(), "lost+found")
 	findings, err := unsafeFindings(e)
 	if err != nil {

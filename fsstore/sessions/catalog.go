@@ -134,6 +134,21 @@ func (e *catalogEntry) written() fsstore.Time {
 
 func (s *Store) catalogPath() string { return filepath.Join(s.Dir, catalogName) }
 
+// CatalogSize returns the activity catalog's size in bytes, 0 when there
+// is none yet: a line of a few hundred bytes for each write to a session
+// since the catalog was last compacted, so a measure of how many sessions
+// a walk of them will read, without reading it.
+func (s *Store) CatalogSize() (int64, error) {
+	fi, err := os.Stat(s.catalogPath())
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return fi.Size(), nil
+}
+
 // entryOf is the catalog line of a write to sess at now, recording
 // activity at time at (now, but for an import's older history).
 func (s *Store) entryOf(sess *Session, at, now time.Time) catalogEntry {
