@@ -123,10 +123,10 @@ type storing struct {
 // checkpoint does, before the tool has made the bytes that will replace
 // them, so that the object's write and sync run beside the tool's work
 // (edit_file's search and replace of a large file); then gives it those
-// bytes. A tool that ends without calling then (its edit refused) leaves
-// the object stored, which nothing refers to, as a crash would: the same
-// bytes are the before-image of the file's next change, and a prune
-// removes it otherwise. A nil storing (no checkpoint store) does nothing.
+// bytes. A tool that ends without calling then (its edit refused) calls
+// drop, and leaves the object stored, which nothing refers to, as a
+// crash would: the same bytes are the before-image of the file's next
+// change, and a prune removes it otherwise. A nil storing (no checkpoint store) does nothing.
 func (env *Env) startCheckpoint(ctx context.Context, p place, name string, fi fs.FileInfo, prior []byte) *storing {
 	cc := env.call
 	if cc == nil {
@@ -182,6 +182,16 @@ func (env *Env) startCheckpoint(ctx context.Context, p place, name string, fi fs
 		}()
 	}
 	return st
+}
+
+// drop ends a before-image's storing that no change will use (the tool
+// refused the change after startCheckpoint): it waits for the object's
+// write and sync, so that the call ends with nothing of its own still
+// writing, which a process exiting next would cut short.
+func (st *storing) drop() {
+	if st != nil && st.saved != nil {
+		<-st.saved
+	}
 }
 
 // then goes on with the checkpoint st began, for a change that writes

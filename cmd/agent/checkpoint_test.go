@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/hermes/hermes/fsstore/checkpoints"
 	"github.com/hermes/hermes/fsstore/sessions"
@@ -284,28 +286,41 @@ func TestBeforeImageAfterTheUsersEdit(t *testing.T) {
 // edit_file begins storing a file's before-image as soon as it has read
 // the file, beside its search and replace: an edit refused after that
 // (old_string not found) leaves the object stored (the before-image of
-// the file's next change), nothing recorded and no pending record. Not
-// parallel: it sets checkpointStep, which the receive below
-// waits for (a build that stores nothing for a refused edit blocks here
-// until go test's timeout).
+// the file's next change), nothing recorded and no pending record. And
+// the refused edit returns only once the object's storing is over, never
+// leaving it to run on (a process that exits next would cut it short; a
+// test's directory was removed under it): the object's step waits up to
+// half a second for the tool to return, which a tool that waits for it
+// cannot do, and one that does not does at once. Not parallel: it sets
+// checkpointStep.
 func TestBeforeImageStoredWhileTheEditIsMade(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "f.txt"), []byte("v aaaa\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	env := &Env{SessionID: "s", Cwd: dir, Checkpoints: checkpoints.Open(t.TempDir())}
-	stored := make(chan struct{}, 1)
+	returned := make(chan struct{})
+	var stored, after atomic.Bool
 	checkpointStep = func(step string) {
 		if step == "object" {
-			stored <- struct{}{}
+			select {
+			case <-returned:
+				after.Store(true)
+			case <-time.After(500 * time.Millisecond):
+			}
+			stored.Store(true)
 		}
 	}
 	defer func() { checkpointStep = func(string) {} }()
 	cenv := env.withCall("call_1")
-	if _, err := (editFileTool{}).Run(context.Background(), cenv, []byte(args("path", "f.txt", "old_string", "nowhere", "new_string", "x"))); err == nil || !strings.Contains(err.Error(), "not found") {
+	_, err := (editFileTool{}).Run(context.Background(), cenv, []byte(args("path", "f.txt", "old_string", "nowhere", "new_string", "x")))
+	close(returned)
+	if err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Fatalf("edit of a missing string: %v", err)
 	}
-	<-stored
+	if !stored.Load() || after.Load() {
+		t.Fatalf("the refused edit returned before its before-image was stored (stored by its return: %v)", stored.Load())
+	}
 	if b, err := env.Checkpoints.Get(checkpoints.Hash([]byte("v aaaa\n"))); err != nil || string(b) != "v aaaa\n" {
 		t.Fatalf("before-image of the refused edit: %q, %v", b, err)
 	}

@@ -85,10 +85,13 @@ func (editFileTool) Run(ctx context.Context, env *Env, raw json.RawMessage) (str
 	n := occurrences(text, old)
 	switch {
 	case n == 0:
+		ck.drop()
 		return "", fmt.Errorf("edit_file: old_string not found in %s; nothing written (read_file shows the current text)", *args.Path)
 	case n > 1 && !args.ReplaceAll:
+		ck.drop()
 		return "", fmt.Errorf("edit_file: old_string occurs %d times in %s; nothing written (give more context to make it unique, or set replace_all)", n, *args.Path)
 	case n != strings.Count(text, old):
+		ck.drop()
 		return "", fmt.Errorf("edit_file: old_string occurs %d times in %s, and some of them overlap; nothing written (give more context to make each one distinct)", n, *args.Path)
 	}
 	after := []byte(strings.ReplaceAll(text, old, repl))
