@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hermes/hermes/cmd"
 )
@@ -616,8 +617,21 @@ func mountTmpfs(t *testing.T, size string) string {
 		t.Skipf("cannot mount a tmpfs (root without CAP_SYS_ADMIN, as in a container: run it on a host or a privileged container): %v: %s", err, out)
 	}
 	t.Cleanup(func() {
-		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", mnt, err, out)
+		// A detached process the test started (a task's runner, a
+		// worker) can still be exiting after the state it wrote says it
+		// is done, its files open on the mount: umount says busy until
+		// it is gone, which a loaded machine can make take seconds.
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			out, err := exec.Command("umount", mnt).CombinedOutput()
+			if err == nil {
+				return
+			}
+			if !bytes.Contains(out, []byte("busy")) || time.Now().After(deadline) {
+				t.Errorf("umount %s: %v: %s", mnt, err, out)
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
 	})
 	return mnt
