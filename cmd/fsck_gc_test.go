@@ -27,12 +27,14 @@ func TestFsckCollectorHeadroom(t *testing.T) {
 	// The same session written to often enough that its lines pass the
 	// size: a catalog fsck finds clean.
 	catalog := filepath.Join(home, "profiles", "default", "sessions", ".catalog.jsonl")
-	line, err := os.ReadFile(catalog)
+	b, err := os.ReadFile(catalog)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The catalog's name, then the session's line.
+	name, line, _ := bytes.Cut(b, []byte("\n"))
 	n := fsckHalfHeadroomFrom/int64(len(line)) + 1
-	if err := os.WriteFile(catalog, bytes.Repeat(line, int(n)), 0o600); err != nil {
+	if err := os.WriteFile(catalog, append(append(name, '\n'), bytes.Repeat(line, int(n))...), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	mustRun(t, home, "", "fsck")
