@@ -146,7 +146,12 @@ func TestStatelessRegenerateAndEditFork(t *testing.T) {
 			mustStatus(t, resp, body, 200)
 			fork := resp.Header.Get(SessionHeader)
 			if fork == sid || getSession(t, e.sessions, fork).ParentSessionID != sid {
-				t.Fatalf("went to %s (parent %q); want a fork of %s", fork, getSession(t, e.sessions, fork).ParentSessionID, sid)
+				// What tells the routes apart: a regenerate answered from
+				// the original is a replay of a reply judged undelivered.
+				delivered, err := e.store.Delivered(sid)
+				t.Fatalf("went to %s (parent %q, transcript %s); want a fork of %s (transcript %s, delivered %d, %v)",
+					fork, getSession(t, e.sessions, fork).ParentSessionID, texts(messages(t, e.sessions, fork)),
+					sid, texts(messages(t, e.sessions, sid)), delivered, err)
 			}
 			msgs := messages(t, e.sessions, fork)
 			if len(msgs) != c.kept+2 || texts(msgs[:c.kept]) != texts(messages(t, e.sessions, sid)[:c.kept]) {
