@@ -803,21 +803,6 @@ func (s *Store) openCatalog() (*os.File, int64, error) {
 	return fsstore.OpenSized(s.catalogPath())
 }
 
-// rebuildCatalog writes a catalog from the documents, ordered by their
-// updated_at, over the one there is (fsck --repair); makeCatalog is how a
-// profile without a catalog gets one.
-func (s *Store) rebuildCatalog() error {
-	if _, err := os.Stat(s.Dir); errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	unlock, err := fsstore.LockUntil(filepath.Join(s.Dir, catalogLockName), s.LockTimeout, s.Cancel)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	return s.compactCatalogLocked()
-}
-
 // compactCatalogLocked rewrites the catalog atomically with one line per
 // session that has a document, oldest activity first. The caller holds the
 // catalog lock.
@@ -846,12 +831,21 @@ func (s *Store) compactCatalogLocked() error {
 	return fsstore.WriteFileAtomic(s.catalogPath(), b.Bytes())
 }
 
+// RebuildCatalog writes a catalog from the documents, ordered by their
+// updated_at, over the one there is (fsck --repair).
+func (s *Store) RebuildCatalog() error { return s.catalogFromDocuments(false) }
+
 // makeCatalog writes a catalog from the documents where openCatalog found
 // none. It looks again under the lock: an append may have made one
 // meanwhile (appendCatalog makes it from the documents, then adds a new
 // session's line before that session's document is written), and a
 // catalog made from the documents over it would drop that line.
-func (s *Store) makeCatalog() error {
+func (s *Store) makeCatalog() error { return s.catalogFromDocuments(true) }
+
+// catalogFromDocuments writes the catalog from the documents under the
+// catalog lock (compactCatalogLocked); only when there is none, when
+// missing is set.
+func (s *Store) catalogFromDocuments(missing bool) error {
 	if _, err := os.Stat(s.Dir); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -860,14 +854,11 @@ func (s *Store) makeCatalog() error {
 		return err
 	}
 	defer unlock()
-	if _, err := os.Lstat(s.catalogPath()); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Lstat(s.catalogPath()); missing && !errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
 	return s.compactCatalogLocked()
 }
-
-// RebuildCatalog rebuilds the catalog from the documents (fsck --repair).
-func (s *Store) RebuildCatalog() error { return s.rebuildCatalog() }
 
 // damagedEntry is the listing of id whose document could not be read: its
 // damaged view, or ErrNotFound when it has no transcript either (a line
