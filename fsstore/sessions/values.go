@@ -163,7 +163,8 @@ func (s *Store) valueIndex(cat *os.File, size int64, opts ListOptions) (*os.File
 	if !ok {
 		return nil, 0
 	}
-	if catalogID(cat) == "" {
+	id := catalogID(cat)
+	if id == "" {
 		s.compactCatalogNow()
 		return nil, 0
 	}
@@ -173,7 +174,7 @@ func (s *Store) valueIndex(cat *os.File, size int64, opts ListOptions) (*os.File
 	}
 	defer unlock()
 	path := filepath.Join(s.Dir, name)
-	if err := s.updateValueFile(path, valueFilter(field, value), cat, size); err != nil {
+	if err := s.updateValueFile(path, valueFilter(field, value), cat, id, size); err != nil {
 		if !fsstore.IsReadOnly(err) {
 			s.Warn(fmt.Sprintf("value index %s: not updated: %v", name, err))
 		}
@@ -187,14 +188,14 @@ func (s *Store) valueIndex(cat *os.File, size int64, opts ListOptions) (*os.File
 }
 
 // updateValueFile brings the value file at path, of the filter, up to the
-// whole lines of the catalog's first size bytes (see the top of this
-// file). The caller holds the values lock.
-func (s *Store) updateValueFile(path string, filter ListOptions, cat *os.File, size int64) error {
+// whole lines of the first size bytes of the catalog cat, named id (see
+// the top of this file). The caller holds the values lock.
+func (s *Store) updateValueFile(path string, filter ListOptions, cat *os.File, id string, size int64) error {
 	whole, ino, tail, err := catalogPoint(cat, size)
 	if err != nil {
 		return err
 	}
-	want := valueMark{Covered: whole, Catalog: catalogID(cat), Ino: ino, Tail: tail}
+	want := valueMark{Covered: whole, Catalog: id, Ino: ino, Tail: tail}
 	vf, vsize, err := fsstore.OpenSizedFlag(path, os.O_RDWR|os.O_APPEND|syscall.O_NOFOLLOW)
 	if err != nil {
 		return err
